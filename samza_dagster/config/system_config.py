@@ -1,0 +1,176 @@
+"""Typed views over ``systems.*``, ``streams.*`` and ``stores.*`` keys.
+
+Stream properties may be given two ways, as in Samza:
+``streams.<stream-id>.<prop>`` (with ``streams.<id>.samza.system`` and
+``streams.<id>.samza.physical.name``, which defaults to the id) or the older
+``systems.<system>.streams.<physical-name>.<prop>``; ``systems.<system>.default.stream.<prop>``
+fills in for any stream of that system. The stream-id form wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.system.model import SystemStream
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    config: Config
+
+    def system_names(self) -> list[str]:
+        names = []
+        for key in self.config:
+            if key.startswith("systems."):
+                name = key[len("systems."):].split(".", 1)[0]
+                if name and name not in names:
+                    names.append(name)
+        return names
+
+    def factory(self, system: str) -> str | None:
+        return self.config.get_str(f"systems.{system}.samza.factory")
+
+    def system_subset(self, system: str) -> Config:
+        return self.config.subset(f"systems.{system}.")
+
+    def offset_default(self, system: str) -> str:
+        key = f"systems.{system}.samza.offset.default"
+        return self.config.get_choice(key, ("oldest", "upcoming"), "oldest") or "oldest"
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    config: Config
+
+    def stream_ids(self) -> list[str]:
+        ids = []
+        for key in self.config:
+            if key.startswith("streams."):
+                rest = key[len("streams."):]
+                for marker in (".samza.", ".partitions", ".source"):
+                    idx = rest.find(marker)
+                    if idx > 0:
+                        sid = rest[:idx]
+                        if sid not in ids:
+                            ids.append(sid)
+                        break
+        return ids
+
+    def system_of(self, stream_id: str, default_system: str | None = None) -> str | None:
+        return self.config.get_str(f"streams.{stream_id}.samza.system") or default_system
+
+    def physical_name(self, stream_id: str) -> str:
+        return self.config.get_str(f"streams.{stream_id}.samza.physical.name") or stream_id
+
+    def system_stream(self, stream_id: str, default_system: str) -> SystemStream:
+        system = self.system_of(stream_id, default_system)
+        assert system is not None
+        return SystemStream(system, self.physical_name(stream_id))
+
+    def stream_ids_for(self, system_stream: SystemStream, default_system: str | None = None) -> list[str]:
+        """Every stream id that names this physical stream."""
+        return [
+            sid
+            for sid in self.stream_ids()
+            if self.system_of(sid, default_system) == system_stream.system
+            and self.physical_name(sid) == system_stream.stream
+        ]
+
+    def get_property(self, system_stream: SystemStream, prop: str, default: str | None = None) -> str | None:
+        """A stream property, looked up in the order the module docstring gives."""
+        for sid in self.stream_ids_for(system_stream, self.config.get_str("job.default.system") or "log"):
+            value = self.config.get_str(f"streams.{sid}.{prop}")
+            if value is not None:
+                return value
+        system, stream = system_stream.system, system_stream.stream
+        value = self.config.get_str(f"systems.{system}.streams.{stream}.{prop}")
+        if value is not None:
+            return value
+        return self.config.get_str(f"systems.{system}.default.stream.{prop}", default)
+
+    def property_key(self, system_stream: SystemStream, prop: str) -> str:
+        """The key a user most likely set for this property, for error messages."""
+        for sid in self.stream_ids_for(system_stream, self.config.get_str("job.default.system") or "log"):
+            key = f"streams.{sid}.{prop}"
+            if key in self.config:
+                return key
+        return f"systems.{system_stream.system}.streams.{system_stream.stream}.{prop}"
+
+    def _bool(self, system_stream: SystemStream, prop: str) -> bool:
+        raw = self.get_property(system_stream, prop)
+        if raw is None or raw.strip() == "":
+            return False
+        key = self.property_key(system_stream, prop)
+        return Config({key: raw}).get_bool(key)
+
+    def is_bootstrap(self, system_stream: SystemStream) -> bool:
+        return self._bool(system_stream, "samza.bootstrap")
+
+    def is_bounded(self, system_stream: SystemStream) -> bool:
+        return self._bool(system_stream, "samza.bounded")
+
+    def is_reset_offset(self, system_stream: SystemStream) -> bool:
+        return self._bool(system_stream, "samza.reset.offset")
+
+    def priority(self, system_stream: SystemStream) -> int | None:
+        raw = self.get_property(system_stream, "samza.priority")
+        if raw is None or raw.strip() == "":
+            return None
+        try:
+            return int(raw.strip())
+        except ValueError:
+            key = self.property_key(system_stream, "samza.priority")
+            raise ConfigError(f"config key {key!r} must be an integer, got {raw!r}", key=key) from None
+
+    def offset_default(self, system_stream: SystemStream) -> str:
+        raw = self.get_property(system_stream, "samza.offset.default")
+        if raw is None:
+            raw = self.config.get_str(f"systems.{system_stream.system}.samza.offset.default", "oldest")
+        if raw not in ("oldest", "upcoming"):
+            key = self.property_key(system_stream, "samza.offset.default")
+            raise ConfigError(f"config key {key!r} must be oldest or upcoming, got {raw!r}", key=key)
+        return raw
+
+    def partitions(self, stream_id: str) -> int | None:
+        return self.config.get_int(f"streams.{stream_id}.partitions")
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    config: Config
+
+    def store_names(self) -> list[str]:
+        names = []
+        for key in self.config:
+            if key.startswith("stores."):
+                name = key[len("stores."):].split(".", 1)[0]
+                if name and name not in names:
+                    names.append(name)
+        return names
+
+    def factory(self, store: str) -> str:
+        return self.config.get_choice(f"stores.{store}.factory", ("rocksdb", "inmemory"), "rocksdb") or "rocksdb"
+
+    def changelog(self, store: str, default_system: str) -> SystemStream | None:
+        """``stores.<store>.changelog``: ``system.stream`` or a bare stream on the default system."""
+        raw = self.config.get_str(f"stores.{store}.changelog")
+        if not raw:
+            return None
+        system, sep, stream = raw.partition(".")
+        if not sep:
+            return SystemStream(default_system, raw)
+        if not system or not stream:
+            key = f"stores.{store}.changelog"
+            raise ConfigError(f"config key {key!r}: expected system.stream, got {raw!r}", key=key)
+        return SystemStream(system, stream)
+
+    def key_serde(self, store: str) -> str | None:
+        return self.config.get_str(f"stores.{store}.key.serde")
+
+    def msg_serde(self, store: str) -> str | None:
+        return self.config.get_str(f"stores.{store}.msg.serde")
+
+    def side_inputs(self, store: str) -> list[str]:
+        return self.config.get_list(f"stores.{store}.side.inputs")

@@ -1,0 +1,111 @@
+"""Serdes by name, and which serde applies to which stream's keys and messages.
+
+Names: json, string, bytes, integer, long, noop, pickle (explicit only), plus any
+``serializers.registry.<name>.class=module:Class`` (a Serde class, or a factory with
+``get_serde(name, config)``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.serde.serdes import (
+    BytesSerde,
+    IntegerSerde,
+    JsonSerde,
+    LongSerde,
+    NoOpSerde,
+    PickleSerde,
+    Serde,
+    StringSerde,
+)
+from samza_dagster.system.model import SystemStream
+
+BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
+    "json": JsonSerde,
+    "string": StringSerde,
+    "bytes": BytesSerde,
+    "integer": IntegerSerde,
+    "long": LongSerde,
+    "noop": NoOpSerde,
+    "pickle": PickleSerde,
+}
+
+
+def load_class(path: str, key: str) -> type:
+    """Import ``module:Class`` (or ``module.Class``), raising ConfigError naming ``key``."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(f"config key {key!r}: expected module:Class, got {path!r}", key=key)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"config key {key!r}: cannot import module {module_name!r}: {exc}", key=key) from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ConfigError(f"config key {key!r}: module {module_name!r} has no attribute {attr!r}", key=key) from None
+
+
+class SerdeRegistry:
+    """Resolves serde names (built-in or registered in config) to serde instances."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self._cache: dict[str, Serde] = {}
+
+    def get(self, name: str, key: str = "serde") -> Serde:
+        cached = self._cache.get(name)
+        if cached is not None:
+            return cached
+        serde = self._create(name, key)
+        self._cache[name] = serde
+        return serde
+
+    def _create(self, name: str, key: str) -> Serde:
+        class_key = f"serializers.registry.{name}.class"
+        class_path = self._config.get_str(class_key)
+        if class_path:
+            cls = load_class(class_path, class_key)
+            obj = cls()
+            if hasattr(obj, "get_serde"):
+                obj = obj.get_serde(name, self._config)
+            if not (hasattr(obj, "to_bytes") and hasattr(obj, "from_bytes")):
+                raise ConfigError(f"config key {class_key!r}: {class_path} is not a serde (needs to_bytes/from_bytes)", key=class_key)
+            return obj
+        factory = BUILTIN_SERDES.get(name)
+        if factory is None:
+            known = ", ".join(sorted(BUILTIN_SERDES))
+            raise ConfigError(
+                f"config key {key!r} names unknown serde {name!r}; known: {known}, "
+                f"or register one with serializers.registry.{name}.class",
+                key=key,
+            )
+        return factory()
+
+    def _stream_serde(self, system_stream: SystemStream, kind: str) -> Serde | None:
+        """kind is 'msg' or 'key'. Stream-level setting first, then the system's."""
+        prop = f"samza.{kind}.serde"
+        streams = StreamConfig(self._config)
+        name = streams.get_property(system_stream, prop)
+        key = streams.property_key(system_stream, prop)
+        if name is None:
+            key = f"systems.{system_stream.system}.samza.{kind}.serde"
+            name = self._config.get_str(key)
+        if not name:
+            return None
+        return self.get(name, key)
+
+    def msg_serde(self, system_stream: SystemStream) -> Serde | None:
+        """The configured message serde of a stream, or None when none is configured
+        (then values pass as the system carries them: bytes)."""
+        return self._stream_serde(system_stream, "msg")
+
+    def key_serde(self, system_stream: SystemStream) -> Serde | None:
+        return self._stream_serde(system_stream, "key")

@@ -1,0 +1,40 @@
+"""Which SystemFactory a system name maps to (``systems.<name>.samza.factory``)."""
+
+from __future__ import annotations
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.system.protocols import SystemFactory
+
+#: Built-in factories, imported lazily so kafka-python is only loaded when Kafka is used.
+BUILTIN_FACTORIES: dict[str, str] = {
+    "log": "samza_dagster.system.log:LogSystemFactory",
+    "kafka": "samza_dagster.system.kafka:KafkaSystemFactory",
+    "inmemory": "samza_dagster.system.inmemory:InMemorySystemFactory",
+}
+
+
+def system_factory(config: Config, system_name: str) -> SystemFactory:
+    """The factory ``systems.<system_name>.samza.factory`` names.
+
+    A system with no factory configured is the embedded log (the default system).
+    """
+    from samza_dagster.serde.registry import load_class
+
+    key = f"systems.{system_name}.samza.factory"
+    name = (config.get_str(key) or "log").strip()
+    path = BUILTIN_FACTORIES.get(name)
+    if path is None:
+        if ":" not in name and "." not in name:
+            known = ", ".join(sorted(BUILTIN_FACTORIES))
+            raise ConfigError(
+                f"config key {key!r} names unknown system factory {name!r}; known: {known}, or module:Class",
+                key=key,
+            )
+        path = name
+    cls = load_class(path, key)
+    factory = cls()
+    for method in ("get_admin", "get_consumer", "get_producer"):
+        if not callable(getattr(factory, method, None)):
+            raise ConfigError(f"config key {key!r}: {path} is not a SystemFactory (no {method})", key=key)
+    return factory
