@@ -88,9 +88,11 @@ class OutgoingMessageEnvelope:
 
     ``partition`` picks the partition outright; else ``partition_key`` (or ``key``) is hashed
     as Kafka's default partitioner does; else the producer spreads messages.
+    ``event_time`` (ms) becomes the record's timestamp; the producer uses the current time
+    when it is None.
     """
 
-    __slots__ = ("system_stream", "message", "key", "partition_key", "partition")
+    __slots__ = ("system_stream", "message", "key", "partition_key", "partition", "event_time")
 
     def __init__(
         self,
@@ -99,12 +101,14 @@ class OutgoingMessageEnvelope:
         key: Any = None,
         partition_key: Any = None,
         partition: int | None = None,
+        event_time: int | None = None,
     ) -> None:
         self.system_stream = system_stream
         self.message = message
         self.key = key
         self.partition_key = partition_key
         self.partition = partition
+        self.event_time = event_time
 
     def __repr__(self) -> str:
         return (
