@@ -6,6 +6,8 @@ import pytest
 
 from samza_dagster.config import Config
 
+pytest_plugins = ["tests.fixtures.kafka_broker"]
+
 
 @pytest.fixture
 def log_config(tmp_path) -> Config:
