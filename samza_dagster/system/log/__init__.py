@@ -1,0 +1,1 @@
+"""The embedded log system (SQLite-backed, durable, multi-process) — the default system."""
