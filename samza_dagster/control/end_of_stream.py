@@ -1,0 +1,149 @@
+"""End-of-stream reconciliation over the producer tasks of each input partition (seed 003).
+
+An intermediate partition is written by every task of the upstream stage, and each sends
+its own end-of-stream when done; the partition has ended only once all of them have.
+A stream with no producer count (an input the task reads straight from a system) ends with
+its first end-of-stream message per partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from samza_dagster.control._snapshot import iter_partitions, stream_id
+from samza_dagster.control.errors import ControlStateError
+from samza_dagster.control.messages import EndOfStreamMessage
+from samza_dagster.system.model import SystemStream, SystemStreamPartition
+
+
+class _EndOfStreamState:
+    """Bookkeeping of one partition: the producer tasks heard from, out of ``expected``."""
+
+    __slots__ = ("expected", "tasks", "ended")
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.tasks: set[str] = set()
+        self.ended = False
+
+
+class EndOfStreamStates:
+    """End-of-stream state of every partition a task consumes.
+
+    ``producer_task_counts`` maps each intermediate stream to the number of upstream tasks
+    writing to it; streams absent from it are plain inputs. ``update`` is O(1).
+    """
+
+    __slots__ = ("_states", "_by_stream", "_ended_partitions")
+
+    def __init__(
+        self,
+        ssps: Iterable[SystemStreamPartition],
+        producer_task_counts: Mapping[SystemStream, int] | None = None,
+    ) -> None:
+        counts = dict(producer_task_counts or {})
+        self._states: dict[SystemStreamPartition, _EndOfStreamState] = {}
+        self._by_stream: dict[SystemStream, list[_EndOfStreamState]] = {}
+        for ssp in ssps:
+            ssp = SystemStreamPartition(*ssp)
+            stream = ssp.system_stream
+            expected = int(counts.get(stream, 0))
+            if expected < 0:
+                raise ControlStateError(f"producer task count of stream {stream} is negative: {expected}")
+            state = _EndOfStreamState(expected)
+            self._states[ssp] = state
+            self._by_stream.setdefault(stream, []).append(state)
+        self._ended_partitions = 0
+
+    def update(self, message: EndOfStreamMessage, ssp: SystemStreamPartition) -> bool:
+        """Record ``message`` received on ``ssp``. True when it took the partition to its end
+        (so the task instance passes one end-of-stream envelope on, exactly once)."""
+        state = self._states.get(ssp)
+        if state is None:
+            raise ControlStateError(f"end-of-stream message for {ssp}, which this task does not consume")
+        if state.ended:
+            return False
+        expected = state.expected
+        task_name = message.task_name
+        if expected == 0:
+            state.ended = True
+        elif task_name is None:
+            # A system's own end-of-stream on a partition that producer tasks write to says
+            # nothing about those tasks (as in Samza): only their messages count.
+            return False
+        else:
+            tasks = state.tasks
+            if task_name not in tasks:
+                _check_count(message.task_count, expected, task_name, ssp, "end-of-stream")
+                if len(tasks) >= expected:
+                    raise ControlStateError(
+                        f"end-of-stream on {ssp} from producer task {task_name!r}, but all {expected} "
+                        f"expected producer tasks ({sorted(tasks)}) already reported"
+                    )
+                tasks.add(task_name)
+            if len(tasks) < expected:
+                return False
+            state.ended = True
+        self._ended_partitions += 1
+        return True
+
+    def is_end_of_stream_per_ssp(self, ssp: SystemStreamPartition) -> bool:
+        state = self._states.get(ssp)
+        return state is not None and state.ended
+
+    def is_end_of_stream(self, system_stream: SystemStream) -> bool:
+        """Every partition of ``system_stream`` this task consumes has ended (False for a
+        stream the task does not consume)."""
+        states = self._by_stream.get(system_stream)
+        return bool(states) and all(s.ended for s in states)
+
+    def all_end_of_stream(self) -> bool:
+        return self._ended_partitions == len(self._states)
+
+    # -- checkpoint ---------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly snapshot (the seed's EndOfStreamCheckpoint per stream)."""
+        out: dict[str, Any] = {}
+        for ssp, state in self._states.items():
+            entry = out.setdefault(stream_id(ssp), {"totalTasks": state.expected, "partitions": {}})
+            entry["partitions"][str(ssp.partition)] = {"tasks": sorted(state.tasks), "endOfStream": state.ended}
+        return out
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Load a ``to_dict`` snapshot. Entries for partitions this task does not consume
+        (after a regrouping) are ignored; counts come from this instance's configuration."""
+        for ssp, body in iter_partitions(data, "end-of-stream"):
+            state = self._states.get(ssp)
+            if state is None:
+                continue
+            tasks = body.get("tasks", [])
+            if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+                raise ControlStateError(f"end-of-stream snapshot: tasks of {ssp} must be a list of task names")
+            ended = bool(body.get("endOfStream", False)) or (0 < state.expected <= len(set(tasks)))
+            if state.ended != ended:
+                self._ended_partitions += 1 if ended else -1
+            state.tasks = set(tasks)
+            state.ended = ended
+
+    @classmethod
+    def from_dict(
+        cls,
+        ssps: Iterable[SystemStreamPartition],
+        producer_task_counts: Mapping[SystemStream, int] | None,
+        data: Mapping[str, Any],
+    ) -> EndOfStreamStates:
+        states = cls(ssps, producer_task_counts)
+        states.restore(data)
+        return states
+
+
+def _check_count(task_count: int, expected: int, task_name: str, ssp: SystemStreamPartition, kind: str) -> None:
+    """A producer that believes in a different number of producers means the two stages
+    were planned with different partition counts: fail loudly rather than end early."""
+    if task_count > 0 and task_count != expected:
+        raise ControlStateError(
+            f"{kind} on {ssp} from producer task {task_name!r} says {task_count} producer tasks, "
+            f"but this job expects {expected} for stream {ssp.system}.{ssp.stream}"
+        )
