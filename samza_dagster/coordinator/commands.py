@@ -1,0 +1,73 @@
+"""What the ``coordinator-stream-writer`` and ``job-coordinator`` CLI commands run."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.coordinator.messages import SET_CONFIG, CoordinatorStreamMessage
+from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.submission import check_set_once
+
+SOURCE = "coordinator-stream-writer"
+WRITER_TYPES = ("set-config", "delete")
+
+
+def run_coordinator_stream_writer(
+    config: Config, msg_type: str, key: str, value: str | None, *, force_reset: bool = False
+) -> None:
+    """Write one config message to the job's coordinator stream, as Samza's
+    ``run-coordinator-stream-writer.sh`` does: ``set-config`` sets ``key`` to ``value``,
+    ``delete`` removes ``key`` from the job's config.
+
+    A running JobCoordinator picks it up within one monitor interval. A change to a set-once key
+    of a stateful job is refused (as at submission) unless ``force_reset``.
+    """
+    if msg_type not in WRITER_TYPES:
+        raise ConfigError(f"--type must be one of {', '.join(WRITER_TYPES)}; got {msg_type!r}", key="--type")
+    if not key:
+        raise ConfigError("--key is required", key="--key")
+    if msg_type == "set-config":
+        if value is None:
+            raise ConfigError(f"--value is required with --type set-config (key {key!r})", key="--value")
+        message = CoordinatorStreamMessage.set_config(SOURCE, key, value)
+    else:
+        message = CoordinatorStreamMessage.delete(SOURCE, SET_CONFIG, key)
+    with CoordinatorStreamWriter(config, SOURCE) as writer:
+        if not force_reset and msg_type == "set-config":
+            with CoordinatorStreamReader(config) as reader:
+                state, _ = reader.read_state()
+            if state.config:
+                check_set_once(state.config, {**state.config, key: value})
+        writer.send(message)
+
+
+def run_job_coordinator(config: Config, host: str = "127.0.0.1", port: int = 0) -> None:
+    """Run a JobCoordinator until SIGINT or SIGTERM; prints its URL (a line ``SAMZA_COORDINATOR_URL=<url>``
+    that scripts can eval) once it serves."""
+    from samza_dagster.coordinator.job_coordinator import JobCoordinator
+
+    done = threading.Event()
+    previous = {}
+
+    def _stop(signum: int, frame: object) -> None:
+        done.set()
+
+    coordinator = JobCoordinator(config, host=host, port=port)
+    url = coordinator.start()
+    try:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, _stop)
+        print(f"SAMZA_COORDINATOR_URL={url}", flush=True)
+        print(f"job coordinator serving JobModel version {coordinator.job_model.version} at {url}",
+              file=sys.stderr, flush=True)
+        while not done.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        coordinator.stop()

@@ -1,0 +1,105 @@
+"""The job coordinator's HTTP service (seed 004): read-only JSON over stdlib ``http.server``.
+
+``GET /`` → the JobModel, ``GET /config`` → the job's config, ``GET /healthz`` → status and model
+version (cheap; what containers poll to notice a new model). Secrets are masked. Any other path
+is a 404 and any other method a 405, both with a JSON error body. With
+``job.coordinator.http.token`` set, every request needs ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+log = logging.getLogger(__name__)
+
+TOKEN_KEY = "job.coordinator.http.token"
+VERSION_HEADER = "X-Samza-JobModel-Version"
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What the server answers with, encoded once per model version rather than per request."""
+
+    version: int
+    model_json: bytes
+    config_json: bytes
+
+
+class CoordinatorHttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # A restarted coordinator must be able to take the same port straight away.
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], served: Callable[[], ServedModel], token: str | None) -> None:
+        super().__init__(address, _Handler)
+        self.served = served
+        self.token = token
+
+
+def _json(data: object) -> bytes:
+    return json.dumps(data, separators=(",", ":"), sort_keys=False).encode("utf-8")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: CoordinatorHttpServer
+    server_version = "samza-dagster-job-coordinator"
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        if not self._authorized():
+            return
+        path = self.path.split("?", 1)[0].split("#", 1)[0]
+        served = self.server.served()
+        if path == "/":
+            self._send(200, served.model_json, served.version)
+        elif path == "/config":
+            self._send(200, served.config_json, served.version)
+        elif path == "/healthz":
+            self._send(200, _json({"status": "ok", "version": served.version}), served.version)
+        else:
+            self._send(404, _json({"error": f"no such resource {path!r}; try /, /config or /healthz"}))
+
+    def _method_not_allowed(self) -> None:
+        if not self._authorized():
+            return
+        self._send(405, _json({"error": f"method {self.command} not allowed; the job coordinator is read-only"}),
+                   extra={"Allow": "GET"})
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _method_not_allowed  # noqa: N815
+
+    def _authorized(self) -> bool:
+        token = self.server.token
+        if not token:
+            return True
+        header = self.headers.get("Authorization", "")
+        expected = f"Bearer {token}"
+        if hmac.compare_digest(header.encode("utf-8"), expected.encode("utf-8")):
+            return True
+        self._send(401, _json({"error": f"missing or wrong bearer token (set by {TOKEN_KEY})"}),
+                   extra={"WWW-Authenticate": "Bearer"})
+        return False
+
+    def _send(self, status: int, body: bytes, version: int | None = None, extra: dict[str, str] | None = None) -> None:
+        # Drain a request body so a keep-alive connection stays in sync.
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        if version is not None:
+            self.send_header(VERSION_HEADER, str(version))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
+        log.debug("job coordinator http: " + format, *args)

@@ -1,0 +1,236 @@
+"""The JobCoordinator (seed 004): bootstraps config from the coordinator stream, builds the
+JobModel, serves it over HTTP and keeps it current as the stream changes.
+
+Version rules: any change of the job's config (from a resubmission or the coordinator stream
+writer) rebuilds the model and bumps ``version`` — containers restart to pick up new config even
+when the task assignment is unchanged. Container host assignments written by containers update
+``previous_hosts`` without a version bump (a container announcing itself must not make every
+container restart). Version numbering starts at 1 for each coordinator process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import socket
+import threading
+from collections.abc import Iterable, Mapping
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.secrets import mask_config
+from samza_dagster.coordinator.http import TOKEN_KEY, CoordinatorHttpServer, ServedModel
+from samza_dagster.coordinator.job_model import JobModel
+from samza_dagster.coordinator.messages import CoordinatorStreamMessage
+from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.submission import SubmissionResult, submit_job_config
+from samza_dagster.system.model import SystemStream
+from samza_dagster.system.protocols import SystemAdmin
+
+log = logging.getLogger(__name__)
+
+MONITOR_INTERVAL_KEY = "job.coordinator.monitor.interval.ms"
+DEFAULT_MONITOR_INTERVAL_MS = 10_000
+SOURCE = "job-coordinator"
+
+
+class JobCoordinator:
+    """``start()`` → the URL containers read their JobModel from; ``stop()`` when done.
+
+    ``input_streams`` (stream → partition count) replaces the ``task.inputs`` lookup (the planner
+    passes planned inputs, intermediate streams included); ``exclude`` names streams never grouped
+    into tasks (side inputs). ``submit=False`` serves what the stream already holds (a restarted
+    coordinator whose config was submitted elsewhere).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        input_streams: Mapping[SystemStream, int] | None = None,
+        exclude: Iterable[SystemStream] = (),
+        force_reset: bool = False,
+        submit: bool = True,
+        admins: Mapping[str, SystemAdmin] | None = None,
+    ) -> None:
+        self.submitted_config = config
+        self.host = host
+        self.port = port
+        self.input_streams = dict(input_streams) if input_streams is not None else None
+        self.exclude = frozenset(exclude)
+        self.force_reset = force_reset
+        self.submit = submit
+        self.admins = admins
+        interval_ms = config.get_int(MONITOR_INTERVAL_KEY, DEFAULT_MONITOR_INTERVAL_MS)
+        self.monitor_interval_s = (interval_ms if interval_ms and interval_ms > 0 else DEFAULT_MONITOR_INTERVAL_MS) / 1000
+        self.submission: SubmissionResult | None = None
+        self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._state = CoordinatorStreamState()
+        self._cursor: str | None = None
+        self._model: JobModel | None = None
+        self._served: ServedModel | None = None
+        self._failed_config: dict[str, str] | None = None
+        self._reader: CoordinatorStreamReader | None = None
+        self._writer: CoordinatorStreamWriter | None = None
+        self._server: CoordinatorHttpServer | None = None
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self.url: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> str:
+        if self.submit:
+            self.submission = submit_job_config(self.submitted_config, force_reset=self.force_reset)
+        self._writer = CoordinatorStreamWriter(self.submitted_config, SOURCE)
+        self._reader = CoordinatorStreamReader(self.submitted_config)
+        messages, self._cursor = self._reader.read(None)
+        self._state.apply_all(messages)
+        # Bootstrapped config: the stream's contents (which now include the submission).
+        self._rebuild(version=1, raise_errors=True)
+        self._server = CoordinatorHttpServer((self.host, self.port), self._current_served, self._token())
+        bound_host, bound_port = self._server.server_address[:2]
+        self.port = bound_port
+        self.url = f"http://{_url_host(self.host, str(bound_host))}:{bound_port}"
+        self._stopping.clear()
+        self._threads = [
+            threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                             name="job-coordinator-http", daemon=True),
+            threading.Thread(target=self._monitor, name="job-coordinator-monitor", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+        log.info("job coordinator serving JobModel version %s at %s", self.job_model.version, self.url)
+        return self.url
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._threads = []
+        self._server = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def __enter__(self) -> JobCoordinator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the model ---------------------------------------------------------------------------
+    @property
+    def job_model(self) -> JobModel:
+        model = self._model
+        if model is None:
+            raise RuntimeError("the job coordinator has not started")
+        return model
+
+    @property
+    def config(self) -> Config:
+        return self.job_model.config
+
+    def refresh(self) -> bool:
+        """Catch up with the coordinator stream once; True if the served model changed."""
+        with self._refresh_lock:
+            return self._refresh()
+
+    def _refresh(self) -> bool:
+        assert self._reader is not None, "start() the coordinator first"
+        messages, self._cursor = self._reader.read(self._cursor)
+        if not messages:
+            return False
+        old_hosts = dict(self._state.host_assignments)
+        self._state.apply_all(messages)
+        model = self.job_model
+        if self._state.config != dict(model.config):
+            if self._state.config == self._failed_config:
+                return False  # already reported; wait for the next change
+            return self._rebuild(version=model.version + 1, raise_errors=False)
+        if self._state.host_assignments != old_hosts:
+            hosts = {cid: h for cid, h in self._state.host_assignments.items() if cid in model.containers}
+            if hosts != model.previous_hosts:
+                self._publish(dataclasses.replace(model, previous_hosts=hosts))
+                return True
+        return False
+
+    def _rebuild(self, version: int, raise_errors: bool) -> bool:
+        config = Config(self._state.config)
+        try:
+            build = build_job_model(
+                config,
+                changelog_partitions=self._state.changelog,
+                previous_hosts=self._state.host_assignments,
+                input_streams=self.input_streams,
+                exclude=self.exclude,
+                version=version,
+                admins=self.admins,
+            )
+        except Exception as exc:  # noqa: BLE001 - a bad reconfiguration must not kill a running job
+            if raise_errors:
+                raise
+            self._failed_config = dict(self._state.config)
+            log.error(
+                "job coordinator keeps JobModel version %s: the changed config cannot be applied: %s",
+                self.job_model.version, exc,
+            )
+            return False
+        self._failed_config = None
+        if build.new_changelog_partitions:
+            assert self._writer is not None
+            self._writer.send(*(
+                CoordinatorStreamMessage.set_changelog(SOURCE, task, partition)
+                for task, partition in sorted(build.new_changelog_partitions.items())
+            ))
+            self._state.changelog.update(build.new_changelog_partitions)
+        self._publish(build.model)
+        if version > 1:
+            log.info("job coordinator rebuilt the JobModel: version %s", version)
+        return True
+
+    def _publish(self, model: JobModel) -> None:
+        served = ServedModel(
+            version=model.version,
+            model_json=json.dumps(model.to_dict(), separators=(",", ":")).encode("utf-8"),
+            config_json=json.dumps(mask_config(model.config), separators=(",", ":")).encode("utf-8"),
+        )
+        with self._lock:
+            self._model = model
+            self._served = served
+
+    def _current_served(self) -> ServedModel:
+        with self._lock:
+            served = self._served
+        assert served is not None
+        return served
+
+    def _token(self) -> str | None:
+        return self.submitted_config.get_str(TOKEN_KEY) or self.job_model.config.get_str(TOKEN_KEY) or None
+
+    def _monitor(self) -> None:
+        while not self._stopping.wait(self.monitor_interval_s):
+            try:
+                self.refresh()
+            except Exception:  # noqa: BLE001 - keep serving the last good model; retry next interval
+                log.exception("job coordinator could not catch up with the coordinator stream")
+
+
+def _url_host(requested: str, bound: str) -> str:
+    host = requested or bound
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return host

@@ -1,0 +1,244 @@
+"""Coordinator stream messages (seed 004), byte-compatible with Samza's.
+
+A message is a key/value pair. The key is the compact JSON array ``[1,"<type>","<key>"]``;
+the value is the compact JSON object
+``{"host":..,"username":..,"source":..,"timestamp":<ms>,"values":{..}}`` in exactly that field
+order, or ``None`` (a tombstone) for a delete. Compaction keeps the last message per key, which is
+why the key carries the type: the last message for a (type, key) wins.
+
+Samza's Java writer may have written the version as the string ``"1"``; both spellings are read,
+the integer is always written.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The only coordinator stream message format version there is.
+VERSION = 1
+
+SET_CONFIG = "set-config"
+SET_CHANGELOG = "set-changelog"
+SET_CONTAINER_HOST_ASSIGNMENT = "set-container-host-assignment"
+MESSAGE_TYPES = (SET_CONFIG, SET_CHANGELOG, SET_CONTAINER_HOST_ASSIGNMENT)
+
+_COMPACT = (",", ":")
+
+
+class CoordinatorStreamFormatError(ValueError):
+    """Bytes that are not a coordinator stream message of a version this code understands."""
+
+
+def coordinator_stream_name(job_name: str, job_id: str | int) -> str:
+    """``__samza_coordinator_<job.name>_<job.id>``, ``_`` replaced by ``-`` in both parts,
+    so the separators stay unambiguous (as Samza's checkpoint topic naming does)."""
+    return f"__samza_coordinator_{job_name.replace('_', '-')}_{str(job_id).replace('_', '-')}"
+
+
+def _default_host() -> str:
+    try:
+        return socket.gethostname()
+    except OSError:  # pragma: no cover - no hostname configured
+        return "unknown"
+
+
+def _default_username() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        return "unknown"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class CoordinatorStreamMessage:
+    """One coordinator stream message. Build them with the class methods; ``encode()`` gives
+    the bytes Samza writes and :meth:`decode` reads them back."""
+
+    type: str
+    key: str
+    values: dict[str, Any] = field(default_factory=dict)
+    host: str = ""
+    username: str = ""
+    source: str = ""
+    timestamp: int = 0
+    version: int = VERSION
+    is_delete: bool = False
+
+    # -- builders ----------------------------------------------------------------------------
+    @classmethod
+    def _new(
+        cls,
+        msg_type: str,
+        key: str,
+        values: dict[str, Any],
+        source: str,
+        host: str | None,
+        username: str | None,
+        timestamp: int | None,
+        is_delete: bool = False,
+    ) -> CoordinatorStreamMessage:
+        return cls(
+            type=msg_type,
+            key=key,
+            values=values,
+            host=_default_host() if host is None else host,
+            username=_default_username() if username is None else username,
+            source=source,
+            timestamp=_now_ms() if timestamp is None else int(timestamp),
+            is_delete=is_delete,
+        )
+
+    @classmethod
+    def set_config(
+        cls, source: str, key: str, value: str, *, host: str | None = None,
+        username: str | None = None, timestamp: int | None = None,
+    ) -> CoordinatorStreamMessage:
+        return cls._new(SET_CONFIG, key, {"value": str(value)}, source, host, username, timestamp)
+
+    @classmethod
+    def set_changelog(
+        cls, source: str, task_name: str, partition: int, *, host: str | None = None,
+        username: str | None = None, timestamp: int | None = None,
+    ) -> CoordinatorStreamMessage:
+        # Samza writes the partition as a string inside the values map.
+        return cls._new(SET_CHANGELOG, task_name, {"partition": str(int(partition))}, source, host, username, timestamp)
+
+    @classmethod
+    def set_container_host_assignment(
+        cls, source: str, container_id: str, hostname: str, *, host: str | None = None,
+        username: str | None = None, timestamp: int | None = None,
+    ) -> CoordinatorStreamMessage:
+        return cls._new(
+            SET_CONTAINER_HOST_ASSIGNMENT, str(container_id), {"hostname": hostname}, source, host, username, timestamp
+        )
+
+    @classmethod
+    def delete(
+        cls, source: str, type: str, key: str, *, host: str | None = None,  # noqa: A002 - Samza's name
+        username: str | None = None, timestamp: int | None = None,
+    ) -> CoordinatorStreamMessage:
+        """A tombstone: removes the (type, key) entry; encoded with a null value."""
+        return cls._new(type, key, {}, source, host, username, timestamp, is_delete=True)
+
+    # -- accessors ---------------------------------------------------------------------------
+    @property
+    def config_value(self) -> str | None:
+        value = self.values.get("value")
+        return None if value is None else str(value)
+
+    @property
+    def changelog_partition(self) -> int:
+        raw = self.values.get("partition")
+        try:
+            return int(str(raw))
+        except ValueError:
+            raise CoordinatorStreamFormatError(
+                f"set-changelog message for task {self.key!r} has a non-integer partition {raw!r}"
+            ) from None
+
+    @property
+    def hostname(self) -> str | None:
+        value = self.values.get("hostname")
+        return None if value is None else str(value)
+
+    # -- wire format -------------------------------------------------------------------------
+    def encode_key(self) -> bytes:
+        return json.dumps([self.version, self.type, self.key], separators=_COMPACT, ensure_ascii=False).encode("utf-8")
+
+    def encode_value(self) -> bytes | None:
+        if self.is_delete:
+            return None
+        body = {
+            "host": self.host,
+            "username": self.username,
+            "source": self.source,
+            "timestamp": self.timestamp,
+            "values": self.values,
+        }
+        return json.dumps(body, separators=_COMPACT, ensure_ascii=False).encode("utf-8")
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        return self.encode_key(), self.encode_value()
+
+    @classmethod
+    def decode(cls, key_bytes: bytes | str | None, value_bytes: bytes | str | None) -> CoordinatorStreamMessage:
+        """Parse a message as Samza (or this package) wrote it.
+
+        Raises :class:`CoordinatorStreamFormatError` for anything else, saying what is wrong;
+        the reader turns that into a warning naming the offset.
+        """
+        if key_bytes is None:
+            raise CoordinatorStreamFormatError("message has no key")
+        try:
+            key = json.loads(key_bytes)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CoordinatorStreamFormatError(f"key is not JSON ({exc}): {_preview(key_bytes)}") from None
+        if not isinstance(key, list) or len(key) != 3:
+            raise CoordinatorStreamFormatError(
+                f"key must be a JSON array [version, type, key]; got {_preview(key_bytes)}"
+            )
+        raw_version, msg_type, msg_key = key
+        version = _parse_version(raw_version)
+        if not isinstance(msg_type, str) or not isinstance(msg_key, str):
+            raise CoordinatorStreamFormatError(f"key's type and key must be strings; got {_preview(key_bytes)}")
+        if value_bytes is None:
+            return cls(type=msg_type, key=msg_key, values={}, version=version, is_delete=True)
+        try:
+            value = json.loads(value_bytes)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CoordinatorStreamFormatError(
+                f"value of {msg_type} {msg_key!r} is not JSON ({exc}): {_preview(value_bytes)}"
+            ) from None
+        if value is None:  # a JSON null is a tombstone too
+            return cls(type=msg_type, key=msg_key, values={}, version=version, is_delete=True)
+        if not isinstance(value, dict):
+            raise CoordinatorStreamFormatError(f"value of {msg_type} {msg_key!r} must be a JSON object")
+        values = value.get("values", {})
+        if not isinstance(values, dict):
+            raise CoordinatorStreamFormatError(f"\"values\" of {msg_type} {msg_key!r} must be a JSON object")
+        timestamp = value.get("timestamp", 0)
+        try:
+            timestamp = int(timestamp)
+        except (TypeError, ValueError):
+            raise CoordinatorStreamFormatError(
+                f"timestamp of {msg_type} {msg_key!r} must be an integer; got {timestamp!r}"
+            ) from None
+        return cls(
+            type=msg_type,
+            key=msg_key,
+            values=values,
+            host=str(value.get("host") or ""),
+            username=str(value.get("username") or ""),
+            source=str(value.get("source") or ""),
+            timestamp=timestamp,
+            version=version,
+        )
+
+
+def _parse_version(raw: object) -> int:
+    # bool is an int subclass; true is not a version.
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        version = raw
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        version = int(raw.strip())
+    else:
+        raise CoordinatorStreamFormatError(f"coordinator stream message version {raw!r} is not a number")
+    if version != VERSION:
+        raise CoordinatorStreamFormatError(
+            f"unknown coordinator stream message version {raw!r}; this reader understands version {VERSION}"
+        )
+    return version
+
+
+def _preview(data: bytes | str, limit: int = 120) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes | bytearray) else str(data)
+    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -1,0 +1,98 @@
+"""Building a JobModel from config, input partition counts and the coordinator stream's
+changelog assignments and container hosts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.coordinator.groupers import (
+    assign_changelog_partitions,
+    group_tasks_into_containers,
+    ssp_grouper,
+)
+from samza_dagster.coordinator.job_model import ContainerModel, JobModel, TaskModel
+from samza_dagster.system.factories import system_factory
+from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.system.protocols import SystemAdmin
+
+
+@dataclass(frozen=True)
+class JobModelBuild:
+    """The model and the changelog assignments it made that the stream does not hold yet
+    (the coordinator writes them as set-changelog messages)."""
+
+    model: JobModel
+    new_changelog_partitions: dict[str, int]
+
+
+def input_partition_counts(
+    config: Config,
+    streams: Iterable[SystemStream],
+    admins: Mapping[str, SystemAdmin] | None = None,
+) -> dict[SystemStream, int]:
+    """Partition count of each stream: one batched metadata lookup per system.
+
+    Raises the system's StreamNotFoundError (naming the stream) for a stream that does not exist.
+    """
+    by_system: dict[str, list[str]] = {}
+    for ss in streams:
+        names = by_system.setdefault(ss.system, [])
+        if ss.stream not in names:
+            names.append(ss.stream)
+    counts: dict[SystemStream, int] = {}
+    for system, names in by_system.items():
+        admin = (admins or {}).get(system)
+        if admin is None:
+            admin = system_factory(config, system).get_admin(system, config)
+        metadata = admin.get_system_stream_metadata(names)
+        for name in names:
+            counts[SystemStream(system, name)] = metadata[name].partition_count
+    return counts
+
+
+def input_ssps(input_streams: Mapping[SystemStream, int], exclude: Iterable[SystemStream] = ()) -> list[SystemStreamPartition]:
+    skip = set(exclude)
+    return [
+        SystemStreamPartition(ss.system, ss.stream, p)
+        for ss, count in input_streams.items()
+        if ss not in skip
+        for p in range(count)
+    ]
+
+
+def build_job_model(
+    config: Config,
+    *,
+    changelog_partitions: Mapping[str, int] | None = None,
+    previous_hosts: Mapping[str, str] | None = None,
+    input_streams: Mapping[SystemStream, int] | None = None,
+    exclude: Iterable[SystemStream] = (),
+    version: int = 1,
+    admins: Mapping[str, SystemAdmin] | None = None,
+) -> JobModelBuild:
+    """Group the job's input partitions into tasks and the tasks into containers.
+
+    ``input_streams`` (stream → partition count), when given, is the complete input set (the
+    planner passes planned inputs, intermediate streams included); otherwise ``task.inputs`` is
+    looked up through the system admins. Streams in ``exclude`` (side inputs) are not grouped.
+    ``changelog_partitions`` is what the coordinator stream holds: existing tasks keep theirs.
+    """
+    job = JobConfig(config)
+    if input_streams is None:
+        input_streams = input_partition_counts(config, TaskConfig(config).inputs, admins)
+    groups = ssp_grouper(job.grouper)(input_ssps(input_streams, exclude))
+    existing = dict(changelog_partitions or {})
+    changelog = assign_changelog_partitions(groups, existing)
+    assignment = group_tasks_into_containers(groups, job.container_count)
+    containers = {
+        cid: ContainerModel(cid, {name: TaskModel(name, groups[name], changelog[name]) for name in names})
+        for cid, names in assignment.items()
+    }
+    hosts = {cid: host for cid, host in (previous_hosts or {}).items() if cid in containers}
+    model = JobModel(config=config, containers=containers, version=version, previous_hosts=hosts)
+    new = {name: p for name, p in changelog.items() if existing.get(name) != p}
+    return JobModelBuild(model, new)
