@@ -1,0 +1,13 @@
+"""KV: a key and a value travelling together, as Samza's ``KV``."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class KV(NamedTuple):
+    """A (key, value) pair. A NamedTuple, so a plain ``(key, value)`` tuple is accepted
+    wherever a KV is expected, and unpacking works: ``key, value = kv``."""
+
+    key: Any
+    value: Any
