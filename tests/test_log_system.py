@@ -25,7 +25,7 @@ from samza_dagster.system import (
 from samza_dagster.system.inmemory import reset as reset_inmemory
 
 SYSTEM = "sys"
-SYSTEM_KINDS = ["inmemory"]
+SYSTEM_KINDS = ["log", "inmemory"]
 
 
 class Harness:

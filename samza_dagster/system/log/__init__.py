@@ -1,1 +1,15 @@
-"""The embedded log system (SQLite-backed, durable, multi-process) — the default system."""
+"""The embedded log system (SQLite-backed, durable, multi-process) — the default system.
+
+One SQLite file per stream under ``systems.<system>.log.path`` (default ``./.samza-log``,
+relative to the working directory); see :mod:`.storage` for the layout and the durability
+settings, :mod:`.config` for every key. Streams are created explicitly with the admin's
+``create_stream``; producing to a stream that does not exist raises StreamNotFoundError.
+"""
+
+from samza_dagster.system.log.admin import LogSystemAdmin
+from samza_dagster.system.log.config import LogSystemConfig
+from samza_dagster.system.log.consumer import LogSystemConsumer
+from samza_dagster.system.log.factory import LogSystemFactory
+from samza_dagster.system.log.producer import LogSystemProducer
+
+__all__ = ["LogSystemAdmin", "LogSystemConfig", "LogSystemConsumer", "LogSystemFactory", "LogSystemProducer"]

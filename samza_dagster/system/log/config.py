@@ -1,0 +1,62 @@
+"""``systems.<system>.log.*``: where the log lives and how it batches, fetches and syncs.
+
+* ``log.path`` — the root directory, one ``<stream>.db`` SQLite file per stream. Default
+  ``./.samza-log``, resolved against the working directory when the system is created (so a
+  process that changes directory later still uses the same root).
+* ``log.batch.size`` — messages a producer buffers per stream before it writes them in one
+  transaction (default 1000); ``flush`` writes whatever is buffered.
+* ``log.fetch.size`` — most envelopes one ``poll`` returns per partition (default 1000).
+* ``log.synchronous`` — SQLite's ``PRAGMA synchronous``: FULL, NORMAL (default) or OFF.
+  See the module docstring of :mod:`samza_dagster.system.log.storage` for what each means.
+* ``log.busy.timeout.ms`` — how long a writer waits for another process's batch to commit
+  before failing (default 30000).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+
+DEFAULT_PATH = "./.samza-log"
+DEFAULT_BATCH_SIZE = 1000
+DEFAULT_FETCH_SIZE = 1000
+DEFAULT_SYNCHRONOUS = "NORMAL"
+DEFAULT_BUSY_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class LogSystemConfig:
+    system: str
+    path: str
+    batch_size: int
+    fetch_size: int
+    synchronous: str
+    busy_timeout_s: float
+
+    @classmethod
+    def from_config(cls, system: str, config: Config) -> LogSystemConfig:
+        prefix = f"systems.{system}.log."
+        path = config.get_str(prefix + "path") or DEFAULT_PATH
+        sync_key = prefix + "synchronous"
+        synchronous = (config.get_str(sync_key) or DEFAULT_SYNCHRONOUS).strip().upper()
+        if synchronous not in ("FULL", "NORMAL", "OFF"):
+            raise ConfigError(f"config key {sync_key!r} must be FULL, NORMAL or OFF, got {synchronous!r}", key=sync_key)
+        return cls(
+            system=system,
+            path=os.path.abspath(os.path.expanduser(path)),
+            batch_size=_positive(config, prefix + "batch.size", DEFAULT_BATCH_SIZE),
+            fetch_size=_positive(config, prefix + "fetch.size", DEFAULT_FETCH_SIZE),
+            synchronous=synchronous,
+            busy_timeout_s=_positive(config, prefix + "busy.timeout.ms", DEFAULT_BUSY_TIMEOUT_MS) / 1000.0,
+        )
+
+
+def _positive(config: Config, key: str, default: int) -> int:
+    value = config.get_int(key, default)
+    assert value is not None
+    if value < 1:
+        raise ConfigError(f"config key {key!r} must be a positive integer, got {value}", key=key)
+    return value

@@ -1,0 +1,160 @@
+"""SystemConsumer of the log system.
+
+Each poll runs one prepared range query per requested partition
+(``WHERE partition=? AND offset>=? ORDER BY offset LIMIT ?``) on the stream file's single,
+reused connection. When nothing is new it waits without spinning: it sleeps with exponential
+backoff (1 ms doubling to 50 ms) and between sleeps asks only ``PRAGMA data_version`` of each
+stream file, which changes when any other connection — in any process — commits; only then are
+the range queries run again.
+
+Bounded streams (``streams.<id>.samza.bounded``) end at the upcoming offset each registered
+partition had at ``start()``: after the message just before it, the next poll returns the
+partition's end-of-stream envelope, once. An empty partition ends on the first poll.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.system.log import storage
+from samza_dagster.system.log.config import LogSystemConfig
+from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+
+_MIN_BACKOFF_S = 0.001
+_MAX_BACKOFF_S = 0.05
+
+
+def parse_offset(ssp: SystemStreamPartition, offset: str) -> int:
+    """The position of a registered starting offset; a clear error when it is not one."""
+    try:
+        position = int(offset)
+    except (TypeError, ValueError):
+        position = -1
+    if position < 0:
+        raise ValueError(f"{ssp}: offset {offset!r} is not a non-negative integer offset of the log system")
+    return position
+
+
+class LogSystemConsumer:
+    """Reads registered partitions; ``poll`` may run on another thread than ``register``/``start``
+    (one poller at a time)."""
+
+    def __init__(self, system_name: str, config: Config) -> None:
+        self.system_name = system_name
+        self.log_config = LogSystemConfig.from_config(system_name, config)
+        self._stream_config = StreamConfig(config)
+        self._positions: dict[SystemStreamPartition, int] = {}
+        self._ends: dict[SystemStreamPartition, int] = {}
+        self._ended: set[SystemStreamPartition] = set()
+        self._conns: dict[str, sqlite3.Connection] = {}
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        self._positions[ssp] = parse_offset(ssp, offset)
+
+    def start(self) -> None:
+        """Open every registered stream (StreamNotFoundError names a missing one) and fix the
+        end of each bounded partition."""
+        with self._lock:
+            by_stream: dict[str, list[SystemStreamPartition]] = {}
+            for ssp in self._positions:
+                by_stream.setdefault(ssp.stream, []).append(ssp)
+            for stream, ssps in by_stream.items():
+                conn, count = self._open(stream)
+                for ssp in ssps:
+                    if not 0 <= ssp.partition < count:
+                        raise ValueError(f"{ssp}: stream {stream!r} has {count} partitions")
+                if self._stream_config.is_bounded(ssps[0].system_stream):
+                    upcoming = {p: (-1 if newest is None else newest) + 1
+                                for p, _oldest, newest in conn.execute(storage.BOUNDS_SQL, (count,))}
+                    for ssp in ssps:
+                        self._ends[ssp] = upcoming[ssp.partition]
+
+    def stop(self) -> None:
+        self._stopped = True
+        with self._lock:
+            for conn in self._conns.values():
+                conn.close()
+            self._conns.clear()
+
+    def poll(
+        self, ssps: Iterable[SystemStreamPartition], timeout_s: float
+    ) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+        ssps = list(ssps)
+        with self._lock:
+            if self._stopped:
+                return {}
+            result = self._read(ssps)
+            if result or timeout_s <= 0:
+                return result
+            conns = [self._conn(stream) for stream in {ssp.stream for ssp in ssps}]
+            versions = [conn.execute("PRAGMA data_version").fetchone()[0] for conn in conns]
+            deadline = time.monotonic() + timeout_s
+            backoff = _MIN_BACKOFF_S
+            while not self._stopped:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return {}
+                time.sleep(min(backoff, remaining))
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
+                if self._stopped:
+                    break
+                changed = False
+                for i, conn in enumerate(conns):
+                    version = conn.execute("PRAGMA data_version").fetchone()[0]
+                    if version != versions[i]:
+                        versions[i] = version
+                        changed = True
+                if changed:
+                    result = self._read(ssps)
+                    if result:
+                        return result
+            return {}
+
+    # -- internals (called with the lock held) --------------------------------------------------
+    def _open(self, stream: str) -> tuple[sqlite3.Connection, int]:
+        cfg = self.log_config
+        conn, count = storage.open_stream(self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s)
+        old = self._conns.pop(stream, None)
+        if old is not None:
+            old.close()
+        self._conns[stream] = conn
+        return conn, count
+
+    def _conn(self, stream: str) -> sqlite3.Connection:
+        conn = self._conns.get(stream)
+        if conn is None:
+            conn = self._open(stream)[0]
+        return conn
+
+    def _read(self, ssps: list[SystemStreamPartition]) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+        result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
+        positions, ends, fetch = self._positions, self._ends, self.log_config.fetch_size
+        envelope = IncomingMessageEnvelope
+        for ssp in ssps:
+            position = positions.get(ssp)
+            if position is None:
+                raise ValueError(f"{ssp} was polled but never registered with the log consumer")
+            limit = fetch
+            end = ends.get(ssp)
+            if end is not None:
+                if position >= end:
+                    if ssp not in self._ended:
+                        self._ended.add(ssp)
+                        result[ssp] = [envelope.end_of_stream(ssp)]
+                    continue
+                limit = min(fetch, end - position)
+            rows = self._conn(ssp.stream).execute(storage.READ_SQL, (ssp.partition, position, limit)).fetchall()
+            if rows:
+                result[ssp] = [
+                    envelope(ssp, str(offset), key, value, 0 if value is None else len(value), timestamp)
+                    for offset, key, value, timestamp in rows
+                ]
+                positions[ssp] = rows[-1][0] + 1
+        return result

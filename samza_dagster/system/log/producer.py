@@ -1,0 +1,147 @@
+"""SystemProducer of the log system: buffered per stream, one transaction per batch.
+
+``send`` picks the partition, checks the payload is bytes and appends a row to the stream's
+buffer (a deque: appends from several task threads need no lock). When the buffer holds
+``log.batch.size`` rows, or on ``flush``, the rows are written in one ``BEGIN IMMEDIATE``
+transaction: it takes SQLite's write lock before reading each partition's last offset, so
+writers in several processes serialize and offsets stay dense (last offset + 1). A stream must
+exist (``create_stream``) before it is produced to; producing does not create it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import deque
+
+from samza_dagster.config.config import Config
+from samza_dagster.system.log import storage
+from samza_dagster.system.log.config import LogSystemConfig
+from samza_dagster.system.log.partitioning import RoundRobin, choose_partition
+from samza_dagster.system.model import OutgoingMessageEnvelope
+
+#: One buffered row: (partition, key, value, timestamp ms).
+Row = tuple[int, "bytes | None", "bytes | None", int]
+
+
+class _StreamWriter:
+    """The buffer and connection of one stream; ``lock`` serializes its flushes."""
+
+    __slots__ = ("name", "conn", "partition_count", "buffer", "lock")
+
+    def __init__(self, name: str, conn: sqlite3.Connection, partition_count: int) -> None:
+        self.name = name
+        self.conn = conn
+        self.partition_count = partition_count
+        self.buffer: deque[Row] = deque()
+        self.lock = threading.Lock()
+
+
+def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> bytes | None:
+    if value is None or type(value) is bytes:
+        return value  # type: ignore[return-value]
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(
+        f"log system producer: the {what} of a message to stream {envelope.system_stream.stream!r} on system "
+        f"{envelope.system_stream.system!r} is {type(value).__name__}, not bytes; configure a serde for the stream"
+    )
+
+
+class LogSystemProducer:
+    def __init__(self, system_name: str, config: Config) -> None:
+        self.system_name = system_name
+        self.log_config = LogSystemConfig.from_config(system_name, config)
+        self._writers: dict[str, _StreamWriter] = {}
+        self._writers_lock = threading.Lock()
+        self._round_robin = RoundRobin()
+        self._sources: set[str] = set()
+
+    def register(self, source: str) -> None:
+        self._sources.add(source)
+
+    def start(self) -> None:
+        pass
+
+    def send(self, source: str, envelope: OutgoingMessageEnvelope) -> None:
+        stream = envelope.system_stream.stream
+        writer = self._writers.get(stream)
+        if writer is None:
+            writer = self._open(envelope)
+        value = envelope.message
+        if value is not None and type(value) is not bytes:
+            value = _as_bytes(value, "message", envelope)
+        key = envelope.key
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes(key, "key", envelope)
+        partition = choose_partition(envelope, writer.partition_count, self._round_robin)
+        timestamp = envelope.event_time
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        buffer = writer.buffer
+        buffer.append((partition, key, value, timestamp))
+        if len(buffer) >= self.log_config.batch_size:
+            self._write(writer)
+
+    def flush(self, source: str) -> None:
+        """Write every buffered message of every stream (all sources share the buffers, as
+        Samza's Kafka producer flushes all of its sources' messages)."""
+        for writer in list(self._writers.values()):
+            self._write(writer)
+
+    def stop(self) -> None:
+        self.flush("")
+        with self._writers_lock:
+            for writer in self._writers.values():
+                writer.conn.close()
+            self._writers.clear()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _open(self, envelope: OutgoingMessageEnvelope) -> _StreamWriter:
+        system_stream = envelope.system_stream
+        if system_stream.system != self.system_name:
+            raise ValueError(f"log producer of system {self.system_name!r} was sent a message for {system_stream}")
+        with self._writers_lock:
+            writer = self._writers.get(system_stream.stream)
+            if writer is None:
+                cfg = self.log_config
+                conn, count = storage.open_stream(
+                    self.system_name, cfg.path, system_stream.stream, cfg.synchronous, cfg.busy_timeout_s
+                )
+                writer = self._writers[system_stream.stream] = _StreamWriter(system_stream.stream, conn, count)
+        return writer
+
+    def _write(self, writer: _StreamWriter) -> None:
+        with writer.lock:
+            buffer = writer.buffer
+            n = len(buffer)
+            if n == 0:
+                return
+            popleft = buffer.popleft
+            batch = [popleft() for _ in range(n)]
+            conn = writer.conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                next_offset: dict[int, int] = {}
+                for partition in {row[0] for row in batch}:
+                    last = conn.execute(storage.MAX_OFFSET_SQL, (partition,)).fetchone()[0]
+                    next_offset[partition] = 0 if last is None else last + 1
+                rows = []
+                append = rows.append
+                for partition, key, value, timestamp in batch:
+                    offset = next_offset[partition]
+                    next_offset[partition] = offset + 1
+                    append((partition, offset, key, value, timestamp))
+                conn.executemany(storage.INSERT_SQL, rows)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                buffer.extendleft(reversed(batch))  # nothing was written: keep them for a retry
+                if isinstance(exc, sqlite3.Error):
+                    raise RuntimeError(
+                        f"log system {self.system_name!r}: writing {n} messages to stream {writer.name!r} "
+                        f"({storage.stream_file(self.log_config.path, writer.name)}) failed: {exc}"
+                    ) from exc
+                raise

@@ -1,0 +1,139 @@
+"""The on-disk layout of the log system: one SQLite database file per stream.
+
+``<root>/<stream>.db`` (the stream name percent-encoded where it is not file-name safe) holds
+
+* ``messages("partition", "offset", key, value, timestamp)``, primary key (partition, offset),
+  ``WITHOUT ROWID`` so rows are stored in offset order inside each partition and a range read is
+  one b-tree seek then a sequential scan;
+* ``meta(name, value)``: ``partition_count`` and the stream's properties (``property.<k>``).
+
+Files are in WAL mode: readers never block writers and see only committed transactions, so a
+producer's batch (one transaction) is visible all at once or not at all, in every process.
+
+Durability (``systems.<s>.log.synchronous``, applied per connection):
+
+* ``NORMAL`` (default) — in WAL mode the database can never be corrupted and a commit survives
+  the crash or kill of any process; the last commits may roll back on power loss or an OS crash,
+  because the WAL is fsynced at checkpoints rather than at every commit. That is the durability
+  of a single Kafka broker with its default flush settings (page cache, no fsync per write), at
+  a fraction of FULL's cost per batch.
+* ``FULL`` — fsync at every commit: a committed batch survives power loss too.
+* ``OFF`` — no fsync at all; for throwaway data.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from urllib.parse import quote, unquote
+
+from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError
+
+SUFFIX = ".db"
+
+SCHEMA = (
+    'CREATE TABLE IF NOT EXISTS messages ("partition" INTEGER NOT NULL, "offset" INTEGER NOT NULL, '
+    'key BLOB, value BLOB, timestamp INTEGER NOT NULL, PRIMARY KEY ("partition", "offset")) WITHOUT ROWID',
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+)
+
+#: The next offset of a partition, read inside the writer's transaction.
+MAX_OFFSET_SQL = 'SELECT MAX("offset") FROM messages WHERE "partition" = ?'
+INSERT_SQL = 'INSERT INTO messages ("partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?)'
+#: A consumer's range read; sqlite3 caches the prepared statement by its text.
+READ_SQL = (
+    'SELECT "offset", key, value, timestamp FROM messages '
+    'WHERE "partition" = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?'
+)
+#: Oldest and newest offset of every partition in one statement (and so one snapshot): each
+#: correlated MIN/MAX is a single seek in the primary key, so the cost does not grow with data.
+BOUNDS_SQL = (
+    "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM p WHERE n + 1 < ?) "
+    'SELECT n, (SELECT MIN("offset") FROM messages WHERE "partition" = n), '
+    '(SELECT MAX("offset") FROM messages WHERE "partition" = n) FROM p'
+)
+
+
+def stream_file(root: str, stream: str) -> str:
+    """The file of ``stream`` under ``root``."""
+    if not stream or stream in (".", ".."):
+        raise ValueError(f"{stream!r} is not a valid stream name")
+    return os.path.join(root, quote(stream, safe="") + SUFFIX)
+
+
+def list_stream_names(root: str) -> list[str]:
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    return sorted(unquote(n[: -len(SUFFIX)]) for n in names if n.endswith(SUFFIX) and not n.startswith("."))
+
+
+def connect(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), usable from any thread
+    (SystemConsumers polls on its own thread), waiting up to the busy timeout for locks."""
+    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    return conn
+
+
+def open_stream(system: str, root: str, stream: str, synchronous: str, busy_timeout_s: float) -> tuple[sqlite3.Connection, int]:
+    """A connection to an existing stream's file and its partition count."""
+    path = stream_file(root, stream)
+    if not os.path.exists(path):
+        raise StreamNotFoundError(system, stream, f"no file {path}; create it with the system admin's create_stream")
+    conn = connect(path, synchronous, busy_timeout_s)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE name = 'partition_count'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StreamNotFoundError(system, stream, f"{path} is not a log stream file ({exc})") from exc
+    if row is None:
+        conn.close()
+        raise StreamNotFoundError(system, stream, f"{path} has no partition count")
+    return conn, int(row[0])
+
+
+def create_stream_file(
+    system: str, root: str, stream: str, partition_count: int, properties: dict[str, str] | None
+) -> bool:
+    """Create the stream's file with ``partition_count`` partitions; False if it exists with
+    that count. Safe against other processes creating it at once: the file is built under a
+    temporary name and hard-linked into place, which fails if the name is taken."""
+    if partition_count < 1:
+        raise ValueError(
+            f"stream {stream!r} on system {system!r}: partition count must be at least 1, got {partition_count}"
+        )
+    path = stream_file(root, stream)
+    if not os.path.exists(path):
+        os.makedirs(root, exist_ok=True)
+        tmp = os.path.join(root, f".{os.path.basename(path)}.{uuid.uuid4().hex}.creating")
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                for statement in SCHEMA:
+                    conn.execute(statement)
+                rows = [("partition_count", str(partition_count))]
+                rows += [(f"property.{k}", str(v)) for k, v in sorted((properties or {}).items())]
+                conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)", rows)
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, path)
+                return True
+            except FileExistsError:
+                pass  # another process created it first: compare counts below
+        finally:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+    conn, existing = open_stream(system, root, stream, "NORMAL", 30.0)
+    conn.close()
+    if existing != partition_count:
+        raise StreamExistsError(
+            f"stream {stream!r} on system {system!r} exists with {existing} partitions; "
+            f"asked to create it with {partition_count}"
+        )
+    return False
