@@ -1,0 +1,97 @@
+"""CheckpointManager: writes and reads task checkpoints in the job's checkpoint stream.
+
+Stream ``__samza_checkpoint_ver_1_for_<job.name>_<job.id>`` (``_`` → ``-`` inside the two
+parts) on ``task.checkpoint.system`` (default: the job's default system), one partition,
+keyed by task name (UTF-8); the last message for a task wins.
+"""
+
+from __future__ import annotations
+
+import time
+
+from samza_dagster.checkpoint.checkpoint import Checkpoint, CheckpointError
+from samza_dagster.config.config import Config
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+
+SOURCE = "__checkpoint"
+
+
+def checkpoint_stream_name(job_name: str, job_id: str) -> str:
+    return f"__samza_checkpoint_ver_1_for_{job_name.replace('_', '-')}_{job_id.replace('_', '-')}"
+
+
+def checkpoint_system(config: Config) -> str:
+    return config.get_str("task.checkpoint.system") or JobConfig(config).default_system
+
+
+class CheckpointManager:
+    def __init__(self, config: Config, admin, producer, consumer_factory) -> None:
+        job = JobConfig(config)
+        self.system = checkpoint_system(config)
+        self.stream = checkpoint_stream_name(job.name, job.id)
+        self.ssp = SystemStreamPartition(self.system, self.stream, 0)
+        self._system_stream = SystemStream(self.system, self.stream)
+        self._admin = admin
+        self._producer = producer
+        self._consumer_factory = consumer_factory
+        self._started = False
+
+    def start(self) -> None:
+        """Create the stream if missing and register with the producer."""
+        try:
+            self._admin.create_stream(StreamSpec(self.stream, self.stream, self.system, 1, {"cleanup.policy": "compact"}))
+        except Exception:  # noqa: BLE001 - it exists; read_all reports a real problem
+            pass
+        self._producer.register(SOURCE)
+        if not self._started:
+            self._producer.start()
+            self._started = True
+
+    def read_last(self) -> dict[str, Checkpoint]:
+        """The last checkpoint of every task in the stream (read from oldest to newest now)."""
+        metadata = self._admin.get_system_stream_metadata([self.stream])[self.stream]
+        pm = metadata.partitions.get(0)
+        if pm is None or pm.newest_offset is None:
+            return {}
+        newest = int(pm.newest_offset)
+        raw: dict[str, tuple[bytes, str]] = {}
+        consumer = self._consumer_factory()
+        consumer.register(self.ssp, pm.oldest_offset)
+        consumer.start()
+        try:
+            deadline = time.monotonic() + 300
+            done = False
+            while not done:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"reading checkpoint stream {self.system}.{self.stream} timed out")
+                for env in consumer.poll([self.ssp], 0.1).get(self.ssp, []):
+                    if env.is_end_of_stream:
+                        done = True
+                        break
+                    key = env.key.decode("utf-8") if isinstance(env.key, (bytes, bytearray)) else str(env.key)
+                    if env.message is None:
+                        raw.pop(key, None)
+                    else:
+                        raw[key] = (env.message, env.offset)
+                    if int(env.offset) >= newest:
+                        done = True
+                        break
+        finally:
+            consumer.stop()
+        return {task: Checkpoint.from_bytes(value, task, offset) for task, (value, offset) in raw.items()}
+
+    def write(self, task_name: str, checkpoint: Checkpoint) -> None:
+        self._producer.send(
+            SOURCE,
+            OutgoingMessageEnvelope(self._system_stream, checkpoint.to_bytes(), task_name.encode("utf-8"), None, 0),
+        )
+        self._producer.flush(SOURCE)
+
+    def stop(self) -> None:
+        if self._started:
+            self._producer.stop()
+            self._started = False
+
+
+__all__ = ["CheckpointError", "CheckpointManager", "checkpoint_stream_name", "checkpoint_system"]

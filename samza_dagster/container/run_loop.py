@@ -1,0 +1,431 @@
+"""RunLoop: the container's event loop (seed 001).
+
+Each iteration: (1) choose an envelope, (2) schedule its task, (3) run window() where the
+timer fired, (4) output goes to the producers as tasks send it, (5) commit where
+``task.commit.ms`` elapsed or a task asked, (6) block while every task is busy.
+
+Two modes share the scheduling rules:
+
+* **inline** (default: one thread, synchronous tasks, ``task.max.concurrency=1``): process
+  runs on the loop's thread right after choose, so every happens-before guarantee holds by
+  construction and the per-message path is a handful of dict lookups.
+* **scheduled** (``job.container.thread.pool.size > 1``, an AsyncStreamTask, or
+  ``task.max.concurrency > 1``): as Samza's AsyncRunLoop, each task keeps a queue of chosen
+  envelopes (``TaskInstance.pending``) and starts one when it has capacity; synchronous
+  process/window run in the thread pool, async tasks complete through callbacks from any
+  thread. Completions come back through a deque drained on the loop's thread, which alone
+  mutates scheduling state. A task with window/commit/end-of-stream due starts nothing new
+  until its in-flight messages complete, and window runs alone. Offsets: per SSP the started
+  messages are kept in offset order and the processed offset advances only over a prefix of
+  completed ones, so a checkpoint never covers a message still in flight.
+
+Chosen envelopes for a task without capacity wait in its queue, in order (never dropped,
+never reordered). The loop stops choosing while any task's queue holds ``pending_limit``
+envelopes, which bounds memory; other tasks keep running what they already have.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from samza_dagster.container.errors import CallbackTimeoutError, TaskProcessError, coordinates
+from samza_dagster.container.metrics import ContainerMetrics
+from samza_dagster.container.task_instance import TaskInstance
+from samza_dagster.system.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.task.callback import CallbackError, TaskCallback
+from samza_dagster.task.coordinator import ContainerRequests
+
+log = logging.getLogger(__name__)
+
+_PROCESS, _WINDOW, _FAIL = 0, 1, 2
+
+
+class RunLoopStatus:
+    COMPLETED = "completed"  # every task reached end of stream
+    SHUTDOWN = "shutdown"  # a task asked, or the container was told to stop
+
+
+class RunLoop:
+    def __init__(
+        self,
+        tasks: dict[str, TaskInstance],
+        consumers: Any,
+        *,
+        commit: Callable[[TaskInstance], None],
+        requests: ContainerRequests,
+        window_ms: int = -1,
+        commit_ms: int = 60_000,
+        thread_pool_size: int = 0,
+        max_concurrency: int = 1,
+        callback_timeout_ms: int = -1,
+        poll_timeout_s: float = 0.05,
+        pending_limit: int = 256,
+        metrics: ContainerMetrics | None = None,
+        on_window_or_commit: Callable[[], None] | None = None,
+    ) -> None:
+        self.tasks = tasks
+        self.consumers = consumers
+        self._commit_task = commit
+        self.requests = requests
+        self.window_s = window_ms / 1000.0 if window_ms and window_ms > 0 else None
+        self.commit_s = commit_ms / 1000.0 if commit_ms and commit_ms > 0 else None
+        self.pool_size = thread_pool_size
+        self.max_concurrency = max(1, max_concurrency)
+        self.callback_timeout_s = callback_timeout_ms / 1000.0 if callback_timeout_ms and callback_timeout_ms > 0 else None
+        self.poll_timeout_s = poll_timeout_s
+        self.pending_limit = max(pending_limit, self.max_concurrency)
+        self.metrics = metrics or ContainerMetrics("?")
+        self._task_for: dict[SystemStreamPartition, TaskInstance] = {
+            ssp: ti for ti in tasks.values() for ssp in ti.ssps
+        }
+        self.scheduled = (
+            thread_pool_size > 1 or self.max_concurrency > 1 or any(ti.is_async for ti in tasks.values())
+        )
+        self._stop = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._completions: deque = deque()
+        self._wakeup = threading.Event()
+        self._callbacks: set[TaskCallback] = set()
+        now = time.monotonic()
+        self._next_window = now + self.window_s if self.window_s else float("inf")
+        self._next_commit = now + self.commit_s if self.commit_s else float("inf")
+        self._next_deadline = self._compute_deadline()
+
+    # -- control from other threads ------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Graceful stop: finish in-flight work, commit, return SHUTDOWN."""
+        self._stop = True
+        self.requests.pending = True
+        self._wakeup.set()
+
+    # -- entry ---------------------------------------------------------------------------------
+    def run(self) -> str:
+        if not self.tasks:
+            return RunLoopStatus.COMPLETED
+        if self.scheduled and self.pool_size > 1:
+            self._pool = ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="samza-task")
+        try:
+            return self._run_scheduled() if self.scheduled else self._run_inline()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- inline mode ---------------------------------------------------------------------------
+    def _run_inline(self) -> str:
+        choose = self.consumers.choose
+        task_for = self._task_for
+        requests = self.requests
+        monotonic = time.monotonic
+        poll_timeout = self.poll_timeout_s
+        metrics = self.metrics
+        nulls = 0
+        chosen = 0
+        try:
+            while True:
+                env = choose(poll_timeout)
+                if env is not None:
+                    chosen += 1
+                    ti = task_for[env.ssp]
+                    if env.offset == END_OF_STREAM_OFFSET:
+                        ti.mark_end_of_stream(env.ssp)
+                        requests.pending = True
+                    else:
+                        ti.process_inline(env)
+                else:
+                    nulls += 1
+                if requests.pending or monotonic() >= self._next_deadline:
+                    status = self._housekeeping(monotonic())
+                    if status is not None:
+                        return status
+        finally:
+            metrics.chooses += chosen
+            metrics.null_chooses += nulls
+
+    def _housekeeping(self, now: float) -> str | None:
+        """Timers, requests and end of stream; in inline mode nothing is ever in flight."""
+        self.requests.pending = False
+        self._fire_timers(now)
+        for ti in self.tasks.values():
+            if not ti.done:
+                self._run_due(ti)
+        return self._check_finished()
+
+    # -- shared --------------------------------------------------------------------------------
+    def _compute_deadline(self) -> float:
+        return min(self._next_window, self._next_commit)
+
+    def _fire_timers(self, now: float) -> None:
+        if now >= self._next_window:
+            for ti in self.tasks.values():
+                if ti.is_windowable and not ti.done:
+                    ti.window_due = True
+            self._next_window = now + self.window_s  # type: ignore[operator]
+        if now >= self._next_commit:
+            for ti in self.tasks.values():
+                if not ti.done:
+                    ti.commit_due = True
+            self._next_commit = now + self.commit_s  # type: ignore[operator]
+        self._next_deadline = self._compute_deadline()
+        req = self.requests
+        if req.commit_all:
+            req.commit_all = False
+            for ti in self.tasks.values():
+                ti.commit_due = True
+        for ti in self.tasks.values():
+            if ti.coordinator.commit_requested:
+                ti.coordinator.commit_requested = False
+                ti.commit_due = True
+
+    def _run_due(self, ti: TaskInstance) -> bool:
+        """Window, end of stream and commit for a task with nothing in flight. True if
+        something ran (or was started in the pool)."""
+        if ti.in_flight or ti.exclusive_running:
+            return False
+        ran = False
+        if ti.window_due:
+            ti.window_due = False
+            if self._pool is not None and not ti.is_async:
+                ti.exclusive_running = True
+                self._pool.submit(self._window_in_pool, ti)
+                return True
+            ti.window()
+            ran = True
+        if ti.end_of_stream_due:
+            ti.end_of_stream_due = False
+            ti.end_of_stream()
+            self._commit(ti)
+            ti.done = True
+            return True
+        if ti.commit_due:
+            ti.commit_due = False
+            self._commit(ti)
+            ran = True
+        return ran
+
+    def _commit(self, ti: TaskInstance) -> None:
+        t0 = time.perf_counter()
+        self._commit_task(ti)
+        ti.metrics.commit_count += 1
+        ti.metrics.commit_s += time.perf_counter() - t0
+
+    def _check_finished(self) -> str | None:
+        req = self.requests
+        tasks = self.tasks.values()
+        if all(ti.done for ti in tasks):
+            return RunLoopStatus.COMPLETED
+        shutdown = self._stop or req.shutdown_all or all(ti.done or ti.coordinator.shutdown_requested for ti in tasks)
+        if not shutdown:
+            return None
+        # graceful: everything in flight is complete here (callers guarantee it); commit all
+        for ti in tasks:
+            if not ti.done:
+                self._commit(ti)
+        return RunLoopStatus.SHUTDOWN
+
+    # -- scheduled mode ------------------------------------------------------------------------
+    def _run_scheduled(self) -> str:
+        choose = self.consumers.choose
+        task_for = self._task_for
+        tasks = list(self.tasks.values())
+        completions = self._completions
+        wakeup = self._wakeup
+        metrics = self.metrics
+        max_conc = self.max_concurrency
+        limit = self.pending_limit
+        stopping = False
+        while True:
+            wakeup.clear()
+            if completions:
+                self._drain_completions()
+            now = time.monotonic()
+            if self.requests.pending or now >= self._next_deadline:
+                self.requests.pending = False
+                self._fire_timers(now)
+                if self._stop or self.requests.shutdown_all:
+                    stopping = True
+            if self._callbacks and self.callback_timeout_s is not None:
+                self._check_callback_timeouts(now)
+            progress = False
+            total_in_flight = 0
+            can_choose = not stopping
+            for ti in tasks:
+                if ti.done:
+                    continue
+                if ti.window_due or ti.commit_due or ti.end_of_stream_due:
+                    if self._run_due(ti):
+                        progress = True
+                    if ti.done or ti.exclusive_running or ti.window_due or ti.commit_due or ti.end_of_stream_due:
+                        total_in_flight += ti.in_flight
+                        if len(ti.pending) >= limit:
+                            can_choose = False
+                        continue
+                if not stopping:
+                    while ti.pending and ti.in_flight < max_conc and not ti.exclusive_running:
+                        env = ti.pending.popleft()
+                        if env.offset == END_OF_STREAM_OFFSET:
+                            ti.mark_end_of_stream(env.ssp)
+                            if ti.end_of_stream_due:
+                                break
+                            continue
+                        self._start(ti, env)
+                        progress = True
+                    if ti.end_of_stream_due and not ti.in_flight:
+                        progress = True  # run it on the next pass
+                total_in_flight += ti.in_flight
+                if len(ti.pending) >= limit:
+                    can_choose = False
+            if stopping and total_in_flight == 0 and not any(ti.exclusive_running for ti in tasks):
+                self._stop = True
+                status = self._check_finished()
+                return status or RunLoopStatus.SHUTDOWN
+            finished = self._check_finished_scheduled()
+            if finished is not None:
+                return finished
+            if progress:
+                continue
+            # (1) choose, or (6) block until a completion when nothing can be chosen
+            if can_choose:
+                if total_in_flight:
+                    env = choose(0.0)
+                    if env is None:
+                        metrics.blocked_waits += 1
+                        wakeup.wait(0.002)
+                        continue
+                else:
+                    timeout = min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic()))
+                    env = choose(timeout)
+                if env is not None:
+                    metrics.chooses += 1
+                    task_for[env.ssp].pending.append(env)
+                else:
+                    metrics.null_chooses += 1
+            else:
+                metrics.blocked_waits += 1
+                wakeup.wait(min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic())))
+
+    def _check_finished_scheduled(self) -> str | None:
+        tasks = self.tasks.values()
+        if all(ti.done for ti in tasks):
+            return RunLoopStatus.COMPLETED
+        if all(ti.done or ti.coordinator.shutdown_requested for ti in tasks):
+            self.requests.shutdown_all = True
+            self.requests.pending = True
+        return None
+
+    def _start(self, ti: TaskInstance, envelope: Any) -> None:
+        """Start processing ``envelope``: deserialize on the loop thread, then process inline
+        (no pool), in the pool (sync task) or via process_async (async task)."""
+        ssp = envelope.ssp
+        entry = [envelope.offset, False]
+        ti.in_flight_offsets[ssp].append(entry)
+        ti.in_flight += 1
+        ti.uncommitted = True
+        try:
+            env = ti.prepare(envelope)
+        except Exception:
+            ti.in_flight -= 1
+            raise
+        if env is None or env.offset == END_OF_STREAM_OFFSET:
+            if env is not None:
+                ti.mark_end_of_stream(env.ssp)
+            self._complete(ti, ssp, entry)
+            return
+        if ti.is_async:
+            callback = TaskCallback(ti.task_name, env, self._make_on_done(ti, ssp, entry), time.monotonic())
+            self._callbacks.add(callback)
+            try:
+                ti.call_process(env, callback)
+            except Exception as exc:
+                raise ti.process_error(env, exc) from exc
+        elif self._pool is not None:
+            self._pool.submit(self._process_in_pool, ti, env, ssp, entry)
+        else:
+            t0 = time.perf_counter()
+            try:
+                ti.call_process(env)
+            except Exception as exc:
+                raise ti.process_error(env, exc) from exc
+            ti.metrics.process_s += time.perf_counter() - t0
+            self._complete(ti, ssp, entry)
+
+    def _process_in_pool(self, ti: TaskInstance, env: Any, ssp: SystemStreamPartition, entry: list) -> None:
+        t0 = time.perf_counter()
+        exc: BaseException | None = None
+        try:
+            ti.call_process(env)
+        except BaseException as e:  # noqa: BLE001 - reported on the loop thread
+            exc = ti.process_error(env, e)
+            exc.__cause__ = e
+        ti.metrics.process_s += time.perf_counter() - t0
+        self._completions.append((_PROCESS, ti, ssp, entry, exc))
+        self._wakeup.set()
+
+    def _window_in_pool(self, ti: TaskInstance) -> None:
+        exc: BaseException | None = None
+        try:
+            ti.window()
+        except BaseException as e:  # noqa: BLE001
+            exc = e
+        self._completions.append((_WINDOW, ti, None, None, exc))
+        self._wakeup.set()
+
+    def _make_on_done(self, ti: TaskInstance, ssp: SystemStreamPartition, entry: list):
+        completions, wakeup = self._completions, self._wakeup
+
+        def on_done(callback: TaskCallback, exc: BaseException | None) -> None:
+            if isinstance(exc, CallbackError):
+                completions.append((_FAIL, ti, ssp, callback, TaskProcessError(str(exc), ti.task_name, callback.envelope)))
+            else:
+                if exc is not None:
+                    exc = ti.process_error(callback.envelope, exc)
+                completions.append((_PROCESS, ti, ssp, entry, exc, callback))
+            wakeup.set()
+
+        return on_done
+
+    def _drain_completions(self) -> None:
+        completions = self._completions
+        while completions:
+            item = completions.popleft()
+            kind, ti, ssp, entry, exc = item[0], item[1], item[2], item[3], item[4]
+            if kind == _PROCESS:
+                if len(item) > 5:
+                    self._callbacks.discard(item[5])
+                if exc is not None:
+                    raise exc
+                self._complete(ti, ssp, entry)
+            elif kind == _WINDOW:
+                ti.exclusive_running = False
+                if exc is not None:
+                    raise exc
+            else:
+                raise exc
+
+    @staticmethod
+    def _complete(ti: TaskInstance, ssp: SystemStreamPartition, entry: list) -> None:
+        entry[1] = True
+        ti.in_flight -= 1
+        ti.metrics.processed[ssp] += 1
+        queue = ti.in_flight_offsets[ssp]
+        last = None
+        while queue and queue[0][1]:
+            last = queue.popleft()[0]
+        if last is not None:
+            ti.last_processed[ssp] = last
+
+    def _check_callback_timeouts(self, now: float) -> None:
+        limit = self.callback_timeout_s
+        for cb in list(self._callbacks):
+            if now - cb.started_at > limit and cb.expire():  # type: ignore[operator]
+                raise CallbackTimeoutError(
+                    f"task {cb.task_name!r} did not complete the message at {coordinates(cb.envelope)} within "
+                    f"task.callback.timeout.ms={int(limit * 1000)}",  # type: ignore[operator]
+                    cb.task_name,
+                    cb.envelope,
+                )

@@ -1,0 +1,42 @@
+"""TaskContext: what a task learns at ``init``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.system.model import SystemStreamPartition
+
+
+class TaskContext:
+    __slots__ = ("task_name", "system_stream_partitions", "config", "container_id", "metrics", "_stores", "changelog_partition")
+
+    def __init__(
+        self,
+        task_name: str,
+        system_stream_partitions: frozenset[SystemStreamPartition],
+        config: Config,
+        container_id: str,
+        metrics: Any,
+        stores: Mapping[str, Any],
+        changelog_partition: int = 0,
+    ) -> None:
+        self.task_name = task_name
+        self.system_stream_partitions = system_stream_partitions
+        self.config = config
+        self.container_id = container_id
+        self.metrics = metrics
+        self._stores = stores
+        self.changelog_partition = changelog_partition
+
+    def get_store(self, name: str) -> Any:
+        store = self._stores.get(name)
+        if store is None:
+            known = ", ".join(sorted(self._stores)) or "none"
+            raise KeyError(f"task {self.task_name!r} has no store {name!r} (configure stores.{name}.factory); stores: {known}")
+        return store
+
+    @property
+    def store_names(self) -> list[str]:
+        return sorted(self._stores)

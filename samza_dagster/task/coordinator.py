@@ -1,0 +1,54 @@
+"""TaskCoordinator: how a task asks the container to commit or shut down."""
+
+from __future__ import annotations
+
+import enum
+
+
+class RequestScope(enum.Enum):
+    CURRENT_TASK = "current_task"
+    ALL_TASKS_IN_CONTAINER = "all_tasks_in_container"
+
+
+class TaskCoordinator:
+    """Records a task's commit/shutdown requests; the run loop acts on them between messages.
+
+    Plain attribute writes (no lock): the run loop reads them on its own thread, and a request
+    seen one message late is still honoured (Samza gives the same guarantee)."""
+
+    __slots__ = ("task_name", "commit_requested", "shutdown_requested", "_container_requests")
+
+    CURRENT_TASK = RequestScope.CURRENT_TASK
+    ALL_TASKS_IN_CONTAINER = RequestScope.ALL_TASKS_IN_CONTAINER
+
+    def __init__(self, task_name: str, container_requests: ContainerRequests) -> None:
+        self.task_name = task_name
+        self.commit_requested = False
+        self.shutdown_requested = False
+        self._container_requests = container_requests
+
+    def commit(self, scope: RequestScope = RequestScope.CURRENT_TASK) -> None:
+        if scope is RequestScope.ALL_TASKS_IN_CONTAINER:
+            self._container_requests.commit_all = True
+        else:
+            self.commit_requested = True
+        self._container_requests.pending = True
+
+    def shutdown(self, scope: RequestScope = RequestScope.CURRENT_TASK) -> None:
+        if scope is RequestScope.ALL_TASKS_IN_CONTAINER:
+            self._container_requests.shutdown_all = True
+        else:
+            self.shutdown_requested = True
+        self._container_requests.pending = True
+
+
+class ContainerRequests:
+    """Container-wide flags shared by every TaskCoordinator of a container; ``pending`` lets
+    the run loop test one attribute per message instead of every task's flags."""
+
+    __slots__ = ("pending", "commit_all", "shutdown_all")
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.commit_all = False
+        self.shutdown_all = False
