@@ -155,10 +155,11 @@ class JobCoordinator:
         old_hosts = dict(self._state.host_assignments)
         self._state.apply_all(messages)
         model = self.job_model
-        if self._state.config != dict(model.config):
-            if self._state.config == self._failed_config:
-                return False  # already reported; wait for the next change
-            return self._rebuild(version=model.version + 1, raise_errors=False)
+        if self._state.config == dict(model.config):
+            self._failed_config = None
+        elif self._state.config != self._failed_config:  # a failed config was reported once already
+            if self._rebuild(version=model.version + 1, raise_errors=False):
+                return True
         if self._state.host_assignments != old_hosts:
             hosts = {cid: h for cid, h in self._state.host_assignments.items() if cid in model.containers}
             if hosts != model.previous_hosts:
