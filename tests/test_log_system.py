@@ -364,3 +364,194 @@ def test_unbounded_stream_never_ends(harness):
     consumer = harness.start_consumer({ssp: "0"})
     assert consumer.poll([ssp], 0.05) == {}
     assert consumer.poll([ssp], 0.05) == {}
+
+
+# -- the log system only -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def log(tmp_path) -> Harness:
+    return Harness("log", str(tmp_path / "log"))
+
+
+def test_non_bytes_payloads_are_rejected_naming_the_stream(log):
+    log.create("typed", 1)
+    producer = log.producer()
+    stream = SystemStream(SYSTEM, "typed")
+    with pytest.raises(TypeError, match=r"message of a message to stream 'typed'.*dict"):
+        producer.send("test", OutgoingMessageEnvelope(stream, {"not": "bytes"}))
+    with pytest.raises(TypeError, match=r"key of a message to stream 'typed'.*str"):
+        producer.send("test", OutgoingMessageEnvelope(stream, b"ok", key="text"))
+    producer.flush("test")
+    assert log.admin().get_system_stream_metadata(["typed"])["typed"].partitions[0].newest_offset is None
+
+
+def test_null_values_round_trip_as_tombstones(log):
+    log.create("tomb", 1)
+    log.send_all([OutgoingMessageEnvelope(SystemStream(SYSTEM, "tomb"), None, key=b"gone")])
+    ssp = SystemStreamPartition(SYSTEM, "tomb", 0)
+    [envelope] = drain(log.start_consumer({ssp: "0"}), [ssp])[ssp]
+    assert (envelope.key, envelope.message, envelope.size) == (b"gone", None, 0)
+
+
+def test_producer_writes_a_batch_when_the_buffer_reaches_batch_size(log):
+    log.create("batched", 1)
+    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": "50"}))
+    stream = SystemStream(SYSTEM, "batched")
+    admin = log.admin()
+
+    def upcoming() -> str:
+        return admin.get_system_stream_metadata(["batched"])["batched"].partitions[0].upcoming_offset
+
+    for _ in range(49):
+        producer.send("test", OutgoingMessageEnvelope(stream, b"x"))
+    assert upcoming() == "0"  # still buffered
+    producer.send("test", OutgoingMessageEnvelope(stream, b"x"))
+    assert upcoming() == "50"
+    producer.send("test", OutgoingMessageEnvelope(stream, b"x"))
+    producer.flush("test")
+    assert upcoming() == "51"
+
+
+def test_each_stream_is_one_sqlite_file_in_wal_mode_under_the_configured_root(log, tmp_path):
+    import sqlite3
+
+    assert log.create("a/b c", 2)  # not file-name safe: encoded, and listed back by its name
+    log.send_all([OutgoingMessageEnvelope(SystemStream(SYSTEM, "a/b c"), b"x", key=b"k")])
+    files = sorted(p.name for p in (tmp_path / "log").iterdir() if p.name.endswith(".db"))
+    assert files == ["a%2Fb%20c.db"]
+    assert log.admin().list_streams() == ["a/b c"]
+    conn = sqlite3.connect(tmp_path / "log" / files[0])
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT value FROM meta WHERE name = 'partition_count'").fetchone()[0] == "2"
+    assert conn.execute('SELECT COUNT(*) FROM messages').fetchone()[0] == 1
+    conn.close()
+
+
+def test_default_root_is_dot_samza_log_in_the_working_directory(tmp_path, monkeypatch):
+    from samza_dagster.system.log import LogSystemFactory
+
+    monkeypatch.chdir(tmp_path)
+    admin = LogSystemFactory().get_admin("plain", Config({}))
+    admin.create_stream(StreamSpec("s", "s", "plain", 1))
+    assert (tmp_path / ".samza-log" / "s.db").exists()
+
+
+def test_synchronous_setting_is_validated_naming_the_key(log):
+    from samza_dagster.config import ConfigError
+
+    with pytest.raises(ConfigError, match=rf"systems\.{SYSTEM}\.log\.synchronous"):
+        log.producer(log.configured(**{f"systems.{SYSTEM}.log.synchronous": "sometimes"}))
+
+
+def test_full_synchronous_writes_and_reads(log):
+    log.create("full", 1)
+    config = log.configured(**{f"systems.{SYSTEM}.log.synchronous": "full"})
+    producer = log.producer(config)
+    producer.send("test", OutgoingMessageEnvelope(SystemStream(SYSTEM, "full"), b"durable"))
+    producer.flush("test")
+    ssp = SystemStreamPartition(SYSTEM, "full", 0)
+    assert [e.message for e in drain(log.start_consumer({ssp: "0"}, config), [ssp])[ssp]] == [b"durable"]
+
+
+def test_poll_may_run_on_another_thread_than_start(log):
+    log.create("threads", 1)
+    log.send_all([OutgoingMessageEnvelope(SystemStream(SYSTEM, "threads"), b"x")])
+    ssp = SystemStreamPartition(SYSTEM, "threads", 0)
+    consumer = log.start_consumer({ssp: "0"})
+    out: list = []
+    poller = threading.Thread(target=lambda: out.append(consumer.poll([ssp], 1.0)))
+    poller.start()
+    poller.join()
+    assert [e.message for e in out[0][ssp]] == [b"x"]
+
+
+# -- several processes on one root --------------------------------------------------------------
+
+BATCH = 500
+BATCHES = 40
+
+
+def _read_while_written(root: str, ready, observed) -> None:
+    """Reader process: report the count seen after every poll, until all batches arrived."""
+    harness = Harness("log", root)
+    ssp = SystemStreamPartition(SYSTEM, "shared", 0)
+    consumer = harness.start_consumer({ssp: "0"}, harness.configured(**{f"systems.{SYSTEM}.log.fetch.size": "1000000"}))
+    admin = harness.admin()
+    ready.set()
+    seen, counts, offsets_ok = 0, [], True
+    deadline = time.monotonic() + 60
+    while seen < BATCH * BATCHES and time.monotonic() < deadline:
+        batch = consumer.poll([ssp], 1.0)
+        for e in batch.get(ssp, []):
+            offsets_ok &= e.offset == str(seen) and e.message == b"%d" % seen
+            seen += 1
+        if batch:
+            counts.append(seen)
+        counts.append(int(admin.get_system_stream_metadata(["shared"])["shared"].partitions[0].upcoming_offset))
+    observed.put((counts, offsets_ok))
+
+
+def test_reader_in_another_process_sees_whole_batches_only(log, tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    log.create("shared", 1)
+    ready, observed = ctx.Event(), ctx.Queue()
+    reader = ctx.Process(target=_read_while_written, args=(str(tmp_path / "log"), ready, observed))
+    reader.start()
+    assert ready.wait(60), "reader process did not start"
+    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": str(BATCH)}))
+    stream = SystemStream(SYSTEM, "shared")
+    for i in range(BATCH * BATCHES):
+        producer.send("test", OutgoingMessageEnvelope(stream, b"%d" % i, partition=0))
+        if i % BATCH == BATCH - 1:
+            time.sleep(0.01)  # let the reader look between commits
+    producer.flush("test")
+    counts, offsets_ok = observed.get(timeout=60)
+    reader.join(30)
+    assert offsets_ok
+    assert counts[-1] == BATCH * BATCHES
+    assert all(c % BATCH == 0 for c in counts), sorted(set(c % BATCH for c in counts))
+    assert len(set(counts)) >= 3, "the reader never observed the stream mid-way"
+
+
+def _write_partition(root: str, writer: int, count: int, barrier) -> None:
+    harness = Harness("log", root)
+    barrier.wait(60)  # both processes write at the same time
+    producer = harness.producer(harness.configured(**{f"systems.{SYSTEM}.log.batch.size": "100"}))
+    stream = SystemStream(SYSTEM, "two")
+    for i in range(count):
+        value = b"%d:%d" % (writer, i)
+        producer.send("test", OutgoingMessageEnvelope(stream, value, partition=writer))  # its own partition
+        producer.send("test", OutgoingMessageEnvelope(stream, value, partition=2))  # a partition both write
+        if i % 50 == 49:
+            time.sleep(0.002)  # after each batch of 100 rows: let the other writer take the lock
+    producer.flush("test")
+
+
+def test_two_writer_processes_keep_per_partition_order_and_dense_offsets(log, tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    count = 5000
+    log.create("two", 3)
+    barrier = ctx.Barrier(2)
+    writers = [ctx.Process(target=_write_partition, args=(str(tmp_path / "log"), w, count, barrier)) for w in range(2)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(120)
+        assert w.exitcode == 0
+    ssps = ssps_of("two", 3)
+    seen = drain(log.start_consumer({ssp: "0" for ssp in ssps}), ssps)
+    for writer in range(2):
+        assert [e.message for e in seen[ssps[writer]]] == [b"%d:%d" % (writer, i) for i in range(count)]
+        assert [e.offset for e in seen[ssps[writer]]] == [str(i) for i in range(count)]
+    shared = seen[ssps[2]]
+    assert [e.offset for e in shared] == [str(i) for i in range(2 * count)]
+    for writer in range(2):
+        mine = [e.message for e in shared if e.message.startswith(b"%d:" % writer)]
+        assert mine == [b"%d:%d" % (writer, i) for i in range(count)]
+    switches = sum(1 for a, b in zip(shared, shared[1:]) if a.message[:1] != b.message[:1])
+    assert switches >= 10, f"the writers hardly interleaved ({switches} switches)"
