@@ -1,0 +1,114 @@
+"""Splitting a job at partition_by boundaries into stages (see :mod:`samza_dagster.planner.plan`)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from samza_dagster.application.app import StreamApplicationDescriptor
+from samza_dagster.application.specs import (
+    InputOperatorSpec,
+    OperatorSpec,
+    OutputOperatorSpec,
+    PartitionByOperatorSpec,
+    SendToTableOperatorSpec,
+    StreamTableJoinOperatorSpec,
+)
+from samza_dagster.planner.plan import Stage
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def split_stages(app: StreamApplicationDescriptor) -> tuple[list[Stage], dict[str, str]]:
+    """Stages in data-flow order, and operator id → stage id."""
+    specs: list[OperatorSpec] = list(app.input_operators.values()) + list(app.operators.values())
+    index = {id(spec): i for i, spec in enumerate(specs)}
+    uf = _UnionFind(len(specs))
+    by_table: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        for down in spec.registered_operator_specs:
+            uf.union(i, index[id(down)])
+        if isinstance(spec, (SendToTableOperatorSpec, StreamTableJoinOperatorSpec)):
+            tid = spec.table_spec.table_id
+            if tid in by_table:
+                uf.union(i, by_table[tid])
+            else:
+                by_table[tid] = i
+
+    members: dict[int, list[OperatorSpec]] = {}
+    for i, spec in enumerate(specs):
+        members.setdefault(uf.find(i), []).append(spec)
+
+    # Order: a stage producing an intermediate stream before the stages reading it.
+    produced_by: dict[str, int] = {}
+    for root, group in members.items():
+        for spec in group:
+            if isinstance(spec, PartitionByOperatorSpec):
+                produced_by[spec.output_stream.stream_id] = root
+    deps: dict[int, set[int]] = {root: set() for root in members}
+    for root, group in members.items():
+        for spec in group:
+            if isinstance(spec, InputOperatorSpec) and spec.is_intermediate:
+                producer = produced_by.get(spec.stream_id)
+                if producer is not None and producer != root:
+                    deps[root].add(producer)
+    order = _topological(sorted(members), deps)
+
+    stages: list[Stage] = []
+    stage_of: dict[str, str] = {}
+    for n, root in enumerate(order):
+        stage_id = f"stage-{n}"
+        inputs, side_inputs, outputs, intermediates, tables, ops = [], [], [], [], [], []
+        for spec in members[root]:
+            ops.append(spec.op_id)
+            stage_of[spec.op_id] = stage_id
+            if isinstance(spec, InputOperatorSpec):
+                inputs.append(spec.stream_id)
+            elif isinstance(spec, PartitionByOperatorSpec):
+                intermediates.append(spec.output_stream.stream_id)
+            elif isinstance(spec, OutputOperatorSpec):
+                outputs.append(spec.output_stream.stream_id)
+            elif isinstance(spec, (SendToTableOperatorSpec, StreamTableJoinOperatorSpec)):
+                table = spec.table_spec
+                if table.table_id not in tables:
+                    tables.append(table.table_id)
+                    side_inputs.extend(table.side_inputs)
+        stages.append(Stage(stage_id, inputs, side_inputs, sorted(set(outputs)), intermediates, tables, ops))
+    return stages, stage_of
+
+
+def _topological(roots: list[int], deps: dict[int, set[int]]) -> list[int]:
+    """Kahn's algorithm, ties broken by first operator; stages on a cycle follow in order."""
+    waiting = {r: len(deps[r]) for r in roots}
+    dependents: dict[int, list[int]] = {r: [] for r in roots}
+    for r in roots:
+        for d in deps[r]:
+            dependents[d].append(r)
+    ready = deque(r for r in roots if waiting[r] == 0)
+    order: list[int] = []
+    done: set[int] = set()
+    while ready:
+        r = ready.popleft()
+        order.append(r)
+        done.add(r)
+        for nxt in sorted(dependents[r]):
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                ready.append(nxt)
+    order.extend(r for r in roots if r not in done)
+    return order
