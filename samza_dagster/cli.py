@@ -81,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    config = load_job_config(args) if getattr(args, "config_path", None) else None
     if args.command == "demo":
         from samza_dagster.demo import run_demo
 
@@ -88,12 +89,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "plan":
         from samza_dagster.planner import plan_from_config
 
-        print(plan_from_config(load_job_config(args)).to_json())
+        print(plan_from_config(config).to_json())
         return EXIT_OK
     if args.command == "run":
         from samza_dagster.runtime import run_job
 
-        result = run_job(load_job_config(args))
+        result = run_job(config)
         print(result.summary_line())
         return EXIT_OK if result.succeeded else EXIT_FAILED
     if args.command == "coordinator-stream-writer":
@@ -101,12 +102,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         if args.msg_type == "set-config" and args.value is None:
             raise ConfigError("--type set-config needs --value", key=args.key)
-        run_coordinator_stream_writer(load_job_config(args), args.msg_type, args.key, args.value)
+        run_coordinator_stream_writer(config, args.msg_type, args.key, args.value)
         return EXIT_OK
     if args.command == "job-coordinator":
         from samza_dagster.coordinator.commands import run_job_coordinator
 
-        run_job_coordinator(load_job_config(args), args.host, args.port)
+        run_job_coordinator(config, args.host, args.port)
         return EXIT_OK
     raise AssertionError(args.command)  # argparse rejects unknown commands
 

@@ -23,7 +23,7 @@ class JsonSerde:
 
     __slots__ = ()
     _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-    _loads = json.loads
+    _loads = staticmethod(json.loads)
 
     def to_bytes(self, obj: Any) -> bytes:
         try:
