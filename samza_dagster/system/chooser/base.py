@@ -1,0 +1,105 @@
+"""The MessageChooser interface, its factory, and how a factory is loaded from config.
+
+A chooser is told, through :meth:`MessageChooser.update`, about at most one outstanding
+envelope per SystemStreamPartition (SystemConsumers keeps that promise), and
+:meth:`MessageChooser.choose` picks which of them the container processes next. Because it
+only ever sees one envelope per partition it orders partitions against each other; it can
+never reorder messages within a partition.
+
+Choosers compose (priority tiers over round-robin, batching over those, bootstrapping over
+everything): any object with the five methods can be wrapped, so the base class below is a
+convenience, not a requirement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+
+CHOOSER_METHODS = ("register", "start", "stop", "update", "choose")
+CHOOSER_CLASS_KEY = "task.chooser.class"
+
+
+class MessageChooser:
+    """Base class of choosers: ``register``/``start``/``stop`` do nothing unless overridden.
+
+    Call order, as in Samza: ``register`` for every partition, then ``start``, then any
+    interleaving of ``update`` and ``choose`` (from one thread), then ``stop``.
+    """
+
+    __slots__ = ()
+
+    def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        """``offset`` is the offset of the first envelope this chooser will see for ``ssp``."""
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def update(self, envelope: IncomingMessageEnvelope) -> None:
+        raise NotImplementedError
+
+    def choose(self) -> IncomingMessageEnvelope | None:
+        raise NotImplementedError
+
+
+class MessageChooserFactory:
+    """Builds a chooser; named by ``task.chooser.class`` (module:Class)."""
+
+    def get_chooser(self, config: Config, metrics: dict[str, Any] | None = None) -> MessageChooser:
+        raise NotImplementedError
+
+
+def is_message_chooser(obj: object) -> bool:
+    """Duck-typed check: an object with the five chooser methods."""
+    return all(callable(getattr(obj, name, None)) for name in CHOOSER_METHODS)
+
+
+def check_chooser(obj: object, what: str) -> None:
+    if not is_message_chooser(obj):
+        missing = [name for name in CHOOSER_METHODS if not callable(getattr(obj, name, None))]
+        raise TypeError(f"{what} is not a MessageChooser ({type(obj).__name__} lacks {', '.join(missing)})")
+
+
+def load_chooser_factory(config: Config) -> MessageChooserFactory | None:
+    """The factory ``task.chooser.class`` names, or None when the key is not set.
+
+    Raises ConfigError naming the key when the class cannot be imported, cannot be built
+    without arguments, or is not a MessageChooserFactory (no callable ``get_chooser``).
+    """
+    from samza_dagster.serde.registry import load_class
+
+    path = (config.get_str(CHOOSER_CLASS_KEY) or "").strip()
+    if not path:
+        return None
+    cls = load_class(path, CHOOSER_CLASS_KEY)
+    if not isinstance(cls, type):
+        raise ConfigError(f"config key {CHOOSER_CLASS_KEY!r}: {path} is not a class", key=CHOOSER_CLASS_KEY)
+    if not callable(getattr(cls, "get_chooser", None)):
+        raise ConfigError(
+            f"config key {CHOOSER_CLASS_KEY!r}: {path} is not a MessageChooserFactory (no get_chooser method)",
+            key=CHOOSER_CLASS_KEY,
+        )
+    try:
+        return cls()
+    except Exception as exc:
+        raise ConfigError(
+            f"config key {CHOOSER_CLASS_KEY!r}: cannot instantiate {path}: {exc}", key=CHOOSER_CLASS_KEY
+        ) from exc
+
+
+def chooser_from_factory(factory: MessageChooserFactory, config: Config, metrics: dict[str, Any] | None) -> MessageChooser:
+    """Call the factory and check that what it returned is a chooser (naming the key if not)."""
+    chooser = factory.get_chooser(config, metrics)
+    if not is_message_chooser(chooser):
+        raise ConfigError(
+            f"config key {CHOOSER_CLASS_KEY!r}: {type(factory).__name__}.get_chooser returned "
+            f"{type(chooser).__name__}, which is not a MessageChooser (needs {', '.join(CHOOSER_METHODS)})",
+            key=CHOOSER_CLASS_KEY,
+        )
+    return chooser

@@ -1,0 +1,233 @@
+"""BootstrappingChooser: hold every other stream back until the bootstrap streams reach head.
+
+The seed's design (SAMZA-2), as Samza implemented it:
+
+* ``register(ssp, offset)`` gives the offset of the first envelope the chooser will see for
+  ``ssp``. Only *registered* partitions of the bootstrap streams can lag.
+* At ``start()`` a bootstrap partition is caught up already when its registered offset is at or
+  past its upcoming offset (a checkpoint at head), or when it is empty (no newest offset).
+* ``choose()`` returns None until every bootstrap stream that still lags has at least one
+  envelope *of a lagging partition* in the wrapped chooser. Paired with a wrapped chooser that
+  ranks the bootstrap streams first (DefaultChooser gives them the top priority), this means
+  nothing else is chosen while a bootstrap stream has messages that existed at start:
+  SystemConsumers keeps the next envelope of every partition with buffered data in the chooser,
+  so "no lagging envelope in the chooser" only means "not polled yet", and waiting is right.
+* A partition is caught up once an envelope at or past its newest offset (as of the metadata
+  given at construction), or its end-of-stream envelope, is chosen; a stream is caught up when
+  all its lagging partitions are. Caught up is forever: later messages are ordinary traffic.
+
+Offsets are compared with the system's ``SystemAdmin.offset_comparator`` when ``system_admins``
+has one for the system, else as integers. The same chooser also provides the seed's restart
+guarantee for priorities (see DefaultChooser): any stream, not only a "bootstrap" one, can be
+held to its start-time head this way.
+
+Metrics (``metrics_snapshot()``): lagging partitions and messages behind per stream (integer
+offsets only), and how long each stream took to reach head; one INFO log line per stream when
+it is caught up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser
+from samza_dagster.system.model import (
+    IncomingMessageEnvelope,
+    SystemStream,
+    SystemStreamMetadata,
+    SystemStreamPartition,
+)
+from samza_dagster.system.protocols import SystemAdmin
+
+log = logging.getLogger(__name__)
+
+
+class _LaggingStream:
+    """Bookkeeping of one bootstrap stream that has not reached head yet."""
+
+    __slots__ = ("system_stream", "lagging_partitions", "in_chooser", "started_at", "caught_up_s")
+
+    def __init__(self, system_stream: SystemStream) -> None:
+        self.system_stream = system_stream
+        self.lagging_partitions = 0
+        #: Envelopes of *lagging* partitions of this stream now held by the wrapped chooser.
+        self.in_chooser = 0
+        self.started_at = 0.0
+        self.caught_up_s: float | None = None
+
+
+class _LaggingPartition:
+    __slots__ = ("stream", "newest", "at_or_past_newest", "last_offset")
+
+    def __init__(self, stream: _LaggingStream, newest: str, at_or_past_newest: Callable[[str], bool]) -> None:
+        self.stream = stream
+        self.newest = newest
+        self.at_or_past_newest = at_or_past_newest
+        self.last_offset: str | None = None
+
+
+def _int_offset(ssp: SystemStreamPartition, offset: str, what: str) -> int:
+    try:
+        return int(offset)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{what} offset {offset!r} of {ssp.system}.{ssp.stream} partition {ssp.partition} is not an "
+            f"integer and no SystemAdmin was given for system {ssp.system!r} to compare it"
+        ) from None
+
+
+class BootstrappingChooser(MessageChooser):
+    def __init__(
+        self,
+        wrapped: MessageChooser,
+        bootstrap_stream_metadata: Mapping[SystemStream, SystemStreamMetadata],
+        system_admins: Mapping[str, SystemAdmin] | None = None,
+    ) -> None:
+        check_chooser(wrapped, "BootstrappingChooser's wrapped chooser")
+        self._wrapped = wrapped
+        self._metadata = dict(bootstrap_stream_metadata)
+        self._admins = dict(system_admins or {})
+        self._registered: dict[SystemStreamPartition, str] = {}
+        self._streams: dict[SystemStream, _LaggingStream] = {}
+        self._partitions: dict[SystemStreamPartition, _LaggingPartition] = {}
+        #: Lagging streams with no lagging envelope in the wrapped chooser; choose() waits while > 0.
+        self._streams_without_envelope = 0
+        self._caught_up: dict[SystemStream, float] = {}
+        self._started = False
+        self._wrapped_update = wrapped.update
+        self._wrapped_choose = wrapped.choose
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        self._registered[ssp] = offset
+        self._wrapped.register(ssp, offset)
+
+    def _compare(self, ssp: SystemStreamPartition) -> Callable[[str, str], int]:
+        admin = self._admins.get(ssp.system)
+        if admin is not None:
+            return admin.offset_comparator
+
+        def compare(a: str, b: str) -> int:
+            x, y = _int_offset(ssp, a, "envelope"), _int_offset(ssp, b, "metadata")
+            return (x > y) - (x < y)
+
+        return compare
+
+    def start(self) -> None:
+        now = time.monotonic()
+        for system_stream, metadata in self._metadata.items():
+            stream = _LaggingStream(system_stream)
+            stream.started_at = now
+            for partition, pm in metadata.partitions.items():
+                ssp = SystemStreamPartition(system_stream.system, system_stream.stream, partition)
+                offset = self._registered.get(ssp)
+                if offset is None or pm.newest_offset is None:
+                    continue  # not ours to read, or empty: nothing to bootstrap
+                compare = self._compare(ssp)
+                if compare(offset, pm.upcoming_offset) >= 0:
+                    continue  # the checkpoint is at head already
+                newest = pm.newest_offset
+
+                def at_or_past(off: str, _newest: str = newest, _cmp: Callable[[str, str], int] = compare) -> bool:
+                    return off == _newest or _cmp(off, _newest) >= 0
+
+                self._partitions[ssp] = _LaggingPartition(stream, newest, at_or_past)
+                stream.lagging_partitions += 1
+            if stream.lagging_partitions:
+                self._streams[system_stream] = stream
+                self._streams_without_envelope += 1
+                log.info(
+                    "bootstrapping %s: %d of %d partitions behind head",
+                    system_stream, stream.lagging_partitions, len(metadata.partitions),
+                )
+            else:
+                self._caught_up[system_stream] = 0.0
+                log.info("bootstrap stream %s is at head at start", system_stream)
+        self._started = True
+        self._wrapped.start()
+
+    def stop(self) -> None:
+        self._wrapped.stop()
+
+    # -- hot path ----------------------------------------------------------------------------
+    def update(self, envelope: IncomingMessageEnvelope) -> None:
+        self._wrapped_update(envelope)
+        if self._partitions:
+            lagging = self._partitions.get(envelope.ssp)
+            if lagging is not None:
+                stream = lagging.stream
+                stream.in_chooser += 1
+                if stream.in_chooser == 1:
+                    self._streams_without_envelope -= 1
+
+    def choose(self) -> IncomingMessageEnvelope | None:
+        if self._streams_without_envelope:
+            return None
+        envelope = self._wrapped_choose()
+        if envelope is not None and self._partitions:
+            lagging = self._partitions.get(envelope.ssp)
+            if lagging is not None:
+                stream = lagging.stream
+                stream.in_chooser -= 1
+                offset = envelope.offset
+                if envelope.is_end_of_stream or lagging.at_or_past_newest(offset):
+                    self._partition_caught_up(envelope.ssp, lagging)
+                else:
+                    lagging.last_offset = offset
+                    if stream.in_chooser == 0:
+                        self._streams_without_envelope += 1
+        return envelope
+
+    # -- state changes (rare) ----------------------------------------------------------------
+    def _partition_caught_up(self, ssp: SystemStreamPartition, lagging: _LaggingPartition) -> None:
+        del self._partitions[ssp]
+        stream = lagging.stream
+        stream.lagging_partitions -= 1
+        if stream.lagging_partitions == 0:
+            elapsed = time.monotonic() - stream.started_at
+            stream.caught_up_s = elapsed
+            del self._streams[stream.system_stream]
+            self._caught_up[stream.system_stream] = elapsed
+            log.info("bootstrap stream %s caught up with its head in %.3f s", stream.system_stream, elapsed)
+        elif stream.in_chooser == 0:
+            self._streams_without_envelope += 1
+
+    # -- introspection ---------------------------------------------------------------------
+    @property
+    def is_bootstrapping(self) -> bool:
+        """True while some bootstrap stream is still behind its start-time head."""
+        return bool(self._streams) or not self._started
+
+    def lagging_partitions(self) -> dict[SystemStream, list[int]]:
+        result: dict[SystemStream, list[int]] = {}
+        for ssp in self._partitions:
+            result.setdefault(SystemStream(ssp.system, ssp.stream), []).append(ssp.partition)
+        return {ss: sorted(parts) for ss, parts in result.items()}
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        """Plain-dict snapshot: per stream, lagging partitions, messages behind head (when
+        offsets are integers) and seconds taken to reach head (None while lagging)."""
+        streams: dict[str, dict[str, Any]] = {}
+        for system_stream in self._metadata:
+            streams[str(system_stream)] = {
+                "lagging_partitions": 0,
+                "messages_behind": 0,
+                "caught_up": system_stream in self._caught_up,
+                "time_to_head_s": self._caught_up.get(system_stream),
+            }
+        for ssp, lagging in self._partitions.items():
+            entry = streams[f"{ssp.system}.{ssp.stream}"]
+            entry["lagging_partitions"] += 1
+            entry["caught_up"] = False
+            start = lagging.last_offset if lagging.last_offset is not None else self._registered.get(ssp)
+            try:
+                behind = int(lagging.newest) - int(start) + (0 if lagging.last_offset is not None else 1)
+            except (TypeError, ValueError):
+                entry["messages_behind"] = None
+                continue
+            if entry["messages_behind"] is not None:
+                entry["messages_behind"] += max(behind, 0)
+        return {"bootstrapping": self.is_bootstrapping, "streams": streams}

@@ -1,0 +1,91 @@
+"""TieredPriorityChooser: a higher-priority stream's envelope always goes first.
+
+Each priority has its own chooser (round-robin, batching, time-aligned...) deciding among the
+streams of that tier; ``choose`` asks the tiers from the highest priority down and returns the
+first envelope any tier gives. This is the seed's QoS rule: real-time=1, batch=0 means a batch
+message is processed only when no real-time message is available.
+"""
+
+from __future__ import annotations
+
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser
+from samza_dagster.system.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+
+
+class TieredPriorityChooser(MessageChooser):
+    """``priorities``: stream → priority (higher first); ``choosers``: priority → chooser.
+
+    A stream with no priority goes to ``default`` (asked after every tier), or ``update``
+    raises naming the stream when there is no default.
+    """
+
+    __slots__ = ("_priorities", "_choosers", "_default", "_tiers", "_by_ssp")
+
+    def __init__(
+        self,
+        priorities: dict[SystemStream, int],
+        choosers: dict[int, MessageChooser],
+        default: MessageChooser | None = None,
+    ) -> None:
+        for priority in set(priorities.values()):
+            if priority not in choosers:
+                streams = sorted(str(s) for s, p in priorities.items() if p == priority)
+                raise ValueError(f"no chooser for priority {priority} (streams {', '.join(streams)})")
+        for priority, chooser in choosers.items():
+            check_chooser(chooser, f"chooser of priority {priority}")
+        if default is not None:
+            check_chooser(default, "default chooser")
+        self._priorities = dict(priorities)
+        self._choosers = dict(choosers)
+        self._default = default
+        # Highest priority first, the default last; each chooser once even if shared.
+        tiers: list[MessageChooser] = []
+        for priority in sorted(choosers, reverse=True):
+            if not any(c is choosers[priority] for c in tiers):
+                tiers.append(choosers[priority])
+        if default is not None and not any(c is default for c in tiers):
+            tiers.append(default)
+        self._tiers = tuple(tiers)
+        # SSP → tier chooser, filled lazily: one dict hit per update, no SystemStream built.
+        self._by_ssp: dict[SystemStreamPartition, MessageChooser] = {}
+
+    def _chooser_for(self, ssp: SystemStreamPartition) -> MessageChooser:
+        priority = self._priorities.get(SystemStream(ssp.system, ssp.stream))
+        if priority is not None:
+            chooser = self._choosers[priority]
+        elif self._default is not None:
+            chooser = self._default
+        else:
+            raise ValueError(
+                f"stream {ssp.system}.{ssp.stream} (partition {ssp.partition}) has no priority and "
+                f"the TieredPriorityChooser has no default chooser"
+            )
+        self._by_ssp[ssp] = chooser
+        return chooser
+
+    def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        self._chooser_for(ssp).register(ssp, offset)
+
+    def start(self) -> None:
+        for chooser in self._tiers:
+            chooser.start()
+
+    def stop(self) -> None:
+        for chooser in self._tiers:
+            chooser.stop()
+
+    def update(self, envelope: IncomingMessageEnvelope) -> None:
+        chooser = self._by_ssp.get(envelope.ssp)
+        if chooser is None:
+            chooser = self._chooser_for(envelope.ssp)
+        chooser.update(envelope)
+
+    def choose(self) -> IncomingMessageEnvelope | None:
+        for chooser in self._tiers:
+            envelope = chooser.choose()
+            if envelope is not None:
+                return envelope
+        return None
+
+    def priority_of(self, system_stream: SystemStream) -> int | None:
+        return self._priorities.get(system_stream)
