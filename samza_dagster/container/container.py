@@ -1,0 +1,411 @@
+"""SamzaContainer: builds everything one container needs from its JobModel and runs the
+RunLoop until the tasks end, ask to stop, the container is stopped, or a task fails.
+
+Start-up order (each step needs the one before): system admins → input metadata → the
+checkpoint stream (read back) → stores (changelogs validated, restored) → task instances
+(``init`` after restore, so a task sees its state) → starting offsets (checkpoint, else
+``samza.offset.default``; ``samza.reset.offset`` ignores the checkpoint) → SystemConsumers and
+chooser → RunLoop.
+
+Commit order for a task (RunLoop guarantees nothing is in flight): snapshot offsets
+processed → flush stores → flush every producer for the task's source (its output and its
+changelog writes become durable) → look up changelog offsets → write the checkpoint. So a
+checkpoint never covers output or state that is not durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from samza_dagster.checkpoint.checkpoint import Checkpoint
+from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.system_config import StreamConfig, SystemConfig
+from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.container.metrics import ContainerMetrics
+from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
+from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.container.task_instance import TaskInstance
+from samza_dagster.coordinator.job_model import JobModel
+from samza_dagster.serde.registry import SerdeRegistry
+from samza_dagster.storage.manager import (
+    TaskStores,
+    prepare_changelogs,
+    restore_stores,
+    state_base_dir,
+    store_specs,
+)
+from samza_dagster.system.factories import system_factory as default_system_factory
+from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.task.coordinator import ContainerRequests
+from samza_dagster.task.factory import TaskFactory, task_factory_from_config
+
+log = logging.getLogger(__name__)
+
+
+class SamzaContainer:
+    def __init__(
+        self,
+        container_id: str,
+        job_model: JobModel,
+        *,
+        task_factory: TaskFactory | None = None,
+        stop_event: threading.Event | None = None,
+        system_factory: Callable[[Config, str], Any] = default_system_factory,
+        job_model_watcher: Any = None,
+    ) -> None:
+        container_id = str(container_id)
+        if container_id not in job_model.containers:
+            known = ", ".join(sorted(job_model.containers)) or "none"
+            raise ConfigError(f"container {container_id!r} is not in the JobModel (containers: {known})")
+        self.container_id = container_id
+        self.job_model = job_model
+        self.config = job_model.config
+        self.container_model = job_model.containers[container_id]
+        self.task_factory = task_factory
+        self.stop_event = stop_event or threading.Event()
+        self._system_factory = system_factory
+        self._watcher = job_model_watcher
+        self.metrics = ContainerMetrics(container_id)
+        self.requests = ContainerRequests()
+        self.tasks: dict[str, TaskInstance] = {}
+        self.summary: ContainerSummary | None = None
+        self.last_checkpoints: dict[str, Checkpoint] = {}
+        self.restored: dict[str, int] = {}
+        self.run_loop: RunLoop | None = None
+        self._factories: dict[str, Any] = {}
+        self.admins: dict[str, Any] = {}
+        self.producers: dict[str, Any] = {}
+        self._consumers_by_system: dict[str, Any] = {}
+        self.consumers: Any = None
+        self.checkpoints: CheckpointManager | None = None
+        self._changelog_ssps: dict[str, dict[str, SystemStreamPartition]] = {}
+        self._started_producers: list[Any] = []
+        self._consumer_metrics: dict[str, Any] = {}
+
+    # -- public --------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask for a graceful stop (finish in-flight, commit, return SHUTDOWN); any thread."""
+        self.stop_event.set()
+        if self.run_loop is not None:
+            self.run_loop.request_stop()
+
+    def run(self) -> ContainerSummary:
+        """Run to the end. Returns the summary; on failure the summary (status FAILED) is kept
+        in ``self.summary`` and the error is raised."""
+        started = time.monotonic()
+        self.metrics.started_at = started
+        status = ContainerStatus.FAILED
+        error: BaseException | None = None
+        monitor: threading.Thread | None = None
+        try:
+            self._start()
+            assert self.run_loop is not None
+            monitor = threading.Thread(target=self._monitor, name=f"container-{self.container_id}-monitor", daemon=True)
+            monitor.start()
+            result = self.run_loop.run()
+            if result == RunLoopStatus.COMPLETED:
+                status = ContainerStatus.COMPLETED
+            elif self._watcher is not None and getattr(self._watcher, "new_version_available", False):
+                status = ContainerStatus.NEW_JOB_MODEL
+            else:
+                status = ContainerStatus.SHUTDOWN
+        except BaseException as exc:
+            error = exc
+            status = ContainerStatus.FAILED
+        finally:
+            self._finished = True
+            self.stop_event.set()
+            if monitor is not None:
+                monitor.join(timeout=2)
+            shutdown_error = self._shutdown(clean=error is None)
+            if error is None and shutdown_error is not None:
+                error, status = shutdown_error, ContainerStatus.FAILED
+            self.summary = self._summarize(status, time.monotonic() - started, error)
+            log.info("%s", self.summary.one_line())
+        if error is not None:
+            raise error
+        return self.summary
+
+    # -- start-up ------------------------------------------------------------------------------
+    def _factory(self, system: str) -> Any:
+        factory = self._factories.get(system)
+        if factory is None:
+            factory = self._factories[system] = self._system_factory(self.config, system)
+        return factory
+
+    def _admin(self, system: str) -> Any:
+        admin = self.admins.get(system)
+        if admin is None:
+            admin = self.admins[system] = self._factory(system).get_admin(system, self.config)
+        return admin
+
+    def _new_consumer(self, system: str) -> Any:
+        return self._factory(system).get_consumer(system, self.config)
+
+    def _start(self) -> None:
+        config = self.config
+        job = JobConfig(config)
+        task_cfg = TaskConfig(config)
+        serdes = SerdeRegistry(config)
+        default_system = job.default_system
+        task_factory = self.task_factory or task_factory_from_config(config)
+        specs = store_specs(config, default_system)
+        input_ssps = {ssp for t in self.container_model.tasks.values() for ssp in t.ssps}
+        input_systems = sorted({ssp.system for ssp in input_ssps})
+        cp_system = checkpoint_system(config)
+        systems = set(SystemConfig(config).system_names()) | {default_system, cp_system} | set(input_systems)
+        systems |= {s.changelog.system for s in specs if s.changelog is not None}
+
+        # producers: one per system, every task registered as a source
+        for system in sorted(systems):
+            producer = self._factory(system).get_producer(system, config)
+            for name in self.container_model.tasks:
+                producer.register(name)
+            self.producers[system] = producer
+        for producer in self.producers.values():
+            producer.start()
+            self._started_producers.append(producer)
+
+        # input metadata (starting offsets, bootstrap chooser), one batched call per system
+        metadata: dict[SystemStream, Any] = {}
+        for system in input_systems:
+            streams = sorted({ssp.stream for ssp in input_ssps if ssp.system == system})
+            for name, md in self._admin(system).get_system_stream_metadata(streams).items():
+                metadata[SystemStream(system, name)] = md
+
+        # checkpoints
+        self.checkpoints = CheckpointManager(
+            config, self._admin(cp_system), self._factory(cp_system).get_producer(cp_system, config),
+            lambda: self._new_consumer(cp_system),
+        )
+        self.checkpoints.start()
+        last = self.checkpoints.read_last()
+
+        # stores
+        task_stores: dict[str, TaskStores] = {}
+        if specs:
+            prepare_changelogs(specs, {s: self._admin(s) for s in systems}, self.job_model.max_change_log_stream_partitions)
+            base = state_base_dir(config, default_system) / f"{job.name}-{job.id}"
+            for name, tm in self.container_model.tasks.items():
+                task_stores[name] = TaskStores(name, tm.changelog_partition, specs, serdes, base, self.producers)
+                self._changelog_ssps[name] = task_stores[name].changelog_ssps()
+            self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer)
+
+        # task instances
+        drop = task_cfg.drop_deserialization_errors
+        for name, tm in sorted(self.container_model.tasks.items()):
+            task = task_factory.create_task(name)
+            ti = TaskInstance(
+                name, task, tm.ssps, config=config, container_id=self.container_id, producers=self.producers,
+                serdes=serdes, container_requests=self.requests, stores=task_stores.get(name),
+                changelog_partition=tm.changelog_partition, drop_deserialization_errors=drop,
+            )
+            self.tasks[name] = ti
+            if name in last:
+                self.last_checkpoints[name] = last[name]
+        for ti in self.tasks.values():
+            ti.init()
+
+        # starting offsets
+        starting = self._starting_offsets(input_ssps, metadata, last)
+
+        # consumers and chooser
+        from samza_dagster.system.consumers import SystemConsumers
+
+        for system in input_systems:
+            self._consumers_by_system[system] = self._new_consumer(system)
+        chooser = self._chooser(metadata)
+        kwargs: dict[str, Any] = {}
+        buffer = config.get_int("samza.container.buffer.capacity.per.ssp")
+        if buffer:
+            kwargs["buffer_capacity_per_ssp"] = buffer
+        self.consumers = SystemConsumers(chooser, self._consumers_by_system, metrics=self._consumer_metrics, **kwargs)
+        for ssp in sorted(input_ssps):
+            self.consumers.register(ssp, starting[ssp])
+        self.consumers.start()
+
+        self.run_loop = RunLoop(
+            self.tasks,
+            self.consumers,
+            commit=self._commit,
+            requests=self.requests,
+            window_ms=task_cfg.window_ms,
+            commit_ms=task_cfg.commit_ms,
+            thread_pool_size=job.thread_pool_size,
+            max_concurrency=task_cfg.max_concurrency,
+            callback_timeout_ms=task_cfg.callback_timeout_ms,
+            metrics=self.metrics,
+        )
+        if self.stop_event.is_set():
+            self.run_loop.request_stop()
+
+    def _chooser(self, metadata: dict[SystemStream, Any]) -> Any:
+        from samza_dagster.system.chooser import DefaultChooser
+        from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
+
+        factory = load_chooser_factory(self.config)
+        if factory is not None:
+            return chooser_from_factory(factory, self.config, None)
+        return DefaultChooser.from_config(self.config, metadata, self.admins)
+
+    def _starting_offsets(
+        self, ssps: set[SystemStreamPartition], metadata: dict[SystemStream, Any], last: dict[str, Checkpoint]
+    ) -> dict[SystemStreamPartition, str]:
+        streams = StreamConfig(self.config)
+        checkpointed: dict[SystemStreamPartition, str] = {}
+        for name, tm in self.container_model.tasks.items():
+            cp = last.get(name)
+            if cp is None:
+                continue
+            for ssp in tm.ssps:
+                if ssp in cp.offsets:
+                    checkpointed[ssp] = cp.offsets[ssp]
+        reset_cache: dict[SystemStream, bool] = {}
+        resume: dict[str, dict[SystemStreamPartition, str]] = {}
+        result: dict[SystemStreamPartition, str] = {}
+        for ssp in ssps:
+            ss = SystemStream(ssp.system, ssp.stream)
+            if ss not in reset_cache:
+                reset_cache[ss] = streams.is_reset_offset(ss)
+            if ssp in checkpointed and not reset_cache[ss]:
+                resume.setdefault(ssp.system, {})[ssp] = checkpointed[ssp]
+                continue
+            md = metadata.get(ss)
+            pm = md.partitions.get(ssp.partition) if md is not None else None
+            if pm is None:
+                raise ConfigError(
+                    f"input {ssp.system}.{ssp.stream} has no partition {ssp.partition} (task.inputs)", key="task.inputs"
+                )
+            result[ssp] = pm.upcoming_offset if streams.offset_default(ss) == "upcoming" else pm.oldest_offset
+        for system, offsets in resume.items():
+            result.update(self._admin(system).get_offsets_after(offsets))
+        return result
+
+    # -- commit --------------------------------------------------------------------------------
+    def _commit(self, ti: TaskInstance) -> None:
+        if not ti.uncommitted and ti.task_name in self.last_checkpoints:
+            return
+        offsets = dict(ti.last_processed)
+        previous = self.last_checkpoints.get(ti.task_name)
+        if previous is not None:  # partitions not processed since keep their checkpointed offset
+            for ssp, off in previous.offsets.items():
+                offsets.setdefault(ssp, off)
+        if ti.task_stores is not None:
+            ti.task_stores.flush()
+        for producer in self.producers.values():
+            producer.flush(ti.task_name)
+        changelog_offsets: dict[str, tuple[SystemStreamPartition, str | None]] = {}
+        cl = self._changelog_ssps.get(ti.task_name)
+        if cl:
+            by_system: dict[str, list[str]] = {}
+            for ssp in cl.values():
+                by_system.setdefault(ssp.system, []).append(ssp.stream)
+            md: dict[tuple[str, str], Any] = {}
+            for system, streams in by_system.items():
+                for name, m in self.admins[system].get_system_stream_metadata(sorted(set(streams))).items():
+                    md[(system, name)] = m
+            for store, ssp in cl.items():
+                pm = md[(ssp.system, ssp.stream)].partitions.get(ssp.partition)
+                changelog_offsets[store] = (ssp, pm.newest_offset if pm is not None else None)
+        eos: dict = {}
+        watermarks: dict = {}
+        if ti.checkpoint_state is not None:
+            eos, watermarks = ti.checkpoint_state()
+        checkpoint = Checkpoint(offsets, changelog_offsets, eos, watermarks)
+        assert self.checkpoints is not None
+        self.checkpoints.write(ti.task_name, checkpoint)
+        self.last_checkpoints[ti.task_name] = checkpoint
+        ti.uncommitted = False
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("committed %s: %s %s", ti.task_name, checkpoint.offsets, ti.metrics.snapshot())
+
+    # -- shutdown ------------------------------------------------------------------------------
+    def _monitor(self) -> None:
+        """Turns a stop event or a newer JobModel into a graceful stop of the run loop."""
+        while not getattr(self, "_finished", False):
+            if self.stop_event.wait(0.1):
+                break
+            if self._watcher is not None and getattr(self._watcher, "new_version_available", False):
+                break
+        if self.run_loop is not None and not getattr(self, "_finished", False):
+            self.run_loop.request_stop()
+
+    def _shutdown(self, clean: bool) -> BaseException | None:
+        first: BaseException | None = None
+
+        def attempt(fn: Callable[[], Any]) -> None:
+            nonlocal first
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - keep shutting down the rest
+                if first is None:
+                    first = exc
+                log.warning("container %s: error during shutdown: %s", self.container_id, exc)
+
+        if self.consumers is not None:
+            attempt(self.consumers.stop)
+        for ti in self.tasks.values():
+            attempt(ti.close)
+        for producer in self._started_producers:
+            attempt(producer.stop)
+        if self.checkpoints is not None:
+            attempt(self.checkpoints.stop)
+        for admin in self.admins.values():
+            stop = getattr(admin, "stop", None)
+            if callable(stop):
+                attempt(stop)
+        return first if clean else None
+
+    def _summarize(self, status: ContainerStatus, elapsed: float, error: BaseException | None) -> ContainerSummary:
+        per_stream: dict[str, int] = {}
+        final: dict[str, dict[str, str]] = {}
+        task_metrics: dict[str, Any] = {}
+        for name, ti in self.tasks.items():
+            for ssp, n in ti.metrics.processed.items():
+                key = f"{ssp.system}.{ssp.stream}"
+                per_stream[key] = per_stream.get(key, 0) + n
+            cp = self.last_checkpoints.get(name)
+            offsets = dict(cp.offsets) if cp is not None else {}
+            final[name] = {f"{s.system}.{s.stream}[{s.partition}]": o for s, o in sorted(offsets.items())}
+            task_metrics[name] = ti.metrics.snapshot()
+        metrics: dict[str, Any] = {"container": self.metrics.snapshot(), "tasks": task_metrics}
+        for name, value in self._consumer_metrics.items():
+            try:
+                metrics[name] = value() if callable(value) else value
+            except Exception:  # noqa: BLE001 - informational
+                pass
+        metrics["lag"] = self._lag(final)
+        return ContainerSummary(
+            self.container_id, status, per_stream, final, elapsed,
+            None if error is None else f"{type(error).__name__}: {error}", metrics,
+        )
+
+    def _lag(self, final: dict[str, dict[str, str]]) -> dict[str, int]:
+        """Messages behind the newest offset per input partition at the end (best effort)."""
+        lag: dict[str, int] = {}
+        try:
+            for name, ti in self.tasks.items():
+                by_system: dict[str, set[str]] = {}
+                for ssp in ti.ssps:
+                    by_system.setdefault(ssp.system, set()).add(ssp.stream)
+                for system, streams in by_system.items():
+                    md = self._admin(system).get_system_stream_metadata(sorted(streams))
+                    for ssp in ti.ssps:
+                        if ssp.system != system:
+                            continue
+                        pm = md[ssp.stream].partitions.get(ssp.partition)
+                        if pm is None or pm.newest_offset is None:
+                            continue
+                        done = ti.last_processed.get(ssp)
+                        behind = int(pm.newest_offset) - (int(done) if done is not None else int(pm.oldest_offset) - 1)
+                        lag[f"{ssp.system}.{ssp.stream}[{ssp.partition}]"] = max(0, behind)
+        except Exception:  # noqa: BLE001 - lag is informational
+            pass
+        return lag

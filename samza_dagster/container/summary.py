@@ -1,0 +1,87 @@
+"""What a container run returns: status, per-stream counts, final offsets, time, metrics."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ContainerStatus(str, enum.Enum):
+    COMPLETED = "completed"  # every task reached end of stream: exit 0
+    SHUTDOWN = "shutdown"  # a task asked (coordinator.shutdown) or the container was stopped: exit 0
+    NEW_JOB_MODEL = "new_job_model"  # stopped gracefully because a newer JobModel is served: exit 3
+    FAILED = "failed"  # a task or the engine failed: exit 1
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT_CODES[self]
+
+    @classmethod
+    def from_exit_code(cls, code: int) -> ContainerStatus:
+        for status, value in _EXIT_CODES.items():
+            if value == code and status is not cls.SHUTDOWN:
+                return status
+        return cls.FAILED
+
+
+_EXIT_CODES = {
+    ContainerStatus.COMPLETED: 0,
+    ContainerStatus.SHUTDOWN: 0,
+    ContainerStatus.NEW_JOB_MODEL: 3,
+    ContainerStatus.FAILED: 1,
+}
+
+
+@dataclass
+class ContainerSummary:
+    container_id: str
+    status: ContainerStatus
+    #: "system.stream" → envelopes processed
+    messages_per_stream: dict[str, int] = field(default_factory=dict)
+    #: task → "system.stream[partition]" → offset of the last processed message
+    final_offsets: dict[str, dict[str, str]] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def messages_processed(self) -> int:
+        return sum(self.messages_per_stream.values())
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not ContainerStatus.FAILED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "container_id": self.container_id,
+            "status": self.status.value,
+            "messages_per_stream": self.messages_per_stream,
+            "final_offsets": self.final_offsets,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "error": self.error,
+            "metrics": self.metrics,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ContainerSummary:
+        return cls(
+            container_id=str(data["container_id"]),
+            status=ContainerStatus(data["status"]),
+            messages_per_stream=dict(data.get("messages_per_stream", {})),
+            final_offsets={k: dict(v) for k, v in data.get("final_offsets", {}).items()},
+            elapsed_s=float(data.get("elapsed_s", 0.0)),
+            error=data.get("error"),
+            metrics=dict(data.get("metrics", {})),
+        )
+
+    def one_line(self) -> str:
+        rate = self.messages_processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        line = (
+            f"container {self.container_id} {self.status.value}: {self.messages_processed} messages "
+            f"in {self.elapsed_s:.2f} s ({rate:,.0f}/s)"
+        )
+        if self.error:
+            line += f"; error: {self.error}"
+        return line

@@ -1,0 +1,49 @@
+"""Helpers: build JobModels with the coordinator's model builder, fill streams, make task
+factories that hand tests' own task objects to the container."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from samza_dagster.config import Config
+from samza_dagster.coordinator.job_model import JobModel
+from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.system.factories import system_factory
+from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
+
+
+def job_model(config: Config) -> JobModel:
+    return build_job_model(config).model
+
+
+def create_stream(config: Config, system: str, stream: str, partitions: int) -> None:
+    admin = system_factory(config, system).get_admin(system, config)
+    admin.create_stream(StreamSpec(stream, stream, system, partitions))
+
+
+def produce(config: Config, system: str, stream: str, messages: Iterable[tuple[int, Any, Any]]) -> int:
+    """Write (partition, key, message) triples; returns how many."""
+    producer = system_factory(config, system).get_producer(system, config)
+    producer.register("test")
+    producer.start()
+    ss = SystemStream(system, stream)
+    n = 0
+    for partition, key, message in messages:
+        producer.send("test", OutgoingMessageEnvelope(ss, message, key=key, partition=partition))
+        n += 1
+    producer.flush("test")
+    producer.stop()
+    return n
+
+
+class FnTaskFactory:
+    """A TaskFactory calling ``make(task_name)``; keeps what it made in ``tasks``."""
+
+    def __init__(self, make: Callable[[str], Any]) -> None:
+        self.make = make
+        self.tasks: dict[str, Any] = {}
+
+    def create_task(self, task_name: str) -> Any:
+        task = self.tasks[task_name] = self.make(task_name)
+        return task

@@ -1,0 +1,202 @@
+"""Task classes for the container tests."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.task import (
+    AsyncStreamTask,
+    ClosableTask,
+    EndOfStreamListenerTask,
+    InitableTask,
+    StreamTask,
+    WindowableTask,
+)
+
+
+class NoOpTask(StreamTask):
+    def process(self, envelope, collector, coordinator):
+        pass
+
+
+class NotATask:
+    """Has none of the task methods."""
+
+    def run(self):
+        pass
+
+
+class FailingTask(StreamTask):
+    """Raises on the message ``"boom"``."""
+
+    def process(self, envelope, collector, coordinator):
+        if envelope.message == "boom" or envelope.message == b"boom":
+            raise ValueError("bad message boom")
+
+
+class CopyTask(StreamTask):
+    """Copies each message to ``output`` (system ``log`` unless ``test.output.system``)."""
+
+    def init(self, context):
+        system = context.config.get_str("test.output.system", "log")
+        self.out = SystemStream(system, context.config.get_str("test.output.stream", "output"))
+
+    def process(self, envelope, collector, coordinator):
+        collector.send(OutgoingMessageEnvelope(self.out, envelope.message, key=envelope.key))
+
+
+class WordCountTask(StreamTask, InitableTask):
+    """Counts words in a ``counts`` store (its changelog restores it). Messages are strings."""
+
+    def init(self, context):
+        self.store = context.get_store("counts")
+
+    def process(self, envelope, collector, coordinator):
+        word = envelope.message
+        self.store.put(word, (self.store.get(word) or 0) + 1)
+
+
+class EndOfStreamCountingTask(StreamTask, EndOfStreamListenerTask, InitableTask, ClosableTask):
+    """Counts messages; on end of stream writes ``<task>|<count>|<eos calls>`` to a marker file
+    under ``test.marker.dir`` (so a test can check from another process) and asks nothing."""
+
+    def init(self, context):
+        self.name = context.task_name
+        self.dir = context.config.get_str("test.marker.dir")
+        self.count = 0
+        self.eos_calls = 0
+
+    def process(self, envelope, collector, coordinator):
+        self.count += 1
+
+    def on_end_of_stream(self, collector, coordinator):
+        self.eos_calls += 1
+        if self.dir:
+            safe = self.name.replace(" ", "_")
+            with open(os.path.join(self.dir, f"{safe}.eos"), "a") as f:
+                f.write(f"{self.name}|{self.count}|{self.eos_calls}\n")
+
+    def close(self):
+        pass
+
+
+class Recorder:
+    """Shared, thread-safe log of (kind, task, thread id, start, end, detail) events."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[tuple] = []
+
+    def add(self, *event) -> None:
+        with self.lock:
+            self.events.append(event)
+
+    def of(self, kind: str) -> list[tuple]:
+        with self.lock:
+            return [e for e in self.events if e[0] == kind]
+
+
+class RecordingTask(StreamTask, WindowableTask):
+    """Sleeps ``sleep_s`` in process and records every process/window with times and threads;
+    asserts in-task that process and window never overlap."""
+
+    def __init__(self, name: str, recorder: Recorder, sleep_s: float = 0.0, window_sleep_s: float = 0.0) -> None:
+        self.name = name
+        self.recorder = recorder
+        self.sleep_s = sleep_s
+        self.window_sleep_s = window_sleep_s
+        self.active = 0
+        self.lock = threading.Lock()
+
+    def _enter(self, kind: str) -> None:
+        with self.lock:
+            self.active += 1
+            if self.active > 1 and kind == "window":
+                self.recorder.add("violation", self.name, kind)
+
+    def process(self, envelope, collector, coordinator):
+        start = time.perf_counter()
+        self._enter("process")
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        with self.lock:
+            self.active -= 1
+        self.recorder.add("process", self.name, threading.get_ident(), start, time.perf_counter(), envelope.offset, envelope.ssp)
+
+    def window(self, collector, coordinator):
+        start = time.perf_counter()
+        with self.lock:
+            if self.active:
+                self.recorder.add("violation", self.name, "window during process")
+            self.active += 1
+        if self.window_sleep_s:
+            time.sleep(self.window_sleep_s)
+        with self.lock:
+            self.active -= 1
+        self.recorder.add("window", self.name, threading.get_ident(), start, time.perf_counter())
+
+
+class ThreadedAsyncTask(AsyncStreamTask):
+    """Completes each message from a helper thread after ``delay_s`` (later offsets sooner when
+    ``reverse`` so completion is out of order); ``fail_offset`` completes with failure;
+    ``complete_twice`` calls complete() twice for the first message."""
+
+    def __init__(self, name: str, recorder: Recorder, delay_s: float = 0.01, reverse: bool = False,
+                 fail_offset: str | None = None, complete_twice: bool = False, never_complete: bool = False) -> None:
+        self.name = name
+        self.recorder = recorder
+        self.delay_s = delay_s
+        self.reverse = reverse
+        self.fail_offset = fail_offset
+        self.complete_twice = complete_twice
+        self.never_complete = never_complete
+        self.second_error: list[BaseException] = []
+
+    def process_async(self, envelope, collector, coordinator, callback):
+        self.recorder.add("start", self.name, threading.get_ident(), time.perf_counter(), envelope.offset)
+        if self.never_complete:
+            return
+        delay = self.delay_s
+        if self.reverse:
+            delay = self.delay_s * (1.0 / (1 + int(envelope.offset) % 4))
+
+        def finish():
+            time.sleep(delay)
+            self.recorder.add("complete", self.name, threading.get_ident(), time.perf_counter(), envelope.offset)
+            if self.fail_offset is not None and envelope.offset == self.fail_offset:
+                callback.failure(RuntimeError(f"async failure at {envelope.offset}"))
+                return
+            callback.complete()
+            if self.complete_twice:
+                try:
+                    callback.complete()
+                except Exception as exc:  # noqa: BLE001
+                    self.second_error.append(exc)
+
+        threading.Thread(target=finish, daemon=True).start()
+
+
+class SleepTask(StreamTask):
+    """Sleeps ``test.sleep.ms`` per message (blocking I/O stand-in)."""
+
+    def init(self, context):
+        self.sleep_s = (context.config.get_int("test.sleep.ms", 1) or 1) / 1000.0
+
+    def process(self, envelope, collector, coordinator):
+        time.sleep(self.sleep_s)
+
+
+class ShutdownAfterTask(StreamTask):
+    """Asks the whole container to shut down after ``test.shutdown.after`` messages."""
+
+    def init(self, context):
+        self.limit = context.config.get_int("test.shutdown.after", 10)
+        self.count = 0
+
+    def process(self, envelope, collector, coordinator):
+        self.count += 1
+        if self.count == self.limit:
+            coordinator.shutdown(coordinator.ALL_TASKS_IN_CONTAINER)
