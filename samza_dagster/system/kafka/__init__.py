@@ -1,0 +1,22 @@
+"""The Kafka system on kafka-python (``systems.<name>.samza.factory=kafka``).
+
+kafka-python is imported lazily (inside the clients), so importing this package is cheap.
+"""
+
+from samza_dagster.system.kafka.admin import DEFAULT_TOPIC_CONFIGS, KafkaSystemAdmin
+from samza_dagster.system.kafka.config import KafkaClientConfigs, kafka_client_configs
+from samza_dagster.system.kafka.consumer import KafkaSystemConsumer
+from samza_dagster.system.kafka.errors import KafkaProducerError
+from samza_dagster.system.kafka.factory import KafkaSystemFactory
+from samza_dagster.system.kafka.producer import KafkaSystemProducer
+
+__all__ = [
+    "DEFAULT_TOPIC_CONFIGS",
+    "KafkaClientConfigs",
+    "KafkaProducerError",
+    "KafkaSystemAdmin",
+    "KafkaSystemConsumer",
+    "KafkaSystemFactory",
+    "KafkaSystemProducer",
+    "kafka_client_configs",
+]

@@ -1,0 +1,185 @@
+"""KafkaSystemAdmin: topic creation and the batched offset lookup.
+
+``get_system_stream_metadata`` answers for every partition of every named topic in one round
+of requests: one metadata request (partition counts, missing topics), then one ListOffsets
+request per leader for the earliest offsets and one for the latest — never a request per
+partition, however many topics and partitions are asked for.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError
+from samza_dagster.system.kafka.config import KafkaClientConfigs
+from samza_dagster.system.kafka.errors import connect, unavailable
+from samza_dagster.system.model import (
+    StreamSpec,
+    SystemStreamMetadata,
+    SystemStreamPartition,
+    SystemStreamPartitionMetadata,
+)
+
+#: Kafka's own topic defaults, sent explicitly with every created topic: some brokers (the
+#: tansu test broker among them) report no default topic configs, and clients that read a
+#: topic's configs (Quix Streams needs ``retention.ms``) then fail.
+DEFAULT_TOPIC_CONFIGS: dict[str, str] = {
+    "cleanup.policy": "delete",
+    "retention.ms": "604800000",
+    "retention.bytes": "-1",
+}
+
+_UNKNOWN_TOPIC = 3  # UNKNOWN_TOPIC_OR_PARTITION
+_TOPIC_EXISTS = 36  # TOPIC_ALREADY_EXISTS
+
+
+class KafkaSystemAdmin:
+    """SystemAdmin of a Kafka system. Connects lazily, on the first call."""
+
+    def __init__(self, system_name: str, config: Config, clients: KafkaClientConfigs) -> None:
+        self.system_name = system_name
+        self._clients = clients
+        prefix = f"systems.{system_name}.default.stream."
+        self._replication_factor = config.get_int(prefix + "replication.factor", 1) or 1
+        self._topic_defaults = dict(DEFAULT_TOPIC_CONFIGS)
+        self._topic_defaults.update(
+            {
+                k: v
+                for k, v in config.subset(prefix).items()
+                if k != "replication.factor" and not k.startswith("samza.")  # samza.* are stream props
+            }
+        )
+        self._admin: Any = None
+        self._lock = threading.Lock()
+
+    # -- connection ------------------------------------------------------------------------
+    def _client(self) -> Any:
+        with self._lock:
+            if self._admin is None:
+                from kafka import KafkaAdminClient
+
+                self._admin = connect(
+                    self.system_name,
+                    self._clients.bootstrap_servers,
+                    "admin",
+                    lambda: KafkaAdminClient(**self._clients.admin),
+                )
+            return self._admin
+
+    def _call(self, what: str, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """Run an admin request; a timeout (the brokers went away) becomes SystemUnavailableError."""
+        from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+        try:
+            return fn(*args, **kwargs)
+        except (KafkaTimeoutError, KafkaConnectionError) as exc:
+            raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, what) from exc
+
+    def close(self) -> None:
+        with self._lock:
+            if self._admin is not None:
+                self._admin.close()
+                self._admin = None
+
+    stop = close
+
+    # -- SystemAdmin -----------------------------------------------------------------------
+    def create_stream(self, spec: StreamSpec) -> bool:
+        """Create the topic with its partition count and configs (spec.config over Kafka's
+        defaults). False if it exists with the same count; StreamExistsError naming both
+        counts if it exists with another."""
+        admin = self._client()
+        configs = dict(self._topic_defaults)
+        configs.update({k: str(v) for k, v in (spec.config or {}).items()})
+        topic = spec.physical_name
+        request = {
+            topic: {
+                "num_partitions": spec.partition_count,
+                "replication_factor": self._replication_factor,
+                "configs": configs,
+            }
+        }
+        result = self._call(
+            f"create topic {topic!r}", admin.create_topics, request, raise_errors=False, wait_for_metadata=True
+        )
+        for entry in result["topics"]:
+            code = entry["error_code"]
+            if code == 0:
+                return True
+            if code == _TOPIC_EXISTS:
+                existing = self._partition_counts([topic])[topic]
+                if existing != spec.partition_count:
+                    raise StreamExistsError(
+                        f"stream {topic!r} (id {spec.id!r}) exists on system {self.system_name!r} with "
+                        f"{existing} partitions, but {spec.partition_count} were asked for"
+                    )
+                return False
+            from kafka.errors import for_code
+
+            raise for_code(code)(
+                f"creating stream {topic!r} on system {self.system_name!r} "
+                f"({spec.partition_count} partitions, configs {configs}): {entry.get('error_message')}"
+            )
+        raise RuntimeError(f"create_topics returned no result for {topic!r}")  # pragma: no cover
+
+    def _partition_counts(self, topics: list[str]) -> dict[str, int]:
+        """One metadata request for all ``topics``; StreamNotFoundError for the first missing one."""
+        admin = self._client()
+        described = self._call("describe topics " + ", ".join(topics), admin.describe_topics, topics)
+        counts: dict[str, int] = {}
+        for entry in described:
+            name = entry["name"]
+            if entry["error_code"] == _UNKNOWN_TOPIC:
+                raise StreamNotFoundError(self.system_name, name)
+            if entry["error_code"] != 0:
+                from kafka.errors import for_code
+
+                raise for_code(entry["error_code"])(f"describing stream {name!r} on system {self.system_name!r}")
+            counts[name] = len(entry["partitions"])
+        for topic in topics:
+            if topic not in counts:
+                raise StreamNotFoundError(self.system_name, topic)
+        return counts
+
+    def get_system_stream_metadata(self, stream_names: Iterable[str]) -> dict[str, SystemStreamMetadata]:
+        """Oldest, newest (None when empty) and upcoming offset of every partition of every
+        stream: one metadata request and one ListOffsets request per leader per bound."""
+        from kafka import TopicPartition
+        from kafka.admin import OffsetSpec
+
+        names = list(dict.fromkeys(stream_names))
+        if not names:
+            return {}
+        counts = self._partition_counts(names)
+        tps = [TopicPartition(t, p) for t in names for p in range(counts[t])]
+        admin = self._client()
+        earliest = self._call(
+            "list earliest offsets", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.EARLIEST)
+        )
+        latest = self._call(
+            "list latest offsets", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.LATEST)
+        )
+        result: dict[str, SystemStreamMetadata] = {}
+        for topic in names:
+            partitions: dict[int, SystemStreamPartitionMetadata] = {}
+            for p in range(counts[topic]):
+                tp = TopicPartition(topic, p)
+                oldest = earliest[tp].offset
+                upcoming = latest[tp].offset
+                partitions[p] = SystemStreamPartitionMetadata(
+                    oldest_offset=str(oldest),
+                    newest_offset=str(upcoming - 1) if upcoming > oldest else None,
+                    upcoming_offset=str(upcoming),
+                )
+            result[topic] = SystemStreamMetadata(topic, partitions)
+        return result
+
+    def offset_comparator(self, offset1: str, offset2: str) -> int:
+        a, b = int(offset1), int(offset2)
+        return (a > b) - (a < b)
+
+    def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
+        return {ssp: str(int(offset) + 1) for ssp, offset in offsets.items()}

@@ -1,0 +1,150 @@
+"""Samza-style Kafka system config → kafka-python keyword arguments.
+
+``systems.<s>.consumer.*`` and ``systems.<s>.producer.*`` keys are passed through to
+kafka-python's ``KafkaConsumer`` / ``KafkaProducer`` with ``a.b.c`` renamed ``a_b_c`` and the
+value converted to the type kafka-python expects (decided from the client's own
+``DEFAULT_CONFIG``, so a key kafka-python grows later converts without a change here).
+A key kafka-python does not know fails with a :class:`ConfigError` naming the full config key,
+instead of kafka-python's ``Unrecognized configs`` naming the Python spelling.
+
+The admin client has no key space of its own in Samza: it connects with the consumer's
+connection settings (bootstrap servers, security, SASL/SSL), overridable with
+``systems.<s>.admin.*``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Defaults applied unless the user sets the key (in kafka-python spelling).
+#: ``bootstrap_timeout_ms`` is what makes an unreachable broker fail in seconds, not 30 s;
+#: metrics are off because kafka-python records sensors per fetched record (hot path).
+_COMMON_DEFAULTS: dict[str, Any] = {"bootstrap_timeout_ms": 5000}
+CONSUMER_DEFAULTS: dict[str, Any] = {
+    **_COMMON_DEFAULTS,
+    "enable_auto_commit": False,  # offsets live in Samza checkpoints, not in Kafka groups
+    "allow_auto_create_topics": False,  # reading a missing topic is an error, not a creation
+    "metrics_enabled": False,
+    "request_timeout_ms": 10000,
+}
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    **_COMMON_DEFAULTS,
+    "allow_auto_create_topics": False,  # streams are created by the planner with their specs
+    "metrics_enabled": False,
+    "linger_ms": 5,  # lets kafka-python fill batches; flush() at commit bounds the latency
+    "max_block_ms": 10000,  # metadata waits / full buffers fail in 10 s instead of 60 s
+}
+ADMIN_DEFAULTS: dict[str, Any] = {**_COMMON_DEFAULTS, "request_timeout_ms": 10000}
+
+#: Keys of Samza's Java Kafka configs that mean nothing to kafka-python; ignored with a warning
+#: so configs ported from Samza keep working.
+_IGNORED_JAVA_KEYS = frozenset({"zookeeper.connect", "key.serializer", "value.serializer",
+                                "key.deserializer", "value.deserializer"})
+
+#: Keys whose kafka-python default is None but whose value is an integer.
+_INT_WHEN_NONE = frozenset({"receive_buffer_bytes", "send_buffer_bytes"})
+
+#: Samza (old Kafka consumer) spellings of auto.offset.reset.
+_OFFSET_RESET = {"smallest": "earliest", "largest": "latest"}
+
+
+@dataclass(frozen=True)
+class KafkaClientConfigs:
+    """kafka-python keyword arguments of the three clients of one system."""
+
+    system: str
+    consumer: dict[str, Any]
+    producer: dict[str, Any]
+    admin: dict[str, Any]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return str(self.consumer.get("bootstrap_servers") or self.producer.get("bootstrap_servers"))
+
+
+def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
+    """Build the kwargs of the consumer, producer and admin of ``system``.
+
+    Raises ConfigError when neither ``consumer.bootstrap.servers`` nor
+    ``producer.bootstrap.servers`` is set (each falls back to the other).
+    """
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+
+    prefix = f"systems.{system}."
+    consumer = _convert(config.subset(prefix + "consumer."), KafkaConsumer.DEFAULT_CONFIG, prefix + "consumer.")
+    producer = _convert(config.subset(prefix + "producer."), KafkaProducer.DEFAULT_CONFIG, prefix + "producer.")
+    bootstrap = consumer.get("bootstrap_servers") or producer.get("bootstrap_servers")
+    if not bootstrap:
+        key = prefix + "consumer.bootstrap.servers"
+        raise ConfigError(
+            f"Kafka system {system!r} needs {key!r} (or {prefix}producer.bootstrap.servers)", key=key
+        )
+    consumer.setdefault("bootstrap_servers", bootstrap)
+    producer.setdefault("bootstrap_servers", producer.get("bootstrap_servers") or bootstrap)
+
+    # The admin connects like the consumer: same servers, security and timeouts.
+    admin_defaults = KafkaAdminClient.DEFAULT_CONFIG
+    admin = {k: v for k, v in consumer.items() if k in admin_defaults}
+    admin.update(_convert(config.subset(prefix + "admin."), admin_defaults, prefix + "admin."))
+
+    for kwargs, defaults in ((consumer, CONSUMER_DEFAULTS), (producer, PRODUCER_DEFAULTS), (admin, ADMIN_DEFAULTS)):
+        for key, value in defaults.items():
+            kwargs.setdefault(key, value)
+    consumer["enable_auto_commit"] = False  # never commit to a Kafka group: Samza checkpoints
+    consumer.pop("group_id", None)  # partitions come from the job model: no group, no rebalance
+    return KafkaClientConfigs(system=system, consumer=consumer, producer=producer, admin=admin)
+
+
+def _convert(subset: Config, defaults: dict[str, Any], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for dotted, raw in subset.items():
+        full_key = prefix + dotted
+        if dotted in _IGNORED_JAVA_KEYS:
+            log.warning("ignoring %s: a Java Kafka client setting kafka-python has no use for", full_key)
+            continue
+        name = dotted.replace(".", "_").replace("-", "_")
+        if name not in defaults:
+            raise ConfigError(
+                f"config key {full_key!r} is not a kafka-python setting ({name!r} unknown to "
+                f"this client)",
+                key=full_key,
+            )
+        out[name] = _convert_value(name, raw.strip(), defaults[name], full_key)
+    return out
+
+
+def _convert_value(name: str, raw: str, default: Any, full_key: str) -> Any:
+    try:
+        if name == "acks":
+            return -1 if raw.lower() == "all" else int(raw)
+        if name == "api_version":
+            return tuple(int(part) for part in raw.split("."))
+        if name == "auto_offset_reset":
+            return _OFFSET_RESET.get(raw, raw)
+        if isinstance(default, bool):
+            lowered = raw.lower()
+            if lowered in ("true", "false"):
+                return lowered == "true"
+            raise ValueError(raw)
+        if isinstance(default, int) or name in _INT_WHEN_NONE:
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError:
+        expected = "true or false" if isinstance(default, bool) else "a number"
+        raise ConfigError(f"config key {full_key!r} must be {expected}, got {raw!r}", key=full_key) from None
+    if default is not None and not isinstance(default, str):
+        # Callables, classes, lists of socket options: not expressible in a .properties file.
+        raise ConfigError(
+            f"config key {full_key!r} sets kafka-python's {name!r}, which takes a Python object, "
+            "not a string",
+            key=full_key,
+        )
+    return raw

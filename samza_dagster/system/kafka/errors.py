@@ -1,0 +1,38 @@
+"""Errors of the Kafka system, and the translation of kafka-python's errors into them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from samza_dagster.system.errors import SystemError_, SystemUnavailableError
+
+T = TypeVar("T")
+
+
+class KafkaProducerError(SystemError_):
+    """A send failed (the broker refused it or it timed out). Names topic and partition.
+
+    Sticky: once a send failed, every later send and flush of that producer raises it, as in
+    Samza's KafkaSystemProducer, so a job never commits past a lost message.
+    """
+
+
+def unavailable(system: str, bootstrap: str, cause: BaseException, what: str) -> SystemUnavailableError:
+    return SystemUnavailableError(
+        f"Kafka system {system!r}: cannot reach the brokers at {bootstrap} ({what}): {cause}"
+    )
+
+
+def connect(system: str, bootstrap: str, what: str, make: Callable[[], T]) -> T:
+    """Create a kafka-python client, turning a failed bootstrap into SystemUnavailableError.
+
+    kafka-python bootstraps eagerly in the constructor and gives up after
+    ``bootstrap_timeout_ms`` (5 s by default here) with KafkaTimeoutError.
+    """
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MetadataEmptyBrokerList
+
+    try:
+        return make()
+    except (KafkaTimeoutError, MetadataEmptyBrokerList, KafkaConnectionError, OSError) as exc:
+        raise unavailable(system, bootstrap, exc, what) from exc

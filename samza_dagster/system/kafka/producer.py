@@ -1,0 +1,173 @@
+"""KafkaSystemProducer: batched sends through kafka-python, Kafka's default partitioning.
+
+Partition of an envelope: ``partition`` outright; else the murmur2 hash of ``partition_key``
+(or ``key``) as Kafka's DefaultPartitioner computes it (``system/partitioner.py``), passed to
+kafka-python explicitly so keyed streams co-partition with Java clients and with the log
+system; else kafka-python spreads the message (sticky partitioning).
+
+Failures are tracked cheaply: every send's future gets one cached errback object per
+topic-partition (no allocation per message) that records the *first* error; ``flush`` waits
+for all acknowledgements and raises it, naming topic and partition. The error is sticky, as in
+Samza's KafkaSystemProducer: a producer that lost a message refuses further sends.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.kafka.config import KafkaClientConfigs
+from samza_dagster.system.kafka.errors import KafkaProducerError, connect, unavailable
+from samza_dagster.system.model import OutgoingMessageEnvelope
+from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
+
+
+class _ErrorSink:
+    """Errback of the sends to one topic-partition; records the producer's first failure."""
+
+    __slots__ = ("producer", "topic", "partition")
+
+    def __init__(self, producer: KafkaSystemProducer, topic: str, partition: int | None) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.partition = partition
+
+    def __call__(self, exc: BaseException) -> None:
+        producer = self.producer
+        if producer._error is None:
+            where = f"partition {self.partition}" if self.partition is not None else "a spread partition"
+            error = KafkaProducerError(
+                f"Kafka system {producer.system_name!r}: send to topic {self.topic!r} {where} failed: "
+                f"{type(exc).__name__}: {exc}"
+            )
+            error.__cause__ = exc
+            producer._error = error
+
+
+class KafkaSystemProducer:
+    def __init__(self, system_name: str, config: Config, clients: KafkaClientConfigs) -> None:
+        self.system_name = system_name
+        self._clients = clients
+        self._producer: Any = None
+        self._sources: set[str] = set()
+        self._partition_counts: dict[str, int] = {}
+        self._sinks: dict[tuple[str, int | None], _ErrorSink] = {}
+        self._error: KafkaProducerError | None = None
+        self._lock = threading.Lock()  # guards client creation and the caches' misses only
+        # kafka-python fails undeliverable batches after delivery_timeout_ms; flush waits that
+        # long plus a margin before calling the rest unacknowledged.
+        self._flush_timeout_s = clients.producer.get("delivery_timeout_ms", 120000) / 1000 + 5
+
+    def register(self, source: str) -> None:
+        self._sources.add(source)
+
+    def start(self) -> None:
+        self._client()
+
+    def _client(self) -> Any:
+        producer = self._producer
+        if producer is None:
+            with self._lock:
+                if self._producer is None:
+                    from kafka import KafkaProducer
+
+                    self._producer = connect(
+                        self.system_name,
+                        self._clients.bootstrap_servers,
+                        "producer",
+                        lambda: KafkaProducer(**self._clients.producer),
+                    )
+                producer = self._producer
+        return producer
+
+    # -- send ------------------------------------------------------------------------------
+    def send(self, source: str, envelope: OutgoingMessageEnvelope) -> None:
+        if self._error is not None:
+            raise self._error
+        producer = self._producer or self._client()
+        topic = envelope.system_stream.stream
+        partition = envelope.partition
+        if partition is None:
+            hash_key = envelope.partition_key
+            if hash_key is None:
+                hash_key = envelope.key
+            if hash_key is not None:
+                count = self._partition_counts.get(topic) or self._partition_count(topic)
+                partition = partition_for_key(
+                    hash_key if type(hash_key) is bytes else key_to_bytes(hash_key), count
+                )
+        sink = self._sinks.get((topic, partition)) or self._sink(topic, partition)
+        try:
+            future = producer.send(topic, envelope.message, envelope.key, None, partition, envelope.event_time)
+        except TypeError as exc:
+            raise TypeError(
+                f"Kafka system {self.system_name!r}, topic {topic!r}: key and message must be bytes "
+                f"(serialized by the container's serdes), got key {type(envelope.key).__name__}, "
+                f"message {type(envelope.message).__name__}: {exc}"
+            ) from exc
+        except (AssertionError, ValueError) as exc:  # e.g. an explicit partition that does not exist
+            raise ValueError(
+                f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition {partition}: {exc}"
+            ) from exc
+        future.add_errback(sink)
+
+    def _sink(self, topic: str, partition: int | None) -> _ErrorSink:
+        sink = _ErrorSink(self, topic, partition)
+        self._sinks[(topic, partition)] = sink
+        return sink
+
+    def _partition_count(self, topic: str) -> int:
+        """Partition count of ``topic`` from kafka-python's metadata (cached: topics do not shrink)."""
+        from kafka.errors import KafkaError, KafkaTimeoutError
+
+        try:
+            partitions = self._producer.partitions_for(topic)
+        except KafkaTimeoutError as exc:
+            raise StreamNotFoundError(
+                self.system_name, topic, f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}"
+            ) from exc
+        except KafkaError as exc:
+            raise StreamNotFoundError(self.system_name, topic, str(exc)) from exc
+        if not partitions:
+            raise StreamNotFoundError(self.system_name, topic)
+        count = len(partitions)
+        self._partition_counts[topic] = count
+        return count
+
+    # -- flush / stop ----------------------------------------------------------------------
+    def flush(self, source: str) -> None:
+        """Wait until every message sent so far is acknowledged; raise the first failure.
+
+        kafka-python flushes the whole producer, not one source: the same as Samza's
+        KafkaSystemProducer, whose sources share one Kafka producer.
+        """
+        if self._producer is None:
+            if self._error is not None:
+                raise self._error
+            return
+        from kafka.errors import KafkaTimeoutError
+
+        try:
+            self._producer.flush(timeout=self._flush_timeout_s)
+        except KafkaTimeoutError as exc:
+            raise unavailable(
+                self.system_name,
+                self._clients.bootstrap_servers,
+                exc,
+                f"flush: messages unacknowledged after {self._flush_timeout_s:.0f}s",
+            ) from exc
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        producer = self._producer
+        if producer is None:
+            return
+        try:
+            if self._error is None:
+                self.flush("stop")
+        finally:
+            self._producer = None
+            producer.close(timeout=5)

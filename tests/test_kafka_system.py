@@ -1,0 +1,403 @@
+"""The Kafka system against a real Kafka-protocol broker (tansu, started by tests/fixtures/kafka_broker.py)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.partitioner import DefaultPartitioner
+
+from samza_dagster.config import Config, ConfigError
+from samza_dagster.system import (
+    IncomingMessageEnvelope,
+    OutgoingMessageEnvelope,
+    StreamExistsError,
+    StreamNotFoundError,
+    StreamSpec,
+    SystemStream,
+    SystemStreamPartition,
+    SystemUnavailableError,
+    system_factory,
+)
+from samza_dagster.system.kafka import KafkaProducerError, KafkaSystemFactory, kafka_client_configs
+
+pytestmark = pytest.mark.kafka
+
+SYSTEM = "kafka"
+
+
+def create(config: Config, topic: str, partitions: int, **props: str) -> None:
+    admin = system_factory(config, SYSTEM).get_admin(SYSTEM, config)
+    try:
+        assert admin.create_stream(StreamSpec(topic, topic, SYSTEM, partitions, props or None)) is True
+    finally:
+        admin.close()
+
+
+def produce_unbatched(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
+    """One synchronous send per record: the tansu broker's high watermark is the base offset of
+    the last record batch + 1, so end offsets are only right when every batch holds one record."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, batch_size=0, linger_ms=0)
+    try:
+        for partition, count in per_partition.items():
+            for i in range(count):
+                producer.send(topic, b"m%d" % i, key=b"k%d" % i, partition=partition).get(timeout=10)
+    finally:
+        producer.close()
+
+
+def read(consumer, ssps, until, timeout_s: float = 30.0) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+    """Poll ``ssps`` until ``until(got)`` holds (or fail after ``timeout_s``)."""
+    got: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = defaultdict(list)
+    deadline = time.monotonic() + timeout_s
+    while not until(got):
+        assert time.monotonic() < deadline, f"timed out; got { {str(k): len(v) for k, v in got.items()} }"
+        for ssp, envelopes in consumer.poll(ssps, 0.5).items():
+            got[ssp].extend(envelopes)
+    return got
+
+
+# -- admin -------------------------------------------------------------------------------------
+
+
+def test_create_stream_creates_once_and_rejects_a_different_partition_count(kafka_config, kafka_topic_prefix):
+    topic = f"{kafka_topic_prefix}-coord"
+    admin = KafkaSystemFactory().get_admin(SYSTEM, kafka_config)
+    spec = StreamSpec("coord", topic, SYSTEM, 3, {"cleanup.policy": "compact"})
+    assert admin.create_stream(spec) is True
+    assert admin.create_stream(spec) is False  # same partition count: nothing to do
+    with pytest.raises(StreamExistsError, match=rf"{topic}.*3 partitions.*5"):
+        admin.create_stream(StreamSpec("coord", topic, SYSTEM, 5))
+    metadata = admin.get_system_stream_metadata([topic])[topic]
+    assert metadata.partition_count == 3
+    assert all(p.newest_offset is None and p.oldest_offset == "0" == p.upcoming_offset
+               for p in metadata.partitions.values())
+    admin.close()
+
+
+def test_metadata_covers_every_partition_of_every_stream_in_one_round_of_requests(
+    kafka_broker, kafka_config, kafka_topic_prefix
+):
+    a, b = f"{kafka_topic_prefix}-a", f"{kafka_topic_prefix}-b"
+    create(kafka_config, a, 3)
+    create(kafka_config, b, 2)
+    produce_unbatched(kafka_broker.bootstrap_servers, a, {0: 4, 2: 1})  # partition 1 stays empty
+    produce_unbatched(kafka_broker.bootstrap_servers, b, {0: 2, 1: 3})
+
+    admin = KafkaSystemFactory().get_admin(SYSTEM, kafka_config)
+    client = admin._client()
+    calls: dict[str, int] = defaultdict(int)
+    for name in ("describe_topics", "list_partition_offsets"):
+        real = getattr(client, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        setattr(client, name, counted)
+
+    metadata = admin.get_system_stream_metadata([a, b])
+    # One metadata request for both topics; one ListOffsets per bound for all 5 partitions.
+    assert dict(calls) == {"describe_topics": 1, "list_partition_offsets": 2}
+    offsets = {
+        (topic, p): (m.oldest_offset, m.newest_offset, m.upcoming_offset)
+        for topic in (a, b)
+        for p, m in metadata[topic].partitions.items()
+    }
+    assert offsets == {
+        (a, 0): ("0", "3", "4"),
+        (a, 1): ("0", None, "0"),  # empty partition: no newest offset
+        (a, 2): ("0", "0", "1"),
+        (b, 0): ("0", "1", "2"),
+        (b, 1): ("0", "2", "3"),
+    }
+    assert admin.offset_comparator("9", "10") < 0 < admin.offset_comparator("10", "9")
+    ssp = SystemStreamPartition(SYSTEM, a, 0)
+    assert admin.get_offsets_after({ssp: "3"}) == {ssp: "4"}
+    admin.close()
+
+
+def test_metadata_of_a_missing_stream_names_it(kafka_config, kafka_topic_prefix):
+    existing, missing = f"{kafka_topic_prefix}-here", f"{kafka_topic_prefix}-nowhere"
+    create(kafka_config, existing, 1)
+    admin = KafkaSystemFactory().get_admin(SYSTEM, kafka_config)
+    with pytest.raises(StreamNotFoundError, match=missing):
+        admin.get_system_stream_metadata([existing, missing])
+    admin.close()
+
+
+# -- round trip --------------------------------------------------------------------------------
+
+
+def test_100k_keyed_messages_are_read_back_exactly_once_in_partition_order(kafka_config, kafka_topic_prefix):
+    topic, partitions, total = f"{kafka_topic_prefix}-bulk", 4, 100_000
+    create(kafka_config, topic, partitions)
+    stream = SystemStream(SYSTEM, topic)
+    producer = KafkaSystemFactory().get_producer(SYSTEM, kafka_config)
+    producer.register("task")
+    producer.start()
+    started = time.perf_counter()
+    for i in range(total):
+        producer.send("task", OutgoingMessageEnvelope(stream, b"%d" % i, key=b"k%d" % (i % 997), event_time=1_000 + i))
+    producer.flush("task")
+    produced_s = time.perf_counter() - started
+    producer.stop()
+
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, kafka_config)
+    ssps = frozenset(SystemStreamPartition(SYSTEM, topic, p) for p in range(partitions))
+    for ssp in ssps:
+        consumer.register(ssp, "0")
+    consumer.start()
+    started = time.perf_counter()
+    got = read(consumer, ssps, lambda got: sum(map(len, got.values())) >= total, timeout_s=60)
+    consumed_s = time.perf_counter() - started
+    consumer.stop()
+    print(f"\nkafka round trip of {total}: produce+flush {produced_s:.2f}s, consume {consumed_s:.2f}s")
+
+    seen = bytearray(total)
+    for ssp, envelopes in got.items():
+        assert [int(e.offset) for e in envelopes] == list(range(len(envelopes)))  # dense, in order
+        values = [int(e.message) for e in envelopes]
+        assert values == sorted(values)  # per-partition order is send order
+        for e, value in zip(envelopes, values):
+            assert e.key == b"k%d" % (value % 997)
+            assert e.event_time == 1_000 + value
+            assert e.size == len(e.key) + len(e.message)
+            seen[value] += 1
+    assert seen == bytearray([1]) * total  # every message exactly once
+    # keyed: one key never spans two partitions
+    partition_of_key: dict[bytes, int] = {}
+    for ssp, envelopes in got.items():
+        for e in envelopes:
+            assert partition_of_key.setdefault(e.key, ssp.partition) == ssp.partition
+
+
+def test_keyed_messages_land_where_kafka_pythons_default_partitioner_puts_them(
+    kafka_broker, kafka_config, kafka_topic_prefix
+):
+    ours, theirs, partitions = f"{kafka_topic_prefix}-ours", f"{kafka_topic_prefix}-theirs", 5
+    create(kafka_config, ours, partitions)
+    create(kafka_config, theirs, partitions)
+    keys = [b"user-%d" % i for i in range(200)] + ["caf\u00e9".encode(), b""]
+
+    producer = KafkaSystemFactory().get_producer(SYSTEM, kafka_config)
+    producer.start()
+    for key in keys:
+        producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, ours), b"v", key=key))
+    # partition_key wins over key; a str partition_key hashes as its UTF-8 bytes
+    producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, ours), b"pk", key=b"ignored", partition_key="user-7"))
+    producer.flush("t")
+    producer.stop()
+
+    plain = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)  # kafka-python's own partitioner
+    for key in keys:
+        plain.send(theirs, b"v", key=key)
+    plain.flush()
+    plain.close()
+
+    def partitions_by_key(topic: str) -> dict[tuple[bytes, bytes], int]:
+        consumer = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers, enable_auto_commit=False)
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        consumer.seek_to_beginning()
+        found: dict[tuple[bytes, bytes], int] = {}
+        deadline = time.monotonic() + 15
+        while len(found) < len(keys) + (topic == ours) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                found.update({(r.key, r.value): r.partition for r in records})
+        consumer.close()
+        return found
+
+    ours_found, theirs_found = partitions_by_key(ours), partitions_by_key(theirs)
+    assert len(theirs_found) == len(keys)
+    for key in keys:
+        assert ours_found[(key, b"v")] == theirs_found[(key, b"v")], key
+    assert ours_found[(b"ignored", b"pk")] == theirs_found[(b"user-7", b"v")]
+    # and the partitioner class itself agrees (its murmur2 is Java's)
+    expected = {theirs_found[(k, b"v")] for k in keys}
+    assert len(expected) == partitions  # the keys do spread over every partition
+    partitioner = DefaultPartitioner()
+
+    class Cluster:
+        def topics(self):
+            return {ours}
+
+        def partitions_for_topic(self, topic):
+            return set(range(partitions))
+
+        def available_partitions_for_topic(self, topic):
+            return set(range(partitions))
+
+    for key in keys:
+        assert partitioner.partition(ours, key, key, b"v", b"v", Cluster()) == ours_found[(key, b"v")]
+
+
+def test_poll_returns_only_the_requested_partitions_and_may_run_on_another_thread(
+    kafka_broker, kafka_config, kafka_topic_prefix
+):
+    topic = f"{kafka_topic_prefix}-sel"
+    create(kafka_config, topic, 2)
+    produce_unbatched(kafka_broker.bootstrap_servers, topic, {0: 3, 1: 3})
+    p0, p1 = (SystemStreamPartition(SYSTEM, topic, p) for p in range(2))
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, kafka_config)
+    consumer.register(p0, "1")
+    consumer.register(p1, "0")
+    consumer.start()
+
+    results: dict[str, object] = {}
+
+    def poller() -> None:
+        try:
+            results["p0"] = read(consumer, [p0], lambda got: len(got[p0]) >= 2, timeout_s=10)
+            # p1 was not asked for: nothing of it was returned or skipped
+            assert p1 not in results["p0"]
+            results["p1"] = read(consumer, [p1], lambda got: len(got[p1]) >= 3, timeout_s=10)
+        except BaseException as exc:  # surfaced in the main thread below
+            results["error"] = exc
+
+    thread = threading.Thread(target=poller)
+    thread.start()
+    thread.join(30)
+    consumer.stop()
+    assert "error" not in results, results.get("error")
+    assert [e.offset for e in results["p0"][p0]] == ["1", "2"]  # from the registered offset
+    assert [e.message for e in results["p1"][p1]] == [b"m0", b"m1", b"m2"]
+
+
+# -- bounded streams ---------------------------------------------------------------------------
+
+
+def test_bounded_stream_ends_after_the_messages_present_at_start(kafka_broker, kafka_config, kafka_topic_prefix):
+    topic = f"{kafka_topic_prefix}-bounded"
+    create(kafka_config, topic, 3)
+    # End offsets are captured at start(): unbatched sends keep the broker's high watermark exact.
+    produce_unbatched(kafka_broker.bootstrap_servers, topic, {0: 4, 2: 2})
+    config = kafka_config.with_overrides({f"systems.{SYSTEM}.streams.{topic}.samza.bounded": "true"})
+    ssps = [SystemStreamPartition(SYSTEM, topic, p) for p in range(3)]
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, config)
+    consumer.register(ssps[0], "1")
+    consumer.register(ssps[1], "0")  # empty: ends at once
+    consumer.register(ssps[2], "2")  # already at its end
+    consumer.start()
+    produce_unbatched(kafka_broker.bootstrap_servers, topic, {0: 2, 1: 1})  # after start: not read
+
+    got = read(consumer, ssps, lambda got: all(got[s] and got[s][-1].is_end_of_stream for s in ssps))
+    assert [e.offset for e in got[ssps[0]]] == ["1", "2", "3", "END_OF_STREAM"]
+    assert [e.is_end_of_stream for e in got[ssps[1]]] == [True]
+    assert [e.is_end_of_stream for e in got[ssps[2]]] == [True]
+    # end-of-stream comes once; nothing follows it
+    started = time.monotonic()
+    assert consumer.poll(ssps, 0.3) == {}
+    assert time.monotonic() - started >= 0.25  # blocked instead of spinning
+    consumer.stop()
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def test_reading_a_missing_topic_fails_naming_it(kafka_config, kafka_topic_prefix):
+    topic = f"{kafka_topic_prefix}-absent"
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, kafka_config)
+    consumer.register(SystemStreamPartition(SYSTEM, topic, 0), "0")
+    with pytest.raises(StreamNotFoundError, match=topic):
+        consumer.start()
+
+
+def test_reading_a_partition_beyond_the_topic_fails_naming_it(kafka_config, kafka_topic_prefix):
+    topic = f"{kafka_topic_prefix}-small"
+    create(kafka_config, topic, 2)
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, kafka_config)
+    consumer.register(SystemStreamPartition(SYSTEM, topic, 2), "0")
+    with pytest.raises(StreamNotFoundError, match=rf"{topic}, 2\].*2 partitions"):
+        consumer.start()
+
+
+def test_unreachable_brokers_fail_fast_naming_the_address():
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    config = Config({
+        f"systems.{SYSTEM}.samza.factory": "kafka",
+        f"systems.{SYSTEM}.consumer.bootstrap.servers": address,
+        f"systems.{SYSTEM}.consumer.bootstrap.timeout.ms": "1500",
+    })
+    factory = KafkaSystemFactory()
+    consumer = factory.get_consumer(SYSTEM, config)
+    consumer.register(SystemStreamPartition(SYSTEM, "t", 0), "0")
+    for what, call, limit_s in (
+        ("admin", lambda: factory.get_admin(SYSTEM, config).get_system_stream_metadata(["t"]), 4),
+        ("consumer", consumer.start, 4),
+        ("producer", factory.get_producer(SYSTEM, config).start, 8),  # default: 5 s
+    ):
+        started = time.monotonic()
+        with pytest.raises(SystemUnavailableError, match=address):
+            call()
+        assert time.monotonic() - started < limit_s, what
+
+
+def test_flush_raises_naming_topic_and_partition_when_sends_fail(kafka_broker, kafka_config, kafka_topic_prefix):
+    topic = f"{kafka_topic_prefix}-lost"
+    create(kafka_config, topic, 2)
+    config = kafka_config.with_overrides({
+        f"systems.{SYSTEM}.producer.delivery.timeout.ms": "1500",
+        f"systems.{SYSTEM}.producer.request.timeout.ms": "1000",
+        f"systems.{SYSTEM}.producer.linger.ms": "0",
+    })
+    producer = KafkaSystemFactory().get_producer(SYSTEM, config)
+    producer.start()
+    stream = SystemStream(SYSTEM, topic)
+    producer.send("t", OutgoingMessageEnvelope(stream, b"ok", partition=1))
+    producer.flush("t")
+    kafka_broker.pause()  # the broker stops answering: the next batch times out
+    try:
+        producer.send("t", OutgoingMessageEnvelope(stream, b"lost", partition=1))
+        with pytest.raises(KafkaProducerError, match=rf"{topic}.*partition 1"):
+            producer.flush("t")
+    finally:
+        kafka_broker.resume()
+    with pytest.raises(KafkaProducerError):  # sticky: nothing more is accepted
+        producer.send("t", OutgoingMessageEnvelope(stream, b"after"))
+    producer._producer.close(timeout=1)
+
+
+def test_bad_input_is_named(kafka_config, kafka_topic_prefix):
+    topic = f"{kafka_topic_prefix}-bad"
+    create(kafka_config, topic, 2)
+    producer = KafkaSystemFactory().get_producer(SYSTEM, kafka_config)
+    producer.start()
+    with pytest.raises(TypeError, match=rf"{topic}.*bytes"):
+        producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, topic), {"not": "bytes"}, partition=0))
+    with pytest.raises(ValueError, match=rf"{topic}.*partition 7"):
+        producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, topic), b"x", partition=7))
+    producer.stop()
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, kafka_config)
+    with pytest.raises(ValueError, match="oldest"):
+        consumer.register(SystemStreamPartition(SYSTEM, topic, 0), "oldest")
+
+
+def test_client_config_passes_through_with_kafka_python_names_and_types():
+    configs = kafka_client_configs(SYSTEM, Config({
+        "systems.kafka.producer.bootstrap.servers": "h1:9092,h2:9092",
+        "systems.kafka.producer.linger.ms": "20",
+        "systems.kafka.producer.acks": "all",
+        "systems.kafka.producer.enable.idempotence": "false",
+        "systems.kafka.consumer.security.protocol": "SASL_SSL",
+        "systems.kafka.consumer.sasl.mechanism": "PLAIN",
+        "systems.kafka.consumer.auto.offset.reset": "smallest",
+        "systems.kafka.consumer.group.id": "ignored",
+    }))
+    assert configs.producer["linger_ms"] == 20 and configs.producer["acks"] == -1
+    assert configs.producer["enable_idempotence"] is False
+    assert configs.consumer["bootstrap_servers"] == "h1:9092,h2:9092"  # falls back to the producer's
+    assert configs.consumer["auto_offset_reset"] == "earliest"
+    assert configs.consumer["enable_auto_commit"] is False and "group_id" not in configs.consumer
+    assert configs.admin["security_protocol"] == "SASL_SSL" and configs.admin["sasl_mechanism"] == "PLAIN"
+    with pytest.raises(ConfigError, match="systems.kafka.producer.linger.ms"):
+        kafka_client_configs(SYSTEM, Config({"systems.kafka.producer.bootstrap.servers": "h", "systems.kafka.producer.linger.ms": "soon"}))
+    with pytest.raises(ConfigError, match="systems.kafka.consumer.no.such.thing"):
+        kafka_client_configs(SYSTEM, Config({"systems.kafka.consumer.bootstrap.servers": "h", "systems.kafka.consumer.no.such.thing": "1"}))
+    with pytest.raises(ConfigError, match="systems.kafka.consumer.bootstrap.servers"):
+        kafka_client_configs(SYSTEM, Config({}))
