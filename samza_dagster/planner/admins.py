@@ -23,9 +23,6 @@ from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.system.model import SystemStream
 
-_MAX_MISSING_RETRIES = 64
-
-
 def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[SystemStream, int]:
     """Partition count of every stream that exists, one batched admin call per system.
 
@@ -39,25 +36,31 @@ def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[Sy
     result: dict[SystemStream, int] = {}
     for system, names in by_system.items():
         admin = system_factory(config, system).get_admin(system, config)
-        pending = list(names)
-        for _ in range(_MAX_MISSING_RETRIES):
-            try:
-                metadata = admin.get_system_stream_metadata(pending)
-                break
-            except StreamNotFoundError as exc:  # an admin that fails the batch on one missing stream
-                if exc.stream not in pending:
-                    raise
-                pending.remove(exc.stream)
-                if not pending:
-                    metadata = {}
-                    break
-        else:  # pragma: no cover - more missing streams than retries
-            raise PlanningError(f"system {system!r}: too many missing streams among {names}")
+        try:
+            metadata = _fetch_metadata(admin, system, names)
+        finally:
+            stop = getattr(admin, "stop", None)
+            if callable(stop):
+                stop()
         for name in names:
             md = metadata.get(name)
             if md is not None and md.partitions:
                 result[SystemStream(system, name)] = len(md.partitions)
     return result
+
+
+def _fetch_metadata(admin: Any, system: str, names: list[str]) -> dict[str, Any]:
+    """One batched call; an admin that fails the whole batch on a missing stream
+    (StreamNotFoundError) is asked again without it, so the others are still answered."""
+    pending = list(names)
+    while pending:
+        try:
+            return admin.get_system_stream_metadata(pending)
+        except StreamNotFoundError as exc:
+            if exc.stream not in pending:
+                raise
+            pending.remove(exc.stream)
+    return {}
 
 
 def stream_partitions_from_admins(
