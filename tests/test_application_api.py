@@ -30,7 +30,17 @@ from samza_dagster.application.specs import (
 )
 from samza_dagster.config import ConfigError
 from samza_dagster.serde import JsonSerde, StringSerde
-from tests._planner_apps import BASE_CONFIG, key, pair
+
+BASE_CONFIG = {"job.name": "job", "systems.kafka.samza.factory": "kafka"}
+
+
+def key(m):
+    return m
+
+
+def pair(a, b):
+    return (a, b)
+
 
 KAFKA = SystemDescriptor("kafka")
 

@@ -5,10 +5,30 @@ from __future__ import annotations
 
 import pytest
 
-from samza_dagster.application import SystemDescriptor, TableDescriptor
+from samza_dagster.application import StreamApplication, SystemDescriptor, TableDescriptor
 from samza_dagster.config import ConfigError
 from samza_dagster.planner import ExecutionPlanner, PlanningError
-from tests._planner_apps import BASE_CONFIG, FnApp, key, pair
+
+BASE_CONFIG = {"job.name": "job", "systems.kafka.samza.factory": "kafka"}
+
+
+def key(m):
+    return m
+
+
+def pair(a, b):
+    return (a, b)
+
+
+class FnApp(StreamApplication):
+    """An application whose describe is a function (one per test)."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def describe(self, app) -> None:
+        self.fn(app)
+
 
 K = SystemDescriptor("kafka")
 PB = "job-1-partition_by-"
