@@ -284,3 +284,16 @@ def test_watcher_notices_a_newer_job_model(config: Config) -> None:
             assert watcher.latest_version == 2
         finally:
             watcher.stop()
+
+
+def test_start_fails_clearly_and_cleans_up(config: Config) -> None:
+    from samza_dagster.config import ConfigError
+    from samza_dagster.system import StreamNotFoundError
+
+    too_many = JobCoordinator(config.with_overrides({"job.container.count": "5"}))
+    with pytest.raises(ConfigError, match="job.container.count is 5 but the job has only 4 tasks"):
+        too_many.start()
+    assert too_many.url is None
+    system = config["job.default.system"]
+    with pytest.raises(StreamNotFoundError, match="missing"):
+        JobCoordinator(config.with_overrides({"task.inputs": f"{system}.missing"})).start()

@@ -24,7 +24,7 @@ from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.coordinator.messages import CoordinatorStreamMessage
 from samza_dagster.coordinator.model_builder import build_job_model
 from samza_dagster.coordinator.state import CoordinatorStreamState
-from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter, close_admin
 from samza_dagster.coordinator.submission import SubmissionResult, submit_job_config
 from samza_dagster.system.model import SystemStream
 from samza_dagster.system.protocols import SystemAdmin
@@ -64,7 +64,9 @@ class JobCoordinator:
         self.exclude = frozenset(exclude)
         self.force_reset = force_reset
         self.submit = submit
-        self.admins = admins
+        # Admins for input partition lookups, reused across rebuilds; those made here are closed at stop().
+        self.admins: dict[str, SystemAdmin] = dict(admins or {})
+        self._given_admins = frozenset(self.admins)
         interval_ms = config.get_int(MONITOR_INTERVAL_KEY, DEFAULT_MONITOR_INTERVAL_MS)
         self.monitor_interval_s = (interval_ms if interval_ms and interval_ms > 0 else DEFAULT_MONITOR_INTERVAL_MS) / 1000
         self.submission: SubmissionResult | None = None
@@ -84,6 +86,15 @@ class JobCoordinator:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> str:
+        """Submit the config, bootstrap from the stream, build the model, serve it. On failure
+        everything opened so far is closed again and the error (naming the key or stream) raised."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> str:
         if self.submit:
             self.submission = submit_job_config(self.submitted_config, force_reset=self.force_reset)
         self._writer = CoordinatorStreamWriter(self.submitted_config, SOURCE)
@@ -122,6 +133,8 @@ class JobCoordinator:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        for system in [s for s in self.admins if s not in self._given_admins]:
+            close_admin(self.admins.pop(system))
 
     def __enter__(self) -> JobCoordinator:
         self.start()

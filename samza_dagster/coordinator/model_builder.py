@@ -3,7 +3,7 @@ changelog assignments and container hosts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from samza_dagster.config.config import Config
@@ -32,12 +32,16 @@ class JobModelBuild:
 def input_partition_counts(
     config: Config,
     streams: Iterable[SystemStream],
-    admins: Mapping[str, SystemAdmin] | None = None,
+    admins: MutableMapping[str, SystemAdmin] | None = None,
 ) -> dict[SystemStream, int]:
     """Partition count of each stream: one batched metadata lookup per system.
 
+    Admins missing from ``admins`` are made and, when ``admins`` is given, added to it, so a
+    caller that rebuilds models (the JobCoordinator) reuses them and closes them once.
     Raises the system's StreamNotFoundError (naming the stream) for a stream that does not exist.
     """
+    from samza_dagster.coordinator.stream import close_admin
+
     by_system: dict[str, list[str]] = {}
     for ss in streams:
         names = by_system.setdefault(ss.system, [])
@@ -45,10 +49,17 @@ def input_partition_counts(
             names.append(ss.stream)
     counts: dict[SystemStream, int] = {}
     for system, names in by_system.items():
-        admin = (admins or {}).get(system)
+        admin = None if admins is None else admins.get(system)
+        owned = admin is None and admins is None
         if admin is None:
             admin = system_factory(config, system).get_admin(system, config)
-        metadata = admin.get_system_stream_metadata(names)
+            if admins is not None:
+                admins[system] = admin
+        try:
+            metadata = admin.get_system_stream_metadata(names)
+        finally:
+            if owned:
+                close_admin(admin)
         for name in names:
             counts[SystemStream(system, name)] = metadata[name].partition_count
     return counts
@@ -72,7 +83,7 @@ def build_job_model(
     input_streams: Mapping[SystemStream, int] | None = None,
     exclude: Iterable[SystemStream] = (),
     version: int = 1,
-    admins: Mapping[str, SystemAdmin] | None = None,
+    admins: MutableMapping[str, SystemAdmin] | None = None,
 ) -> JobModelBuild:
     """Group the job's input partitions into tasks and the tasks into containers.
 

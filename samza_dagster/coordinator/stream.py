@@ -62,13 +62,30 @@ class CoordinatorStreamLocation:
         return f"{self.system}.{self.stream}"
 
 
+def close_admin(admin: object) -> None:
+    """Release an admin's connections. Not part of the SystemAdmin protocol, so whichever of
+    ``close()`` (Kafka) or ``stop()`` (log) the admin has is called."""
+    for name in ("close", "stop"):
+        method = getattr(admin, name, None)
+        if callable(method):
+            try:
+                method()
+            except Exception:  # noqa: BLE001 - best effort at shutdown
+                log.debug("closing admin %r failed", admin, exc_info=True)
+            return
+
+
 def create_coordinator_stream(config: Config, admin: SystemAdmin | None = None) -> bool:
     """Create the coordinator stream if it does not exist; True if it was created."""
     where = CoordinatorStreamLocation.from_config(config)
-    if admin is None:
-        admin = system_factory(config, where.system).get_admin(where.system, config)
     spec = StreamSpec(where.stream, where.stream, where.system, 1, dict(STREAM_PROPERTIES))
-    return bool(admin.create_stream(spec))
+    if admin is not None:
+        return bool(admin.create_stream(spec))
+    admin = system_factory(config, where.system).get_admin(where.system, config)
+    try:
+        return bool(admin.create_stream(spec))
+    finally:
+        close_admin(admin)
 
 
 class CoordinatorStreamWriter:
@@ -80,7 +97,11 @@ class CoordinatorStreamWriter:
         self.source = source
         factory = system_factory(config, self.location.system)
         if create:
-            create_coordinator_stream(config, factory.get_admin(self.location.system, config))
+            admin = factory.get_admin(self.location.system, config)
+            try:
+                create_coordinator_stream(config, admin)
+            finally:
+                close_admin(admin)
         self._producer = factory.get_producer(self.location.system, config)
         self._producer.register(source)
         self._producer.start()
@@ -192,6 +213,7 @@ class CoordinatorStreamReader:
 
     def close(self) -> None:
         self._drop_consumer()
+        close_admin(self.admin)
 
     def __enter__(self) -> CoordinatorStreamReader:
         return self
