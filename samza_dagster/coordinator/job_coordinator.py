@@ -121,7 +121,9 @@ class JobCoordinator:
     def stop(self) -> None:
         self._stopping.set()
         if self._server is not None:
-            self._server.shutdown()
+            # shutdown() waits for serve_forever to notice; it would wait forever if it never ran.
+            if any(t.name == "job-coordinator-http" and t.is_alive() for t in self._threads):
+                self._server.shutdown()
             self._server.server_close()
         for thread in self._threads:
             thread.join(timeout=10)
