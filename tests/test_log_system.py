@@ -444,13 +444,15 @@ def test_synchronous_setting_is_validated_naming_the_key(log):
         log.producer(log.configured(**{f"systems.{SYSTEM}.log.synchronous": "sometimes"}))
 
 
-def test_full_synchronous_writes_and_reads(log):
-    log.create("full", 1)
-    config = log.configured(**{f"systems.{SYSTEM}.log.synchronous": "full"})
+@pytest.mark.parametrize("setting,level", [(None, 2), ("full", 2), ("NORMAL", 1), ("off", 0)])
+def test_synchronous_setting_applies_to_the_writers_connection_and_defaults_to_full(log, setting, level):
+    log.create("sync", 1)
+    config = log.configured(**{f"systems.{SYSTEM}.log.synchronous": setting}) if setting else log.config
     producer = log.producer(config)
-    producer.send("test", OutgoingMessageEnvelope(SystemStream(SYSTEM, "full"), b"durable"))
+    producer.send("test", OutgoingMessageEnvelope(SystemStream(SYSTEM, "sync"), b"durable"))
     producer.flush("test")
-    ssp = SystemStreamPartition(SYSTEM, "full", 0)
+    assert producer._writers["sync"].conn.execute("PRAGMA synchronous").fetchone()[0] == level
+    ssp = SystemStreamPartition(SYSTEM, "sync", 0)
     assert [e.message for e in drain(log.start_consumer({ssp: "0"}, config), [ssp])[ssp]] == [b"durable"]
 
 
@@ -555,3 +557,33 @@ def test_two_writer_processes_keep_per_partition_order_and_dense_offsets(log, tm
         assert mine == [b"%d:%d" % (writer, i) for i in range(count)]
     switches = sum(1 for a, b in zip(shared, shared[1:]) if a.message[:1] != b.message[:1])
     assert switches >= 10, f"the writers hardly interleaved ({switches} switches)"
+
+
+def _flush_then_hang(root: str, flushed) -> None:
+    harness = Harness("log", root)
+    producer = harness.producer()
+    stream = SystemStream(SYSTEM, "killed")
+    for i in range(1500):
+        producer.send("test", OutgoingMessageEnvelope(stream, b"%d" % i))
+    producer.flush("test")
+    producer.send("test", OutgoingMessageEnvelope(stream, b"never flushed"))
+    flushed.set()
+    time.sleep(60)
+
+
+def test_flushed_messages_survive_a_killed_writer_and_unflushed_ones_never_half_appear(log, tmp_path):
+    import multiprocessing
+    import os
+    import signal
+
+    ctx = multiprocessing.get_context("spawn")
+    log.create("killed", 1)
+    flushed = ctx.Event()
+    writer = ctx.Process(target=_flush_then_hang, args=(str(tmp_path / "log"), flushed))
+    writer.start()
+    assert flushed.wait(60)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.join(10)
+    ssp = SystemStreamPartition(SYSTEM, "killed", 0)
+    envelopes = drain(log.start_consumer({ssp: "0"}), [ssp])[ssp]
+    assert [e.message for e in envelopes] == [b"%d" % i for i in range(1500)]

@@ -6,7 +6,7 @@
 * ``log.batch.size`` — messages a producer buffers per stream before it writes them in one
   transaction (default 1000); ``flush`` writes whatever is buffered.
 * ``log.fetch.size`` — most envelopes one ``poll`` returns per partition (default 1000).
-* ``log.synchronous`` — SQLite's ``PRAGMA synchronous``: FULL, NORMAL (default) or OFF.
+* ``log.synchronous`` — SQLite's ``PRAGMA synchronous``: FULL (default), NORMAL or OFF.
   See the module docstring of :mod:`samza_dagster.system.log.storage` for what each means.
 * ``log.busy.timeout.ms`` — how long a writer waits for another process's batch to commit
   before failing (default 30000).
@@ -23,7 +23,7 @@ from samza_dagster.config.errors import ConfigError
 DEFAULT_PATH = "./.samza-log"
 DEFAULT_BATCH_SIZE = 1000
 DEFAULT_FETCH_SIZE = 1000
-DEFAULT_SYNCHRONOUS = "NORMAL"
+DEFAULT_SYNCHRONOUS = "FULL"
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
 
 

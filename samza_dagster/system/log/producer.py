@@ -28,7 +28,7 @@ Row = tuple[int, "bytes | None", "bytes | None", int]
 class _StreamWriter:
     """The buffer and connection of one stream; ``lock`` serializes its flushes."""
 
-    __slots__ = ("name", "conn", "partition_count", "buffer", "lock")
+    __slots__ = ("name", "conn", "partition_count", "buffer", "lock", "next_unkeyed")
 
     def __init__(self, name: str, conn: sqlite3.Connection, partition_count: int) -> None:
         self.name = name
@@ -36,6 +36,7 @@ class _StreamWriter:
         self.partition_count = partition_count
         self.buffer: deque[Row] = deque()
         self.lock = threading.Lock()
+        self.next_unkeyed = 0  # round-robin position for messages with no partition and no key
 
 
 def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> bytes | None:
@@ -55,6 +56,7 @@ class LogSystemProducer:
         self.log_config = LogSystemConfig.from_config(system_name, config)
         self._writers: dict[str, _StreamWriter] = {}
         self._writers_lock = threading.Lock()
+        self._batch_size = self.log_config.batch_size
         self._round_robin = RoundRobin()
         self._sources: set[str] = set()
 
@@ -75,13 +77,18 @@ class LogSystemProducer:
         key = envelope.key
         if key is not None and type(key) is not bytes:
             key = _as_bytes(key, "key", envelope)
-        partition = choose_partition(envelope, writer.partition_count, self._round_robin)
+        partition = envelope.partition
+        if partition is None and key is None and envelope.partition_key is None:
+            partition = writer.next_unkeyed % writer.partition_count  # the common case, inlined
+            writer.next_unkeyed += 1
+        else:
+            partition = choose_partition(envelope, writer.partition_count, self._round_robin)
         timestamp = envelope.event_time
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         buffer = writer.buffer
         buffer.append((partition, key, value, timestamp))
-        if len(buffer) >= self.log_config.batch_size:
+        if len(buffer) >= self._batch_size:
             self._write(writer)
 
     def flush(self, source: str) -> None:
