@@ -124,17 +124,33 @@ class _Builder:
                 info.tables.add(table.table_id)
         self._chooser_settings()
 
+    def _property(self, info: StreamInfo, prop: str) -> tuple[str | None, str]:
+        """A stream property and the key it came from. The descriptor tells the stream id's
+        system, so ``streams.<id>.<prop>`` applies even without ``streams.<id>.samza.system``."""
+        key = f"streams.{info.id}.{prop}"
+        value = self.config.get_str(key)
+        if value is not None:
+            return value, key
+        ss = SystemStream(info.system, info.physical_name)
+        return self.stream_config.get_property(ss, prop), self.stream_config.property_key(ss, prop)
+
+    def _bool_property(self, info: StreamInfo, prop: str) -> bool:
+        value, key = self._property(info, prop)
+        if value is None or not value.strip():
+            return False
+        return Config({key: value}).get_bool(key)
+
     def _chooser_settings(self) -> None:
         legacy = TaskConfig(self.config).legacy_priorities()
         explicit: dict[str, int] = {}
         for info in self.streams.values():
-            ss = SystemStream(info.system, info.physical_name)
-            info.bootstrap = self.stream_config.is_bootstrap(ss)
-            info.bounded = self.stream_config.is_bounded(ss)
+            info.bootstrap = self._bool_property(info, "samza.bootstrap")
+            info.bounded = self._bool_property(info, "samza.bounded")
             if info.roles - {"output"}:
-                priority = self.stream_config.priority(ss)
+                raw, key = self._property(info, "samza.priority")
+                priority = Config({key: raw}).get_int(key) if raw is not None else None
                 if priority is None:
-                    priority = legacy.get(ss)
+                    priority = legacy.get(SystemStream(info.system, info.physical_name))
                 if priority is not None:
                     explicit[info.id] = priority
             if info.bootstrap and ("input" in info.roles):
