@@ -1,0 +1,37 @@
+"""SparkResource: the Spark session of samza_dagster's batch work.
+
+Not dagster-pyspark's ``PySparkResource`` (it installs cleanly with this dagster, as
+dagster-pyspark 0.29.x): that resource builds a plain session, while jobs here need what
+``samza_dagster.spark.session.get_or_create_spark`` does before the JVM starts —
+``PYSPARK_PYTHON`` pointed at this interpreter (else Spark's Python workers run outside the
+virtualenv and die) and the ``samza`` data source registered. So this resource calls it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+
+class SparkResource(dg.ConfigurableResource):
+    """``master`` — e.g. ``local[2]`` or a cluster URL (default: ``local[<cpu count>]``);
+    ``spark_config`` — any ``spark.*`` settings."""
+
+    master: str | None = None
+    app_name: str | None = None
+    spark_config: dict[str, str] = {}
+
+    def get_session(self) -> Any:
+        """The active SparkSession (or a new one) with the ``samza`` format registered."""
+        from samza_dagster.spark.session import get_or_create_spark
+
+        settings = {k: str(v) for k, v in self.spark_config.items()}
+        return get_or_create_spark(settings, app_name=self.app_name, master=self.master)
+
+    def job_config(self) -> dict[str, str]:
+        """``spark.*`` keys to pass to a job run by the spark runner."""
+        settings = {k: str(v) for k, v in self.spark_config.items()}
+        if self.master:
+            settings["spark.master"] = self.master
+        return settings
