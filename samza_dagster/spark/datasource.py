@@ -1,0 +1,413 @@
+"""The ``samza`` Spark data source: batch read and write of any stream of the systems.
+
+    spark.read.format("samza").option("system", "log").option("stream", "page-views")
+        .option("config.systems.log.log.path", "/data/log").load()
+    -> partition INT, offset LONG, key BINARY, value BINARY, timestamp LONG
+
+    df.write.format("samza").option("system", "log").option("stream", "out")
+        .option("config.systems.log.log.path", "/data/log").mode("append").save()
+
+Everything goes through ``system_factory`` and the System* protocols, so the log and Kafka
+systems (and any user system whose workers can reach it) work alike. Reading plans one Spark
+partition per stream partition, with the range fixed at planning time (see
+:func:`samza_dagster.spark.options.offset_ranges`); a stream that does not exist fails the
+planning on the driver with the stream's name. Offsets must be integers (log, Kafka).
+
+Read options: ``system`` (default ``log``), ``stream`` (required), ``config`` / ``config.<key>`` /
+``configPath``, ``partitions`` (comma list), ``startOffset`` / ``endOffset`` (an offset,
+``oldest`` / ``upcoming``, or JSON ``{"0": 10, ...}``; end is exclusive), ``serde`` / ``keySerde``
+(serde names decoding value / key; with a user schema, fields other than the metadata columns
+``partition``, ``offset``, ``key``, ``timestamp`` are taken by name from a decoded dict value,
+``value`` is the whole decoded value), ``pollTimeoutMs`` (how long a read waits for a message
+it knows exists before failing; default 60000).
+
+Write options: ``system``, ``stream``, config as above; columns ``value`` (binary or string;
+or ``valueColumns=a,b`` to JSON-encode those columns into the value), ``key`` or
+``keyColumn=<col>`` (optional), ``partition`` (optional; honoured when not null, else the key's
+murmur2 partition as Kafka's default partitioner, else round-robin), ``timestamp`` (optional,
+ms event time); ``serde`` encodes a non-binary ``value``; ``reportPath`` makes the driver write
+a JSON summary ``{"total": n, "partitions": {"0": n, ...}}`` once the write commits.
+Each Spark task flushes its producer before it reports success (the writer commit).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from samza_dagster.spark.options import (
+    SamzaDataSourceError,
+    build_config,
+    normalized,
+    offset_ranges,
+    required,
+)
+
+DEFAULT_SCHEMA = "partition INT, offset LONG, key BINARY, value BINARY, timestamp LONG"
+DEFAULT_SCHEMA_STRING = "struct<partition:int,offset:bigint,key:binary,value:binary,timestamp:bigint>"
+METADATA_COLUMNS = ("partition", "offset", "key", "timestamp")
+BATCH_ROWS = 10_000
+DEFAULT_POLL_TIMEOUT_MS = 60_000
+
+
+def _stream_metadata(system: str, stream: str, config: Any) -> Any:
+    """The stream's metadata from its system's admin; a clear error naming a missing stream."""
+    from samza_dagster.system.errors import StreamNotFoundError
+    from samza_dagster.system.factories import system_factory
+
+    admin = system_factory(config, system).get_admin(system, config)
+    try:
+        metadata = admin.get_system_stream_metadata([stream]).get(stream)
+    except StreamNotFoundError as exc:
+        raise SamzaDataSourceError(f"samza data source: {exc}") from None
+    finally:
+        stop = getattr(admin, "stop", None)
+        if callable(stop):
+            stop()
+    if metadata is None or not metadata.partitions:
+        raise SamzaDataSourceError(f"samza data source: stream {stream!r} does not exist on system {system!r}")
+    return metadata
+
+
+class SamzaDataSource(DataSource):
+    """Format ``samza``: see the module docstring for options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "samza"
+
+    def _opts(self) -> dict[str, str]:
+        return normalized(self.options)
+
+    def schema(self) -> str:
+        """The default schema; also checks the stream exists, so a missing one fails at
+        ``load()`` on the driver (with a user schema it fails when the read is planned)."""
+        opts = self._opts()
+        _stream_metadata(opts.get("system", "log").strip() or "log", required(opts, "stream"), build_config(opts))
+        serde = opts.get("serde")
+        if serde in ("string",):
+            return DEFAULT_SCHEMA.replace("value BINARY", "value STRING")
+        if serde in ("integer", "long"):
+            return DEFAULT_SCHEMA.replace("value BINARY", "value LONG")
+        if serde:
+            raise SamzaDataSourceError(
+                f'samza data source: option "serde"={serde!r} needs a schema: spark.read.format("samza")'
+                '.schema("partition INT, offset LONG, <field> <TYPE>, ...")'
+            )
+        return DEFAULT_SCHEMA
+
+    def reader(self, schema: StructType) -> SamzaReader:
+        return SamzaReader(self._opts(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> SamzaWriter:
+        opts = self._opts()
+        if overwrite:
+            raise SamzaDataSourceError(
+                f"samza data source: stream {opts.get('stream')!r} is append-only; use .mode(\"append\")"
+            )
+        return SamzaWriter(opts, schema)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+class SamzaInputPartition(InputPartition):
+    """One stream partition and its offset range [start, end)."""
+
+    def __init__(self, partition: int, start: int, end: int) -> None:
+        self.partition = partition
+        self.start = start
+        self.end = end
+
+
+class SamzaReader(DataSourceReader):
+    def __init__(self, opts: dict[str, str], schema: StructType) -> None:
+        self.opts = opts
+        self.system = opts.get("system", "log").strip() or "log"
+        self.stream = required(opts, "stream")
+        self.field_names = list(schema.fieldNames())
+        self.schema_json = schema.json()
+        config = build_config(opts)
+        metadata = _stream_metadata(self.system, self.stream, config)
+        self.ranges = offset_ranges(opts, self.stream, metadata.partitions)
+        self.arrow = (
+            schema.simpleString() == DEFAULT_SCHEMA_STRING and not opts.get("serde") and not opts.get("keyserde")
+        )
+        timeout = opts.get("polltimeoutms", str(DEFAULT_POLL_TIMEOUT_MS))
+        try:
+            self.poll_timeout_s = int(timeout) / 1000.0
+        except ValueError:
+            raise SamzaDataSourceError(f'samza data source: option "pollTimeoutMs" must be an integer, got {timeout!r}') from None
+
+    def partitions(self) -> list[SamzaInputPartition]:
+        return [SamzaInputPartition(p, start, end) for p, (start, end) in sorted(self.ranges.items())]
+
+    def read(self, partition: SamzaInputPartition) -> Iterator[Any]:
+        if partition.start >= partition.end:
+            return iter(())
+        chunks = self._chunks(partition)
+        if self.arrow:
+            return _arrow_batches(partition.partition, chunks)
+        return self._rows(chunks, partition.partition)
+
+    def _chunks(self, part: SamzaInputPartition) -> Iterator[list[Any]]:
+        """Lists of envelopes in offset order, exactly covering [start, end)."""
+        from samza_dagster.system.factories import system_factory
+        from samza_dagster.system.model import SystemStreamPartition
+
+        config = build_config(self.opts)
+        consumer = system_factory(config, self.system).get_consumer(self.system, config)
+        ssp = SystemStreamPartition(self.system, self.stream, part.partition)
+        ssps = (ssp,)
+        consumer.register(ssp, str(part.start))
+        consumer.start()
+        try:
+            end = part.end
+            last_needed = end - 1
+            deadline = time.monotonic() + self.poll_timeout_s
+            done = False
+            while not done:
+                envelopes = consumer.poll(ssps, 0.5).get(ssp)
+                if not envelopes:
+                    if time.monotonic() > deadline:
+                        raise SamzaDataSourceError(
+                            f"samza data source: stream {self.stream!r} partition {part.partition}: no message "
+                            f"for {self.poll_timeout_s:.0f}s while reading offsets [{part.start}, {end}); "
+                            "is the system reachable and the range retained?"
+                        )
+                    continue
+                deadline = time.monotonic() + self.poll_timeout_s
+                tail = envelopes[-1]
+                if tail.is_end_of_stream or int(tail.offset) >= last_needed:
+                    # The last batch: cut it at the end offset (and drop any end-of-stream marker).
+                    kept = []
+                    for env in envelopes:
+                        if env.is_end_of_stream or int(env.offset) >= end:
+                            break
+                        kept.append(env)
+                    envelopes = kept
+                    done = True
+                if envelopes:
+                    yield envelopes
+        finally:
+            consumer.stop()
+
+    def _rows(self, chunks: Iterator[list[Any]], partition: int) -> Iterator[tuple[Any, ...]]:
+        from samza_dagster.serde.registry import SerdeRegistry
+
+        registry = SerdeRegistry(build_config(self.opts))
+        value_serde = registry.get(self.opts["serde"], "serde") if self.opts.get("serde") else None
+        key_serde = registry.get(self.opts["keyserde"], "keySerde") if self.opts.get("keyserde") else None
+        names = self.field_names
+        for envelopes in chunks:
+            for env in envelopes:
+                value = env.message
+                if value_serde is not None and value is not None:
+                    value = value_serde.from_bytes(value)
+                key = env.key
+                if key_serde is not None and key is not None:
+                    key = key_serde.from_bytes(key)
+                row = []
+                for name in names:
+                    if name == "partition":
+                        row.append(partition)
+                    elif name == "offset":
+                        row.append(int(env.offset))
+                    elif name == "key":
+                        row.append(key)
+                    elif name == "timestamp":
+                        row.append(env.event_time)
+                    elif name == "value":
+                        row.append(value)
+                    else:
+                        row.append(value.get(name) if isinstance(value, dict) else None)
+                yield tuple(row)
+
+
+def _arrow_batches(partition: int, chunks: Iterator[list[Any]]) -> Iterator[Any]:
+    """Default-schema rows as Arrow record batches of up to BATCH_ROWS rows (far cheaper for
+    Spark to ingest than Python tuples)."""
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [("partition", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
+         ("value", pa.binary()), ("timestamp", pa.int64())]
+    )
+    offsets: list[int] = []
+    keys: list[Any] = []
+    values: list[Any] = []
+    times: list[Any] = []
+
+    def batch() -> Any:
+        n = len(offsets)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([partition] * n, pa.int32()),
+                pa.array(offsets, pa.int64()),
+                pa.array(keys, pa.binary()),
+                pa.array(values, pa.binary()),
+                pa.array(times, pa.int64()),
+            ],
+            schema=schema,
+        )
+
+    for envelopes in chunks:
+        offsets.extend([int(e.offset) for e in envelopes])
+        keys.extend([e.key for e in envelopes])
+        values.extend([e.message for e in envelopes])
+        times.extend([e.event_time for e in envelopes])
+        if len(offsets) >= BATCH_ROWS:
+            yield batch()
+            offsets, keys, values, times = [], [], [], []
+    if offsets:
+        yield batch()
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SamzaCommitMessage(WriterCommitMessage):
+    """What one Spark task wrote (and flushed): messages per stream partition."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+
+
+class SamzaWriter(DataSourceArrowWriter):
+    def __init__(self, opts: dict[str, str], schema: StructType) -> None:
+        self.opts = opts
+        self.system = opts.get("system", "log").strip() or "log"
+        self.stream = required(opts, "stream")
+        self.columns = list(schema.fieldNames())
+        value_columns = [c.strip() for c in opts.get("valuecolumns", "").split(",") if c.strip()]
+        self.value_columns = value_columns
+        self.key_column = opts.get("keycolumn", "key" if "key" in self.columns else "").strip() or None
+        missing = [c for c in value_columns + ([self.key_column] if self.key_column else []) if c not in self.columns]
+        if not value_columns and "value" not in self.columns:
+            missing.append("value")
+        if missing:
+            raise SamzaDataSourceError(
+                f"samza data source: writing to stream {self.stream!r}: the DataFrame has no column(s) {missing} "
+                f"(columns: {self.columns}); give a 'value' column or option valueColumns"
+            )
+        metadata = _stream_metadata(self.system, self.stream, build_config(opts))
+        self.partition_count = len(metadata.partitions)
+
+    def write(self, iterator: Iterator[Any]) -> SamzaCommitMessage:
+        from samza_dagster.serde.registry import SerdeRegistry
+        from samza_dagster.system.factories import system_factory
+        from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+        from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
+
+        config = build_config(self.opts)
+        value_serde = SerdeRegistry(config).get(self.opts["serde"], "serde") if self.opts.get("serde") else None
+        dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+        producer = system_factory(config, self.system).get_producer(self.system, config)
+        source = f"spark-writer-{self.stream}"
+        producer.register(source)
+        producer.start()
+        stream = SystemStream(self.system, self.stream)
+        count = self.partition_count
+        counts = [0] * count
+        next_rr = _task_partition_id() % count
+        value_columns, key_column = self.value_columns, self.key_column
+        try:
+            for batch in iterator:
+                cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+                n = batch.num_rows
+                if value_columns:
+                    picked = [cols[c] for c in value_columns]
+                    values: list[Any] = [
+                        dumps(dict(zip(value_columns, row))).encode("utf-8") for row in zip(*picked)
+                    ]
+                else:
+                    values = cols["value"]
+                keys = cols[key_column] if key_column else [None] * n
+                parts = cols.get("partition") or [None] * n
+                times = cols.get("timestamp") or [None] * n
+                for i in range(n):
+                    value = values[i]
+                    if value is not None and not isinstance(value, bytes):
+                        if value_serde is not None:
+                            value = value_serde.to_bytes(value)
+                        elif isinstance(value, str):
+                            value = value.encode("utf-8")
+                        else:
+                            raise SamzaDataSourceError(
+                                f"samza data source: writing to stream {self.stream!r}: value {value!r} is "
+                                f"{type(value).__name__}; give a binary/string value column, option serde, or valueColumns"
+                            )
+                    key = keys[i]
+                    if key is not None and not isinstance(key, bytes):
+                        key = key_to_bytes(key)
+                    partition = parts[i]
+                    if partition is None:
+                        if key is not None:
+                            partition = partition_for_key(key, count)
+                        else:
+                            partition = next_rr
+                            next_rr = (next_rr + 1) % count
+                    elif not 0 <= partition < count:
+                        raise SamzaDataSourceError(
+                            f"samza data source: stream {self.stream!r} has {count} partitions; a row asked "
+                            f"for partition {partition}"
+                        )
+                    producer.send(source, OutgoingMessageEnvelope(stream, value, key, None, partition, times[i]))
+                    counts[partition] += 1
+            producer.flush(source)
+        finally:
+            producer.stop()
+        return SamzaCommitMessage({p: c for p, c in enumerate(counts) if c})
+
+    def commit(self, messages: list[Any]) -> None:
+        path = self.opts.get("reportpath")
+        if not path:
+            return
+        summary = summarize_commits(messages)
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(summary, fh)
+
+    def abort(self, messages: list[Any]) -> None:
+        # A stream cannot take back what a finished task flushed: a retried job re-sends
+        # (at-least-once), as Samza's producers do. Nothing to undo here.
+        return None
+
+
+def summarize_commits(messages: list[Any]) -> dict[str, Any]:
+    per: dict[int, int] = {}
+    for message in messages:
+        if isinstance(message, SamzaCommitMessage):
+            for p, c in message.counts.items():
+                per[p] = per.get(p, 0) + c
+    return {"total": sum(per.values()), "partitions": {str(p): per[p] for p in sorted(per)}}
+
+
+def _task_partition_id() -> int:
+    """Spreads unkeyed rows of different Spark tasks over different starting partitions."""
+    try:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        return ctx.partitionId() if ctx is not None else 0
+    except Exception:  # noqa: BLE001 - only a spreading hint
+        return 0
+
+
+def read_options(system: str, stream: str, config: Mapping[str, str]) -> dict[str, str]:
+    """Options for ``spark.read/df.write.format("samza").options(**...)`` carrying ``config``
+    verbatim (case preserved)."""
+    from samza_dagster.spark.options import config_option
+
+    return {"system": system, "stream": stream, "config": config_option(config)}
