@@ -22,7 +22,7 @@ from samza_dagster.application.specs import (
     StreamTableJoinOperatorSpec,
 )
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.config.job_config import MAX_INFERRED_PARTITIONS, JobConfig
+from samza_dagster.config.job_config import MAX_INFERRED_PARTITIONS
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.planner.analysis import analyze
