@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 import sys
 import types
 
@@ -561,3 +562,26 @@ def test_choosers_keep_partition_order_and_lose_nothing(make):
         out.append(e)
     assert len(out) == 180
     assert_in_partition_order(out)
+
+
+def test_time_aligned_waits_briefly_for_an_absent_partition_then_treats_it_as_idle():
+    a, b = SystemStream("s", "a"), SystemStream("s", "b")
+    chooser = TimeAlignedChooser(max_skew_ms=10, idle_timeout_ms=50)
+    h = Harness(chooser, {ssp(a): [env(a, i, 100 + 100 * i) for i in range(5)], ssp(b): [env(b, 0, 120)]})
+    h.start()
+    assert h.choose().event_time == 100
+    assert h.choose().event_time == 120       # b's only envelope; b is now absent, last seen at 120
+    assert h.choose() is None                  # a's next is at 200 > 120 + 10: b may deliver older
+    h.add(env(b, 1, 150))                      # ...and it does
+    assert h.choose().event_time == 150
+    assert h.choose() is None
+    time.sleep(0.06)                           # b stays quiet past the idle timeout
+    assert [e.event_time for e in h.drain()] == [200, 300, 400, 500]
+
+
+def test_time_aligned_does_not_wait_for_an_absent_partition_within_the_skew():
+    a, b = SystemStream("s", "a"), SystemStream("s", "b")
+    chooser = TimeAlignedChooser(max_skew_ms=100, idle_timeout_ms=10_000)
+    h = Harness(chooser, {ssp(a): [env(a, i, 100 + 10 * i) for i in range(5)], ssp(b): [env(b, 0, 100)]})
+    h.start()
+    assert len(h.drain()) == 6

@@ -6,12 +6,16 @@ while waiting for the other then needs a buffer only as long as the streams' ske
 
 Decisions on the open questions (SAMZA-67), and why:
 
-* **Idle streams are never waited for.** The chooser sees only what is available; a partition
-  with no envelope in the chooser is either idle (at head) or not polled yet, and the chooser
-  cannot tell which. Waiting for it would stall the job on any quiet stream, so the chooser
-  picks among what it has. SystemConsumers keeps the next envelope of every partition with
-  buffered data in the chooser, so while streams are backlogged the order is exact; an idle
-  stream's late message is chosen as soon as it arrives, ahead of anything newer.
+* **Idle streams are waited for briefly, then not at all** (``idle_timeout_ms``, default 0).
+  The chooser sees only what is available; a partition with no envelope in the chooser is either
+  idle (at head) or simply not polled again yet, and it cannot tell which. When the oldest held
+  envelope is more than ``max_skew_ms`` newer than the last event time chosen from such an
+  absent partition (or the partition has delivered nothing yet), ``choose`` returns None for up
+  to ``idle_timeout_ms`` of wall-clock time, giving its next envelope the chance to arrive
+  (SystemConsumers wakes the run loop when it does). After that the partition is treated as idle
+  and never delays anything until it delivers again. With 0 the chooser never waits: a partition
+  whose buffer runs dry for a moment lets newer envelopes through. An idle stream's late message
+  is chosen as soon as it arrives, ahead of anything newer.
 * **A stream far behind is caught up first, exclusively.** Choosing the oldest event time
   means a stream replaying last week runs alone until it reaches the others. That is what
   alignment is for (the join buffer stays small), and it always ends: the stream behind drains
@@ -33,6 +37,7 @@ Decisions on the open questions (SAMZA-67), and why:
 from __future__ import annotations
 
 import heapq
+import time
 from itertools import count
 from typing import Any
 
@@ -41,17 +46,25 @@ from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFact
 from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
 
 MAX_SKEW_KEY = "task.chooser.max.skew.ms"
+IDLE_TIMEOUT_KEY = "task.chooser.idle.timeout.ms"
+_MISSING: Any = object()
 
 
 class TimeAlignedChooser(MessageChooser):
     __slots__ = ("_wrapped", "_untimed", "_max_skew_ms", "_heap", "_seq", "_stream_time", "_affinity", "_held",
-                 "_untimed_turn")
+                 "_untimed_turn", "_idle_s", "_absent", "_waiting_since")
 
-    def __init__(self, wrapped: MessageChooser | None = None, max_skew_ms: int = 0) -> None:
+    def __init__(self, wrapped: MessageChooser | None = None, max_skew_ms: int = 0, idle_timeout_ms: int = 0) -> None:
         if wrapped is not None:
             check_chooser(wrapped, "TimeAlignedChooser's wrapped chooser")
         if not isinstance(max_skew_ms, int) or max_skew_ms < 0:
             raise ValueError(f"max_skew_ms must be a non-negative integer, got {max_skew_ms!r}")
+        if not isinstance(idle_timeout_ms, int) or idle_timeout_ms < 0:
+            raise ValueError(f"idle_timeout_ms must be a non-negative integer, got {idle_timeout_ms!r}")
+        self._idle_s = idle_timeout_ms / 1000.0
+        #: Registered partitions with no envelope here → event time last chosen from them (None: none yet).
+        self._absent: dict[SystemStreamPartition, int | None] = {}
+        self._waiting_since: float | None = None
         self._wrapped = wrapped
         self._max_skew_ms = max_skew_ms
         self._heap: list[tuple[int, int, IncomingMessageEnvelope]] = []
@@ -65,6 +78,8 @@ class TimeAlignedChooser(MessageChooser):
         self._untimed_turn = False
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        if self._idle_s:
+            self._absent[ssp] = None
         if self._wrapped is not None:
             self._wrapped.register(ssp, offset)
 
@@ -77,6 +92,10 @@ class TimeAlignedChooser(MessageChooser):
             self._wrapped.stop()
 
     def update(self, envelope: IncomingMessageEnvelope) -> None:
+        if self._absent and self._absent.pop(envelope.ssp, _MISSING) is not _MISSING and envelope.ssp != self._affinity:
+            # A partition we may have given up on delivered again: next time it is absent and
+            # behind, wait for it afresh. (The partition just chosen is refilled all the time.)
+            self._waiting_since = None
         if envelope.event_time is None and self._wrapped is not None:
             self._untimed += 1
             self._wrapped.update(envelope)
@@ -103,23 +122,42 @@ class TimeAlignedChooser(MessageChooser):
         held = self._held
         heap = self._heap
         if held is not None:
-            self._held = None
             t = self._key(held)
-            if not heap or t <= heap[0][0] + self._max_skew_ms:
-                envelope = held
-            else:
+            if heap and t > heap[0][0] + self._max_skew_ms:
                 # Too far ahead of the oldest held envelope: back into the heap it goes.
-                envelope = heapq.heappushpop(heap, (t, next(self._seq), held))[2]
-        elif heap:
-            envelope = heapq.heappop(heap)[2]
-        else:
-            self._affinity = None
+                heapq.heappush(heap, (t, next(self._seq), held))
+                self._held = held = None
+        if held is None:
+            if not heap:
+                self._affinity = None
+                return None
+            t = heap[0][0]
+        if self._absent and self._should_wait(t):
             return None
+        if held is not None:
+            self._held = None
+            envelope = held
+        else:
+            envelope = heapq.heappop(heap)[2]
         t = envelope.event_time
         if t is not None and t > self._stream_time:
             self._stream_time = t
         self._affinity = envelope.ssp
+        if self._idle_s and not envelope.is_end_of_stream:
+            self._absent[envelope.ssp] = self._key(envelope) if t is None else t
         return envelope
+
+    def _should_wait(self, t: int) -> bool:
+        """True while an absent partition may still deliver something older than ``t`` (by more
+        than the skew) and we have not waited ``idle_timeout_ms`` for it yet."""
+        floor = t - self._max_skew_ms
+        if not any(last is None or last < floor for last in self._absent.values()):
+            self._waiting_since = None
+            return False
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        return now - self._waiting_since < self._idle_s
 
     def __len__(self) -> int:
         return len(self._heap) + (self._held is not None) + self._untimed
@@ -127,7 +165,8 @@ class TimeAlignedChooser(MessageChooser):
 
 class TimeAlignedChooserFactory(MessageChooserFactory):
     """``task.chooser.class=samza_dagster.system.chooser:TimeAlignedChooserFactory``;
-    ``task.chooser.max.skew.ms`` (default 0) sets ``max_skew_ms``."""
+    ``task.chooser.max.skew.ms`` (default 0) sets ``max_skew_ms``, ``task.chooser.idle.timeout.ms``
+    (default 100) ``idle_timeout_ms``."""
 
     def get_chooser(self, config: Config, metrics: dict[str, Any] | None = None) -> MessageChooser:
         skew = config.get_int(MAX_SKEW_KEY, 0) or 0
@@ -135,4 +174,9 @@ class TimeAlignedChooserFactory(MessageChooserFactory):
             from samza_dagster.config.errors import ConfigError
 
             raise ConfigError(f"config key {MAX_SKEW_KEY!r} must be >= 0, got {skew}", key=MAX_SKEW_KEY)
-        return TimeAlignedChooser(max_skew_ms=skew)
+        idle = config.get_int(IDLE_TIMEOUT_KEY, 100)
+        if idle is None or idle < 0:
+            from samza_dagster.config.errors import ConfigError
+
+            raise ConfigError(f"config key {IDLE_TIMEOUT_KEY!r} must be >= 0, got {idle}", key=IDLE_TIMEOUT_KEY)
+        return TimeAlignedChooser(max_skew_ms=skew, idle_timeout_ms=idle)

@@ -1,0 +1,294 @@
+"""SystemConsumers: per-partition buffers between the system consumers and the chooser.
+
+As in Samza (and the seed's contract): every system has one poller thread that calls
+``consumer.poll`` for the partitions whose buffer has room, and appends what it gets to
+per-partition bounded buffers. The chooser holds at most one envelope per partition: when a
+partition's envelope is chosen, the chooser is immediately updated with that partition's next
+buffered envelope, so a partition with buffered data always has its next envelope in the chooser
+(which the bootstrapping rule relies on).
+
+Threads and locks. The chooser is touched only by the thread calling ``choose`` (the run loop):
+poller threads never call it. A poller hands data over with deque appends (atomic in CPython)
+and one ``arrivals`` entry per partition per polled batch, then takes the condition's lock once
+per batch to wake a waiting ``choose``. ``choose`` takes no lock when it has something to return;
+it waits on the condition (no spinning) only when the chooser has nothing.
+
+Backpressure. A partition whose buffer holds ``buffer_capacity_per_ssp`` envelopes is not polled
+until the run loop drains it below half, so a fast stream cannot exhaust memory, and a slow or
+idle stream only costs its own poll timeout. (One poll may overshoot the capacity by one batch:
+the consumer decides its batch size.) A partition whose end-of-stream envelope has been polled is
+never polled again; the end-of-stream envelope itself flows through the chooser like any other.
+
+Errors. An exception in a poller thread is kept and re-raised from ``choose`` in the caller's
+thread as :class:`SystemConsumersError` naming the system (with the original as its cause).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser
+from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.protocols import SystemConsumer
+
+log = logging.getLogger(__name__)
+
+
+class SystemConsumersError(RuntimeError):
+    """A system consumer failed in its poller thread; names the system."""
+
+    def __init__(self, system: str, cause: BaseException) -> None:
+        super().__init__(f"consumer of system {system!r} failed while polling: {type(cause).__name__}: {cause}")
+        self.system = system
+
+
+class _SspState:
+    """Everything SystemConsumers keeps per partition: one dict hit per chosen envelope."""
+
+    __slots__ = ("ssp", "buffer", "outstanding", "chosen", "eos_polled", "eos_chosen", "room", "low_water")
+
+    def __init__(self, ssp: SystemStreamPartition, room: threading.Event, low_water: int) -> None:
+        self.ssp = ssp
+        self.buffer: deque[IncomingMessageEnvelope] = deque()
+        #: True while the chooser holds an envelope of this partition (run-loop thread only).
+        self.outstanding = False
+        self.chosen = 0
+        self.eos_polled = False
+        self.eos_chosen = False
+        self.room = room
+        self.low_water = low_water
+
+
+class SystemConsumers:
+    def __init__(
+        self,
+        chooser: MessageChooser,
+        consumers: Mapping[str, SystemConsumer],
+        *,
+        buffer_capacity_per_ssp: int = 2000,
+        poll_timeout_s: float = 0.05,
+        metrics: dict[str, Any] | None = None,
+    ) -> None:
+        check_chooser(chooser, "SystemConsumers' chooser")
+        if buffer_capacity_per_ssp < 1:
+            raise ValueError(f"buffer_capacity_per_ssp must be at least 1, got {buffer_capacity_per_ssp}")
+        if poll_timeout_s <= 0:
+            raise ValueError(f"poll_timeout_s must be positive, got {poll_timeout_s}")
+        self._chooser = chooser
+        self._chooser_update = chooser.update
+        self._chooser_choose = chooser.choose
+        self._consumers = dict(consumers)
+        self._capacity = buffer_capacity_per_ssp
+        self._poll_timeout_s = poll_timeout_s
+        self._states: dict[SystemStreamPartition, _SspState] = {}
+        self._room = {system: threading.Event() for system in self._consumers}
+        #: Partitions that got data in a polled batch, for the run loop to pick up.
+        self._arrivals: deque[SystemStreamPartition] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._error: tuple[str, BaseException] | None = None
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._started = False
+        self._stopped = False
+        if metrics is not None:
+            metrics["system-consumers"] = self.metrics_snapshot
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        """Register ``ssp`` (read from ``offset``, the first message to read) with its system's
+        consumer and with the chooser."""
+        if self._started:
+            raise RuntimeError(f"cannot register {ssp} after SystemConsumers started")
+        consumer = self._consumers.get(ssp.system)
+        if consumer is None:
+            known = ", ".join(sorted(self._consumers)) or "none"
+            raise ValueError(f"no consumer for system {ssp.system!r} of {ssp} (consumers: {known})")
+        if ssp in self._states:
+            raise ValueError(f"{ssp} is registered twice")
+        consumer.register(ssp, offset)
+        self._chooser.register(ssp, offset)
+        self._states[ssp] = _SspState(ssp, self._room[ssp.system], max(self._capacity // 2, 0))
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for consumer in self._consumers.values():
+            consumer.start()
+        self._chooser.start()
+        for system, consumer in self._consumers.items():
+            states = [st for st in self._states.values() if st.ssp.system == system]
+            if not states:
+                continue
+            thread = threading.Thread(
+                target=self._poll_loop, args=(system, consumer, states), name=f"samza-poller-{system}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stopping.set()
+        for event in self._room.values():
+            event.set()
+        for thread in self._threads:
+            thread.join(timeout=max(5.0, self._poll_timeout_s * 10))
+            if thread.is_alive():
+                log.warning("poller thread %s did not stop in time", thread.name)
+        for consumer in self._consumers.values():
+            consumer.stop()
+        self._chooser.stop()
+        with self._cond:
+            self._cond.notify_all()
+
+    # -- the run loop's side ---------------------------------------------------------------------
+    def choose(self, timeout_s: float = 0.0) -> IncomingMessageEnvelope | None:
+        """The chooser's pick, waiting up to ``timeout_s`` when it has none."""
+        if self._error is not None:
+            self._raise_error()
+        if self._arrivals:
+            self._drain_arrivals()
+        envelope = self._chooser_choose()
+        if envelope is not None:
+            return self._chosen(envelope)
+        if timeout_s <= 0:
+            return None
+        return self._choose_waiting(timeout_s)
+
+    def _chosen(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope:
+        st = self._states[envelope.ssp]
+        st.chosen += 1
+        buffer = st.buffer
+        if buffer:
+            self._chooser_update(buffer.popleft())
+            if len(buffer) == st.low_water:
+                st.room.set()  # the poller may be waiting for room
+        else:
+            st.outstanding = False
+            if envelope.is_end_of_stream:
+                st.eos_chosen = True
+        return envelope
+
+    def _drain_arrivals(self) -> None:
+        arrivals = self._arrivals
+        states = self._states
+        update = self._chooser_update
+        while arrivals:
+            st = states[arrivals.popleft()]
+            if not st.outstanding and st.buffer:
+                st.outstanding = True
+                update(st.buffer.popleft())
+
+    def _choose_waiting(self, timeout_s: float) -> IncomingMessageEnvelope | None:
+        deadline = time.monotonic() + timeout_s
+        cond = self._cond
+        while True:
+            with cond:
+                if not self._arrivals and self._error is None and not self._stopped:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return None
+                    cond.wait(remaining)
+            if self._error is not None:
+                self._raise_error()
+            if self._arrivals:
+                self._drain_arrivals()
+            envelope = self._chooser_choose()
+            if envelope is not None:
+                return self._chosen(envelope)
+            if self._stopped or time.monotonic() >= deadline:
+                return None
+
+    def _raise_error(self) -> None:
+        assert self._error is not None
+        system, exc = self._error
+        raise SystemConsumersError(system, exc) from exc
+
+    # -- the poller threads' side ----------------------------------------------------------------
+    def _poll_loop(self, system: str, consumer: SystemConsumer, states: list[_SspState]) -> None:
+        capacity = self._capacity
+        timeout = self._poll_timeout_s
+        room = self._room[system]
+        arrivals = self._arrivals
+        stopping = self._stopping
+        cond = self._cond
+        by_ssp = {st.ssp: st for st in states}
+        try:
+            while not stopping.is_set():
+                ssps = [st.ssp for st in states if not st.eos_polled and len(st.buffer) < capacity]
+                if not ssps:
+                    if all(st.eos_polled for st in states):
+                        return  # every partition ended: nothing more will ever come
+                    room.clear()
+                    if any(not st.eos_polled and len(st.buffer) < capacity for st in states):
+                        continue
+                    room.wait(timeout)
+                    continue
+                polled = consumer.poll(ssps, timeout)
+                if not polled:
+                    continue
+                got = False
+                for ssp, envelopes in polled.items():
+                    if not envelopes:
+                        continue
+                    st = by_ssp.get(ssp)
+                    if st is None:
+                        raise RuntimeError(f"consumer returned envelopes for {ssp}, which was not polled")
+                    if st.eos_polled:
+                        raise RuntimeError(f"consumer returned envelopes for {ssp} after its end-of-stream")
+                    st.buffer.extend(envelopes)
+                    if envelopes[-1].is_end_of_stream:
+                        st.eos_polled = True
+                    arrivals.append(ssp)
+                    got = True
+                if got:
+                    with cond:
+                        cond.notify()
+        except BaseException as exc:  # surfaced from choose() in the run loop's thread
+            log.error("poller thread of system %r failed: %r", system, exc)
+            self._error = (system, exc)
+            with cond:
+                cond.notify_all()
+
+    # -- introspection -------------------------------------------------------------------------
+    @property
+    def idle(self) -> bool:
+        """True when nothing is buffered and the chooser holds nothing."""
+        return not self._arrivals and all(not st.buffer and not st.outstanding for st in self._states.values())
+
+    @property
+    def chooser(self) -> MessageChooser:
+        return self._chooser
+
+    def buffered(self, ssp: SystemStreamPartition) -> int:
+        """Envelopes buffered for ``ssp`` (not counting the one the chooser holds)."""
+        return len(self._states[ssp].buffer)
+
+    def buffer_sizes(self) -> dict[SystemStreamPartition, int]:
+        return {ssp: len(st.buffer) for ssp, st in self._states.items()}
+
+    def chosen_counts(self) -> dict[SystemStreamPartition, int]:
+        return {ssp: st.chosen for ssp, st in self._states.items()}
+
+    def end_of_stream_chosen(self, ssp: SystemStreamPartition) -> bool:
+        return self._states[ssp].eos_chosen
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        """A plain-dict snapshot: per partition envelopes chosen and buffered, plus the chooser's
+        own metrics when it has any (bootstrap lag and time to head for DefaultChooser)."""
+        snapshot: dict[str, Any] = {
+            "chosen": {str(ssp): st.chosen for ssp, st in self._states.items()},
+            "buffered": {str(ssp): len(st.buffer) for ssp, st in self._states.items()},
+            "buffered_total": sum(len(st.buffer) for st in self._states.values()),
+        }
+        chooser_metrics = getattr(self._chooser, "metrics_snapshot", None)
+        if callable(chooser_metrics):
+            snapshot["chooser"] = chooser_metrics()
+        return snapshot
