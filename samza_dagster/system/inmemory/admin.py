@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from samza_dagster.system.errors import StreamExistsError
-from samza_dagster.system.inmemory.state import system_state
+from samza_dagster.system.inmemory.state import InMemoryStream, system_state
 from samza_dagster.system.model import (
     StreamSpec,
     SystemStreamMetadata,
@@ -32,8 +32,6 @@ class InMemorySystemAdmin:
 
     def create_stream(self, spec: StreamSpec) -> bool:
         """Create the stream; False if it exists with the same partition count."""
-        from samza_dagster.system.inmemory.state import InMemoryStream
-
         if spec.partition_count < 1:
             raise ValueError(
                 f"stream {spec.physical_name!r} on system {self.system_name!r}: "
