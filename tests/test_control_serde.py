@@ -15,25 +15,11 @@ from samza_dagster.control import (
     WatermarkMessage,
     deserialize_intermediate_message,
 )
-from samza_dagster.serde import BytesSerde, SerdeError, StringSerde
+from samza_dagster.serde import BytesSerde, JsonSerde, SerdeError, StringSerde
 from samza_dagster.system import IncomingMessageEnvelope, SystemStreamPartition
 
 
-class CompactJson:
-    """Compact JSON like samza_dagster.serde.JsonSerde (whose from_bytes is currently broken:
-    its class-level ``_loads = json.loads`` binds ``self``; reported to the lead)."""
-
-    def to_bytes(self, obj):
-        return json.dumps(obj, separators=(",", ":")).encode()
-
-    def from_bytes(self, data):
-        try:
-            return json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise SerdeError(str(exc)) from None
-
-
-SERDE = IntermediateMessageSerde(CompactJson())
+SERDE = IntermediateMessageSerde(JsonSerde())
 
 
 def test_user_message_is_type_byte_zero_then_user_serde_bytes():
