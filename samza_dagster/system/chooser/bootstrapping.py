@@ -130,9 +130,21 @@ class BootstrappingChooser(MessageChooser):
                 if compare(offset, pm.upcoming_offset) >= 0:
                     continue  # the checkpoint is at head already
                 newest = pm.newest_offset
+                if ssp.system in self._admins:
 
-                def at_or_past(off: str, _newest: str = newest, _cmp: Callable[[str, str], int] = compare) -> bool:
-                    return off == _newest or _cmp(off, _newest) >= 0
+                    def at_or_past(off: str, _newest: str = newest, _cmp: Callable[[str, str], int] = compare) -> bool:
+                        return off == _newest or _cmp(off, _newest) >= 0
+
+                else:
+                    # No admin: integer offsets, compared without a second function call.
+                    newest_int = _int_offset(ssp, newest, "metadata")
+
+                    def at_or_past(off: str, _newest: int = newest_int, _ssp: SystemStreamPartition = ssp) -> bool:
+                        try:
+                            return int(off) >= _newest
+                        except ValueError:
+                            _int_offset(_ssp, off, "envelope")
+                            raise
 
                 self._partitions[ssp] = _LaggingPartition(stream, newest, at_or_past)
                 stream.lagging_partitions += 1
