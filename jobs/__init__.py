@@ -1,0 +1,1 @@
+"""The applications, one package each: task/application code, .properties, Dagster definitions."""

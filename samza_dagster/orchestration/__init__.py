@@ -1,0 +1,29 @@
+"""Dagster factories shared by the applications (the only engine package importing dagster):
+stream assets from an execution plan, the job op, the coordinator-stream and observation sensors,
+and an application's whole definitions."""
+
+from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
+from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, asset_role, stream_assets, stream_key
+from samza_dagster.orchestration.observation import StreamObservation, observe_streams
+from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
+from samza_dagster.orchestration.plan import plan_for_definitions
+from samza_dagster.orchestration.sensors import coordinator_stream_sensor, stream_observation_sensor
+
+__all__ = [
+    "SYSTEMS_RESOURCE_KEY",
+    "DeclaredOutput",
+    "SamzaJobRunConfig",
+    "StreamAssets",
+    "StreamObservation",
+    "application_definitions",
+    "asset_role",
+    "coordinator_stream_sensor",
+    "failed_application_definitions",
+    "observe_streams",
+    "op_name",
+    "plan_for_definitions",
+    "samza_job_asset",
+    "stream_assets",
+    "stream_key",
+    "stream_observation_sensor",
+]

@@ -1,0 +1,102 @@
+"""One application's definitions: its stream assets, the job's multi-asset and asset job, the
+reconfiguration and observation sensors — built from its .properties and execution plan.
+
+If the application cannot be planned (bad config, a join whose streams disagree, a class that
+does not import), its definitions are replaced by a placeholder asset ``[<app>, execution_plan]``
+whose asset check fails with the error, and the error is logged naming the application: the
+rest of the code location still loads.
+"""
+
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from samza_dagster.config import Config
+from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, _group_name, stream_assets
+from samza_dagster.orchestration.ops import Runner, op_name, samza_job_asset
+from samza_dagster.orchestration.plan import plan_for_definitions
+from samza_dagster.orchestration.sensors import coordinator_stream_sensor, stream_observation_sensor
+
+log = logging.getLogger(__name__)
+
+PLAN_ASSET = "execution_plan"
+
+
+def application_definitions(
+    application: str,
+    config: Config | str | Path,
+    *,
+    declared_outputs: Sequence[DeclaredOutput | str] = (),
+    runner: Runner | None = None,
+    progress_interval_s: float = 5.0,
+    assets: Sequence[Any] = (),
+    jobs: Sequence[Any] = (),
+    sensors: Sequence[Any] = (),
+    schedules: Sequence[Any] = (),
+) -> dg.Definitions:
+    """Definitions of one application (``config`` a Config or a .properties path). Extra
+    assets/jobs/sensors/schedules of the application are added as they are."""
+    try:
+        cfg = config if isinstance(config, Config) else Config.from_properties(config)
+        plan = plan_for_definitions(cfg)
+        outputs = [o if isinstance(o, DeclaredOutput) else _declared(cfg, o) for o in declared_outputs]
+        streams = stream_assets(plan, application=application, declared_outputs=outputs)
+        job_asset = samza_job_asset(streams, cfg, runner=runner, progress_interval_s=progress_interval_s)
+        asset_job = dg.define_asset_job(
+            f"{streams.group_name}_job",
+            selection=dg.AssetSelection.assets(job_asset),
+            description=f"Runs the Samza job {plan.job_name} and materializes the streams it writes",
+            tags={"samza/application": application},
+        )
+        return dg.Definitions(
+            assets=[*streams.read_specs, job_asset, *assets],
+            jobs=[asset_job, *jobs],
+            sensors=[
+                coordinator_stream_sensor(plan.job_name, cfg, job=asset_job, op_name=op_name(streams),
+                                          name=f"{streams.group_name}_coordinator_stream_sensor"),
+                stream_observation_sensor(streams, cfg),
+                *sensors,
+            ],
+            schedules=list(schedules),
+        )
+    except Exception as exc:  # noqa: BLE001 - one broken application must not hide the others
+        log.error("application %s is not loaded: its plan was rejected: %s: %s", application, type(exc).__name__, exc)
+        return failed_application_definitions(application, exc)
+
+
+def _declared(config: Config, entry: str) -> DeclaredOutput:
+    """``system.stream``; its partition count from ``streams.<stream>.partitions`` (default 1)."""
+    out = DeclaredOutput.parse(entry)
+    partitions = StreamConfig(config).partitions(out.stream_id)
+    return DeclaredOutput(out.stream_id, out.system, out.physical_name, partitions or 1)
+
+
+def failed_application_definitions(application: str, error: BaseException) -> dg.Definitions:
+    """A placeholder asset with a failing check, so the UI shows which application failed and why."""
+    group = _group_name(application)
+    message = f"{type(error).__name__}: {error}"
+    spec = dg.AssetSpec(
+        [application, PLAN_ASSET],
+        group_name=group,
+        description=f"The execution plan of {application} was rejected: {message}",
+        metadata={"error": message},
+        tags={"samza/role": "plan-error"},
+    )
+
+    @dg.asset_check(asset=spec.key, name="plan_accepted", description=f"Is the plan of {application} valid?")
+    def _plan_accepted() -> dg.AssetCheckResult:
+        return dg.AssetCheckResult(
+            passed=False, severity=dg.AssetCheckSeverity.ERROR, description=message, metadata={"error": message}
+        )
+
+    return dg.Definitions(assets=[spec], asset_checks=[_plan_accepted])
+
+
+def stream_assets_of(config: Config, application: str, declared_outputs: Sequence[DeclaredOutput] = ()) -> StreamAssets:
+    """The stream assets of an application from its config (what tests and tools inspect)."""
+    return stream_assets(plan_for_definitions(config), application=application, declared_outputs=declared_outputs)

@@ -1,0 +1,163 @@
+"""Stream assets from an ExecutionPlan: the asset graph *is* the job graph.
+
+Every stream of an application is an asset keyed ``[<application>, <stream id>]`` in the
+application's group, tagged with its role and priority, with partitions/system/physical name as
+metadata. Lineage is the plan's ``upstream`` edges.
+
+* Streams the job only reads (inputs, bootstrap, side inputs) are external assets
+  (``AssetSpec``): Dagster does not produce them. They are *observed*: their newest offsets are the
+  data version, their lag behind the job's checkpoint is metadata (see :mod:`.observation`).
+  Dagster 1.13 marks ``observable_source_asset`` beta; an ``AssetSpec`` plus observation events
+  (from the job's op and from :func:`stream_observation_sensor`) is the stable route.
+* Streams the job writes (intermediate, output) are materialized by the job's multi-asset
+  (:mod:`.ops`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from samza_dagster.planner.plan import ExecutionPlan, StreamInfo
+
+READ_ROLES = ("bootstrap", "input", "side-input")
+WRITTEN_ROLES = ("intermediate", "output")
+ROLE_TAG = "samza/role"
+PRIORITY_TAG = "samza/priority"
+SYSTEM_TAG = "samza/system"
+
+
+def asset_role(stream: StreamInfo) -> str:
+    """The role shown in Dagster: bootstrap, real-time, batch, intermediate, output, side-input.
+
+    The plan's plain "input" is split by boundedness: a bounded input (``streams.<id>.samza.bounded``)
+    is a batch stream, an unbounded one real-time."""
+    role = stream.role
+    if role == "input":
+        return "batch" if stream.bounded else "real-time"
+    return role
+
+
+def is_written(stream: StreamInfo) -> bool:
+    return any(r in stream.roles for r in WRITTEN_ROLES)
+
+
+@dataclass(frozen=True)
+class DeclaredOutput:
+    """An output stream the plan cannot see: a low-level task's ``collector.send`` targets are
+    code, not config, so its application declares them (``system.stream``, partition count)."""
+
+    stream_id: str
+    system: str
+    physical_name: str
+    partitions: int = 1
+
+    @classmethod
+    def parse(cls, entry: str, partitions: int = 1) -> DeclaredOutput:
+        system, _, stream = entry.partition(".")
+        if not system or not stream:
+            raise ValueError(f"declared output {entry!r} must be system.stream")
+        return cls(stream, system, stream, partitions)
+
+
+@dataclass
+class StreamAssets:
+    """The asset side of one application."""
+
+    application: str
+    group_name: str
+    streams: dict[str, StreamInfo]
+    keys: dict[str, dg.AssetKey]
+    read_specs: list[dg.AssetSpec] = field(default_factory=list)
+    written_specs: list[dg.AssetSpec] = field(default_factory=list)
+
+    @property
+    def all_keys(self) -> list[dg.AssetKey]:
+        return [s.key for s in (*self.read_specs, *self.written_specs)]
+
+    def read_streams(self) -> list[StreamInfo]:
+        return [s for s in self.streams.values() if not is_written(s)]
+
+    def written_streams(self) -> list[StreamInfo]:
+        return [s for s in self.streams.values() if is_written(s)]
+
+
+def stream_key(application: str, stream_id: str) -> dg.AssetKey:
+    return dg.AssetKey([application, stream_id])
+
+
+def stream_assets(
+    plan: ExecutionPlan,
+    *,
+    application: str | None = None,
+    group_name: str | None = None,
+    declared_outputs: Sequence[DeclaredOutput] = (),
+    owners: Sequence[str] = (),
+) -> StreamAssets:
+    """AssetSpecs of every stream of ``plan``. ``application`` (default: ``job.name``) prefixes
+    the keys; ``group_name`` defaults to it. ``declared_outputs`` adds a low-level task's outputs,
+    downstream of all its inputs."""
+    app = application or plan.job_name
+    group = group_name or _group_name(app)
+    streams: dict[str, StreamInfo] = dict(plan.streams)
+    inputs = [sid for sid, s in streams.items() if not is_written(s)]
+    for out in declared_outputs:
+        if out.stream_id in streams:
+            streams[out.stream_id].roles.add("output")
+            continue
+        streams[out.stream_id] = StreamInfo(
+            out.stream_id, out.system, out.physical_name, out.partitions, {"output"}, upstream=set(inputs)
+        )
+    keys = {sid: stream_key(app, sid) for sid in streams}
+    result = StreamAssets(app, group, streams, keys)
+    for sid in sorted(streams):
+        stream = streams[sid]
+        spec = _spec(app, group, stream, keys, owners)
+        (result.written_specs if is_written(stream) else result.read_specs).append(spec)
+    return result
+
+
+def _spec(
+    app: str, group: str, stream: StreamInfo, keys: Mapping[str, dg.AssetKey], owners: Iterable[str]
+) -> dg.AssetSpec:
+    role = asset_role(stream)
+    tags = {ROLE_TAG: role, SYSTEM_TAG: _tag_value(stream.system)}
+    if stream.priority is not None:
+        tags[PRIORITY_TAG] = str(stream.priority)
+    metadata: dict[str, object] = {
+        "role": role,
+        "roles": ", ".join(sorted(stream.roles)),
+        "system": stream.system,
+        "physical_name": stream.physical_name,
+        "partitions": dg.MetadataValue.int(stream.partitions) if stream.partitions is not None else "unknown",
+        "bounded": stream.bounded,
+        "bootstrap": stream.bootstrap,
+    }
+    if stream.priority is not None:
+        metadata["priority"] = dg.MetadataValue.int(stream.priority)
+    if stream.tables:
+        metadata["tables"] = ", ".join(sorted(stream.tables))
+    deps = [keys[u] for u in sorted(stream.upstream) if u in keys and u != stream.id]
+    partitions = stream.partitions if stream.partitions is not None else "?"
+    return dg.AssetSpec(
+        keys[stream.id],
+        deps=deps,
+        description=f"{role} stream {stream.system}.{stream.physical_name} ({partitions} partitions) of {app}",
+        metadata=metadata,
+        group_name=group,
+        tags=tags,
+        kinds={"samza"},
+        owners=list(owners) or None,
+    )
+
+
+def _group_name(app: str) -> str:
+    """Dagster group names are identifiers."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in app)
+
+
+def _tag_value(value: str) -> str:
+    clean = "".join(c if c.isalnum() or c in "-_." else "_" for c in value)
+    return clean[:63]
