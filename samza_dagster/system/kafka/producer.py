@@ -16,6 +16,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from kafka.errors import KafkaTimeoutError
+
 from samza_dagster.config.config import Config
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
@@ -107,6 +109,10 @@ class KafkaSystemProducer:
                 f"(serialized by the container's serdes), got key {type(envelope.key).__name__}, "
                 f"message {type(envelope.message).__name__}: {exc}"
             ) from exc
+        except KafkaTimeoutError as exc:  # no metadata for the topic within max.block.ms
+            raise StreamNotFoundError(
+                self.system_name, topic, f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}"
+            ) from exc
         except (AssertionError, ValueError) as exc:  # e.g. an explicit partition that does not exist
             raise ValueError(
                 f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition {partition}: {exc}"
@@ -120,7 +126,7 @@ class KafkaSystemProducer:
 
     def _partition_count(self, topic: str) -> int:
         """Partition count of ``topic`` from kafka-python's metadata (cached: topics do not shrink)."""
-        from kafka.errors import KafkaError, KafkaTimeoutError
+        from kafka.errors import KafkaError
 
         try:
             partitions = self._producer.partitions_for(topic)
@@ -147,8 +153,6 @@ class KafkaSystemProducer:
             if self._error is not None:
                 raise self._error
             return
-        from kafka.errors import KafkaTimeoutError
-
         try:
             self._producer.flush(timeout=self._flush_timeout_s)
         except KafkaTimeoutError as exc:
