@@ -47,5 +47,6 @@ def write_section(name: str, markdown: str, path: Path = BENCHMARKS_MD) -> None:
     path.write_text(text)
 
 
-def command_line() -> str:
-    return "python -m " + " ".join([sys.argv[0].replace("/", ".").removesuffix(".py")] + sys.argv[1:])
+def command_line(module: str) -> str:
+    """The command that reproduces this run, e.g. ``python -m bench.bench_log_system --messages 1000000``."""
+    return " ".join(["python -m", module, *sys.argv[1:]])

@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     writer.add_argument("--type", required=True, choices=["set-config", "delete"], dest="msg_type")
     writer.add_argument("--key", required=True)
     writer.add_argument("--value", default=None)
+    writer.add_argument(
+        "--force-reset", action="store_true", help="accept a change to set-once config (resets the job's state mapping)"
+    )
 
     coordinator = sub.add_parser("job-coordinator", help="run the job coordinator and its HTTP service")
     _add_config_args(coordinator)
@@ -75,9 +78,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"samza-dagster {args.command}: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except _usage_errors() as exc:
+        print(f"samza-dagster {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"samza-dagster {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _usage_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean the job as written cannot run: an application the planner rejects."""
+    from samza_dagster.application import ApplicationError
+    from samza_dagster.planner import PlanningError
+
+    return (ApplicationError, PlanningError)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -102,7 +116,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         if args.msg_type == "set-config" and args.value is None:
             raise ConfigError("--type set-config needs --value", key=args.key)
-        run_coordinator_stream_writer(config, args.msg_type, args.key, args.value)
+        run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset)
         return EXIT_OK
     if args.command == "job-coordinator":
         from samza_dagster.coordinator.commands import run_job_coordinator
