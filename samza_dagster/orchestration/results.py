@@ -14,6 +14,8 @@ def summaries(result: Any) -> list[ContainerSummary]:
     or the result itself when a runner returns one summary."""
     if isinstance(result, ContainerSummary):
         return [result]
+    if isinstance(result, list | tuple):
+        return [s for s in result if isinstance(s, ContainerSummary)]
     for name in ("containers", "summaries", "container_summaries"):
         value = getattr(result, name, None)
         if value is None:

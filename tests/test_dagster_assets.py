@@ -1,0 +1,200 @@
+"""The Dagster layer in process: stream assets from a plan (keys, groups, roles, lineage), the
+wordcount job materialized on a real log in a tmp dir (asset metadata asserted against what the
+log holds), a failing container failing the run with its error, an unreachable Kafka failing
+fast with its address, and a rejected plan contained to its application."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from jobs.wordcount import definitions as wordcount
+from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
+from resources import SamzaSystemsResource
+from samza_dagster.application import StreamApplication, SystemDescriptor
+from samza_dagster.config import Config
+from samza_dagster.orchestration import application_definitions, stream_assets
+from samza_dagster.planner import ExecutionPlanner
+from samza_dagster.system import SystemStream, SystemStreamPartition, system_factory
+from samza_dagster.task import StreamTask
+
+
+def _key(m):
+    return m
+
+
+class Enrich(StreamApplication):
+    """A bootstrap side of profiles and real-time clicks, repartitioned, sent to an output."""
+
+    def describe(self, app):
+        kafka = SystemDescriptor("kafka")
+        clicks = app.get_input_stream(kafka.input("clicks"))
+        profiles = app.get_input_stream(kafka.input("profiles"))
+        out = app.get_output_stream(kafka.output("enriched"))
+        clicks.merge(profiles).partition_by(_key, op_id="by-user").send_to(out)
+
+
+def test_stream_assets_follow_the_plan_roles_priorities_and_lineage():
+    config = {
+        "job.name": "enrich",
+        "systems.kafka.samza.factory": "kafka",
+        "streams.profiles.samza.bootstrap": "true",
+    }
+    plan = ExecutionPlanner(config, {"clicks": 4, "profiles": 4, "enriched": 2}).plan(Enrich())
+    assets = stream_assets(plan, application="enrich")
+    specs = {s.key: s for s in (*assets.read_specs, *assets.written_specs)}
+    inter = "enrich-1-partition_by-by-user"
+    key = lambda sid: dg.AssetKey(["enrich", sid])  # noqa: E731
+    assert set(specs) == {key("clicks"), key("profiles"), key("enriched"), key(inter)}
+    assert {s.group_name for s in specs.values()} == {"enrich"}
+    roles = {k.path[1]: s.tags["samza/role"] for k, s in specs.items()}
+    assert roles == {"clicks": "real-time", "profiles": "bootstrap", inter: "intermediate", "enriched": "output"}
+    # bootstrap streams default to one above the highest configured priority
+    assert specs[key("profiles")].tags["samza/priority"] == "1" and specs[key("clicks")].tags["samza/priority"] == "0"
+    assert specs[key("clicks")].metadata["partitions"].value == 4
+    assert specs[key(inter)].metadata["partitions"].value == 4  # inferred from the inputs
+    assert {d.asset_key for d in specs[key(inter)].deps} == {key("clicks"), key("profiles")}
+    assert {d.asset_key for d in specs[key("enriched")].deps} == {key(inter)}
+    assert {s.key for s in assets.read_specs} == {key("clicks"), key("profiles")}
+
+
+@pytest.fixture
+def systems(tmp_path: Path) -> SamzaSystemsResource:
+    return SamzaSystemsResource(log_path=str(tmp_path / "log"))
+
+
+def _job_asset(defs: dg.Definitions) -> dg.AssetsDefinition:
+    (job_asset,) = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
+    return job_asset
+
+
+def _metadata(event) -> dict:
+    return {k: v.value for k, v in event.metadata.items()}
+
+
+def test_wordcount_materializes_words_with_offsets_and_counts(systems):
+    config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))
+    assert config["job.factory.class"] == "thread"
+    load_sentences(config)
+    result = dg.materialize(
+        [_job_asset(wordcount.definitions())], resources={"samza_systems": systems},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert result.success
+    (mat,) = result.get_asset_materialization_events()
+    assert mat.asset_key == dg.AssetKey(["wordcount", "words"])
+    md = _metadata(mat.materialization)
+    # what the log holds, partition by partition
+    admin = system_factory(config, "log").get_admin("log", config)
+    words = admin.get_system_stream_metadata(["words"])["words"].partitions
+    assert md["partitions"] == 2
+    assert md["messages_written"] == word_count(SENTENCES) == sum(int(m.upcoming_offset) for m in words.values())
+    for p, m in words.items():
+        assert md[f"partition_{p}_upcoming_offset"] == int(m.upcoming_offset)
+        assert md[f"partition_{p}_messages_written"] == int(m.upcoming_offset)
+    assert md["messages_processed"] == len(SENTENCES)
+    assert md["messages_processed_per_stream"] == {"log.sentences": len(SENTENCES)}
+    assert md["job_status"] == "completed"
+    # the input was observed before the run (data version = newest offsets) and its progress after
+    observations = [e for e in result.get_asset_observation_events() if e.asset_key.path == ["wordcount", "sentences"]]
+    before, after = (e.asset_observation_data.asset_observation for e in observations)
+    assert before.tags["dagster/data_version"] == "0:1,1:1"
+    assert _metadata(before)["messages"] == len(SENTENCES)
+    assert _metadata(after)["progress"] == 1.0 and _metadata(after)["processed_by_run"] == len(SENTENCES)
+
+    # a second run over the same bounded input reads nothing new: its checkpoint is at the end
+    again = dg.materialize(
+        [_job_asset(wordcount.definitions())], resources={"samza_systems": systems},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    (mat2,) = again.get_asset_materialization_events()
+    assert _metadata(mat2.materialization)["messages_written"] == 0
+    assert _metadata(mat2.materialization)["messages"] == md["messages_written"]
+
+
+class BoomTask(StreamTask):
+    def process(self, envelope, collector, coordinator):
+        if envelope.message == "boom":
+            raise ValueError("cannot digest boom")
+
+
+def _boom_config(tmp_path: Path) -> Config:
+    return Config(
+        {
+            "job.name": "boom",
+            "job.factory.class": "thread",
+            "task.class": f"{__name__}:BoomTask",
+            "task.inputs": "log.in",
+            "systems.log.samza.msg.serde": "string",
+            "streams.in.partitions": "1",
+            "streams.out.partitions": "1",
+        }
+    )
+
+
+def test_a_failed_container_fails_the_run_with_the_containers_error(tmp_path, systems):
+    config = _boom_config(tmp_path)
+    load_sentences(systems.apply(config), ["fine", "boom"], stream="in", partitions=1)
+    defs = application_definitions("boom", config, declared_outputs=["log.out"])
+    result = dg.materialize(
+        [_job_asset(defs)], resources={"samza_systems": systems}, instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    text = str(failure.step_failure_data.error)
+    assert "cannot digest boom" in text and "job boom failed" in text
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_kafka_fails_the_op_fast_naming_the_address(tmp_path):
+    port = _closed_port()
+    systems = SamzaSystemsResource(
+        log_path=str(tmp_path / "log"), kafka_bootstrap_servers=f"127.0.0.1:{port}", kafka_bootstrap_timeout_ms=1000
+    )
+    config = _boom_config(tmp_path).with_overrides({"task.inputs": "kafka.in", "streams.in.samza.system": "kafka"})
+    defs = application_definitions("boom", config, declared_outputs=["log.out"])
+    started = time.monotonic()
+    result = dg.materialize(
+        [_job_asset(defs)], resources={"samza_systems": systems}, instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    assert not result.success
+    assert time.monotonic() - started < 15
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert f"127.0.0.1:{port}" in str(failure.step_failure_data.error)
+
+
+def test_a_rejected_plan_is_contained_to_its_application(systems, caplog):
+    bad = Config({"job.name": "broken", "task.inputs": "log.in"})  # neither app.class nor task.class
+    broken = application_definitions("broken", bad)
+    merged = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems}), wordcount.definitions(), broken)
+    keys = merged.resolve_asset_graph().get_all_asset_keys()
+    assert dg.AssetKey(["broken", "execution_plan"]) in keys and dg.AssetKey(["wordcount", "words"]) in keys
+    assert "application broken is not loaded" in caplog.text and "app.class" in caplog.text
+    (check,) = broken.asset_checks
+    result = dg.materialize(
+        [*broken.assets, check], instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
+        selection=dg.AssetSelection.checks(check),
+    )
+    (evaluation,) = result.get_asset_check_evaluations()
+    assert not evaluation.passed and "app.class" in evaluation.description
+
+
+def test_definitions_module_contains_an_application_that_does_not_import(caplog):
+    import definitions
+
+    defs = definitions.build_definitions({"wordcount": "jobs.wordcount.definitions", "ghost": "jobs.ghost.definitions"})
+    keys = defs.resolve_asset_graph().get_all_asset_keys()
+    assert dg.AssetKey(["ghost", "execution_plan"]) in keys and dg.AssetKey(["wordcount", "sentences"]) in keys
+    assert "application ghost is not loaded" in caplog.text and "jobs.ghost" in caplog.text
+    assert {j.name for j in defs.jobs} >= {"wordcount_job", "wordcount_load_sample"}
