@@ -1,6 +1,7 @@
 """The Kafka system on kafka-python (``systems.<name>.samza.factory=kafka``).
 
-kafka-python is imported lazily (inside the clients), so importing this package is cheap.
+kafka-python is loaded when this package is imported; ``system/factories.py`` imports it only
+for a system whose factory is ``kafka``, so jobs on the log system never load kafka-python.
 """
 
 from samza_dagster.system.kafka.admin import DEFAULT_TOPIC_CONFIGS, KafkaSystemAdmin
