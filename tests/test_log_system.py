@@ -609,3 +609,27 @@ def test_racing_creators_agree_exactly_one_created_the_stream(log):
     assert sorted(map(repr, outcomes)) == sorted(["True"] + ["False"] * 5)
     assert log.admin().partition_count("race") == 4
     assert [p for p in os.listdir(log.admin().root) if p.endswith(".creating")] == []  # temp files removed
+
+
+def test_one_producer_shared_by_sending_threads_loses_nothing_and_keeps_each_threads_order(log):
+    log.create("threaded", 2)
+    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": "100"}))
+    stream = SystemStream(SYSTEM, "threaded")
+
+    def send(thread: int) -> None:
+        for i in range(5000):
+            producer.send("test", OutgoingMessageEnvelope(stream, b"%d:%d" % (thread, i), partition=i % 2))
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    producer.flush("test")
+    ssps = ssps_of("threaded", 2)
+    seen = drain(log.start_consumer({ssp: "0" for ssp in ssps}), ssps)
+    for ssp in ssps:
+        assert [e.offset for e in seen[ssp]] == [str(i) for i in range(10_000)]
+        for thread in range(4):
+            mine = [int(e.message.split(b":")[1]) for e in seen[ssp] if e.message.startswith(b"%d:" % thread)]
+            assert mine == list(range(ssp.partition, 5000, 2))

@@ -79,7 +79,8 @@ class LogSystemProducer:
             key = _as_bytes(key, "key", envelope)
         partition = envelope.partition
         if partition is None and key is None and envelope.partition_key is None:
-            partition = writer.next_unkeyed % writer.partition_count  # the common case, inlined
+            # the common case, inlined; a race between sending threads only skews the spread
+            partition = writer.next_unkeyed % writer.partition_count
             writer.next_unkeyed += 1
         else:
             partition = choose_partition(envelope, writer.partition_count, self._round_robin)
