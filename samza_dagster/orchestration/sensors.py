@@ -73,7 +73,7 @@ def coordinator_stream_sensor(
         before, after = CoordinatorStreamState(), CoordinatorStreamState()
         new_offsets: list[str] = []
         for offset, message in messages:
-            if cursor is None or compare(offset, cursor) < 0:
+            if cursor is not None and compare(offset, cursor) < 0:
                 before.apply(message, offset)
             else:
                 new_offsets.append(offset)

@@ -1,0 +1,99 @@
+"""The coordinator-stream sensor against a real coordinator stream on the log: a set-config
+written by the CLI's writer yields exactly one reconfiguration RunRequest with the new value; a
+second evaluation none; a malformed message in between changes nothing; a delete reverting a key
+to the .properties value is a change too."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from jobs.wordcount import definitions as wordcount
+from resources import SamzaSystemsResource
+from samza_dagster.config import Config
+from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+from samza_dagster.coordinator.stream import CoordinatorStreamLocation
+from samza_dagster.orchestration import op_name, stream_assets, plan_for_definitions
+from samza_dagster.system import OutgoingMessageEnvelope, system_factory
+
+
+@pytest.fixture
+def setup(tmp_path):
+    systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
+    defs = wordcount.definitions()
+    (sensor,) = [s for s in defs.sensors if s.name == "wordcount_coordinator_stream_sensor"]
+    config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))
+    instance = dg.DagsterInstance.ephemeral()
+    yield systems, sensor, config, instance
+    instance.dispose()
+
+
+def _evaluate(sensor, instance, systems, cursor):
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"samza_systems": systems})
+    return sensor.evaluate_tick(context)
+
+
+def _write_raw(config: Config, key: bytes, value: bytes) -> None:
+    where = CoordinatorStreamLocation.from_config(config)
+    producer = system_factory(config, where.system).get_producer(where.system, config)
+    producer.register("test")
+    producer.start()
+    producer.send("test", OutgoingMessageEnvelope(where.system_stream, value, key=key, partition=0))
+    producer.flush("test")
+    producer.stop()
+
+
+def test_set_config_requests_exactly_one_reconfiguration_run(setup):
+    systems, sensor, config, instance = setup
+    first = _evaluate(sensor, instance, systems, None)
+    assert not first.run_requests and "no coordinator stream" in first.skip_message
+
+    run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "250")
+    result = _evaluate(sensor, instance, systems, None)
+    (request,) = result.run_requests
+    op = op_name(stream_assets(plan_for_definitions(config), application="wordcount"))
+    assert request.run_config["ops"][op]["config"]["overrides"] == {"task.commit.ms": "250"}
+    assert request.run_key == "0" and request.tags["samza/changed-keys"] == "task.commit.ms"
+    cursor = result.cursor
+    assert cursor == "1"
+
+    again = _evaluate(sensor, instance, systems, cursor)
+    assert not again.run_requests
+
+    # a malformed message (not JSON) and a set-config to the value it already has: no change
+    _write_raw(config, b"not json", b"{broken")
+    run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "250")
+    after_bad = _evaluate(sensor, instance, systems, cursor)
+    assert not after_bad.run_requests and after_bad.cursor == "3"
+
+    # a real change after the bad message is still seen, with the whole stream's config
+    run_coordinator_stream_writer(config, "set-config", "task.window.ms", "5000")
+    changed = _evaluate(sensor, instance, systems, after_bad.cursor)
+    (request,) = changed.run_requests
+    assert request.run_key == "3"
+    assert request.run_config["ops"][op]["config"]["overrides"] == {"task.commit.ms": "250", "task.window.ms": "5000"}
+
+    # deleting a key reverts it to the .properties value (1000): a change
+    run_coordinator_stream_writer(config, "delete", "task.commit.ms", None)
+    reverted = _evaluate(sensor, instance, systems, changed.cursor)
+    (request,) = reverted.run_requests
+    assert request.run_config["ops"][op]["config"]["overrides"] == {"task.window.ms": "5000"}
+    assert request.tags["samza/changed-keys"] == "task.commit.ms"
+
+
+def test_the_reconfiguration_run_uses_the_new_value(setup, tmp_path):
+    """The RunRequest's run config is accepted by the job and reaches the Samza job's config."""
+    systems, sensor, config, instance = setup
+    from jobs.wordcount.sample import load_sentences
+
+    load_sentences(config)
+    run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "500")
+    (request,) = _evaluate(sensor, instance, systems, None).run_requests
+    defs = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems}), wordcount.definitions())
+    result = defs.resolve_job_def("wordcount_job").execute_in_process(
+        run_config=request.run_config, instance=instance, tags=request.tags
+    )
+    assert result.success
+    assert result.dagster_run.tags["samza/coordinator-offset"] == "0"
+    logs = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert any("config overrides {'task.commit.ms': '500'}" in (m or "") for m in logs)
