@@ -175,3 +175,15 @@ def test_backfill_resends_the_selected_past_records_into_the_batch_stream(spark,
             assert partition == partition_for_key(key, 3)  # partitioned as the producer would
             got.add(item["id"])
     assert got == expected_ids
+
+
+def test_session_helper_runs_workers_on_this_interpreter_with_the_ui_off(spark):
+    import os
+    import sys
+
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable == os.environ["PYSPARK_DRIVER_PYTHON"]
+    assert spark.conf.get("spark.ui.enabled") == "false"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    # A second call returns the running session with the data source still registered.
+    assert get_or_create_spark({"spark.sql.shuffle.partitions": "3"}) is spark
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
