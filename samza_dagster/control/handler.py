@@ -1,0 +1,132 @@
+"""The consumer side of in-band control messages (seed 003), plugged into a TaskInstance
+through its extension point (``set_stream_decoder`` / ``control_message_handler`` /
+``checkpoint_state``).
+
+* :class:`IntermediateStreamDecoder` reads every message of an intermediate stream through
+  :class:`~samza_dagster.control.serde.IntermediateMessageSerde`: a user message becomes
+  ``(key, value)`` (the operator runtime passes ``KV``); a control message is handed to the handler.
+* :class:`ControlMessageHandler` reconciles them per intermediate partition with
+  :class:`EndOfStreamStates` / :class:`WatermarkStates` over the producer task count. When
+  the count is not known up front (a stage run as its own job) it is taken from the first
+  control message's ``taskCount`` — the upstream job's task count — and kept in checkpoints.
+  A reconciled end-of-stream returns the partition's end-of-stream envelope (the task
+  instance marks the partition ended); a reconciled watermark is passed to ``on_watermark``.
+* ``snapshot()`` / ``restore()`` carry the bookkeeping through checkpoints, so a restarted task
+  neither waits for an end-of-stream it already counted nor moves a watermark back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from samza_dagster.control.end_of_stream import EndOfStreamStates
+from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
+from samza_dagster.control.serde import IntermediateMessageSerde
+from samza_dagster.control.watermark import WatermarkStates
+from samza_dagster.system.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+
+
+class IntermediateStreamDecoder:
+    """TaskInstance decoder for an intermediate stream (see the TaskInstance docstring)."""
+
+    __slots__ = ("key_from_bytes", "serde", "make_kv")
+
+    def __init__(self, key_serde: Any, user_serde: Any, make_kv: Callable[[Any, Any], Any] = lambda k, v: (k, v)) -> None:
+        # make_kv: the high-level API's KV (passed in: control sits below the application package)
+        self.key_from_bytes = key_serde.from_bytes if key_serde is not None else None
+        self.serde = IntermediateMessageSerde(user_serde)
+        self.make_kv = make_kv
+
+    def decode(self, envelope: IncomingMessageEnvelope) -> bool:
+        message = self.serde.from_bytes(envelope.message)
+        cls = type(message)
+        if cls is EndOfStreamMessage or cls is WatermarkMessage:
+            envelope.message = message
+            return False
+        key = envelope.key
+        if key is not None and self.key_from_bytes is not None:
+            key = self.key_from_bytes(key)
+            envelope.key = key
+        envelope.message = self.make_kv(key, message)
+        return True
+
+
+class ControlMessageHandler:
+    def __init__(
+        self,
+        ssps: Iterable[SystemStreamPartition],
+        producer_task_counts: Mapping[SystemStream, int] | None,
+        on_watermark: Callable[[SystemStreamPartition, int], None],
+    ) -> None:
+        """``ssps``: the task's partitions of intermediate streams. ``producer_task_counts``:
+        known counts (a stream missing from it learns its count from its first message)."""
+        self._ssps: dict[SystemStream, list[SystemStreamPartition]] = {}
+        for ssp in ssps:
+            self._ssps.setdefault(ssp.system_stream, []).append(ssp)
+        self._counts = dict(producer_task_counts or {})
+        self._eos: dict[SystemStream, EndOfStreamStates] = {}
+        self._wm: dict[SystemStream, WatermarkStates] = {}
+        self.on_watermark = on_watermark
+        for stream, count in self._counts.items():
+            if stream in self._ssps:
+                self._create(stream, count)
+
+    def _create(self, stream: SystemStream, count: int) -> None:
+        self._counts[stream] = count
+        self._eos[stream] = EndOfStreamStates(self._ssps[stream], {stream: count})
+        self._wm[stream] = WatermarkStates(self._ssps[stream], {stream: count})
+
+    def _states(self, stream: SystemStream, task_count: int) -> tuple[EndOfStreamStates, WatermarkStates]:
+        eos = self._eos.get(stream)
+        if eos is None:
+            self._create(stream, task_count)
+            eos = self._eos[stream]
+        return eos, self._wm[stream]
+
+    def __call__(self, instance: Any, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
+        message = envelope.message
+        ssp = envelope.ssp
+        eos, wm = self._states(ssp.system_stream, message.task_count)
+        if type(message) is EndOfStreamMessage:
+            if eos.update(message, ssp):
+                return IncomingMessageEnvelope.end_of_stream(ssp)
+            return None
+        if wm.update(message, ssp):
+            self.on_watermark(ssp, wm.get_watermark_per_ssp(ssp))
+        return None
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def snapshot(self) -> tuple[dict, dict]:
+        eos: dict = {}
+        wm: dict = {}
+        for states in self._eos.values():
+            eos.update(states.to_dict())
+        for states in self._wm.values():
+            wm.update(states.to_dict())
+        return eos, wm
+
+    def restore(self, eos: Mapping[str, Any] | None, watermarks: Mapping[str, Any] | None) -> tuple[
+        list[SystemStreamPartition], list[tuple[SystemStreamPartition, int]]
+    ]:
+        """Load checkpointed bookkeeping; returns the partitions already ended and the
+        (partition, watermark) pairs already reconciled, for the task to re-apply."""
+        by_id = {f"{s.system}.{s.stream}": s for s in self._ssps}
+        for data in (eos or {}, watermarks or {}):
+            for sid, entry in data.items():
+                stream = by_id.get(sid)
+                if stream is not None and stream not in self._eos and isinstance(entry, Mapping):
+                    total = entry.get("totalTasks")
+                    if isinstance(total, int) and total > 0:
+                        self._create(stream, total)
+        for stream in self._eos:
+            self._eos[stream].restore({k: v for k, v in (eos or {}).items() if by_id.get(k) == stream})
+            self._wm[stream].restore({k: v for k, v in (watermarks or {}).items() if by_id.get(k) == stream})
+        ended = [ssp for stream, states in self._eos.items() for ssp in self._ssps[stream] if states.is_end_of_stream_per_ssp(ssp)]
+        marks = [
+            (ssp, states.get_watermark_per_ssp(ssp))
+            for stream, states in self._wm.items()
+            for ssp in self._ssps[stream]
+            if states.get_watermark_per_ssp(ssp) >= 0
+        ]
+        return ended, marks

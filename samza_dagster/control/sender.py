@@ -1,0 +1,41 @@
+"""ControlMessageSender: writes end-of-stream and watermark messages in-band to every
+partition of an intermediate stream (seed 003).
+
+A producer task sends one control message per partition of each intermediate stream it
+writes to, so every downstream consumer of every partition hears from every producer task;
+the downstream reconciles them over ``task_count`` producers. The producer is flushed right
+after, because a downstream stage waiting for end-of-stream must not wait for the next commit
+(the messages before it on the same producer are flushed with it, keeping their order).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
+from samza_dagster.control.serde import encode_control_message
+from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+
+
+class ControlMessageSender:
+    """One per task: ``source`` is the task name the producers know it by."""
+
+    __slots__ = ("source", "task_name", "producers")
+
+    def __init__(self, task_name: str, producers: dict[str, Any]) -> None:
+        self.task_name = task_name
+        self.source = task_name
+        self.producers = producers
+
+    def _broadcast(self, stream: SystemStream, partitions: int, data: bytes) -> None:
+        producer = self.producers[stream.system]
+        for partition in range(partitions):
+            producer.send(self.source, OutgoingMessageEnvelope(stream, data, None, None, partition))
+        producer.flush(self.source)
+
+    def send_end_of_stream(self, stream: SystemStream, partitions: int, task_count: int) -> None:
+        self._broadcast(stream, partitions, encode_control_message(EndOfStreamMessage(self.task_name, task_count)))
+
+    def send_watermark(self, stream: SystemStream, partitions: int, task_count: int, timestamp: int) -> None:
+        data = encode_control_message(WatermarkMessage(int(timestamp), self.task_name, task_count))
+        self._broadcast(stream, partitions, data)

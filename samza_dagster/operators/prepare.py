@@ -1,0 +1,216 @@
+"""Preparing an application to run: plan it, choose the stage(s) to run, create the
+intermediate streams, and add to the config what the operator runtime needs.
+
+``prepare_application(config) -> PreparedApplication`` — a runner then builds the JobModel
+from ``input_streams`` (excluding ``side_inputs``) and each container with
+:func:`create_container`.
+
+Config the runtime reads (all optional):
+
+* ``app.stage`` — run one stage only (``stage-<n>`` or ``<n>``, the planner's data-flow order)
+  as its own job: it reads its inputs (intermediate streams included) and writes its outputs.
+  The job runs as ``<job.name>-stage-<n>`` (own checkpoints, coordinator stream and changelogs)
+  while stream ids keep the application's ``job.name``. The producer count of an intermediate
+  stream it reads comes from the upstream job's control messages (``taskCount``).
+* ``app.store.factory`` — factory of operator stores (``rocksdb`` default, or ``inmemory``);
+  every join/window/table store gets a changelog ``<job>-<id>-<store>-changelog`` on the
+  default system, except side-input tables (rebuilt from their side inputs).
+* ``app.join.time`` — ``processing`` (default) or ``event``: the time domain of join TTLs.
+* ``task.watermark.interval.ms`` (default 200) — how often input watermarks are published;
+  it sets ``task.window.ms`` when that is not configured.
+* ``task.watermark.allowed.lateness.ms`` (default 0) — input watermark = max event time seen
+  minus this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from samza_dagster.application.app import StreamApplicationDescriptor
+from samza_dagster.application.specs import OperatorSpec, PartitionByOperatorSpec, TableSpec
+from samza_dagster.config import Config, ConfigError
+from samza_dagster.control.watermark_source import DEFAULT_INTERVAL_MS, INTERVAL_KEY
+from samza_dagster.operators.analysis import operator_stores, topological, upstream_inputs
+from samza_dagster.planner import ExecutionPlan, plan_from_config
+from samza_dagster.serde.serdes import JsonSerde
+from samza_dagster.system.factories import system_factory
+from samza_dagster.system.model import StreamSpec, SystemStream
+
+STAGE_KEY = "app.stage"
+ORIGINAL_JOB_NAME_KEY = "app.stage.application.job.name"
+STORE_FACTORY_KEY = "app.store.factory"
+JOIN_TIME_KEY = "app.join.time"
+
+
+@dataclass
+class PreparedApplication:
+    config: Config
+    plan: ExecutionPlan
+    descriptor: StreamApplicationDescriptor
+    stage: str | None
+    op_ids: set[str]
+    input_streams: dict[SystemStream, int]
+    side_inputs: list[SystemStream]
+    stream_specs: list[StreamSpec]
+    upstream: dict[str, set[str]]
+    order: list[OperatorSpec]
+    side_input_tables: list[TableSpec]
+    join_event_time: bool = False
+    _serdes: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    task_factory: Any = None
+
+    def partitions(self, stream_id: str) -> int:
+        count = self.plan.streams[stream_id].partitions
+        if not count:
+            raise ConfigError(f"stream {stream_id!r} has no planned partition count")
+        return count
+
+    def intermediate_serdes(self, stream_id: str) -> tuple[Any, Any]:
+        """(key serde, user msg serde) of an intermediate stream: the partition_by's, else JSON."""
+        serdes = self._serdes.get(stream_id)
+        if serdes is None:
+            impl = self.descriptor.output_streams[stream_id]
+            serdes = (impl.key_serde or JsonSerde(), impl.serde or JsonSerde())
+            self._serdes[stream_id] = serdes
+        return serdes
+
+    def _intermediate_producers(self) -> dict[SystemStream, set[str]]:
+        """intermediate stream → ids of the streams upstream of the partition_by writing it,
+        for the partition_by operators this job runs."""
+        out: dict[SystemStream, set[str]] = {}
+        for spec in self.descriptor.operators.values():
+            if isinstance(spec, PartitionByOperatorSpec) and spec.op_id in self.op_ids:
+                o = spec.output_stream
+                out.setdefault(SystemStream(o.system, o.physical_name), set()).update(self.upstream.get(spec.op_id, ()))
+        return out
+
+    def own_producer_counts(self, job_model: Any) -> dict[SystemStream, int]:
+        """Producer task count of every intermediate stream this job writes: the tasks of
+        the job consuming a stream upstream of its partition_by (Samza's rule)."""
+        ids = {sid: SystemStream(s.system, s.physical_name) for sid, s in self.descriptor.input_operators.items()}
+        counts: dict[SystemStream, int] = {}
+        for stream, sids in self._intermediate_producers().items():
+            wanted = {ids[s] for s in sids}
+            n = 0
+            for container in job_model.containers.values():
+                for task in container.tasks.values():
+                    if any(ssp.system_stream in wanted for ssp in task.ssps):
+                        n += 1
+            counts[stream] = n
+        return counts
+
+    def producer_task_counts(self, job_model: Any) -> dict[SystemStream, int]:
+        """Known producer counts of the intermediate streams this job reads: those it also
+        writes. Others (a stage run on its own) learn theirs from the control messages."""
+        return self.own_producer_counts(job_model)
+
+    def create_streams(self) -> None:
+        """Create the intermediate streams (idempotent; an existing one must have the count)."""
+        for spec in self.stream_specs:
+            admin = system_factory(self.config, spec.system).get_admin(spec.system, self.config)
+            try:
+                try:
+                    admin.create_stream(spec)
+                except Exception:  # noqa: BLE001 - exists: its count is checked below
+                    pass
+                md = admin.get_system_stream_metadata([spec.physical_name]).get(spec.physical_name)
+                actual = len(md.partitions) if md is not None else 0
+                if actual != spec.partition_count:
+                    raise ConfigError(
+                        f"intermediate stream {spec.system}.{spec.physical_name} has {actual} partitions, "
+                        f"the plan needs {spec.partition_count}",
+                        key="job.intermediate.stream.partitions",
+                    )
+            finally:
+                stop = getattr(admin, "stop", None)
+                if callable(stop):
+                    stop()
+
+
+def _select_stage(plan: ExecutionPlan, raw: str) -> Any:
+    stages = plan.jobs[0].stages
+    wanted = raw.strip()
+    if wanted.isdigit():
+        wanted = f"stage-{wanted}"
+    for stage in stages:
+        if stage.id == wanted:
+            return stage
+    known = ", ".join(s.id for s in stages)
+    raise ConfigError(f"config key {STAGE_KEY!r}: no stage {raw!r} (stages: {known})", key=STAGE_KEY)
+
+
+def prepare_application(config: Config | Mapping[str, Any], *, create_streams: bool = True) -> PreparedApplication:
+    cfg = config if isinstance(config, Config) else Config(config)
+    original = cfg.get_str(ORIGINAL_JOB_NAME_KEY)
+    plan_cfg = cfg.with_overrides({"job.name": original}) if original else cfg
+    plan = plan_from_config(plan_cfg)
+    descriptor = plan.descriptor
+    if descriptor is None:
+        raise ConfigError("config key 'app.class' is not set: the operator runtime runs high-level applications", key="app.class")
+    all_ids = {s.op_id for s in descriptor.input_operators.values()} | set(descriptor.operators)
+    stage_raw = cfg.get_str(STAGE_KEY)
+    stage_id = None
+    op_ids = all_ids
+    if stage_raw:
+        stage = _select_stage(plan, stage_raw)
+        stage_id = stage.id
+        op_ids = set(stage.operators)
+
+    input_streams: dict[SystemStream, int] = {}
+    for spec in descriptor.input_operators.values():
+        if spec.op_id in op_ids:
+            input_streams[SystemStream(spec.system, spec.physical_name)] = plan.streams[spec.stream_id].partitions or 1
+    side_tables = [
+        t for t in descriptor.tables.values()
+        if t.side_inputs and any(getattr(s, "table_spec", None) is t and s.op_id in op_ids for s in descriptor.operators.values())
+    ]
+    side_inputs = [SystemStream(t.side_input_systems[s], t.side_input_physical_names[s]) for t in side_tables for s in t.side_inputs]
+
+    job_name = descriptor.job_name
+    run_name = f"{job_name}-{stage_id}" if stage_id else job_name
+    default_system = cfg.get_str("job.default.system") or descriptor.default_system
+    overrides: dict[str, str] = {}
+    specs: list[StreamSpec] = []
+    for sid, count in plan.intermediate_streams.items():
+        info = plan.streams[sid]
+        specs.append(StreamSpec(sid, info.physical_name, info.system, count))
+        prefix = f"systems.{info.system}.streams.{info.physical_name}."
+        overrides[prefix + "samza.msg.serde"] = "bytes"
+        overrides[prefix + "samza.key.serde"] = "bytes"
+        overrides[prefix + "samza.offset.default"] = "oldest"
+    factory = cfg.get_str(STORE_FACTORY_KEY) or "rocksdb"
+    for name, logged in operator_stores(descriptor, op_ids).items():
+        overrides[f"stores.{name}.factory"] = factory
+        overrides[f"stores.{name}.key.serde"] = "pickle"
+        overrides[f"stores.{name}.msg.serde"] = "pickle"
+        if logged:
+            overrides[f"stores.{name}.changelog"] = f"{default_system}.{run_name}-{descriptor.job_id}-{name}-changelog"
+    if not cfg.get_str("task.window.ms"):
+        overrides["task.window.ms"] = str(cfg.get_int(INTERVAL_KEY, DEFAULT_INTERVAL_MS) or DEFAULT_INTERVAL_MS)
+    if stage_id:
+        overrides["job.name"] = run_name
+        overrides[ORIGINAL_JOB_NAME_KEY] = job_name
+    join_time = cfg.get_choice(JOIN_TIME_KEY, ("processing", "event"), "processing")
+    run_config = cfg.with_overrides(overrides)
+    specs_all = list(descriptor.input_operators.values()) + list(descriptor.operators.values())
+    prepared = PreparedApplication(
+        run_config, plan, descriptor, stage_id, op_ids, input_streams, side_inputs, specs,
+        upstream_inputs(descriptor), topological(specs_all), side_tables, join_time == "event",
+    )
+    from samza_dagster.operators.task import OperatorTaskFactory
+
+    prepared.task_factory = OperatorTaskFactory(prepared)
+    if create_streams:
+        prepared.create_streams()
+    return prepared
+
+
+def create_container(prepared: PreparedApplication, container_id: str, job_model: Any, **kwargs: Any) -> Any:
+    """A SamzaContainer running the application's operator tasks."""
+    from samza_dagster.container import SamzaContainer
+
+    container = SamzaContainer(container_id, job_model, task_factory=prepared.task_factory, **kwargs)
+    prepared.task_factory.attach(container)
+    return container

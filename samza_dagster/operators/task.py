@@ -1,0 +1,360 @@
+"""OperatorTask: a task that executes the application's OperatorSpec graph message by message.
+
+At ``init`` the task finds its TaskInstance (through the container the factory is attached
+to), installs decoders (intermediate streams through the intermediate-message serde, inputs
+through their descriptors' serdes), the control-message handler and ``checkpoint_state``,
+restores the control bookkeeping from the last checkpoint, fills side-input tables to their
+head, and compiles one chain of operator callables per input partition — so ``process`` is
+one dict lookup and a call.
+
+End-of-stream and watermarks flow through the graph per operator: an operator has ended when
+every partition of this task of the streams upstream of it has ended; its watermark is the
+minimum over those partitions (ended ones no longer count). Windows flush, joins expire, and
+partition_by sends ``EndOfStreamMessage`` / ``WatermarkMessage`` to every partition of its
+intermediate stream (``task_count`` = the tasks of the job consuming its upstream streams).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from samza_dagster.application.kv import KV
+from samza_dagster.application.specs import (
+    FilterOperatorSpec,
+    FlatMapOperatorSpec,
+    InputOperatorSpec,
+    JoinOperatorSpec,
+    MapOperatorSpec,
+    MergeOperatorSpec,
+    OperatorSpec,
+    OutputOperatorSpec,
+    PartitionByOperatorSpec,
+    SendToTableOperatorSpec,
+    SinkOperatorSpec,
+    StreamTableJoinOperatorSpec,
+    WindowOperatorSpec,
+)
+from samza_dagster.control.handler import ControlMessageHandler, IntermediateStreamDecoder
+from samza_dagster.control.sender import ControlMessageSender
+from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
+from samza_dagster.control.watermark_source import ALLOWED_LATENESS_KEY, InputWatermarks
+from samza_dagster.operators import impl
+from samza_dagster.operators.analysis import store_name
+from samza_dagster.operators.errors import OperatorError
+from samza_dagster.operators.side_inputs import load_side_inputs
+from samza_dagster.serde.serdes import JsonSerde
+from samza_dagster.system.model import SystemStream, SystemStreamPartition
+
+_ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back
+
+
+class _MessageDecoder:
+    """Deserializes an input with its descriptor's serdes (when the descriptor names them)."""
+
+    __slots__ = ("key_serde", "msg_serde")
+
+    def __init__(self, key_serde: Any, msg_serde: Any) -> None:
+        self.key_serde = key_serde
+        self.msg_serde = msg_serde
+
+    def decode(self, envelope: Any) -> bool:
+        if self.key_serde is not None and envelope.key is not None:
+            envelope.key = self.key_serde.from_bytes(envelope.key)
+        if self.msg_serde is not None and envelope.message is not None:
+            envelope.message = self.msg_serde.from_bytes(envelope.message)
+        return True
+
+
+class OperatorTask:
+    """StreamTask + WindowableTask + InitableTask + EndOfStreamListenerTask over the graph."""
+
+    def __init__(self, prepared: Any, task_name: str, factory: Any) -> None:
+        self.prepared = prepared
+        self.task_name = task_name
+        self.factory = factory
+        self.event_time: int | None = None
+        self.routes: dict[SystemStreamPartition, Any] = {}
+        self.windows: list[impl.WindowOperator] = []
+        self.joins: list[impl.StreamStreamJoin] = []
+        self.partition_bys: list[tuple[impl.PartitionBy, frozenset]] = []
+        #: (operator, its upstream partitions in this task), in topological order
+        self.timed: list[tuple[Any, frozenset]] = []
+        self.ssp_watermarks: dict[SystemStreamPartition, int] = {}
+        self.ended: set[SystemStreamPartition] = set()
+        self.input_watermarks: InputWatermarks | None = None
+        self.handler: ControlMessageHandler | None = None
+
+    # -- init ----------------------------------------------------------------------------------
+    def init(self, context: Any) -> None:
+        ti = self.factory.task_instance(context)
+        self.ti = ti
+        prepared = self.prepared
+        app = prepared.descriptor
+        config = context.config
+        container = self.factory.container_of(context)
+        self.collector = ti.collector
+        self.coordinator = ti.coordinator
+        self.sender = ControlMessageSender(self.task_name, container.producers)
+        ssps = frozenset(ti.ssps)
+        by_stream: dict[SystemStream, list[SystemStreamPartition]] = {}
+        for ssp in ssps:
+            by_stream.setdefault(ssp.system_stream, []).append(ssp)
+        self.by_stream = by_stream
+        stream_of_id = {
+            sid: SystemStream(spec.system, spec.physical_name) for sid, spec in app.input_operators.items()
+        }
+        self.upstream_ssps = {
+            op_id: frozenset(ssp for sid in sids for ssp in by_stream.get(stream_of_id[sid], ()))
+            for op_id, sids in prepared.upstream.items()
+        }
+        self.ssp_watermarks = {ssp: WATERMARK_NOT_EXIST for ssp in ssps}
+
+        # intermediate streams: decoder + control handler
+        intermediate_ssps = []
+        for spec in app.input_operators.values():
+            if spec.op_id not in prepared.op_ids:
+                continue
+            ss = stream_of_id[spec.stream_id]
+            if spec.is_intermediate:
+                ti.set_stream_decoder(ss, IntermediateStreamDecoder(*prepared.intermediate_serdes(spec.stream_id), make_kv=KV))
+                intermediate_ssps.extend(by_stream.get(ss, ()))
+            elif spec.serde is not None or spec.key_serde is not None:
+                ti.set_stream_decoder(ss, _MessageDecoder(spec.key_serde, spec.serde))
+        known_counts = prepared.producer_task_counts(container.job_model)
+        self.handler = ControlMessageHandler(intermediate_ssps, known_counts, self._on_intermediate_watermark)
+        ti.control_message_handler = self.handler
+        ti.checkpoint_state = self.handler.snapshot
+        input_ssps = [ssp for ssp in ssps if ssp not in set(intermediate_ssps)]
+        self.input_watermarks = InputWatermarks(input_ssps, config.get_int(ALLOWED_LATENESS_KEY, 0) or 0)
+        original_mark = ti.mark_end_of_stream
+
+        def mark_end_of_stream(ssp: SystemStreamPartition) -> None:
+            # Hook: a partition ended (a bounded input's end, or a reconciled intermediate end).
+            if ssp not in self.ended:
+                self._on_partition_end(ssp)
+            original_mark(ssp)
+
+        ti.mark_end_of_stream = mark_end_of_stream  # type: ignore[method-assign]
+
+        # compile the graph
+        self._built: dict[int, Any] = {}
+        self.context = context
+        self.job_counts = prepared.own_producer_counts(container.job_model)
+        for spec in app.input_operators.values():
+            if spec.op_id not in prepared.op_ids:
+                continue
+            ss = stream_of_id[spec.stream_id]
+            nxt = impl.fan_out([self._build(d, spec) for d in spec.registered_operator_specs])
+            watermarks = self.input_watermarks
+            for ssp in by_stream.get(ss, ()):
+                self.routes[ssp] = self._input_route(ssp, spec, nxt, watermarks)
+        order = {op.op_id: i for i, op in enumerate(prepared.order)}
+        self.timed.sort(key=lambda pair: order.get(getattr(pair[0], "op_id", ""), 0))
+
+        # side inputs, then the checkpointed control bookkeeping
+        load_side_inputs(prepared, context, ssps)
+        cp = container.last_checkpoints.get(self.task_name)
+        if cp is not None:
+            ended, marks = self.handler.restore(cp.end_of_stream, cp.watermarks)
+            for ssp, wm in marks:
+                self.ssp_watermarks[ssp] = wm
+            for ssp in ended:
+                ti.mark_end_of_stream(ssp)
+            if marks:
+                self._watermarks_changed()
+
+    def _input_route(self, ssp: SystemStreamPartition, spec: InputOperatorSpec, nxt: Any, watermarks: InputWatermarks) -> Any:
+        if spec.is_intermediate:
+            return lambda env: nxt(env.message)
+        max_seen = watermarks.max_event_time
+        if spec.kv:
+            def route_kv(env: Any) -> None:
+                ts = env.event_time
+                if ts is not None and ts > max_seen[ssp]:
+                    max_seen[ssp] = ts
+                nxt(KV(env.key, env.message))
+
+            return route_kv
+
+        def route(env: Any) -> None:
+            ts = env.event_time
+            if ts is not None and ts > max_seen[ssp]:
+                max_seen[ssp] = ts
+            nxt(env.message)
+
+        return route
+
+    def _build(self, spec: OperatorSpec, upstream: OperatorSpec) -> Any:
+        if isinstance(spec, JoinOperatorSpec):
+            join = self._built.get(id(spec))
+            if join is None:
+                nxt = self._downstream(spec)
+                left = self.context.get_store(store_name(spec.op_id, "-L"))
+                right = self.context.get_store(store_name(spec.op_id, "-R"))
+                join = impl.StreamStreamJoin(self, spec, left, right, self.prepared.join_event_time, nxt)
+                join.op_id = spec.op_id  # type: ignore[attr-defined]
+                self._built[id(spec)] = join
+                self.joins.append(join)
+                self.timed.append((join, self.upstream_ssps.get(spec.op_id, frozenset())))
+            return join.left if upstream is spec.left_spec else join.right
+        built = self._built.get(id(spec))
+        if built is not None:
+            return built
+        built = self._make(spec)
+        self._built[id(spec)] = built
+        return built
+
+    def _downstream(self, spec: OperatorSpec) -> Any:
+        return impl.fan_out([self._build(d, spec) for d in spec.registered_operator_specs])
+
+    def _make(self, spec: OperatorSpec) -> Any:
+        if isinstance(spec, MapOperatorSpec):
+            return impl.map_op(spec.fn, self._downstream(spec))
+        if isinstance(spec, FilterOperatorSpec):
+            return impl.filter_op(spec.fn, self._downstream(spec))
+        if isinstance(spec, FlatMapOperatorSpec):
+            return impl.flat_map_op(spec.fn, self._downstream(spec))
+        if isinstance(spec, MergeOperatorSpec):
+            return self._downstream(spec)
+        if isinstance(spec, SinkOperatorSpec):
+            fn, collector, coordinator = spec.fn, self.collector, self.coordinator
+            return lambda m: fn(m, collector, coordinator)
+        if isinstance(spec, OutputOperatorSpec):
+            out = spec.output_stream
+            return impl.SendToStream(
+                self, SystemStream(out.system, out.physical_name), out.kv, out.key_serde, out.serde, self.collector.send
+            )
+        if isinstance(spec, PartitionByOperatorSpec):
+            out = spec.output_stream
+            key_serde, msg_serde = self.prepared.intermediate_serdes(out.stream_id)
+            ss = SystemStream(out.system, out.physical_name)
+            op = impl.PartitionBy(
+                self, ss, self.prepared.partitions(out.stream_id), spec.key_fn, spec.value_fn, key_serde, msg_serde,
+                self.sender.producers[out.system], self.task_name,
+            )
+            op.op_id = spec.op_id  # type: ignore[attr-defined]
+            op.task_count = self.job_counts.get(ss, 0)
+            upstream = self.upstream_ssps.get(spec.op_id, frozenset())
+            self.partition_bys.append((op, upstream))
+            self.timed.append((op, upstream))
+            return op
+        if isinstance(spec, StreamTableJoinOperatorSpec):
+            store = self.context.get_store(store_name("table-" + spec.table_spec.table_id))
+            return impl.StreamTableJoin(store, spec.fn, spec.key_fn, self._downstream(spec))
+        if isinstance(spec, SendToTableOperatorSpec):
+            return impl.send_to_table(self.context.get_store(store_name("table-" + spec.table_spec.table_id)))
+        if isinstance(spec, WindowOperatorSpec):
+            window = impl.WindowOperator(self, spec, self.context.get_store(store_name(spec.op_id, "-w")), self._downstream(spec))
+            self.windows.append(window)
+            self.timed.append((window, self.upstream_ssps.get(spec.op_id, frozenset())))
+            return window
+        raise OperatorError(f"operator {spec.op_id!r}: no runtime for operator type {spec.op_type!r}")
+
+    # -- per message ---------------------------------------------------------------------------
+    def process(self, envelope: Any, collector: Any, coordinator: Any) -> None:
+        self.event_time = envelope.event_time
+        self.routes[envelope.ssp](envelope)
+
+    # -- time ----------------------------------------------------------------------------------
+    def window(self, collector: Any, coordinator: Any) -> None:
+        now = int(time.time() * 1000)
+        self.event_time = None
+        for op, _ in self.timed:
+            on_timer = getattr(op, "on_timer", None)
+            if on_timer is not None:
+                on_timer(now)
+        assert self.input_watermarks is not None
+        advanced = self.input_watermarks.advanced()
+        if advanced:
+            for ssp, wm in advanced:
+                self.ssp_watermarks[ssp] = wm
+            self._watermarks_changed()
+
+    def _on_intermediate_watermark(self, ssp: SystemStreamPartition, watermark: int) -> None:
+        self.ssp_watermarks[ssp] = watermark
+        self._watermarks_changed()
+
+    def _watermarks_changed(self) -> None:
+        marks = self.ssp_watermarks
+        self.event_time = None
+        for op, ssps in self.timed:
+            if not ssps:
+                continue
+            wm = min(marks[s] for s in ssps)
+            if wm <= op.last_watermark or wm == WATERMARK_NOT_EXIST:
+                continue
+            op.last_watermark = wm
+            if isinstance(op, impl.PartitionBy):
+                if wm < _ENDED and op.task_count:
+                    self.sender.send_watermark(op.stream, op.partitions, op.task_count, wm)
+            elif wm < _ENDED:
+                op.on_watermark(wm)
+
+    def _on_partition_end(self, ssp: SystemStreamPartition) -> None:
+        self.ended.add(ssp)
+        self.ssp_watermarks[ssp] = _ENDED
+        self.event_time = None
+        ended = self.ended
+        for op, ssps in self.timed:
+            if op_ended(op) or not ssps or not ssps <= ended:
+                continue
+            op.ended = True  # type: ignore[attr-defined]
+            if isinstance(op, impl.PartitionBy):
+                if op.task_count:
+                    self.sender.send_end_of_stream(op.stream, op.partitions, op.task_count)
+            elif isinstance(op, impl.WindowOperator):
+                op.on_end_of_stream()
+
+    def on_end_of_stream(self, collector: Any, coordinator: Any) -> None:
+        """Every partition has ended; the per-operator ends already ran as partitions ended."""
+
+    @property
+    def late_messages(self) -> int:
+        return sum(w.late_messages for w in self.windows)
+
+    def operator_metrics(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for w in self.windows:
+            out[w.op_id] = {"late_messages": w.late_messages}
+        for j in self.joins:
+            out[j.op_id] = {"expired": j.expired}  # type: ignore[attr-defined]
+        return out
+
+
+def op_ended(op: Any) -> bool:
+    return bool(getattr(op, "ended", False))
+
+
+class OperatorTaskFactory:
+    """TaskFactory of an application. ``attach(container)`` before the container starts: a
+    task finds its TaskInstance (for the control-message extension point) and the JobModel
+    through it."""
+
+    def __init__(self, prepared: Any) -> None:
+        self.prepared = prepared
+        self.containers: list[Any] = []
+        self.tasks: dict[str, OperatorTask] = {}
+
+    def attach(self, container: Any) -> None:
+        self.containers.append(container)
+
+    def create_task(self, task_name: str) -> OperatorTask:
+        task = self.tasks[task_name] = OperatorTask(self.prepared, task_name, self)
+        return task
+
+    def container_of(self, context: Any) -> Any:
+        for container in self.containers:
+            ti = container.tasks.get(context.task_name)
+            if ti is not None and ti.context is context:
+                return container
+        raise OperatorError(
+            f"task {context.task_name!r}: its container was not attached to the OperatorTaskFactory "
+            "(build containers with samza_dagster.operators.create_container)"
+        )
+
+    def task_instance(self, context: Any) -> Any:
+        return self.container_of(context).tasks[context.task_name]
+
+
+DEFAULT_INTERMEDIATE_SERDE = JsonSerde
