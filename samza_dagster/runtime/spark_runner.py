@@ -1,0 +1,354 @@
+"""The spark runner (``job.factory.class=spark``): every container of a job is one task of a Spark
+barrier stage, so all containers run at once, and Spark's stage retry is the container restart.
+
+Driver, in order: prepare the job (input streams, streams to create) → start the JobCoordinator
+on an address executors reach (``job.coordinator.http.host``, 127.0.0.1 by default: local mode)
+→ a small control endpoint (graceful stop) → ONE barrier stage,
+``sc.parallelize(range(n), n).barrier().mapPartitions(container)`` → the summaries → a result.
+
+Why the stage is followed by a shuffle: Spark 4 never retries a failed barrier *result* stage
+("Could not recover from a failed barrier ResultStage" — measured here); a failed barrier
+*shuffle-map* stage is resubmitted, all its tasks together, up to
+``spark.stage.maxConsecutiveAttempts`` times (``spark.task.maxFailures`` does not apply — in
+``local[N]`` it is 1 and the stage is still retried). So the containers' summaries go through a
+one-partition shuffle, which makes the barrier stage a shuffle-map stage. The number of attempts
+is ``job.container.retry.count`` + 1, set on the session when this runner creates it (the
+setting is read when the SparkContext starts; a running session keeps its own, and the runner
+says so in the log).
+
+Stopping: a bounded job's stage ends when every container reached end-of-stream. An unbounded
+job runs until :meth:`SparkJobRunner.stop` (Ctrl-C in the driver's main thread calls it): the
+control endpoint answers ``stop``, containers finish in-flight work, commit and return; if they
+have not within ``task.shutdown.ms``, the Spark job group is cancelled. A container that sees a
+newer JobModel stops the same way with status ``new_job_model``, and the driver runs the stage
+again — with the new model's container count.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.secrets import is_secret_key
+from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure
+from samza_dagster.system.model import SystemStream
+
+log = logging.getLogger(__name__)
+
+HOST_KEY = "job.coordinator.http.host"
+RETRY_KEY = "job.container.retry.count"
+DEFAULT_RETRY_COUNT = 3
+MAX_ATTEMPTS_SPARK_KEY = "spark.stage.maxConsecutiveAttempts"
+MAX_RESTARTS_KEY = "job.spark.max.model.restarts"  # stage reruns for new JobModels (guards a loop)
+DEFAULT_MAX_RESTARTS = 100
+
+
+@dataclass
+class SparkJobResult:
+    """What a spark-runner job returns: one summary per container of the last stage run."""
+
+    job_name: str
+    summaries: list[ContainerSummary] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    #: seconds spent getting the Spark session (0 when one was running already)
+    spark_startup_s: float = 0.0
+    #: stage runs (1 + restarts for new JobModels)
+    stage_runs: int = 0
+    model_version: int = 0
+    error: str | None = None
+    failed_container: str | None = None
+
+    @property
+    def containers(self) -> dict[str, ContainerSummary]:
+        return {s.container_id: s for s in self.summaries}
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None and all(s.ok for s in self.summaries)
+
+    @property
+    def messages_per_stream(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for s in self.summaries:
+            for stream, n in s.messages_per_stream.items():
+                total[stream] = total.get(stream, 0) + n
+        return total
+
+    @property
+    def messages_processed(self) -> int:
+        return sum(self.messages_per_stream.values())
+
+    def summary_line(self) -> str:
+        if self.error is not None:
+            return f"job {self.job_name} failed (container {self.failed_container}): {self.error}"
+        rate = self.messages_processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        statuses = ",".join(sorted({s.status.value for s in self.summaries})) or "none"
+        return (
+            f"job {self.job_name} on spark: {len(self.summaries)} containers {statuses}, "
+            f"{self.messages_processed} messages in {self.elapsed_s:.2f} s ({rate:,.0f}/s)"
+        )
+
+
+class SparkJobError(RuntimeError):
+    """The Spark job failed for a reason no container reported (e.g. not enough slots)."""
+
+
+# -- preparation ------------------------------------------------------------------------------
+@dataclass
+class PreparedJob:
+    """What the coordinator needs beyond the config: planned inputs and excluded streams."""
+
+    input_streams: dict[SystemStream, int] | None = None
+    exclude: frozenset[SystemStream] = frozenset()
+
+
+def prepare_job(config: Config) -> PreparedJob:
+    """The preparation every runner shares before containers start: for a high-level application,
+    plan it, create the streams it needs (intermediate ones with their planned counts) and
+    return its inputs; a low-level ``task.class`` job needs nothing (its coordinator reads
+    ``task.inputs``). Delegates to the runtime's shared step when it exists."""
+    try:  # the shared step of the other runners (samza_dagster.runtime), once it has landed
+        from samza_dagster.runtime.prepare import prepare_job as shared  # type: ignore[import-not-found]
+    except ImportError:
+        shared = None
+    if shared is not None:
+        prepared = shared(config)
+        return PreparedJob(getattr(prepared, "input_streams", None), frozenset(getattr(prepared, "exclude", ()) or ()))
+    if not config.get_str("app.class"):
+        return PreparedJob()
+    from samza_dagster.operators import prepare_application  # type: ignore[attr-defined]
+
+    prepared = prepare_application(config)
+    create = getattr(prepared, "create_streams", None)
+    if callable(create):
+        create()
+    return PreparedJob(getattr(prepared, "input_streams", None), frozenset(getattr(prepared, "exclude", ()) or ()))
+
+
+# -- graceful stop ----------------------------------------------------------------------------
+class _ControlServer:
+    """``GET /`` → ``{"stop": bool}``: how the driver asks every container to stop gracefully
+    (containers poll it; a Spark task kill would not let them commit)."""
+
+    def __init__(self, host: str) -> None:
+        self.stop_requested = threading.Event()
+        requested = self.stop_requested
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                body = json.dumps({"stop": requested.is_set()}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet polling
+                pass
+
+        self._server = ThreadingHTTPServer((host, 0), Handler)
+        self._server.daemon_threads = True
+        port = self._server.server_address[1]
+        self.url = f"http://{host}:{port}/"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                         name="spark-runner-control", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+# -- the runner -------------------------------------------------------------------------------
+class SparkJobRunner:
+    """Runs one job on Spark. ``run()`` blocks until the job ends; ``stop()`` from any thread."""
+
+    def __init__(self, config: Config, *, spark: Any = None) -> None:
+        self.config = config
+        job = JobConfig(config)
+        self.job_name = job.name
+        self.container_count = job.container_count
+        retry = config.get_int(RETRY_KEY, DEFAULT_RETRY_COUNT)
+        if retry is None or retry < 0:
+            raise ConfigError(f"{RETRY_KEY} must be 0 or more, got {retry}", key=RETRY_KEY)
+        self.max_attempts = retry + 1
+        self.shutdown_s = TaskConfig(config).shutdown_ms / 1000
+        self.host = config.get_str(HOST_KEY, "127.0.0.1") or "127.0.0.1"
+        self._spark = spark
+        self._stop = threading.Event()
+        self._group: str | None = None
+        self._sc: Any = None
+        self.coordinator: Any = None
+
+    # -- session ------------------------------------------------------------------------------
+    def spark_settings(self) -> Config:
+        """The session's config: the job's ``spark.*`` keys, ``local[container count]`` unless
+        ``spark.master`` is set, and the stage attempts from ``job.container.retry.count``."""
+        overrides: dict[str, str] = {MAX_ATTEMPTS_SPARK_KEY: str(self.max_attempts)}
+        if not self.config.get_str("spark.master"):
+            overrides["spark.master"] = f"local[{self.container_count}]"
+        return self.config.with_overrides({k: v for k, v in overrides.items() if k == "spark.master" or k not in self.config})
+
+    def session(self) -> tuple[Any, float]:
+        if self._spark is not None:
+            return self._spark, 0.0
+        from samza_dagster.spark.session import get_or_create_spark
+
+        started = time.monotonic()
+        spark = get_or_create_spark(self.spark_settings())
+        return spark, time.monotonic() - started
+
+    def _check_session(self, sc: Any, containers: int) -> None:
+        attempts = sc.getConf().get(MAX_ATTEMPTS_SPARK_KEY, "4")
+        if attempts != str(self.max_attempts):
+            log.warning(
+                "job %s: the running Spark session retries a barrier stage %s times (%s); %s=%d asks "
+                "for %d attempts — it applies when the runner starts the session",
+                self.job_name, attempts, MAX_ATTEMPTS_SPARK_KEY, RETRY_KEY, self.max_attempts - 1, self.max_attempts,
+            )
+        master = sc.master or ""
+        if master.startswith("local"):
+            slots = sc.defaultParallelism
+            if containers > slots:
+                raise ConfigError(
+                    f"job.container.count={containers} needs {containers} concurrent Spark tasks (a barrier "
+                    f"stage runs all containers at once) but spark.master={master} has {slots} slots",
+                    key="job.container.count",
+                )
+
+    # -- running ------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask every container to finish in-flight work, commit and exit (any thread). If they
+        have not within ``task.shutdown.ms``, the Spark job group is cancelled."""
+        self._stop.set()
+
+    def run(self) -> SparkJobResult:
+        started = time.monotonic()
+        result = SparkJobResult(self.job_name)
+        prepared = prepare_job(self.config)
+        spark, result.spark_startup_s = self.session()
+        sc = self._sc = spark.sparkContext
+        from samza_dagster.coordinator.job_coordinator import JobCoordinator
+
+        self.coordinator = JobCoordinator(
+            self.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
+        )
+        url = self.coordinator.start()
+        control = _ControlServer(self.host)
+        secrets = {k: v for k, v in self.config.items() if is_secret_key(k)}
+        restore_sigint = self._install_sigint()
+        try:
+            max_restarts = self.config.get_int(MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS) or DEFAULT_MAX_RESTARTS
+            while True:
+                model = self.coordinator.job_model
+                result.model_version = model.version
+                result.stage_runs += 1
+                containers = len(model.containers)
+                self._check_session(sc, containers)
+                fn = container_partition_fn(url, control.url, secrets)
+                outcome = self._run_stage(sc, containers, fn, control)
+                if isinstance(outcome, BaseException):
+                    self._fail(result, outcome)
+                    break
+                result.summaries = sorted(
+                    (ContainerSummary.from_dict(json.loads(s)) for s in outcome), key=lambda s: int(s.container_id)
+                )
+                again = any(s.status is ContainerStatus.NEW_JOB_MODEL for s in result.summaries)
+                if not again or self._stop.is_set():
+                    break
+                if result.stage_runs > max_restarts:
+                    result.error = f"the JobModel changed more than {max_restarts} times ({MAX_RESTARTS_KEY})"
+                    break
+                log.info("job %s: new JobModel; running the containers again", self.job_name)
+                self.coordinator.refresh()
+        finally:
+            restore_sigint()
+            control.close()
+            self.coordinator.stop()
+        result.elapsed_s = time.monotonic() - started
+        log.info("%s", result.summary_line())
+        return result
+
+    def _run_stage(self, sc: Any, containers: int, fn: Any, control: _ControlServer) -> list[str] | BaseException:
+        """Runs the barrier stage in a helper thread (the driver's main thread stays free for
+        Ctrl-C) and returns the JSON summaries, or the exception the Spark job ended with."""
+        group = self._group = f"samza-{self.job_name}-{uuid.uuid4().hex[:8]}"
+        box: dict[str, Any] = {}
+
+        def collect() -> None:
+            try:
+                # job groups are thread-local: set it in the thread that submits the job
+                sc.setJobGroup(group, f"samza job {self.job_name}: {containers} containers", interruptOnCancel=True)
+                rdd = sc.parallelize(range(containers), containers).barrier().mapPartitions(fn)
+                # a shuffle after the barrier stage makes it a retriable shuffle-map stage
+                box["value"] = rdd.map(lambda s: (0, s)).partitionBy(1).values().collect()
+            except BaseException as exc:  # noqa: BLE001 - handed to the driver thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=collect, name=f"spark-runner-{self.job_name}", daemon=True)
+        worker.start()
+        stop_seen_at: float | None = None
+        while worker.is_alive():
+            worker.join(0.2)
+            if self._stop.is_set():
+                if stop_seen_at is None:
+                    stop_seen_at = time.monotonic()
+                    control.stop_requested.set()
+                elif time.monotonic() - stop_seen_at > self.shutdown_s:
+                    log.warning("job %s: containers did not stop within task.shutdown.ms; cancelling", self.job_name)
+                    sc.cancelJobGroup(group)
+                    worker.join(30)
+                    break
+        return box["error"] if "error" in box else box.get("value", [])
+
+    def _fail(self, result: SparkJobResult, exc: BaseException) -> None:
+        text = str(exc)
+        found = find_container_failure(text)
+        if found is not None:
+            cid, error = found
+            result.failed_container = cid
+            result.error = f"container {cid} failed: {error}"
+            result.summaries = [ContainerSummary(cid, ContainerStatus.FAILED, error=error)]
+        elif self._stop.is_set():
+            result.error = "stopped: the Spark job was cancelled after task.shutdown.ms"
+        else:
+            first = next((line for line in text.splitlines() if "Exception" in line or "Error" in line), text[:500])
+            result.error = f"the Spark job failed: {first.strip()}"
+        log.error("job %s: %s", self.job_name, result.error)
+
+    def _install_sigint(self) -> Any:
+        """In the main thread, Ctrl-C asks for a graceful stop (PySpark's own handler would cancel
+        every job at once); a second Ctrl-C cancels the Spark job group."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = signal.getsignal(signal.SIGINT)
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            if self._stop.is_set() and self._sc is not None and self._group is not None:
+                self._sc.cancelJobGroup(self._group)
+                return
+            log.warning("job %s: stopping (Ctrl-C again to cancel)", self.job_name)
+            self.stop()
+
+        signal.signal(signal.SIGINT, on_sigint)
+        return lambda: signal.signal(signal.SIGINT, previous)
+
+
+def run_spark_job(config: Config | Mapping[str, str], *, spark: Any = None) -> SparkJobResult:
+    """Run the job ``config`` describes on Spark until it ends (bounded) or is stopped."""
+    cfg = config if isinstance(config, Config) else Config(config)
+    return SparkJobRunner(cfg, spark=spark).run()
