@@ -1,0 +1,148 @@
+"""In-band control messages end to end on the log system: event-time windows fired by
+watermarks reconciled over producer tasks, an application split into two jobs at its
+partition_by, and a downstream restart between two upstream end-of-stream messages."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from samza_dagster.control import EndOfStreamMessage, IntermediateMessageSerde
+from samza_dagster.operators import run_application
+from samza_dagster.serde import JsonSerde
+from samza_dagster.system.factories import system_factory
+from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from tests.test_operators_runtime import base, bounded, create, produce, read_all
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _wait_for(predicate, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.1)
+
+
+def _count_rows(cfg, stream: str) -> int:
+    admin = system_factory(cfg, "log").get_admin("log", cfg)
+    md = admin.get_system_stream_metadata([stream])[stream]
+    return sum(int(pm.newest_offset) + 1 for pm in md.partitions.values() if pm.newest_offset is not None)
+
+
+def test_event_time_windows_fire_once_after_watermark_and_count_late(tmp_path):
+    cfg = base(tmp_path, "et", "EventTimeCountApp", **{"task.watermark.interval.ms": "50"})
+    for s in ("A", "B"):
+        create(cfg, s, 2)
+    create(cfg, "panes", 2)
+    # (stream, partition, key, event time): every input partition moves its event time
+    batch1 = [("A", 0, "x", 100), ("A", 0, "x", 1200), ("A", 1, "y", 300), ("A", 1, "y", 1250),
+              ("B", 0, "x", 200), ("B", 0, "y", 1100), ("B", 1, "y", 150), ("B", 1, "x", 1300)]
+    batch2 = [("A", 0, "x", 500), ("A", 0, "x", 2100), ("A", 1, "y", 2200), ("B", 0, "y", 2300), ("B", 1, "x", 2400)]
+
+    def write(batch):
+        for s in ("A", "B"):
+            rows = [(p, None, {"k": k, "t": t}) for (st, p, k, t) in batch if st == s]
+            produce(cfg, s, rows, [t for (st, _p, _k, t) in batch if st == s])
+
+    write(batch1)
+    stop = threading.Event()
+    result = {}
+    runner = threading.Thread(target=lambda: result.setdefault("run", run_application(cfg, stop_event=stop)), daemon=True)
+    runner.start()
+    try:
+        # window [0, 1000) closes once every partition's watermark passed 1000 (min is 1100)
+        _wait_for(lambda: _count_rows(cfg, "panes") >= 2)
+        write(batch2)  # x@500 is now late: its pane has fired
+        _wait_for(lambda: _count_rows(cfg, "panes") >= 4)
+        time.sleep(0.5)  # anything wrongly fired would show up by now
+    finally:
+        stop.set()
+        runner.join(30)
+    panes = sorted((k, tuple(v)) for k, v in read_all(cfg, "panes"))
+    assert panes == [("x", (0, 1000, 2)), ("x", (1000, 2000, 2)), ("y", (0, 1000, 2)), ("y", (1000, 2000, 2))]
+    late = sum(t.late_messages for t in result["run"].tasks.values())
+    assert late == 1
+
+
+def _two_stage_config(tmp_path, **extra):
+    cfg = bounded(base(tmp_path, "wc", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3", **extra}), "words")
+    return cfg
+
+
+def _setup_words(cfg, n=300):
+    create(cfg, "words", 4)
+    create(cfg, "counts", 3)
+    words = [f"w{i % 11}" for i in range(n)]
+    produce(cfg, "words", [(i % 4, None, w) for i, w in enumerate(words)])
+    return Counter(words)
+
+
+def test_split_jobs_run_one_after_the_other(tmp_path):
+    cfg = _two_stage_config(tmp_path)
+    expected = _setup_words(cfg)
+    up = run_application(cfg.with_overrides({"app.stage": "0"}), timeout_s=60)
+    assert len(up.prepared.task_factory.tasks) == 4
+    down = run_application(cfg.with_overrides({"app.stage": "stage-1"}), timeout_s=60)
+    assert all(s.status.name == "COMPLETED" for s in up.summaries + down.summaries)
+    assert len(down.prepared.task_factory.tasks) == 3  # one per intermediate partition
+    got = read_all(cfg, "counts")
+    assert dict(got) == dict(expected) and len(got) == len(expected)
+
+
+def test_split_jobs_run_at_the_same_time(tmp_path):
+    cfg = _two_stage_config(tmp_path)
+    expected = _setup_words(cfg)
+    # the downstream job starts first and waits for the upstream job's end-of-stream messages
+    out = {}
+    down = threading.Thread(target=lambda: out.setdefault("down", run_application(cfg.with_overrides({"app.stage": "1"}), timeout_s=60)))
+    down.start()
+    time.sleep(0.5)
+    up = run_application(cfg.with_overrides({"app.stage": "0"}), timeout_s=60)
+    down.join(60)
+    assert all(s.status.name == "COMPLETED" for s in up.summaries + out["down"].summaries)
+    assert dict(read_all(cfg, "counts")) == dict(expected)
+
+
+def _upstream_writes(cfg, stream: str, words: list[str], producer_tasks: list[str]) -> None:
+    """What upstream tasks of a 4-task job write: user messages, then each named task's
+    end-of-stream to every partition."""
+    serde = IntermediateMessageSerde(JsonSerde())
+    producer = system_factory(cfg, "log").get_producer("log", cfg)
+    producer.register("up")
+    producer.start()
+    ss = SystemStream("log", stream)
+    for w in words:
+        producer.send("up", OutgoingMessageEnvelope(ss, serde.to_bytes(1), json.dumps(w).encode()))
+    for task in producer_tasks:
+        for p in range(3):
+            producer.send("up", OutgoingMessageEnvelope(ss, serde.to_bytes(EndOfStreamMessage(task, 4)), None, None, p))
+    producer.flush("up")
+    producer.stop()
+
+
+def test_downstream_restart_between_upstream_end_of_stream_messages(tmp_path):
+    cfg = _two_stage_config(tmp_path)
+    create(cfg, "words", 4)  # the upstream job's input: the whole application is planned
+    create(cfg, "counts", 3)
+    stage1 = cfg.with_overrides({"app.stage": "1"})
+    stream = "wc-1-partition_by-by-word"
+    create(cfg, stream, 3)
+    first = [f"w{i % 5}" for i in range(40)]
+    second = [f"w{i % 3}" for i in range(30)]
+    _upstream_writes(cfg, stream, first, ["Partition 0", "Partition 1"])
+    stop = threading.Event()
+    timer = threading.Timer(3.0, stop.set)
+    timer.start()
+    run1 = run_application(stage1, stop_event=stop, timeout_s=30)
+    assert all(s.status.name == "SHUTDOWN" for s in run1.summaries)  # still waiting for 2 producers
+    assert read_all(cfg, "counts") == []
+    _upstream_writes(cfg, stream, second, ["Partition 2", "Partition 3"])
+    run2 = run_application(stage1, timeout_s=30)  # ends only if the first two were remembered
+    assert all(s.status.name == "COMPLETED" for s in run2.summaries)
+    assert dict(read_all(cfg, "counts")) == dict(Counter(first + second))
