@@ -61,6 +61,11 @@ class PreparedApplication:
     _serdes: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
     task_factory: Any = None
 
+    @property
+    def exclude(self) -> list[SystemStream]:
+        """Streams the JobModel must not group into tasks (the side inputs)."""
+        return self.side_inputs
+
     def partitions(self, stream_id: str) -> int:
         count = self.plan.streams[stream_id].partitions
         if not count:

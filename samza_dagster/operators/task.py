@@ -348,6 +348,22 @@ class OperatorTaskFactory:
             ti = container.tasks.get(context.task_name)
             if ti is not None and ti.context is context:
                 return container
+        # Fallback for runners that build SamzaContainer(task_factory=...) without attach():
+        # TaskInstance.init runs inside SamzaContainer._start, so the container is a caller.
+        # (Replace with a TaskContext back-reference once the container offers one.)
+        import sys
+
+        from samza_dagster.container import SamzaContainer
+
+        frame = sys._getframe(1)
+        while frame is not None:
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, SamzaContainer):
+                ti = candidate.tasks.get(context.task_name)
+                if ti is not None and ti.context is context:
+                    self.containers.append(candidate)
+                    return candidate
+            frame = frame.f_back
         raise OperatorError(
             f"task {context.task_name!r}: its container was not attached to the OperatorTaskFactory "
             "(build containers with samza_dagster.operators.create_container)"
