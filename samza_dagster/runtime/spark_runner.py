@@ -193,6 +193,8 @@ class SparkJobRunner:
         self._group: str | None = None
         self._sc: Any = None
         self.coordinator: Any = None
+        #: stage runs so far (readable from other threads while ``run()`` blocks)
+        self.stage_runs = 0
 
     # -- session ------------------------------------------------------------------------------
     def spark_settings(self) -> Config:
@@ -257,6 +259,7 @@ class SparkJobRunner:
                 model = self.coordinator.job_model
                 result.model_version = model.version
                 result.stage_runs += 1
+                self.stage_runs = result.stage_runs
                 containers = len(model.containers)
                 self._check_session(sc, containers)
                 fn = container_partition_fn(url, control.url, secrets)
