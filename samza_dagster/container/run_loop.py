@@ -261,7 +261,7 @@ class RunLoop:
                     if self._run_due(ti):
                         progress = True
                     if ti.done or ti.exclusive_running or ti.window_due or ti.commit_due or ti.end_of_stream_due:
-                        total_in_flight += ti.in_flight
+                        total_in_flight += ti.in_flight + ti.exclusive_running
                         if len(ti.pending) >= limit:
                             can_choose = False
                         continue
@@ -277,7 +277,7 @@ class RunLoop:
                         progress = True
                     if ti.end_of_stream_due and not ti.in_flight:
                         progress = True  # run it on the next pass
-                total_in_flight += ti.in_flight
+                total_in_flight += ti.in_flight + ti.exclusive_running
                 if len(ti.pending) >= limit:
                     can_choose = False
             if stopping and total_in_flight == 0 and not any(ti.exclusive_running for ti in tasks):

@@ -47,3 +47,30 @@ class FnTaskFactory:
     def create_task(self, task_name: str) -> Any:
         task = self.tasks[task_name] = self.make(task_name)
         return task
+
+
+def read_checkpoints(config: Config) -> dict:
+    """The last checkpoint of every task, read back the way a container does."""
+    from samza_dagster.checkpoint import CheckpointManager, checkpoint_system
+
+    system = checkpoint_system(config)
+    factory = system_factory(config, system)
+    manager = CheckpointManager(
+        config, factory.get_admin(system, config), factory.get_producer(system, config),
+        lambda: factory.get_consumer(system, config),
+    )
+    return manager.read_last()
+
+
+def inmemory_config(name: str, partitions: int = 1, **extra: Any) -> Config:
+    """A bounded job on the in-memory system ``mem`` reading ``mem.input``."""
+    entries = {
+        "job.name": name,
+        "job.default.system": "mem",
+        "systems.mem.samza.factory": "inmemory",
+        "task.inputs": "mem.input",
+        "systems.mem.streams.input.samza.bounded": "true",
+        "task.class": "tests.apps.tasks:NoOpTask",
+    }
+    entries.update({k.replace("__", "."): str(v) for k, v in extra.items()})
+    return Config(entries)

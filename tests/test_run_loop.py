@@ -1,0 +1,221 @@
+"""RunLoop happens-before guarantees, concurrency and failure paths (in-memory system)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from samza_dagster.config import Config
+from samza_dagster.container import (
+    CallbackTimeoutError,
+    ContainerStatus,
+    SamzaContainer,
+    TaskProcessError,
+)
+from samza_dagster.system import inmemory
+from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
+from tests.apps.tasks import Recorder, RecordingTask, ThreadedAsyncTask
+
+
+@pytest.fixture(autouse=True)
+def _fresh_inmemory():
+    inmemory.reset()
+    yield
+    inmemory.reset()
+
+
+def _config(**extra) -> Config:
+    entries = {
+        "job.name": "runloop",
+        "job.default.system": "mem",
+        "systems.mem.samza.factory": "inmemory",
+        "task.inputs": "mem.input",
+        "systems.mem.streams.input.samza.bounded": "true",
+    }
+    entries.update(extra)
+    return Config(entries)
+
+
+def _setup(config: Config, partitions: int, per_partition: int) -> None:
+    create_stream(config, "mem", "input", partitions)
+    produce(config, "mem", "input", [(p, None, i) for i in range(per_partition) for p in range(partitions)])
+
+
+def _run(config: Config, make) -> tuple[SamzaContainer, FnTaskFactory]:
+    factory = FnTaskFactory(make)
+    container = SamzaContainer("0", job_model(config), task_factory=factory)
+    container.run()
+    return container, factory
+
+
+def _by_task(events):
+    out: dict[str, list] = {}
+    for e in events:
+        out.setdefault(e[1], []).append(e)
+    return out
+
+
+def test_max_concurrency_one_each_process_completes_before_the_next_starts_in_a_pool():
+    config = _config(**{"job.container.thread.pool.size": "4"})
+    _setup(config, 4, 15)
+    rec = Recorder()
+    container, _ = _run(config, lambda name: RecordingTask(name, rec, sleep_s=0.002))
+    assert container.summary.status is ContainerStatus.COMPLETED
+    per_task = _by_task(rec.of("process"))
+    assert len(per_task) == 4
+    threads = set()
+    for name, events in per_task.items():
+        assert [int(e[5]) for e in events] == list(range(15)), "in order within the partition"
+        for prev, nxt in zip(events, events[1:]):
+            assert prev[4] <= nxt[3], f"{name}: a process started before the previous one completed"
+        threads |= {e[2] for e in events}
+    assert threading.get_ident() not in threads, "sync tasks ran in the pool"
+    assert len(threads) > 1
+
+
+@pytest.mark.parametrize("pool", ["0", "4"])
+def test_window_runs_only_when_no_process_is_pending_and_blocks_new_ones(pool):
+    config = _config(**{"job.container.thread.pool.size": pool, "task.window.ms": "10"})
+    _setup(config, 2, 40)
+    rec = Recorder()
+    _run(config, lambda name: RecordingTask(name, rec, sleep_s=0.001, window_sleep_s=0.001))
+    assert rec.of("violation") == []
+    windows = _by_task(rec.of("window"))
+    processes = _by_task(rec.of("process"))
+    assert sum(len(w) for w in windows.values()) >= 2
+    for name, ws in windows.items():
+        for w in ws:
+            for p in processes[name]:
+                overlap = p[3] < w[4] and w[3] < p[4]
+                assert not overlap, f"{name}: window {w[3]:.4f}-{w[4]:.4f} overlaps process {p[3]:.4f}-{p[4]:.4f}"
+
+
+class _CommitWatchingContainer(SamzaContainer):
+    """Records, at every commit, how many messages of the task were in flight and what the
+    task had completed, to check commits against the guarantees."""
+
+    def __init__(self, *args, recorder: Recorder, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.recorder = recorder
+        self.commits: list[tuple] = []
+
+    def _commit(self, ti) -> None:
+        completed = {e[4] for e in self.recorder.of("complete") if e[1] == ti.task_name}
+        self.commits.append((ti.task_name, ti.in_flight, dict(ti.last_processed), completed))
+        super()._commit(ti)
+
+
+def test_async_out_of_order_completion_commit_covers_only_a_completed_prefix():
+    config = _config(**{"task.max.concurrency": "4", "task.commit.ms": "5"})
+    _setup(config, 1, 60)
+    rec = Recorder()
+    factory = FnTaskFactory(lambda name: ThreadedAsyncTask(name, rec, delay_s=0.004, reverse=True))
+    container = _CommitWatchingContainer("0", job_model(config), task_factory=factory, recorder=rec)
+    container.run()
+    assert container.summary.status is ContainerStatus.COMPLETED
+    assert len(container.commits) >= 3
+    for task, in_flight, offsets, completed in container.commits:
+        assert in_flight == 0, "commit ran while a message was in flight"
+        for ssp, offset in offsets.items():
+            covered = {str(i) for i in range(int(offset) + 1)}
+            assert covered <= completed, f"checkpoint {offset} covers a message not completed"
+    # completions really were out of order and on other threads
+    starts = [e for e in rec.of("start")]
+    completes = [e[4] for e in rec.of("complete")]
+    assert completes != sorted(completes, key=int)
+    assert {e[2] for e in starts} == {container_thread for container_thread in {starts[0][2]}}
+    assert {e[2] for e in rec.of("complete")}.isdisjoint({starts[0][2]})
+    assert read_checkpoints(config)["Partition 0"].offsets == {("mem", "input", 0): "59"}
+
+
+def test_pool_of_four_is_meaningfully_faster_for_blocking_tasks():
+    def elapsed(pool: str) -> float:
+        inmemory.reset()
+        config = _config(**{"job.container.thread.pool.size": pool, "task.class": "tests.apps.tasks:SleepTask",
+                            "test.sleep.ms": "4"})
+        _setup(config, 4, 20)
+        t0 = time.perf_counter()
+        summary = SamzaContainer("0", job_model(config)).run()
+        assert summary.messages_processed == 80
+        return time.perf_counter() - t0
+
+    single = elapsed("0")
+    pooled = elapsed("4")
+    assert single / pooled >= 2.0, f"pool of 4 took {pooled:.3f}s vs {single:.3f}s on one thread"
+
+
+def test_callback_completed_twice_fails_the_job_clearly():
+    config = _config()
+    _setup(config, 1, 5)
+    rec = Recorder()
+    factory = FnTaskFactory(lambda name: ThreadedAsyncTask(name, rec, delay_s=0.001, complete_twice=True))
+    container = SamzaContainer("0", job_model(config), task_factory=factory)
+    with pytest.raises(TaskProcessError, match="completed more than once") as info:
+        container.run()
+    assert "Partition 0" in str(info.value) and "offset 0" in str(info.value)
+    assert factory.tasks["Partition 0"].second_error, "the second complete() raised in the caller too"
+    assert container.summary.status is ContainerStatus.FAILED
+
+
+def test_callback_timeout_names_task_and_offset():
+    config = _config(**{"task.callback.timeout.ms": "50"})
+    _setup(config, 1, 3)
+    rec = Recorder()
+    factory = FnTaskFactory(lambda name: ThreadedAsyncTask(name, rec, never_complete=True))
+    with pytest.raises(CallbackTimeoutError, match=r"'Partition 0'.*offset 0.*task.callback.timeout.ms=50"):
+        SamzaContainer("0", job_model(config), task_factory=factory).run()
+
+
+def test_async_failure_fails_the_job_with_coordinates():
+    config = _config()
+    _setup(config, 1, 5)
+    rec = Recorder()
+    factory = FnTaskFactory(lambda name: ThreadedAsyncTask(name, rec, delay_s=0.001, fail_offset="2"))
+    with pytest.raises(TaskProcessError, match=r"Partition 0.*mem.input partition 0 offset 2"):
+        SamzaContainer("0", job_model(config), task_factory=factory).run()
+
+
+@pytest.mark.parametrize("pool", ["0", "2"])
+def test_process_that_raises_fails_with_coordinates_and_checkpoint_stays_before_it(pool):
+    config = _config(**{"task.class": "tests.apps.tasks:FailingTask", "task.commit.ms": "1",
+                        "job.container.thread.pool.size": pool})
+    create_stream(config, "mem", "input", 1)
+    messages = [(0, None, f"m{i}") for i in range(500)] + [(0, None, "boom")] + [(0, None, "after")] * 10
+    produce(config, "mem", "input", messages)
+    container = SamzaContainer("0", job_model(config))
+    with pytest.raises(TaskProcessError) as info:
+        container.run()
+    text = str(info.value)
+    assert "'Partition 0'" in text and "mem.input partition 0 offset 500" in text and "bad message boom" in text
+    assert info.value.offset == "500"
+    cps = read_checkpoints(config)
+    if "Partition 0" in cps:
+        assert int(cps["Partition 0"].offsets[("mem", "input", 0)]) < 500
+
+
+def test_shutdown_all_tasks_stops_the_container_after_a_commit():
+    config = _config(**{"task.class": "tests.apps.tasks:ShutdownAfterTask", "test.shutdown.after": "7",
+                        "systems.mem.streams.input.samza.bounded": "false"})
+    _setup(config, 1, 50)
+    summary = SamzaContainer("0", job_model(config)).run()
+    assert summary.status is ContainerStatus.SHUTDOWN
+    assert read_checkpoints(config)["Partition 0"].offsets[("mem", "input", 0)] == "6"
+
+
+def test_stop_event_stops_an_unbounded_container_gracefully():
+    config = _config(**{"systems.mem.streams.input.samza.bounded": "false", "task.class": "tests.apps.tasks:NoOpTask"})
+    _setup(config, 2, 10)
+    stop = threading.Event()
+    container = SamzaContainer("0", job_model(config), stop_event=stop)
+    t = threading.Thread(target=container.run)
+    t.start()
+    time.sleep(0.3)
+    stop.set()
+    t.join(5)
+    assert not t.is_alive()
+    assert container.summary.status is ContainerStatus.SHUTDOWN
+    assert container.summary.messages_processed == 20
+    cps = read_checkpoints(config)
+    assert cps["Partition 1"].offsets[("mem", "input", 1)] == "9"
