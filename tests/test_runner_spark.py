@@ -307,3 +307,23 @@ def test_bounded_job_over_kafka(spark, kafka_config, kafka_topic_prefix, kafka_b
     got = [r.value for r in consumer]
     consumer.close()
     assert sorted(got) == sorted(sent)
+
+
+def test_high_level_two_stage_application_on_spark(spark, tmp_path):
+    """A StreamApplication (partition_by into an intermediate stream, then a windowed count) on
+    two containers: the driver plans it and creates the intermediate stream, each executor
+    rebuilds the operator graph; the bounded job ends by in-band end-of-stream."""
+    from tests.test_operators_runtime import base, bounded, create, produce, read_all
+
+    cfg = bounded(base(tmp_path, "wc-spark", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3"}), "words")
+    cfg = cfg.with_overrides({"job.container.count": "2", "job.factory.class": "spark"})
+    create(cfg, "words", 4)
+    create(cfg, "counts", 3)
+    words = [f"w{i % 7}" for i in range(200)]
+    produce(cfg, "words", [(i % 4, None, w) for i, w in enumerate(words)])
+
+    result = run_spark_job(cfg, spark=spark)
+    assert result.succeeded, result.summary_line()
+    assert [s.status.value for s in result.summaries] == ["completed", "completed"]
+    assert result.messages_per_stream["log.words"] == 200
+    assert dict(read_all(cfg, "counts")) == dict(Counter(words))

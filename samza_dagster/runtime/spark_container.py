@@ -67,15 +67,20 @@ def _unmask(model: Any, secrets: dict[str, str]) -> Any:
     return dataclasses.replace(model, config=Config({**dict(config), **restore}))
 
 
-def task_factory_for(config: Any) -> Any:
-    """The task factory of a high-level application (``app.class``), or None for ``task.class``
-    (the container then builds the class itself). Built on the executor: the operator graph is
-    made of user functions that are rebuilt from the application class, never pickled."""
-    if not config.get_str("app.class"):
-        return None
-    from samza_dagster.operators import prepare_application  # type: ignore[attr-defined]
+def new_container(container_id: str, model: Any, watcher: Any) -> Any:
+    """A SamzaContainer for ``model``: a ``task.class`` job's container builds its task class; a
+    high-level application (``app.class``) is prepared again here — its operator graph is made of
+    user functions, rebuilt from the application class on the executor, never pickled — and its
+    streams were created by the driver already."""
+    from samza_dagster.container import SamzaContainer
 
-    return prepare_application(config).task_factory
+    config = model.config
+    if not config.get_str("app.class"):
+        return SamzaContainer(container_id, model, job_model_watcher=watcher)
+    from samza_dagster.operators import create_container, prepare_application
+
+    prepared = prepare_application(config, create_streams=False)
+    return create_container(prepared, container_id, model, job_model_watcher=watcher)
 
 
 def _poll_stop(control_url: str, stop: Callable[[], None], done: threading.Event) -> None:
@@ -99,7 +104,6 @@ def run_container(
 ) -> dict[str, Any]:
     """Run container ``container_id`` to its end; returns its summary as a dict. Raises
     :class:`ContainerFailedError` when it fails (at start-up or while running)."""
-    from samza_dagster.container import SamzaContainer
     from samza_dagster.coordinator.client import URL_ENV, JobModelWatcher, fetch_job_model
 
     os.environ[URL_ENV] = coordinator_url
@@ -111,7 +115,7 @@ def run_container(
         config = model.config
         interval_ms = config.get_int(WATCH_INTERVAL_KEY, DEFAULT_WATCH_INTERVAL_MS) or DEFAULT_WATCH_INTERVAL_MS
         watcher = JobModelWatcher(coordinator_url, model.version, interval_ms / 1000).start()
-        container = SamzaContainer(container_id, model, task_factory=task_factory_for(config), job_model_watcher=watcher)
+        container = new_container(container_id, model, watcher)
         if control_url:
             threading.Thread(
                 target=_poll_stop, args=(control_url, container.stop, done), name="spark-container-stop", daemon=True

@@ -109,33 +109,26 @@ class SparkJobError(RuntimeError):
 # -- preparation ------------------------------------------------------------------------------
 @dataclass
 class PreparedJob:
-    """What the coordinator needs beyond the config: planned inputs and excluded streams."""
+    """What the coordinator needs: the config to run (an application adds keys for its operator
+    stores and intermediate streams), planned inputs, and streams never grouped into tasks."""
 
+    config: Config
     input_streams: dict[SystemStream, int] | None = None
     exclude: frozenset[SystemStream] = frozenset()
 
 
 def prepare_job(config: Config) -> PreparedJob:
-    """The preparation every runner shares before containers start: for a high-level application,
-    plan it, create the streams it needs (intermediate ones with their planned counts) and
-    return its inputs; a low-level ``task.class`` job needs nothing (its coordinator reads
-    ``task.inputs``). Delegates to the runtime's shared step when it exists."""
-    try:  # the shared step of the other runners (samza_dagster.runtime), once it has landed
-        from samza_dagster.runtime.prepare import prepare_job as shared  # type: ignore[import-not-found]
-    except ImportError:
-        shared = None
-    if shared is not None:
-        prepared = shared(config)
-        return PreparedJob(getattr(prepared, "input_streams", None), frozenset(getattr(prepared, "exclude", ()) or ()))
+    """The preparation every runner shares before containers start: a high-level application
+    (``app.class``) is planned by ``samza_dagster.operators.prepare_application``, which creates
+    the streams it needs (intermediate ones with their planned counts) and names its inputs and
+    side inputs; a low-level ``task.class`` job needs nothing (its coordinator reads
+    ``task.inputs``)."""
     if not config.get_str("app.class"):
-        return PreparedJob()
-    from samza_dagster.operators import prepare_application  # type: ignore[attr-defined]
+        return PreparedJob(config)
+    from samza_dagster.operators import prepare_application
 
     prepared = prepare_application(config)
-    create = getattr(prepared, "create_streams", None)
-    if callable(create):
-        create()
-    return PreparedJob(getattr(prepared, "input_streams", None), frozenset(getattr(prepared, "exclude", ()) or ()))
+    return PreparedJob(prepared.config, dict(prepared.input_streams), frozenset(prepared.exclude))
 
 
 # -- graceful stop ----------------------------------------------------------------------------
@@ -247,7 +240,7 @@ class SparkJobRunner:
         from samza_dagster.coordinator.job_coordinator import JobCoordinator
 
         self.coordinator = JobCoordinator(
-            self.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
+            prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
         )
         url = self.coordinator.start()
         control = _ControlServer(self.host)
