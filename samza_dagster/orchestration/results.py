@@ -33,12 +33,15 @@ def summaries(result: Any) -> list[ContainerSummary]:
 
 def failure(result: Any) -> str | None:
     """The error of a failed job (the first failed container's, naming it), else None."""
+    error = getattr(result, "error", None)
     failed = [s for s in summaries(result) if s.status is ContainerStatus.FAILED]
     if failed:
-        return "; ".join(f"container {s.container_id} failed: {s.error or 'no error message'}" for s in failed)
-    ok = getattr(result, "ok", None)
-    if ok is False or str(getattr(result, "status", "")).lower().endswith("failed"):
-        return str(getattr(result, "error", None) or "the job failed (no error message)")
+        detail = "; ".join(f"container {s.container_id} failed: {s.error or 'no error message'}" for s in failed)
+        return detail if not error or str(error) in detail else f"{error} ({detail})"
+    if error:
+        return str(error)
+    if getattr(result, "ok", None) is False or getattr(result, "succeeded", None) is False:
+        return "the job failed (no error message)"
     return None
 
 
