@@ -1,0 +1,74 @@
+"""One container as an OS process: ``python -m samza_dagster.runtime.container_main``.
+
+Environment: ``SAMZA_COORDINATOR_URL`` (where the JobModel is served), ``SAMZA_CONTAINER_ID``,
+optionally ``SAMZA_COORDINATOR_TOKEN`` and ``SAMZA_SUMMARY_PATH`` (the summary is written there
+as JSON). Secret config values, masked in the served model, arrive as a JSON object on stdin
+(never in the environment or argv, which other users can read).
+
+Exit status: 0 completed or shut down, 3 stopped for a newer JobModel, 1 failed, 2 bad config.
+SIGTERM/SIGINT stop the container gracefully (finish in-flight work, commit, exit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+
+from samza_dagster.config.errors import ConfigError
+
+CONTAINER_ID_ENV = "SAMZA_CONTAINER_ID"
+SUMMARY_PATH_ENV = "SAMZA_SUMMARY_PATH"
+EXIT_BAD_CONFIG = 2
+
+
+def main() -> int:
+    logging.basicConfig(level=os.environ.get("SAMZA_LOG_LEVEL", "WARNING"),
+                        format="%(asctime)s %(levelname)s [container %(process)d] %(name)s: %(message)s")
+    from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+    from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
+    from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
+
+    container_id = os.environ.get(CONTAINER_ID_ENV)
+    summary_path = os.environ.get(SUMMARY_PATH_ENV)
+    secrets: dict[str, str] = {}
+    if not sys.stdin.isatty():
+        raw = sys.stdin.read()
+        if raw.strip():
+            secrets = json.loads(raw)
+    container = None
+    watcher = None
+    status_code = 1
+    summary = None
+    try:
+        if not container_id:
+            raise ConfigError(f"environment variable {CONTAINER_ID_ENV} is not set")
+        model = unmask(fetch_job_model(), secrets)
+        watcher = JobModelWatcher(None, model.version, watch_interval_s(model.config)).start()
+        container = new_container(container_id, model, watcher)
+        signal.signal(signal.SIGTERM, lambda *_: container.stop())
+        signal.signal(signal.SIGINT, lambda *_: container.stop())
+        summary = container.run()
+        status_code = summary.status.exit_code
+    except ConfigError as exc:
+        summary = ContainerSummary(container_id or "?", ContainerStatus.FAILED, error=f"ConfigError: {exc}")
+        status_code = EXIT_BAD_CONFIG
+    except BaseException as exc:  # noqa: BLE001 - reported through the summary and exit status
+        summary = getattr(container, "summary", None) or ContainerSummary(
+            container_id or "?", ContainerStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
+        )
+        status_code = 1
+    finally:
+        if watcher is not None:
+            watcher.stop()
+    if summary_path and summary is not None:
+        with open(summary_path, "w") as f:
+            json.dump(summary.to_dict(), f)
+    print(summary.one_line() if summary is not None else "no summary", file=sys.stderr)
+    return status_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""JobResult: what every runner returns — one ContainerSummary per container."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from samza_dagster.container.summary import ContainerSummary
+
+
+@dataclass
+class JobResult:
+    job_name: str
+    runner: str
+    summaries: list[ContainerSummary] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    model_version: int = 0
+    #: container runs (1 + restarts for new JobModels)
+    runs: int = 0
+    error: str | None = None
+    failed_container: str | None = None
+
+    @property
+    def containers(self) -> dict[str, ContainerSummary]:
+        return {s.container_id: s for s in self.summaries}
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None and all(s.ok for s in self.summaries)
+
+    ok = succeeded
+
+    @property
+    def messages_per_stream(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for s in self.summaries:
+            for stream, n in s.messages_per_stream.items():
+                total[stream] = total.get(stream, 0) + n
+        return total
+
+    @property
+    def messages_processed(self) -> int:
+        return sum(self.messages_per_stream.values())
+
+    def summary_line(self) -> str:
+        if self.error is not None:
+            return f"job {self.job_name} failed (container {self.failed_container}): {self.error}"
+        rate = self.messages_processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        statuses = ",".join(sorted({s.status.value for s in self.summaries})) or "none"
+        return (
+            f"job {self.job_name} on {self.runner}: {len(self.summaries)} containers {statuses}, "
+            f"{self.messages_processed} messages in {self.elapsed_s:.2f} s ({rate:,.0f}/s)"
+        )
+
+    def _set_failure(self) -> None:
+        for s in self.summaries:
+            if not s.ok and self.error is None:
+                self.error = s.error or "failed (no error message)"
+                self.failed_container = s.container_id
