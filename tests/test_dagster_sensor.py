@@ -97,3 +97,20 @@ def test_the_reconfiguration_run_uses_the_new_value(setup, tmp_path):
     assert result.dagster_run.tags["samza/coordinator-offset"] == "0"
     logs = [entry.user_message for entry in instance.all_logs(result.run_id)]
     assert any("config overrides {'task.commit.ms': '500'}" in (m or "") for m in logs)
+
+
+def test_observation_sensor_reports_new_offsets_once(setup):
+    systems, _, config, instance = setup
+    from jobs.wordcount.sample import load_sentences
+
+    (sensor,) = [s for s in wordcount.definitions().sensors if s.name == "wordcount_stream_observation_sensor"]
+    load_sentences(config)
+    first = _evaluate(sensor, instance, systems, None)
+    (event,) = first.asset_events
+    assert event.asset_key == dg.AssetKey(["wordcount", "sentences"])
+    assert event.tags["dagster/data_version"] == "0:1,1:1"
+    assert event.metadata["messages"].value == 4
+    assert not _evaluate(sensor, instance, systems, first.cursor).asset_events
+    load_sentences(config, ["one more"])
+    (changed,) = _evaluate(sensor, instance, systems, first.cursor).asset_events
+    assert changed.tags["dagster/data_version"] == "0:1,1:2"

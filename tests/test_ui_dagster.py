@@ -5,6 +5,7 @@ GraphQL API. A screenshot lands in test-artifacts/."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -97,15 +98,21 @@ LOCATIONS = """query { workspaceOrError { ... on Workspace { locationEntries { n
   locationOrLoadError { __typename ... on PythonError { message } } } } } }"""
 
 
-def _graphql(client, query: str, **variables):
-    return client._execute(query, variables or None)
+def _graphql(base: str, query: str, **variables):
+    """Raw GraphQL over HTTP against the webserver's /graphql endpoint."""
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    request = urllib.request.Request(f"{base}/graphql", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        answer = json.loads(resp.read())
+    assert not answer.get("errors"), answer["errors"]
+    return answer["data"]
 
 
-def _wait_for_code_location(client, timeout_s: float) -> None:
+def _wait_for_code_location(base: str, timeout_s: float) -> None:
     """``/server_info`` answers before the code server has loaded definitions.py."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        entries = _graphql(client, LOCATIONS)["workspaceOrError"].get("locationEntries", [])
+        entries = _graphql(base, LOCATIONS)["workspaceOrError"].get("locationEntries", [])
         loaded = [e for e in entries if e["locationOrLoadError"]]
         if loaded:
             error = loaded[0]["locationOrLoadError"]
@@ -116,16 +123,14 @@ def _wait_for_code_location(client, timeout_s: float) -> None:
 
 
 def test_materialize_wordcount_from_the_ui(dagster_dev):
-    from dagster_graphql import DagsterGraphQLClient
     from playwright.sync_api import sync_playwright
 
     port, log_path = dagster_dev
     config = SamzaSystemsResource(log_path=str(log_path)).apply(Config.from_properties(wordcount.CONFIG_PATH))
     load_sentences(config)
-    client = DagsterGraphQLClient("127.0.0.1", port_number=port)
-    ARTIFACTS.mkdir(exist_ok=True)
-    _wait_for_code_location(client, 60)
     base = f"http://127.0.0.1:{port}"
+    ARTIFACTS.mkdir(exist_ok=True)
+    _wait_for_code_location(base, 60)
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -142,7 +147,7 @@ def test_materialize_wordcount_from_the_ui(dagster_dev):
             deadline = time.monotonic() + 60
             run = None
             while time.monotonic() < deadline:
-                runs = _graphql(client, RUNS)["runsOrError"]["results"]
+                runs = _graphql(base, RUNS)["runsOrError"]["results"]
                 done = [r for r in runs if r["jobName"] in ("__ASSET_JOB", "wordcount_job") and r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
                 if done:
                     run = done[0]
@@ -156,7 +161,7 @@ def test_materialize_wordcount_from_the_ui(dagster_dev):
 
     assert run is not None, "no finished run within 60 s of clicking Materialize"
     assert run["status"] == "SUCCESS", f"run {run['runId']} ended {run['status']}"
-    asset = _graphql(client, ASSET, path=["wordcount", "words"])["assetOrError"]
+    asset = _graphql(base, ASSET, path=["wordcount", "words"])["assetOrError"]
     (mat,) = asset["assetMaterializations"]
     assert mat["runId"] == run["runId"]
     md = {e["label"]: e.get("intValue", e.get("text")) for e in mat["metadataEntries"]}
