@@ -11,18 +11,27 @@ if [ -z "$python_bin" ]; then
     if command -v "$candidate" >/dev/null 2>&1; then python_bin="$candidate"; break; fi
   done
 fi
+# pip, quietly; this machine's pip config names local indexes that may be absent, and pip
+# warns about each of them per package — drop those lines, keep everything else.
+quiet_pip() {
+  local log status=0
+  log="$(mktemp)"
+  "$root/.venv/bin/python" -m pip "$@" >"$log" 2>&1 || status=$?
+  grep -v "is ignored: it is neither a file nor a directory" "$log" >&2 || true
+  rm -f "$log"
+  return "$status"
+}
 if [ ! -x "$root/.venv/bin/python" ]; then
   echo "setting up .venv with $python_bin (first time: a few minutes)" >&2
   "$python_bin" -m venv "$root/.venv"
-  "$root/.venv/bin/python" -m pip install -q --upgrade pip >&2
+  quiet_pip install -q --upgrade pip
 fi
 stamp="$root/.venv/.installed-$(cat "$root/pyproject.toml" | sha256sum | cut -c1-16)-${extras//,/_}"
 if [ ! -f "$stamp" ]; then
   spec="$root"
   [ -n "$extras" ] && spec="$root[$extras]"
   echo "installing samza-dagster${extras:+[$extras]} into .venv" >&2
-  "$root/.venv/bin/python" -m pip install -q -e "$spec" >&2
-  rm -f "$root"/.venv/.installed-*
+  quiet_pip install -q -e "$spec"
   touch "$stamp"
 fi
 export PATH="$root/.venv/bin:$PATH"
