@@ -242,6 +242,7 @@ class SamzaContainer:
             max_concurrency=task_cfg.max_concurrency,
             callback_timeout_ms=task_cfg.callback_timeout_ms,
             metrics=self.metrics,
+            timer_enabled=config.get_bool("metrics.timer.enabled", True),
         )
         if self.stop_event.is_set():
             self.run_loop.request_stop()
@@ -290,10 +291,12 @@ class SamzaContainer:
 
     # -- commit --------------------------------------------------------------------------------
     def _commit(self, ti: TaskInstance) -> None:
-        if not ti.uncommitted and ti.task_name in self.last_checkpoints:
-            return
         offsets = dict(ti.last_processed)
         previous = self.last_checkpoints.get(ti.task_name)
+        # the inline fast path does not flag each message: unchanged offsets + no window/EOS
+        # since the last checkpoint means there is nothing new to commit
+        if not ti.uncommitted and previous is not None and all(previous.offsets.get(s) == o for s, o in offsets.items()):
+            return
         if previous is not None:  # partitions not processed since keep their checkpointed offset
             for ssp, off in previous.offsets.items():
                 offsets.setdefault(ssp, off)

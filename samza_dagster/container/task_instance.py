@@ -39,6 +39,9 @@ from samza_dagster.task.context import TaskContext
 from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
 
 
+_perf_counter = time.perf_counter
+
+
 class SerdeDecoder:
     """Deserializes key and message in place with a stream's serdes."""
 
@@ -114,6 +117,8 @@ class TaskInstance:
         self.done = False  # ended (end of stream) or shut down
         self.uncommitted = False  # processed something since the last checkpoint
         self._process = getattr(task, "process_async" if self.is_async else "process")
+        self._metrics = self.metrics
+        self._processed = self.metrics.processed
 
     # -- lifecycle -----------------------------------------------------------------------------
     def init(self) -> None:
@@ -132,6 +137,9 @@ class TaskInstance:
                 self._decoders[ssp] = decoder
 
     # -- per message ---------------------------------------------------------------------------
+    def needs_decoding(self, ssp: SystemStreamPartition) -> bool:
+        return self._decoders.get(ssp) is not None
+
     def prepare(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
         """Deserialize ``envelope`` in place. None when there is nothing to give the task
         (a dropped bad message or a consumed control message): its offset still counts as
@@ -168,20 +176,22 @@ class TaskInstance:
         """Synchronous processing on the caller's thread (the single-threaded fast path):
         deserialize, process, record the offset."""
         ssp = envelope.ssp
-        offset = envelope.offset
-        env = self.prepare(envelope)
-        if env is not None:
-            if env.offset == END_OF_STREAM_OFFSET:
+        if self._decoders[ssp] is None:
+            env: IncomingMessageEnvelope | None = envelope
+        else:
+            env = self.prepare(envelope)
+            if env is not None and env.offset == END_OF_STREAM_OFFSET:
                 self.mark_end_of_stream(env.ssp)
-            else:
-                t0 = time.perf_counter()
-                try:
-                    self._process(env, self.collector, self.coordinator)
-                except Exception as exc:
-                    raise self.process_error(env, exc) from exc
-                self.metrics.process_s += time.perf_counter() - t0
-        self.last_processed[ssp] = offset
-        self.metrics.processed[ssp] += 1
+                env = None
+        if env is not None:
+            t0 = _perf_counter()
+            try:
+                self._process(env, self.collector, self.coordinator)
+            except Exception as exc:
+                raise self.process_error(env, exc) from exc
+            self._metrics.process_s += _perf_counter() - t0
+        self.last_processed[ssp] = envelope.offset
+        self._processed[ssp] += 1
         self.uncommitted = True
 
     def call_process(self, envelope: IncomingMessageEnvelope, callback: Any = None) -> None:
