@@ -13,7 +13,6 @@ summary) is what makes Spark's barrier-stage retry restart the containers.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -30,8 +29,6 @@ log = logging.getLogger(__name__)
 FAILURE_MARKER = "SAMZA_CONTAINER_FAILED"
 FAILURE_PATTERN = re.compile(FAILURE_MARKER + r"\[([^\]]*)\]: ([^\n]*)")
 STOP_POLL_INTERVAL_S = 0.25
-WATCH_INTERVAL_KEY = "job.coordinator.watch.interval.ms"
-DEFAULT_WATCH_INTERVAL_MS = 2_000
 
 
 class ContainerFailedError(RuntimeError):
@@ -52,35 +49,6 @@ def find_container_failure(text: str) -> tuple[str, str] | None:
         return None
     cid, error = found[-1]
     return cid, error.strip()
-
-
-def _unmask(model: Any, secrets: dict[str, str]) -> Any:
-    """The coordinator masks secret values it serves; the container needs the real ones, which
-    the driver passed in the closure (keys the served config masks only)."""
-    from samza_dagster.config.config import Config
-    from samza_dagster.config.secrets import MASK
-
-    config = model.config
-    restore = {k: secrets[k] for k, v in config.items() if v == MASK and k in secrets}
-    if not restore:
-        return model
-    return dataclasses.replace(model, config=Config({**dict(config), **restore}))
-
-
-def new_container(container_id: str, model: Any, watcher: Any) -> Any:
-    """A SamzaContainer for ``model``: a ``task.class`` job's container builds its task class; a
-    high-level application (``app.class``) is prepared again here — its operator graph is made of
-    user functions, rebuilt from the application class on the executor, never pickled — and its
-    streams were created by the driver already."""
-    from samza_dagster.container import SamzaContainer
-
-    config = model.config
-    if not config.get_str("app.class"):
-        return SamzaContainer(container_id, model, job_model_watcher=watcher)
-    from samza_dagster.operators import create_container, prepare_application
-
-    prepared = prepare_application(config, create_streams=False)
-    return create_container(prepared, container_id, model, job_model_watcher=watcher)
 
 
 def _poll_stop(control_url: str, stop: Callable[[], None], done: threading.Event) -> None:
@@ -105,16 +73,16 @@ def run_container(
     """Run container ``container_id`` to its end; returns its summary as a dict. Raises
     :class:`ContainerFailedError` when it fails (at start-up or while running)."""
     from samza_dagster.coordinator.client import URL_ENV, JobModelWatcher, fetch_job_model
+    from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 
     os.environ[URL_ENV] = coordinator_url
     container: Any = None
     watcher: Any = None
     done = threading.Event()
     try:
-        model = _unmask(fetch_job_model(coordinator_url), secrets)
+        model = unmask(fetch_job_model(coordinator_url), secrets)
         config = model.config
-        interval_ms = config.get_int(WATCH_INTERVAL_KEY, DEFAULT_WATCH_INTERVAL_MS) or DEFAULT_WATCH_INTERVAL_MS
-        watcher = JobModelWatcher(coordinator_url, model.version, interval_ms / 1000).start()
+        watcher = JobModelWatcher(coordinator_url, model.version, watch_interval_s(config)).start()
         container = new_container(container_id, model, watcher)
         if control_url:
             threading.Thread(

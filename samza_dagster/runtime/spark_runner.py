@@ -33,18 +33,18 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.config.secrets import is_secret_key
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.runtime.common import MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS, prepare_job, secrets_of
+from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure
-from samza_dagster.system.model import SystemStream
 
 log = logging.getLogger(__name__)
 
@@ -52,83 +52,22 @@ HOST_KEY = "job.coordinator.http.host"
 RETRY_KEY = "job.container.retry.count"
 DEFAULT_RETRY_COUNT = 3
 MAX_ATTEMPTS_SPARK_KEY = "spark.stage.maxConsecutiveAttempts"
-MAX_RESTARTS_KEY = "job.spark.max.model.restarts"  # stage reruns for new JobModels (guards a loop)
-DEFAULT_MAX_RESTARTS = 100
 
 
 @dataclass
-class SparkJobResult:
-    """What a spark-runner job returns: one summary per container of the last stage run."""
+class SparkJobResult(JobResult):
+    """The runners' JobResult (runner ``spark``), one summary per container of the last stage
+    run, plus the Spark session start-up time (0 when a session was running already)."""
 
-    job_name: str
-    summaries: list[ContainerSummary] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    #: seconds spent getting the Spark session (0 when one was running already)
     spark_startup_s: float = 0.0
-    #: stage runs (1 + restarts for new JobModels)
-    stage_runs: int = 0
-    model_version: int = 0
-    error: str | None = None
-    failed_container: str | None = None
 
     @property
-    def containers(self) -> dict[str, ContainerSummary]:
-        return {s.container_id: s for s in self.summaries}
-
-    @property
-    def succeeded(self) -> bool:
-        return self.error is None and all(s.ok for s in self.summaries)
-
-    @property
-    def messages_per_stream(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for s in self.summaries:
-            for stream, n in s.messages_per_stream.items():
-                total[stream] = total.get(stream, 0) + n
-        return total
-
-    @property
-    def messages_processed(self) -> int:
-        return sum(self.messages_per_stream.values())
-
-    def summary_line(self) -> str:
-        if self.error is not None:
-            return f"job {self.job_name} failed (container {self.failed_container}): {self.error}"
-        rate = self.messages_processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
-        statuses = ",".join(sorted({s.status.value for s in self.summaries})) or "none"
-        return (
-            f"job {self.job_name} on spark: {len(self.summaries)} containers {statuses}, "
-            f"{self.messages_processed} messages in {self.elapsed_s:.2f} s ({rate:,.0f}/s)"
-        )
+    def stage_runs(self) -> int:
+        return self.runs
 
 
 class SparkJobError(RuntimeError):
     """The Spark job failed for a reason no container reported (e.g. not enough slots)."""
-
-
-# -- preparation ------------------------------------------------------------------------------
-@dataclass
-class PreparedJob:
-    """What the coordinator needs: the config to run (an application adds keys for its operator
-    stores and intermediate streams), planned inputs, and streams never grouped into tasks."""
-
-    config: Config
-    input_streams: dict[SystemStream, int] | None = None
-    exclude: frozenset[SystemStream] = frozenset()
-
-
-def prepare_job(config: Config) -> PreparedJob:
-    """The preparation every runner shares before containers start: a high-level application
-    (``app.class``) is planned by ``samza_dagster.operators.prepare_application``, which creates
-    the streams it needs (intermediate ones with their planned counts) and names its inputs and
-    side inputs; a low-level ``task.class`` job needs nothing (its coordinator reads
-    ``task.inputs``)."""
-    if not config.get_str("app.class"):
-        return PreparedJob(config)
-    from samza_dagster.operators import prepare_application
-
-    prepared = prepare_application(config)
-    return PreparedJob(prepared.config, dict(prepared.input_streams), frozenset(prepared.exclude))
 
 
 # -- graceful stop ----------------------------------------------------------------------------
@@ -233,7 +172,7 @@ class SparkJobRunner:
 
     def run(self) -> SparkJobResult:
         started = time.monotonic()
-        result = SparkJobResult(self.job_name)
+        result = SparkJobResult(self.job_name, "spark")
         prepared = prepare_job(self.config)
         spark, result.spark_startup_s = self.session()
         sc = self._sc = spark.sparkContext
@@ -244,15 +183,15 @@ class SparkJobRunner:
         )
         url = self.coordinator.start()
         control = _ControlServer(self.host)
-        secrets = {k: v for k, v in self.config.items() if is_secret_key(k)}
+        secrets = secrets_of(self.config)
         restore_sigint = self._install_sigint()
         try:
             max_restarts = self.config.get_int(MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS) or DEFAULT_MAX_RESTARTS
             while True:
                 model = self.coordinator.job_model
                 result.model_version = model.version
-                result.stage_runs += 1
-                self.stage_runs = result.stage_runs
+                result.runs += 1
+                self.stage_runs = result.runs
                 containers = len(model.containers)
                 self._check_session(sc, containers)
                 fn = container_partition_fn(url, control.url, secrets)
@@ -266,7 +205,7 @@ class SparkJobRunner:
                 again = any(s.status is ContainerStatus.NEW_JOB_MODEL for s in result.summaries)
                 if not again or self._stop.is_set():
                     break
-                if result.stage_runs > max_restarts:
+                if result.runs > max_restarts:
                     result.error = f"the JobModel changed more than {max_restarts} times ({MAX_RESTARTS_KEY})"
                     break
                 log.info("job %s: new JobModel; running the containers again", self.job_name)
