@@ -243,6 +243,7 @@ class SamzaContainer:
             callback_timeout_ms=task_cfg.callback_timeout_ms,
             metrics=self.metrics,
             timer_enabled=config.get_bool("metrics.timer.enabled", True),
+            shutdown_ms=task_cfg.shutdown_ms,
         )
         if self.stop_event.is_set():
             self.run_loop.request_stop()

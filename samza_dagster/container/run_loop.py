@@ -34,7 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from samza_dagster.container.errors import CallbackTimeoutError, TaskProcessError, coordinates
+from samza_dagster.container.errors import CallbackTimeoutError, ContainerError, TaskProcessError, coordinates
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.system.model import END_OF_STREAM_OFFSET, SystemStreamPartition
@@ -68,6 +68,7 @@ class RunLoop:
         pending_limit: int = 256,
         metrics: ContainerMetrics | None = None,
         timer_enabled: bool = True,
+        shutdown_ms: int = 30_000,
     ) -> None:
         self.tasks = tasks
         self.consumers = consumers
@@ -81,6 +82,7 @@ class RunLoop:
         self.poll_timeout_s = poll_timeout_s
         #: ``metrics.timer.enabled`` (as Samza): time each process() call
         self.timer_enabled = timer_enabled
+        self.shutdown_s = shutdown_ms / 1000.0 if shutdown_ms and shutdown_ms > 0 else float("inf")
         self.pending_limit = max(pending_limit, self.max_concurrency)
         self.metrics = metrics or ContainerMetrics("?")
         self._task_for: dict[SystemStreamPartition, TaskInstance] = {
@@ -275,6 +277,7 @@ class RunLoop:
         max_conc = self.max_concurrency
         limit = self.pending_limit
         stopping = False
+        stopping_since = 0.0
         while True:
             wakeup.clear()
             if completions:
@@ -283,8 +286,15 @@ class RunLoop:
             if self.requests.pending or now >= self._next_deadline:
                 self.requests.pending = False
                 self._fire_timers(now)
-                if self._stop or self.requests.shutdown_all:
+                if (self._stop or self.requests.shutdown_all) and not stopping:
                     stopping = True
+                    stopping_since = now
+            if stopping and now - stopping_since > self.shutdown_s:
+                busy = {ti.task_name: ti.in_flight for ti in tasks if ti.in_flight or ti.exclusive_running}
+                raise ContainerError(
+                    f"tasks did not finish their in-flight work within task.shutdown.ms={int(self.shutdown_s * 1000)} "
+                    f"of a shutdown request (in flight per task: {busy}); nothing was committed for them"
+                )
             if self._callbacks and self.callback_timeout_s is not None:
                 self._check_callback_timeouts(now)
             progress = False

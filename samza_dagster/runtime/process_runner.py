@@ -37,6 +37,12 @@ class ProcessJobRunner:
         self.processes: dict[str, subprocess.Popen] = {}
         self._stopped = threading.Event()
 
+    def _token(self) -> str | None:
+        """The coordinator's bearer token, if the job configures one."""
+        from samza_dagster.coordinator.http import TOKEN_KEY
+
+        return self.config.get_str(TOKEN_KEY) or None
+
     def stop(self) -> None:
         self._stopped.set()
         for p in list(self.processes.values()):
@@ -60,7 +66,7 @@ class ProcessJobRunner:
             model = coordinator.job_model
             result.model_version = model.version
             result.runs = 1
-            token = coordinator._token()
+            token = self._token()
             paths: dict[str, Path] = {}
             root = str(Path(__file__).resolve().parents[2])
             for cid in sorted(model.containers, key=lambda c: (len(c), c)):

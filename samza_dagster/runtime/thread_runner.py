@@ -38,6 +38,12 @@ class ThreadJobRunner:
         self.containers: list[Any] = []
         self.coordinator: Any = None
 
+    def _token(self) -> str | None:
+        """The coordinator's bearer token, if the job configures one."""
+        from samza_dagster.coordinator.http import TOKEN_KEY
+
+        return self.config.get_str(TOKEN_KEY) or None
+
     def stop(self) -> None:
         """Graceful stop of every container (any thread)."""
         self.stop_event.set()
@@ -59,11 +65,11 @@ class ThreadJobRunner:
         max_restarts = self.config.get_int(MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS) or DEFAULT_MAX_RESTARTS
         try:
             while True:
-                model = unmask(fetch_job_model(url, token=self.coordinator._token()), secrets)
+                model = unmask(fetch_job_model(url, token=self._token()), secrets)
                 result.model_version = model.version
                 result.runs += 1
                 watcher = JobModelWatcher(url, model.version, watch_interval_s(model.config),
-                                          token=self.coordinator._token()).start()
+                                          token=self._token()).start()
                 try:
                     result.summaries = self._run_containers(model, watcher)
                 finally:

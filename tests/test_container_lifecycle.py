@@ -1,0 +1,99 @@
+"""Container lifecycle: metrics and summary, changelog partition checks at start-up, graceful
+stop through the thread runner, the shutdown timeout."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from samza_dagster.config import Config
+from samza_dagster.container import ContainerError, ContainerStatus, SamzaContainer
+from samza_dagster.runtime.thread_runner import ThreadJobRunner
+from samza_dagster.storage import ChangelogPartitionMismatchError
+from samza_dagster.system import inmemory
+from tests.apps.harness import FnTaskFactory, create_stream, inmemory_config, job_model, produce
+from tests.apps.tasks import Recorder, ThreadedAsyncTask
+
+
+@pytest.fixture(autouse=True)
+def _fresh_inmemory():
+    inmemory.reset()
+    yield
+    inmemory.reset()
+
+
+def test_summary_has_per_stream_counts_offsets_metrics_and_lag():
+    config = inmemory_config("metrics", **{"task.class": "tests.apps.tasks:CopyTask", "test.output.system": "mem"})
+    create_stream(config, "mem", "input", 2)
+    create_stream(config, "mem", "output", 1)
+    produce(config, "mem", "input", [(i % 2, None, i) for i in range(10)])
+    summary = SamzaContainer("0", job_model(config)).run()
+    assert summary.messages_per_stream == {"mem.input": 10}
+    assert summary.final_offsets == {"Partition 0": {"mem.input[0]": "4"}, "Partition 1": {"mem.input[1]": "4"}}
+    task = summary.metrics["tasks"]["Partition 0"]
+    assert task["envelopes_processed"] == 5 and task["commit_count"] >= 1 and task["process_s"] > 0
+    assert summary.metrics["lag"] == {"mem.input[0]": 0, "mem.input[1]": 0}
+    assert "system-consumers" in summary.metrics and summary.metrics["system-consumers"]["buffered_total"] == 0
+    assert "container 0 completed: 10 messages" in summary.one_line()
+    assert ContainerStatus(summary.to_dict()["status"]) is ContainerStatus.COMPLETED
+
+
+def test_store_changelog_with_the_wrong_partition_count_fails_the_container():
+    config = inmemory_config("cl", **{"stores.counts.factory": "inmemory", "stores.counts.changelog": "mem.counts-cl"})
+    create_stream(config, "mem", "input", 2)
+    create_stream(config, "mem", "counts-cl", 5)
+    with pytest.raises(ChangelogPartitionMismatchError, match=r"'counts'.*mem.counts-cl has 5 partitions.*2 tasks"):
+        SamzaContainer("0", job_model(config)).run()
+
+
+def test_thread_runner_stop_is_graceful(tmp_path):
+    config = Config({
+        "job.name": "stopme", "job.factory.class": "thread", "job.container.count": "2",
+        "job.default.system": "log", "systems.log.samza.factory": "log",
+        "systems.log.log.path": str(tmp_path / "log"), "task.inputs": "log.input",
+        "task.class": "tests.apps.tasks:NoOpTask",
+    })
+    create_stream(config, "log", "input", 2)
+    produce(config, "log", "input", [(i % 2, None, b"x") for i in range(100)])
+    runner = ThreadJobRunner(config)
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
+    t.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and sum(
+        ti.metrics.envelopes_processed for c in runner.containers for ti in list(c.tasks.values())
+    ) < 100:
+        time.sleep(0.02)
+    runner.stop()
+    t.join(20)
+    result = box["r"]
+    assert result.succeeded, result.summary_line()
+    assert {s.status for s in result.summaries} == {ContainerStatus.SHUTDOWN}
+    assert result.messages_processed == 100
+
+
+def test_shutdown_timeout_fails_when_in_flight_work_never_completes():
+    config = inmemory_config("stuck", **{"task.shutdown.ms": "200", "systems.mem.streams.input.samza.bounded": "false"})
+    create_stream(config, "mem", "input", 1)
+    produce(config, "mem", "input", [(0, None, 1)])
+    rec = Recorder()
+    container = SamzaContainer("0", job_model(config),
+                               task_factory=FnTaskFactory(lambda n: ThreadedAsyncTask(n, rec, never_complete=True)))
+    box = {}
+
+    def run():
+        try:
+            container.run()
+        except BaseException as exc:  # noqa: BLE001
+            box["e"] = exc
+
+    t = threading.Thread(target=run)
+    t.start()
+    while not rec.of("start"):
+        time.sleep(0.01)
+    container.stop()
+    t.join(10)
+    assert isinstance(box.get("e"), ContainerError)
+    assert "task.shutdown.ms=200" in str(box["e"]) and "Partition 0" in str(box["e"])
