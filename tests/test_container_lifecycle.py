@@ -97,3 +97,36 @@ def test_shutdown_timeout_fails_when_in_flight_work_never_completes():
     t.join(10)
     assert isinstance(box.get("e"), ContainerError)
     assert "task.shutdown.ms=200" in str(box["e"]) and "Partition 0" in str(box["e"])
+
+
+def test_thread_runner_restarts_containers_on_a_new_job_model_without_reprocessing(tmp_path):
+    from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+
+    config = Config({
+        "job.name": "reconf", "job.factory.class": "thread",
+        "job.default.system": "log", "systems.log.samza.factory": "log",
+        "systems.log.log.path": str(tmp_path / "log"), "task.inputs": "log.input",
+        "task.class": "tests.apps.tasks:NoOpTask",
+        "job.coordinator.monitor.interval.ms": "100", "job.coordinator.watch.interval.ms": "100",
+    })
+    create_stream(config, "log", "input", 1)
+    produce(config, "log", "input", [(0, None, b"x") for _ in range(20)])
+    runner = ThreadJobRunner(config)
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
+    t.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any(
+        ti.metrics.envelopes_processed == 20 for c in runner.containers for ti in list(c.tasks.values())
+    ):
+        time.sleep(0.02)
+    run_coordinator_stream_writer(config, "set-config", "test.new.key", "1")
+    while time.monotonic() < deadline and runner.containers and runner.containers[0].config.get_str("test.new.key") != "1":
+        time.sleep(0.05)
+    time.sleep(0.3)
+    runner.stop()
+    t.join(20)
+    result = box["r"]
+    assert result.succeeded, result.summary_line()
+    assert result.runs == 2 and result.model_version == 2
+    assert result.messages_processed == 0, "the restarted container resumed after the graceful commit"
