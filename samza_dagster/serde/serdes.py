@@ -30,12 +30,17 @@ class JsonSerde:
             return self._dumps(obj).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise SerdeError(f"json: cannot encode {type(obj).__name__}: {exc}") from None
+        except RecursionError:
+            raise SerdeError(f"json: cannot encode {type(obj).__name__}: nested too deeply") from None
 
     def from_bytes(self, data: bytes) -> Any:
         try:
             return self._loads(data)
         except (UnicodeDecodeError, ValueError) as exc:
             raise SerdeError(f"json: cannot decode {_preview(data)}: {exc}") from None
+        except RecursionError:
+            # deeply nested input ("[[[[...") exhausts the parser's stack: still just bad input
+            raise SerdeError(f"json: cannot decode {_preview(data)}: nested too deeply") from None
 
 
 class StringSerde:
