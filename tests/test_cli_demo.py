@@ -1,4 +1,5 @@
-"""The command line: the demo end to end, and exit status 2 on bad usage or config."""
+"""The command line: the demo command end to end (thread runner: fast; the spark runner is
+covered by tests/test_demo.py), and exit status 2 on bad usage or config."""
 
 from __future__ import annotations
 
@@ -6,25 +7,27 @@ import subprocess
 import sys
 
 from samza_dagster.cli import main
-from samza_dagster.demo.main import produce_and_consume
 
 
-def test_demo_reads_back_exactly_what_it_wrote(tmp_path):
-    report = produce_and_consume(tmp_path, 3000)
-    assert report["read"] == report["written"] == 3000
-    assert sum(report["per_partition"].values()) == 3000
-    assert report["countries_read"] == report["countries_written"]
-    # newest offsets are dense from 0 in every partition
-    assert all(int(report["offsets"][p]) == n - 1 for p, n in report["per_partition"].items())
-
-
-def test_demo_command_exits_zero_and_prints_a_summary(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "samza_dagster.cli", "demo", "--size", "2000", "--root", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
+def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
+    code = (
+        "import sys; from samza_dagster.demo import run_demo; "
+        f"sys.exit(run_demo({str(tmp_path)!r}, 1200, runner='thread'))"
     )
-    assert proc.returncode == 0, proc.stderr
-    assert "2,000" in proc.stdout and "match what was written" in proc.stdout
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+                          env={"COLUMNS": "160", **__import__("os").environ})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for title in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
+        assert title in out
+    assert "transactions processed before currency_codes reached head" in out
+    assert "dagster dev -w workspace.yaml" in out
+
+
+def test_demo_command_rejects_bad_usage_with_exit_2():
+    proc = subprocess.run([sys.executable, "-m", "samza_dagster.cli", "demo", "--size", "not-a-number"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
 
 
 def test_bad_config_exits_2_naming_the_key(tmp_path, capsys):

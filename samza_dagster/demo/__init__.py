@@ -1,5 +1,5 @@
-"""``samza-dagster demo``: the main job on the embedded default system."""
+"""``samza-dagster demo``: the seed's four use cases (jobs/*) on the spark runner, with a report."""
 
-from samza_dagster.demo.main import run_demo
+from samza_dagster.demo.main import DemoReport, build_demo_report, run_demo
 
-__all__ = ["run_demo"]
+__all__ = ["DemoReport", "build_demo_report", "run_demo"]

@@ -1,123 +1,129 @@
-"""The demo: creates streams on the embedded log, produces sample data, reads it back
-through the system API and prints a report.
+"""``samza-dagster demo``: the seed's four use cases as real applications, on the spark runner.
 
-It runs with nothing but the package installed: the log system keeps its SQLite files under
-``--root`` (a temporary directory by default).
+Creates the streams on the embedded log (under ``--root`` or a temporary directory), generates
+seeded data for each application, runs each on the spark runner with one Spark session reused
+for all four (and for the reprocessing backfill), and prints a report: per application what was
+processed and the evidence of its promise. ``run_demo`` returns the structured report as well.
+
+The applications live in ``jobs/`` (each with its task or StreamApplication, .properties, data
+generator, scenario and Dagster definitions); this module only sequences and reports them.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
-from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from samza_dagster.config import Config
-from samza_dagster.demo.data import page_views
-from samza_dagster.serde import JsonSerde
-from samza_dagster.system import (
-    OutgoingMessageEnvelope,
-    StreamSpec,
-    SystemStream,
-    SystemStreamPartition,
-    system_factory,
-)
+from samza_dagster.demo.report import print_report
 
 DEFAULT_SIZE = 20_000
-PAGE_VIEWS = "page_views"
-PARTITIONS = 4
+RUNNERS = ("spark", "thread")
 
 
-def run_demo(root: str | None = None, size: int | None = None, console: Console | None = None) -> int:
+@dataclass
+class DemoReport:
+    size: int
+    runner: str
+    log_root: str
+    elapsed_s: float = 0.0
+    spark_startup_s: float = 0.0
+    user_classification: Any = None
+    currency_join: Any = None
+    ad_ctr: Any = None
+    pageview_pipeline: Any = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"size": self.size, "runner": self.runner, "log_root": self.log_root,
+                             "elapsed_s": round(self.elapsed_s, 2), "spark_startup_s": round(self.spark_startup_s, 2),
+                             "errors": self.errors}
+        for app in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
+            value = getattr(self, app)
+            d[app] = value.to_dict() if value is not None else None
+        return d
+
+
+def run_demo(root: str | None = None, size: int | None = None, console: Console | None = None, *,
+             runner: str = "spark", spark: Any = None) -> int:
+    """The CLI entry: run, print, exit status 0 when every application ran and kept its promise."""
+    report = build_demo_report(root, size, console, runner=runner, spark=spark)
+    return 0 if report.ok else 1
+
+
+def build_demo_report(root: str | None = None, size: int | None = None, console: Console | None = None, *,
+                      runner: str = "spark", spark: Any = None) -> DemoReport:
     console = console or Console()
     size = size or DEFAULT_SIZE
+    if runner not in RUNNERS:
+        raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
     with tempfile.TemporaryDirectory(prefix="samza-dagster-demo-") as tmp:
-        log_root = Path(root) if root else Path(tmp)
-        report = produce_and_consume(log_root, size)
-    _print_report(console, report, log_root if root else None)
-    return 0 if report["read"] == report["written"] else 1
+        base = Path(root) if root else Path(tmp)
+        base.mkdir(parents=True, exist_ok=True)
+        report = DemoReport(size, runner, str(base))
+        started = time.monotonic()
+        _quiet_logs()
+        with console.status("[bold]samza-dagster demo[/bold]: starting", spinner="dots") as status:
+            own_spark = False
+            if runner == "spark" and spark is None:
+                status.update("starting a local Spark session (local[2]) — reused by all four applications")
+                t0 = time.monotonic()
+                from samza_dagster.spark.session import get_or_create_spark
+
+                spark = get_or_create_spark({"spark.sql.shuffle.partitions": "2"}, master="local[2]",
+                                            app_name="samza-dagster-demo")
+                spark.sparkContext.setLogLevel("ERROR")
+                report.spark_startup_s = time.monotonic() - t0
+                own_spark = True
+                console.log(f"Spark session up in {report.spark_startup_s:.1f} s")
+            run_spark = spark if runner == "spark" else None
+            try:
+                for name, label, fn in _applications(size):
+                    status.update(f"[bold]{name}[/bold]: {label}")
+                    t0 = time.monotonic()
+                    try:
+                        setattr(report, name, fn(base / name / "log", runner=runner, spark=run_spark))
+                        console.log(f"{name} done in {time.monotonic() - t0:.1f} s")
+                    except Exception as exc:  # noqa: BLE001 - one failed application must not hide the others
+                        report.errors[name] = f"{type(exc).__name__}: {exc}"
+                        console.log(f"[red]{name} failed[/red]: {report.errors[name]}")
+            finally:
+                if own_spark:
+                    spark.stop()
+        report.elapsed_s = time.monotonic() - started
+        print_report(console, report, kept=root is not None)
+    return report
 
 
-def demo_config(log_root: Path) -> Config:
-    return Config(
-        {
-            "job.name": "demo",
-            "systems.log.samza.factory": "log",
-            "systems.log.log.path": str(log_root),
-        }
-    )
+def _applications(size: int) -> list[tuple[str, str, Any]]:
+    from jobs.ad_ctr.scenario import run_scenario as ad_ctr
+    from jobs.currency_join.scenario import run_scenario as currency_join
+    from jobs.pageview_pipeline.scenario import run_scenario as pageview_pipeline
+    from jobs.user_classification.scenario import run_scenario as user_classification
+
+    return [
+        ("user_classification",
+         "classify past signups, change the strategy on the coordinator stream, backfill, serve live signups",
+         lambda root, **kw: user_classification(root, size=max(500, size // 2), min_live=200, **kw)),
+        ("currency_join", "bootstrap currency codes, join transactions, restart",
+         lambda root, **kw: currency_join(root, size=size, **kw)),
+        ("ad_ctr", "join views and clicks: time-aligned vs round-robin",
+         lambda root, **kw: ad_ctr(root, size=size, **kw)),
+        ("pageview_pipeline", "bounded high-level pipeline until end-of-stream",
+         lambda root, **kw: pageview_pipeline(root, size=size, **kw)),
+    ]
 
 
-def produce_and_consume(log_root: Path, size: int) -> dict:
-    """Write ``size`` page views keyed by user into a 4-partition stream, read them all back."""
-    config = demo_config(log_root)
-    factory = system_factory(config, "log")
-    admin = factory.get_admin("log", config)
-    admin.create_stream(StreamSpec(PAGE_VIEWS, PAGE_VIEWS, "log", PARTITIONS))
-
-    serde = JsonSerde()
-    stream = SystemStream("log", PAGE_VIEWS)
-    producer = factory.get_producer("log", config)
-    producer.register("demo")
-    producer.start()
-    started = time.perf_counter()
-    countries: Counter[str] = Counter()
-    for view in page_views(size):
-        countries[view["country"]] += 1
-        producer.send(
-            "demo",
-            OutgoingMessageEnvelope(stream, serde.to_bytes(view), key=view["user_id"].encode(), event_time=view["ts"]),
-        )
-    producer.flush("demo")
-    producer.stop()
-    write_s = time.perf_counter() - started
-
-    metadata = admin.get_system_stream_metadata([PAGE_VIEWS])[PAGE_VIEWS]
-    ssps = [SystemStreamPartition("log", PAGE_VIEWS, p) for p in range(PARTITIONS)]
-    consumer = factory.get_consumer("log", config)
-    for ssp in ssps:
-        consumer.register(ssp, metadata.partitions[ssp.partition].oldest_offset)
-    consumer.start()
-    remaining = {ssp: int(metadata.partitions[ssp.partition].upcoming_offset) for ssp in ssps}
-    per_partition: Counter[int] = Counter()
-    read_countries: Counter[str] = Counter()
-    started = time.perf_counter()
-    while any(remaining[s] > per_partition[s.partition] for s in ssps):
-        for ssp, envelopes in consumer.poll(ssps, 0.1).items():
-            for envelope in envelopes:
-                per_partition[ssp.partition] += 1
-                read_countries[serde.from_bytes(envelope.message)["country"]] += 1
-    read_s = time.perf_counter() - started
-    consumer.stop()
-    return {
-        "written": size,
-        "read": sum(per_partition.values()),
-        "per_partition": dict(sorted(per_partition.items())),
-        "offsets": {p: m.newest_offset for p, m in sorted(metadata.partitions.items())},
-        "countries_written": dict(countries),
-        "countries_read": dict(read_countries),
-        "write_s": write_s,
-        "read_s": read_s,
-    }
-
-
-def _print_report(console: Console, report: dict, kept_root: Path | None) -> None:
-    console.rule("[bold]samza-dagster demo[/bold] — embedded log system")
-    table = Table(title=f"{PAGE_VIEWS}: {report['written']:,} page views keyed by user")
-    table.add_column("partition", justify="right")
-    table.add_column("messages read", justify="right")
-    table.add_column("newest offset", justify="right")
-    for partition, count in report["per_partition"].items():
-        table.add_row(str(partition), f"{count:,}", str(report["offsets"][partition]))
-    console.print(table)
-    rate_w = report["written"] / report["write_s"] if report["write_s"] else 0
-    rate_r = report["read"] / report["read_s"] if report["read_s"] else 0
-    console.print(f"written {report['written']:,} in {report['write_s']:.2f}s ({rate_w:,.0f} msg/s); "
-                  f"read back {report['read']:,} in {report['read_s']:.2f}s ({rate_r:,.0f} msg/s)")
-    same = report["countries_read"] == report["countries_written"]
-    console.print(f"per-country counts read back {'match' if same else 'DO NOT match'} what was written")
-    if kept_root:
-        console.print(f"log files kept under {kept_root}")
+def _quiet_logs() -> None:
+    """The report is the output; per-container INFO lines would bury it."""
+    for name in ("samza_dagster", "py4j", "pyspark"):
+        logging.getLogger(name).setLevel(logging.WARNING)
