@@ -164,6 +164,7 @@ class KafkaSystemConsumer:
             if requested != self._last_requested:
                 self._set_active(requested)
             if self._active:
+                _release_parked_records(consumer)
                 records = consumer.poll(timeout_ms=int(timeout_s * 1000))
                 return self._envelopes(records) if records else {}
         # Nothing to fetch: block the poller thread without spinning (stop() wakes it).
@@ -200,6 +201,25 @@ class KafkaSystemConsumer:
             else:
                 out[ssp] = _convert(envelope, ssp, batch)
         return out
+
+
+def _release_parked_records(consumer: Any) -> None:
+    """Work around a kafka-python (3.0.12) fetcher bug that stalls a resumed partition forever.
+
+    Records fetched for a partition that is then paused are parked (KAFKA-7548, kafka-python
+    PR #2981) and the partition is not fetched again until they are restored; ``fetched_records``
+    restores them only when its in-line slot ``_next_partition_records`` is ``None``. But the slot
+    keeps the last partition's records once they are drained (an exhausted, falsy object), so
+    after any other partition was read the parked partition is never restored nor fetched:
+    backpressure (a full buffer leaves its partition out of ``poll``) would stop that input for
+    good. An exhausted slot means the same as an empty one to kafka-python, so empty it.
+    Once per poll, not per message; a no-op on kafka-python versions without these attributes.
+    """
+    fetcher = getattr(consumer, "_fetcher", None)
+    if getattr(fetcher, "_paused_partition_records", None):
+        current = getattr(fetcher, "_next_partition_records", None)
+        if current is not None and not current:
+            fetcher._next_partition_records = None
 
 
 def _convert(envelope: type[IncomingMessageEnvelope], ssp: SystemStreamPartition, batch: list) -> list:
