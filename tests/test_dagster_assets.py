@@ -198,3 +198,52 @@ def test_definitions_module_contains_an_application_that_does_not_import(caplog)
     assert dg.AssetKey(["ghost", "execution_plan"]) in keys and dg.AssetKey(["wordcount", "sentences"]) in keys
     assert "application ghost is not loaded" in caplog.text and "jobs.ghost" in caplog.text
     assert {j.name for j in defs.jobs} >= {"wordcount_job", "wordcount_load_sample"}
+
+
+def test_bootstrap_progress_is_logged_and_reported_as_metadata(systems):
+    """A bootstrap stream (profiles) next to a real-time one (sentences): the op says how far the
+    bootstrap stream is before the run, and when the job stopped whether it reached its head and
+    how long that took — from the DefaultChooser's metrics — as log lines and metadata."""
+    config = Config(
+        {
+            "job.name": "boot",
+            "job.factory.class": "thread",
+            "task.class": "jobs.wordcount.task:WordSplitTask",
+            "task.inputs": "log.profiles,log.sentences",
+            "systems.log.samza.msg.serde": "string",
+            "systems.log.samza.key.serde": "string",
+            "systems.log.samza.offset.default": "oldest",
+            "streams.profiles.samza.bootstrap": "true",
+            "streams.profiles.samza.bounded": "true",
+            "streams.profiles.partitions": "2",
+            "streams.sentences.samza.bounded": "true",
+            "streams.sentences.partitions": "2",
+            "streams.words.partitions": "2",
+        }
+    )
+    resolved = systems.apply(config)
+    load_sentences(resolved, ["ann likes tea", "bob likes jam", "cid likes fig"], stream="profiles")
+    load_sentences(resolved)
+    defs = application_definitions("boot", config, declared_outputs=["log.words"])
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([_job_asset(defs)], resources={"samza_systems": systems}, instance=instance)
+    assert result.success
+    (mat,) = result.get_asset_materialization_events()
+    boot = _metadata(mat.materialization)["bootstrap"]
+    assert set(boot) == {"log.profiles"} and boot["log.profiles"]["caught_up"] is True
+    assert boot["log.profiles"]["time_to_head_s"] >= 0 and boot["log.profiles"]["messages_behind"] == 0
+    after = [
+        _metadata(e.asset_observation_data.asset_observation)
+        for e in result.get_asset_observation_events() if e.asset_key.path == ["boot", "profiles"]
+    ][-1]
+    assert after["bootstrap_reached_head"] is True and after["bootstrap_progress"] == 1.0
+    assert after["bootstrap_time_to_head_s"] == round(boot["log.profiles"]["time_to_head_s"], 3)
+    logs = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert any("before the run, bootstrap log.profiles 0/3 (0%)" in m for m in logs)
+    assert any("bootstrap stream log.profiles reached its head in" in m for m in logs)
+    # the real-time stream is not a bootstrap stream: no bootstrap metadata on it
+    sentences = [
+        _metadata(e.asset_observation_data.asset_observation)
+        for e in result.get_asset_observation_events() if e.asset_key.path == ["boot", "sentences"]
+    ][-1]
+    assert "bootstrap_reached_head" not in sentences and sentences["progress"] == 1.0

@@ -8,7 +8,8 @@ version exactly when new messages arrived.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ import dagster as dg
 
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
 from samza_dagster.config import Config
+from samza_dagster.planner.admins import _fetch_metadata as fetch_stream_metadata  # the planner's batched lookup
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
@@ -45,10 +47,10 @@ class StreamObservation:
     @property
     def messages(self) -> int:
         """Messages currently retained (upcoming − oldest, summed)."""
-        return sum(_int(m.upcoming_offset) - _int(m.oldest_offset) for m in self.partitions.values())
+        return sum(offset_int(m.upcoming_offset) - offset_int(m.oldest_offset) for m in self.partitions.values())
 
     def upcoming(self) -> dict[int, int]:
-        return {p: _int(m.upcoming_offset) for p, m in self.partitions.items()}
+        return {p: offset_int(m.upcoming_offset) for p, m in self.partitions.items()}
 
     def metadata(self) -> dict[str, Any]:
         md: dict[str, Any] = {
@@ -60,7 +62,7 @@ class StreamObservation:
             ),
         }
         for p, m in sorted(self.partitions.items()):
-            md[f"partition_{p}_upcoming_offset"] = dg.MetadataValue.int(_int(m.upcoming_offset))
+            md[f"partition_{p}_upcoming_offset"] = dg.MetadataValue.int(offset_int(m.upcoming_offset))
         if self.lag is not None:
             md["lag"] = dg.MetadataValue.int(sum(self.lag.values()))
             md["lag_per_partition"] = dg.MetadataValue.json({str(p): n for p, n in sorted(self.lag.items())})
@@ -95,24 +97,23 @@ def observe_streams(config: Config, streams: Iterable[StreamInfo], *, with_lag: 
     return result
 
 
-def fetch_metadata(config: Config, system: str, names: list[str]) -> dict[str, Any]:
-    """One batched call; an admin that fails the batch on a missing stream is asked again
-    without it (so the others are still answered)."""
+@contextmanager
+def system_admin(config: Config, system: str) -> Iterator[Any]:
+    """``system``'s admin, stopped (or closed) afterwards."""
     admin = system_factory(config, system).get_admin(system, config)
-    pending = list(dict.fromkeys(names))
     try:
-        while pending:
-            try:
-                return admin.get_system_stream_metadata(pending)
-            except StreamNotFoundError as exc:
-                if exc.stream not in pending:
-                    raise
-                pending.remove(exc.stream)
-        return {}
+        yield admin
     finally:
-        close = getattr(admin, "close", None) or getattr(admin, "stop", None)
+        close = getattr(admin, "stop", None) or getattr(admin, "close", None)
         if callable(close):
             close()
+
+
+def fetch_metadata(config: Config, system: str, names: list[str]) -> dict[str, Any]:
+    """One batched metadata call for ``names`` (the planner's, which asks again without a
+    stream the admin reports missing, so the others are still answered)."""
+    with system_admin(config, system) as admin:
+        return fetch_stream_metadata(admin, system, list(dict.fromkeys(names)))
 
 
 def checkpointed_offsets(config: Config) -> dict[SystemStreamPartition, str] | None:
@@ -120,19 +121,15 @@ def checkpointed_offsets(config: Config) -> dict[SystemStreamPartition, str] | N
     the job has no checkpoint stream (it never ran) — then lag is not reported."""
     system = checkpoint_system(config)
     factory = system_factory(config, system)
-    admin = factory.get_admin(system, config)
-    manager = CheckpointManager(config, admin, None, lambda: factory.get_consumer(system, config))
-    try:
-        checkpoints = manager.read_last()
-    except StreamNotFoundError:
-        return None
-    except Exception as exc:  # noqa: BLE001 - an observation must not fail on a bad checkpoint
-        log.warning("cannot read the checkpoints of job %s: %s", config.get_str("job.name"), exc)
-        return None
-    finally:
-        close = getattr(admin, "close", None) or getattr(admin, "stop", None)
-        if callable(close):
-            close()
+    with system_admin(config, system) as admin:
+        manager = CheckpointManager(config, admin, None, lambda: factory.get_consumer(system, config))
+        try:
+            checkpoints = manager.read_last()
+        except StreamNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - an observation must not fail on a bad checkpoint
+            log.warning("cannot read the checkpoints of job %s: %s", config.get_str("job.name"), exc)
+            return None
     offsets: dict[SystemStreamPartition, str] = {}
     for checkpoint in checkpoints.values():
         offsets.update(checkpoint.offsets)
@@ -143,12 +140,12 @@ def _lag(obs: StreamObservation, processed: Mapping[SystemStreamPartition, str])
     lag: dict[int, int] = {}
     for p, m in obs.partitions.items():
         done = processed.get(SystemStreamPartition(obs.system, obs.physical_name, p))
-        start = _int(done) + 1 if done is not None else _int(m.oldest_offset)
-        lag[p] = max(0, _int(m.upcoming_offset) - start)
+        start = offset_int(done) + 1 if done is not None else offset_int(m.oldest_offset)
+        lag[p] = max(0, offset_int(m.upcoming_offset) - start)
     return lag
 
 
-def _int(offset: str | None) -> int:
+def offset_int(offset: str | None) -> int:
     try:
         return int(offset) if offset is not None else 0
     except ValueError:  # a system with non-integer offsets: no arithmetic on them

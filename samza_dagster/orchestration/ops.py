@@ -5,8 +5,13 @@ It resolves the job's config (the application's .properties, the deployment's sy
 coordinator-stream sensor sets), observes the inputs (one batched offset lookup per system; an
 unreachable Kafka fails here, fast, naming its address), creates missing output streams, runs
 the job through ``samza_dagster.runtime.run_job`` and returns when it stops — for a bounded job,
-when every input reached end-of-stream. While it runs, a progress line is logged every
-``progress_interval_s``. A failed container fails the run with the container's error.
+when every input reached end-of-stream. A ``job.factory.class=spark`` job (the product default)
+runs on the ``spark`` resource's session (see :func:`runner_for`). While it runs, a progress
+line is logged every ``progress_interval_s``: messages written so far and, for each bootstrap
+stream, how much of what it held at the start the job has checkpointed (until it reaches its
+head). When the job stops, the chooser's bootstrap metrics (reached head, time to head) are
+logged and added to the bootstrap stream's observation and the materializations' metadata (see
+:mod:`.bootstrap`). A failed container fails the run with the container's error.
 """
 
 
@@ -18,15 +23,16 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.orchestration import results
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.orchestration import bootstrap, results
 from samza_dagster.orchestration.assets import StreamAssets
-from samza_dagster.orchestration.observation import StreamObservation, observe_streams
+from samza_dagster.orchestration.observation import StreamObservation, observe_streams, system_admin
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import SystemUnavailableError
-from samza_dagster.system.factories import system_factory
 from samza_dagster.system.model import StreamSpec
 
 SYSTEMS_RESOURCE_KEY = "samza_systems"
+SPARK_RESOURCE_KEY = "spark"
 Runner = Callable[[Config], Any]
 
 
@@ -37,42 +43,19 @@ class SamzaJobRunConfig(dg.Config):
     reason: str = ""
 
 
-def default_runner(config: Config) -> Any:
-    """``samza_dagster.runtime.run_job`` (imported on use: the runners pull in the container)."""
-    try:
-        from samza_dagster.runtime import run_job
-    except ImportError:  # interim: the runtime package is being written; see _containers_in_threads
-        return _containers_in_threads(config)
-    return run_job(config)
+def runner_for(context: Any, config: Config) -> Runner:
+    """``samza_dagster.runtime.run_job`` with what the run's resources offer: a job whose
+    ``job.factory.class`` is ``spark`` (the product default) runs on the ``spark`` resource's
+    session, so every Spark job of one Dagster process shares one session (the spark runner
+    starts its own only when no resource is bound)."""
+    from samza_dagster.runtime import run_job
 
-
-def _containers_in_threads(config: Config) -> list[Any]:
-    """Interim stand-in for the thread runner until ``samza_dagster.runtime.run_job`` lands: the
-    JobModel from the model builder, each container's SamzaContainer run in its own thread.
-    Returns the container summaries (a failed container's summary carries its error)."""
-    from samza_dagster.container import SamzaContainer
-    from samza_dagster.coordinator.model_builder import build_job_model
-
-    model = build_job_model(config).model
-    containers = [SamzaContainer(cid, model) for cid in sorted(model.containers)]
-    errors: dict[str, BaseException] = {}
-
-    def _run(container: Any) -> None:
-        try:
-            container.run()
-        except BaseException as exc:  # noqa: BLE001 - kept in the summary
-            errors[container.container_id] = exc
-
-    threads = [threading.Thread(target=_run, args=(c,), name=f"samza-container-{c.container_id}") for c in containers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    summaries = [c.summary for c in containers if c.summary is not None]
-    if len(summaries) < len(containers) and errors:
-        cid, exc = next(iter(errors.items()))
-        raise RuntimeError(f"container {cid} failed to start: {type(exc).__name__}: {exc}") from exc
-    return summaries
+    if JobConfig(config).factory == "spark":
+        spark = getattr(context.resources, SPARK_RESOURCE_KEY, None)
+        if spark is not None:
+            session = spark.get_session()
+            return lambda cfg: run_job(cfg, spark=session)
+    return run_job
 
 
 def op_name(assets: StreamAssets) -> str:
@@ -98,14 +81,23 @@ def samza_job_asset(
     @dg.multi_asset(
         name=name or op_name(assets),
         specs=assets.written_specs,
-        required_resource_keys={SYSTEMS_RESOURCE_KEY},
-        description=f"Runs the Samza job {config.get_str('job.name')} until it stops",
+        required_resource_keys=required_resource_keys(config),
+        description=f"Runs the Samza job {config.get_str('job.name')} until it stops "
+        f"({JobConfig(config).factory} runner)",
         op_tags={"samza/job": config.get_str("job.name") or assets.application},
     )
     def _samza_job(context: dg.AssetExecutionContext, config: SamzaJobRunConfig) -> Iterator[dg.MaterializeResult]:
-        yield from run_samza_job(context, assets, base, config, runner or default_runner, progress_interval_s)
+        yield from run_samza_job(context, assets, base, config, runner, progress_interval_s)
 
     return _samza_job
+
+
+def required_resource_keys(config: Config) -> set[str]:
+    """``samza_systems`` always; ``spark`` too when the job runs on the spark runner."""
+    keys = {SYSTEMS_RESOURCE_KEY}
+    if JobConfig(config).factory == "spark":
+        keys.add(SPARK_RESOURCE_KEY)
+    return keys
 
 
 def job_config(context: Any, base: Config, run_config: SamzaJobRunConfig) -> Config:
@@ -119,10 +111,11 @@ def run_samza_job(
     assets: StreamAssets,
     base: Config,
     run_config: SamzaJobRunConfig,
-    runner: Runner,
+    runner: Runner | None,
     progress_interval_s: float,
 ) -> Iterator[dg.MaterializeResult]:
     cfg = job_config(context, base, run_config)
+    runner = runner or runner_for(context, cfg)
     job_name = cfg.get_str("job.name") or assets.application
     if run_config.overrides:
         context.log.info(f"job {job_name}: config overrides {run_config.overrides} {run_config.reason}".strip())
@@ -142,8 +135,12 @@ def run_samza_job(
     except SystemUnavailableError as exc:
         raise dg.Failure(description=f"job {job_name}: {exc}") from exc
 
+    bootstrap_inputs = [inputs[s.id] for s in read if s.bootstrap]
+    for line in bootstrap.live_progress(cfg, bootstrap_inputs):
+        context.log.info(f"job {job_name}: before the run, {line.line()}")
     started = time.monotonic()
-    result = _run_with_progress(context, cfg, job_name, runner, written, before, started, progress_interval_s)
+    watch = _Progress(cfg, written, before, bootstrap_inputs)
+    result = _run_with_progress(context, cfg, job_name, runner, watch, started, progress_interval_s)
     elapsed = results.elapsed_s(result, time.monotonic() - started)
     error = results.failure(result)
     processed = results.messages_per_stream(result)
@@ -158,10 +155,21 @@ def run_samza_job(
         "job_elapsed_s": dg.MetadataValue.float(round(elapsed, 3)),
         "messages_processed": dg.MetadataValue.int(sum(processed.values())),
         "messages_processed_per_stream": dg.MetadataValue.json(processed),
+        "runner": JobConfig(cfg).factory,
     }
+    spark_startup = getattr(result, "spark_startup_s", None)
+    if isinstance(spark_startup, int | float):
+        job_md["spark_startup_s"] = dg.MetadataValue.float(round(float(spark_startup), 3))
+    boot = bootstrap.final_bootstrap(result)
+    if boot:
+        job_md["bootstrap"] = dg.MetadataValue.json(boot)
     finals = results.final_offsets(result)
     for sid, obs in inputs.items():
         progress = _input_progress(obs, processed, finals, assets.streams[sid].bootstrap)
+        entry = boot.get(f"{obs.system}.{obs.physical_name}")
+        if entry is not None:
+            progress.update(bootstrap.final_metadata(entry))
+            context.log.info(bootstrap.final_line(job_name, f"{obs.system}.{obs.physical_name}", entry))
         context.log_event(
             dg.AssetObservation(asset_key=assets.keys[sid], description=f"processed by {job_name}", metadata=progress)
         )
@@ -177,13 +185,38 @@ def run_samza_job(
         )
 
 
+class _Progress:
+    """What a progress line says: messages written so far, and how far each bootstrap stream is."""
+
+    def __init__(
+        self, cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation],
+        bootstrap_inputs: list[StreamObservation],
+    ) -> None:
+        self.cfg, self.written, self.before = cfg, written, before
+        self.bootstrap_inputs = bootstrap_inputs
+        self.at_head: set[str] = set()
+
+    def lines(self) -> list[str]:
+        out = [_written_progress(self.cfg, self.written, self.before)]
+        try:
+            progress = bootstrap.live_progress(self.cfg, self.bootstrap_inputs)
+        except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job
+            return [*out, f"(bootstrap progress unavailable: {exc})"]
+        for p in progress:
+            if p.stream in self.at_head:
+                continue
+            if p.at_head:
+                self.at_head.add(p.stream)  # said once; from then on it is ordinary traffic
+            out.append(p.line())
+        return out
+
+
 def _run_with_progress(
     context: Any,
     cfg: Config,
     job_name: str,
     runner: Runner,
-    written: list[StreamInfo],
-    before: dict[str, StreamObservation],
+    watch: _Progress,
     started: float,
     interval_s: float,
 ) -> Any:
@@ -203,14 +236,14 @@ def _run_with_progress(
         worker.join(interval_s)
         if not worker.is_alive():
             break
-        context.log.info(f"job {job_name}: running for {time.monotonic() - started:.0f} s; {_progress(cfg, written, before)}")
+        context.log.info(f"job {job_name}: running for {time.monotonic() - started:.0f} s; {'; '.join(watch.lines())}")
     if "error" in outcome:
         exc = outcome["error"]
         raise dg.Failure(description=f"job {job_name} failed: {type(exc).__name__}: {exc}") from exc
     return outcome.get("result")
 
 
-def _progress(cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]) -> str:
+def _written_progress(cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]) -> str:
     try:
         now = observe_streams(cfg, written, with_lag=False)
     except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job
@@ -230,14 +263,9 @@ def _create_outputs(cfg: Config, written: list[StreamInfo]) -> None:
         if "intermediate" not in stream.roles and stream.partitions:
             by_system.setdefault(stream.system, []).append(stream)
     for system, streams in by_system.items():
-        admin = system_factory(cfg, system).get_admin(system, cfg)
-        try:
+        with system_admin(cfg, system) as admin:
             for s in streams:
                 admin.create_stream(StreamSpec(s.id, s.physical_name, s.system, s.partitions or 1))
-        finally:
-            close = getattr(admin, "close", None) or getattr(admin, "stop", None)
-            if callable(close):
-                close()
 
 
 def _written_metadata(before: StreamObservation, after: StreamObservation) -> dict[str, Any]:

@@ -13,7 +13,15 @@ from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
-from samza_dagster.planner import ExecutionPlan, ExecutionPlanner, load_application, low_level_plan, partition_counts, plan_from_config
+from samza_dagster.planner import (
+    ExecutionPlan,
+    ExecutionPlanner,
+    PlanningError,
+    load_application,
+    low_level_plan,
+    partition_counts,
+    plan_from_config,
+)
 from samza_dagster.system.model import SystemStream
 
 
@@ -46,27 +54,16 @@ def _low_level(config: Config) -> ExecutionPlan:
 
 
 def _high_level(config: Config) -> ExecutionPlan:
+    """Plan on the declared and configured counts alone (the planner falls back to
+    ``streams.<id>.partitions`` for a stream it was given no count for); only when that leaves a
+    stream without one are the admins asked — by the planner's own ``plan_from_config``."""
     descriptor = StreamApplicationDescriptor.of(load_application(config), config)
-    streams = StreamConfig(config)
-    ids: dict[str, SystemStream] = {}
-    for spec in descriptor.input_operators.values():
-        if not spec.is_intermediate:
-            ids[spec.stream_id] = SystemStream(spec.system, spec.physical_name)
-    for impl in descriptor.output_streams.values():
-        if not impl.is_intermediate:
-            ids[impl.stream_id] = SystemStream(impl.system, impl.physical_name)
-    for table in descriptor.tables.values():
-        for sid in table.side_inputs:
-            ids[sid] = SystemStream(table.side_input_systems[sid], table.side_input_physical_names[sid])
-    partitions: dict[str, int] = {}
-    lookup: dict[str, SystemStream] = {}
-    for sid, ss in ids.items():
-        configured = streams.partitions(sid)
-        if configured is not None:
-            partitions[sid] = configured
-        else:
-            lookup[sid] = ss
-    if lookup:
-        found = partition_counts(config, lookup.values())
-        partitions.update({sid: found[ss] for sid, ss in lookup.items() if ss in found})
-    return ExecutionPlanner(config, partitions).plan(descriptor)
+    try:
+        plan = ExecutionPlanner(config, {}).plan(descriptor)
+    except PlanningError as exc:
+        if not any(count is None for count in exc.streams.values()):
+            raise  # a real disagreement, not a missing count
+        return plan_from_config(config)
+    if any(s.partitions is None for s in plan.streams.values() if not s.is_intermediate):
+        return plan_from_config(config)
+    return plan
