@@ -13,7 +13,7 @@ from bench.report import machine_line, write_section
 from samza_dagster.config import Config
 from samza_dagster.coordinator.model_builder import build_job_model
 from samza_dagster.container import SamzaContainer
-from samza_dagster.operators import run_application
+from samza_dagster.runtime import run_job
 from tests.test_operators_runtime import create, produce
 
 
@@ -35,7 +35,8 @@ def main(n: int = 50_000) -> None:
     app_cfg = cfg.with_overrides({**bounded, "app.class": "tests.hl_apps.bench_apps:PipelineApp",
                                   "app.store.factory": "inmemory", "job.intermediate.stream.partitions": "2"})
     t0 = time.perf_counter()
-    run_application(app_cfg, timeout_s=600)
+    result = run_job(app_cfg.with_overrides({"job.factory.class": "thread"}))
+    assert result.succeeded, result.summary_line()
     app_s = time.perf_counter() - t0
 
     # hand-written: stage 1 (events+profiles with the mid stream fed back), ended by a stop after drain

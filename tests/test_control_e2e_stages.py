@@ -12,11 +12,11 @@ from collections import Counter
 import pytest
 
 from samza_dagster.control import EndOfStreamMessage, IntermediateMessageSerde
-from samza_dagster.operators import run_application
+from samza_dagster.runtime.thread_runner import ThreadJobRunner
 from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
 from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
-from tests.test_operators_runtime import base, bounded, create, produce, read_all
+from tests.hl_apps.harness import base, bounded, counter, create, produce, read_all, run, statuses, task_names
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,9 +51,9 @@ def test_event_time_windows_fire_once_after_watermark_and_count_late(tmp_path):
             produce(cfg, s, rows, [t for (st, _p, _k, t) in batch if st == s])
 
     write(batch1)
-    stop = threading.Event()
+    job = ThreadJobRunner(cfg)
     result = {}
-    runner = threading.Thread(target=lambda: result.setdefault("run", run_application(cfg, stop_event=stop)), daemon=True)
+    runner = threading.Thread(target=lambda: result.setdefault("run", job.run()), daemon=True)
     runner.start()
     try:
         # window [0, 1000) closes once every partition's watermark passed 1000 (min is 1100)
@@ -62,12 +62,14 @@ def test_event_time_windows_fire_once_after_watermark_and_count_late(tmp_path):
         _wait_for(lambda: _count_rows(cfg, "panes") >= 4)
         time.sleep(0.5)  # anything wrongly fired would show up by now
     finally:
-        stop.set()
+        job.stop()
         runner.join(30)
     panes = sorted((k, tuple(v)) for k, v in read_all(cfg, "panes"))
     assert panes == [("x", (0, 1000, 2)), ("x", (1000, 2000, 2)), ("y", (0, 1000, 2)), ("y", (1000, 2000, 2))]
-    late = sum(t.late_messages for t in result["run"].tasks.values())
-    assert late == 1
+    assert result["run"].succeeded and statuses(result["run"]) == {"shutdown"}
+    # the late message shows in the container summaries (TaskMetrics counters)
+    assert counter(result["run"], "late_messages") == 1
+    assert counter(result["run"], "late_messages.et-1-window-w") == 1
 
 
 def _two_stage_config(tmp_path, **extra):
@@ -86,11 +88,11 @@ def _setup_words(cfg, n=300):
 def test_split_jobs_run_one_after_the_other(tmp_path):
     cfg = _two_stage_config(tmp_path)
     expected = _setup_words(cfg)
-    up = run_application(cfg.with_overrides({"app.stage": "0"}), timeout_s=60)
-    assert len(up.prepared.task_factory.tasks) == 4
-    down = run_application(cfg.with_overrides({"app.stage": "stage-1"}), timeout_s=60)
-    assert all(s.status.name == "COMPLETED" for s in up.summaries + down.summaries)
-    assert len(down.prepared.task_factory.tasks) == 3  # one per intermediate partition
+    up = run(cfg.with_overrides({"app.stage": "0"}))
+    assert len(task_names(up)) == 4
+    down = run(cfg.with_overrides({"app.stage": "stage-1"}))
+    assert statuses(up) == statuses(down) == {"completed"}
+    assert len(task_names(down)) == 3  # one per intermediate partition
     got = read_all(cfg, "counts")
     assert dict(got) == dict(expected) and len(got) == len(expected)
 
@@ -100,12 +102,12 @@ def test_split_jobs_run_at_the_same_time(tmp_path):
     expected = _setup_words(cfg)
     # the downstream job starts first and waits for the upstream job's end-of-stream messages
     out = {}
-    down = threading.Thread(target=lambda: out.setdefault("down", run_application(cfg.with_overrides({"app.stage": "1"}), timeout_s=60)))
+    down = threading.Thread(target=lambda: out.setdefault("down", run(cfg.with_overrides({"app.stage": "1"}))))
     down.start()
     time.sleep(0.5)
-    up = run_application(cfg.with_overrides({"app.stage": "0"}), timeout_s=60)
+    up = run(cfg.with_overrides({"app.stage": "0"}))
     down.join(60)
-    assert all(s.status.name == "COMPLETED" for s in up.summaries + out["down"].summaries)
+    assert statuses(up) == statuses(out["down"]) == {"completed"}
     assert dict(read_all(cfg, "counts")) == dict(expected)
 
 
@@ -136,13 +138,13 @@ def test_downstream_restart_between_upstream_end_of_stream_messages(tmp_path):
     first = [f"w{i % 5}" for i in range(40)]
     second = [f"w{i % 3}" for i in range(30)]
     _upstream_writes(cfg, stream, first, ["Partition 0", "Partition 1"])
-    stop = threading.Event()
-    timer = threading.Timer(3.0, stop.set)
+    job = ThreadJobRunner(stage1.with_overrides({"job.factory.class": "thread"}))
+    timer = threading.Timer(3.0, job.stop)
     timer.start()
-    run1 = run_application(stage1, stop_event=stop, timeout_s=30)
-    assert all(s.status.name == "SHUTDOWN" for s in run1.summaries)  # still waiting for 2 producers
+    run1 = job.run()
+    assert statuses(run1) == {"shutdown"}  # still waiting for 2 producers
     assert read_all(cfg, "counts") == []
     _upstream_writes(cfg, stream, second, ["Partition 2", "Partition 3"])
-    run2 = run_application(stage1, timeout_s=30)  # ends only if the first two were remembered
-    assert all(s.status.name == "COMPLETED" for s in run2.summaries)
+    run2 = run(stage1)  # ends only if the first two were remembered
+    assert statuses(run2) == {"completed"}
     assert dict(read_all(cfg, "counts")) == dict(Counter(first + second))

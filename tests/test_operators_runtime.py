@@ -1,5 +1,7 @@
-"""The operator runtime on the log system: seed 002's Listings 1 and 2 as running jobs, and a
-bounded two-stage application that ends by itself through in-band end-of-stream."""
+"""The operator runtime on the log system, run through ``samza_dagster.runtime.run_job``: seed
+002's Listings 1 and 2, a bounded two-stage application that ends by itself through in-band
+end-of-stream (thread and process runners), session windows, a side-input table, and the
+descriptor-serde rule."""
 
 from __future__ import annotations
 
@@ -8,76 +10,15 @@ from collections import Counter
 
 import pytest
 
-from samza_dagster.config import Config
-from samza_dagster.operators import run_application
+from samza_dagster.planner import plan_from_config
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.system.partitioner import partition_for_key
+from tests.hl_apps.harness import base, bounded, counter, create, produce, read_all, run, statuses, task_names
+
+__all__ = ["base", "bounded", "create", "produce", "read_all"]  # bench.bench_operators imports these
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def base(tmp_path, name: str, app: str, **extra: str) -> Config:
-    entries = {
-        "job.name": name,
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"),
-        "app.class": f"tests.hl_apps.apps:{app}",
-        "task.commit.ms": "500",
-        "app.store.factory": "inmemory",
-    }
-    entries.update(extra)
-    return Config(entries)
-
-
-def create(config: Config, stream: str, partitions: int) -> None:
-    admin = system_factory(config, "log").get_admin("log", config)
-    admin.create_stream(StreamSpec(stream, stream, "log", partitions))
-
-
-def produce(config: Config, stream: str, rows, event_times=None) -> None:
-    """rows: (partition, key or None, json-able message)."""
-    producer = system_factory(config, "log").get_producer("log", config)
-    producer.register("t")
-    producer.start()
-    ss = SystemStream("log", stream)
-    for i, (p, key, msg) in enumerate(rows):
-        et = event_times[i] if event_times is not None else None
-        k = None if key is None else json.dumps(key).encode()
-        producer.send("t", OutgoingMessageEnvelope(ss, json.dumps(msg).encode(), k, None, p, et))
-    producer.flush("t")
-    producer.stop()
-
-
-def read_all(config: Config, stream: str) -> list[tuple[object, object]]:
-    factory = system_factory(config, "log")
-    admin = factory.get_admin("log", config)
-    md = admin.get_system_stream_metadata([stream])[stream]
-    consumer = factory.get_consumer("log", config)
-    wanted = {}
-    for p, pm in md.partitions.items():
-        if pm.newest_offset is not None:
-            ssp = SystemStreamPartition("log", stream, p)
-            consumer.register(ssp, pm.oldest_offset)
-            wanted[ssp] = int(pm.newest_offset)
-    consumer.start()
-    out = []
-    try:
-        while wanted:
-            for ssp, envs in consumer.poll(set(wanted), 0.2).items():
-                for env in envs:
-                    if env.is_end_of_stream:
-                        continue
-                    out.append((json.loads(env.key) if env.key else None, json.loads(env.message)))
-                    if int(env.offset) >= wanted.get(ssp, 1 << 60):
-                        wanted.pop(ssp, None)
-    finally:
-        consumer.stop()
-    return out
-
-
-def bounded(config: Config, *streams: str) -> Config:
-    return config.with_overrides({f"systems.log.streams.{s}.samza.bounded": "true" for s in streams})
 
 
 def test_listing1_stream_stream_join_after_filter(tmp_path):
@@ -88,11 +29,15 @@ def test_listing1_stream_stream_join_after_filter(tmp_path):
     # profiles first on S2, page views on S1 (co-partitioned by user: partition = user % 2)
     produce(cfg, "S2", [(u % 2, None, {"user": u, "name": f"n{u}"}) for u in range(6)])
     produce(cfg, "S1", [(u % 2, None, {"user": u, "page": f"p{u}-{i}", "ok": i != 1}) for u in range(6) for i in range(3)])
-    run = run_application(cfg, timeout_s=60)
-    assert all(s.status.name == "COMPLETED" for s in run.summaries)
+    result = run(cfg)
+    assert statuses(result) == {"completed"}
     got = sorted((k, v["page"], v["name"]) for k, v in read_all(cfg, "S3"))
     # the filter drops i == 1; every surviving view joins its user's profile
     assert got == sorted((u, f"p{u}-{i}", f"n{u}") for u in range(6) for i in (0, 2))
+
+
+def kafka_partition(key, partitions: int) -> int:
+    return partition_for_key(json.dumps(key).encode(), partitions)
 
 
 def test_listing2_partition_by_into_table_joined_with_stream(tmp_path):
@@ -100,33 +45,120 @@ def test_listing2_partition_by_into_table_joined_with_stream(tmp_path):
     create(cfg, "S1", 3)  # not co-partitioned with S2: partition_by re-partitions it into 2
     create(cfg, "S2", 2)
     create(cfg, "S3", 2)
+    assert plan_from_config(cfg).intermediate_streams == {"l2-1-partition_by-p1": 2}
     produce(cfg, "S1", [(u % 3, None, {"user": u, "name": f"n{u}"}) for u in range(8)])
-    run = run_application(cfg.with_overrides({"systems.log.streams.S2.samza.bounded": "true"}), timeout_s=60)
-    assert all(s.status.name == "COMPLETED" for s in run.summaries)
-    plan = run.prepared.plan
-    assert plan.intermediate_streams == {"l2-1-partition_by-p1": 2}
+    assert statuses(run(cfg)) == {"completed"}
     # the table is filled; now page views joined against it (a second run resumes from checkpoints)
-    produce(cfg, "S2", [(p, json.loads(json.dumps(u)), {"user": u, "page": f"v{u}"}) for u in range(8) for p in [_kafka_partition(u, 2)]])
-    run_application(cfg, timeout_s=60)
+    produce(cfg, "S2", [(kafka_partition(u, 2), u, {"user": u, "page": f"v{u}"}) for u in range(8)])
+    assert statuses(run(cfg)) == {"completed"}
     got = sorted((k, v["page"], v["name"]) for k, v in read_all(cfg, "S3"))
     assert got == [(u, f"v{u}", f"n{u}") for u in range(8)]
 
 
-def _kafka_partition(key, partitions: int) -> int:
-    from samza_dagster.system.partitioner import partition_for_key
-
-    return partition_for_key(json.dumps(key).encode(), partitions)
-
-
-def test_two_stage_bounded_count_terminates_with_exact_counts(tmp_path):
-    cfg = bounded(base(tmp_path, "wc", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3"}), "words")
+@pytest.mark.parametrize("runner", ["thread", "process"])
+def test_two_stage_bounded_count_terminates_with_exact_counts(tmp_path, runner):
+    """input (4 partitions) → partition_by into 3 → keyed window counts → output: the job ends
+    by itself (bounded input, in-band end-of-stream on the intermediate stream) and every
+    window fires exactly once, at end-of-stream."""
+    cfg = bounded(base(tmp_path, "wc", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3",
+                                                              "job.container.count": "2"}), "words")
     create(cfg, "words", 4)
     create(cfg, "counts", 3)
+    assert plan_from_config(cfg).intermediate_streams == {"wc-1-partition_by-by-word": 3}
     words = [f"w{i % 7}" for i in range(200)]
     produce(cfg, "words", [(i % 4, None, w) for i, w in enumerate(words)])
-    run = run_application(cfg, timeout_s=60)
-    assert all(s.status.name == "COMPLETED" for s in run.summaries)
-    assert run.prepared.plan.intermediate_streams == {"wc-1-partition_by-by-word": 3}
+    result = run(cfg, runner)
+    assert result.runner == runner and len(result.summaries) == 2
+    assert statuses(result) == {"completed"}
+    # group-by-partition over the 4 input + 3 intermediate partitions: 4 tasks
+    assert task_names(result) == {f"Partition {p}" for p in range(4)}
     got = read_all(cfg, "counts")
     assert dict(got) == dict(Counter(words))
     assert len(got) == 7  # each window fired exactly once
+    # beside the words, the intermediate stream carried the control messages: at least one
+    # end-of-stream per upstream task per partition (watermarks too, as the log stamps times)
+    control = sum(t["control_messages"] for s in result.summaries for t in s.metrics["tasks"].values())
+    assert control >= 4 * 3
+    assert result.messages_per_stream["log.wc-1-partition_by-by-word"] == len(words) + control
+
+
+def test_session_windows_per_key_in_event_time(tmp_path):
+    cfg = bounded(base(tmp_path, "sess", "SessionCountApp", **{"job.intermediate.stream.partitions": "2",
+                                                               "task.watermark.interval.ms": "50"}), "clicks")
+    create(cfg, "clicks", 2)
+    create(cfg, "sessions", 2)
+    # each user's clicks in one input partition, in time order; gap 1000 ms
+    clicks = {
+        "a": (0, [0, 500, 900, 5000, 5200]),  # sessions [0, 1900) x3 and [5000, 6200) x2
+        "b": (1, [100, 3000, 3999, 4998]),  # [100, 1100) x1 and [3000, 5998) x3
+        "c": (1, [7000]),  # [7000, 8000) x1
+    }
+    rows, times = [], []
+    for user, (p, ts) in clicks.items():
+        for t in ts:
+            rows.append((p, None, {"user": user, "t": t}))
+            times.append(t)
+    produce(cfg, "clicks", rows, times)
+    result = run(cfg)
+    got = sorted((k, tuple(v)) for k, v in read_all(cfg, "sessions"))
+    assert got == [
+        ("a", (0, 1900, 3)), ("a", (5000, 6200, 2)),
+        ("b", (100, 1100, 1)), ("b", (3000, 5998, 3)),
+        ("c", (7000, 8000, 1)),
+    ]
+    assert counter(result, "late_messages") == 0
+    assert counter(result, "late_messages.sess-1-window-sessions") == 0
+
+
+def test_side_input_table_joined_with_stream(tmp_path):
+    cfg = bounded(base(tmp_path, "side", "SideInputJoinApp"), "views")
+    cfg = cfg.with_overrides({"systems.log.streams.profiles.samza.msg.serde": "json"})
+    for s in ("views", "profiles", "enriched"):
+        create(cfg, s, 2)
+    # profiles co-partitioned with views (user % 2); user 1 renamed, user 4 deleted, 5 never known
+    profiles = [{"user": u, "name": f"n{u}"} for u in range(5)] + [{"user": 1, "name": "renamed"}, {"user": 4}]
+    produce(cfg, "profiles", [(p["user"] % 2, None, p) for p in profiles])
+    produce(cfg, "views", [(u % 2, None, {"user": u, "page": f"v{u}"}) for u in range(6)])
+    result = run(cfg)
+    assert statuses(result) == {"completed"}
+    got = sorted((k, v["page"], v["name"]) for k, v in read_all(cfg, "enriched"))
+    assert got == [(0, "v0", "n0"), (1, "v1", "renamed"), (2, "v2", "n2"), (3, "v3", "n3")]
+    # the side input is no task input: only the views partitions were grouped into tasks
+    assert set(result.messages_per_stream) == {"log.views"}
+
+
+def test_descriptor_serdes_win_over_configured_ones(tmp_path):
+    """Configured JSON serdes for the whole system; the descriptors give UpperSerde for the
+    messages. Only the descriptor's serde touches a message (a second JSON pass would fail on
+    the raw text input, and would quote the output); the key, with no descriptor serde, gets
+    the configured JSON serde."""
+    cfg = bounded(base(tmp_path, "serde", "DescriptorSerdeApp", **{
+        "systems.log.samza.msg.serde": "json",
+        "systems.log.samza.key.serde": "json",
+        "streams.shout.samza.msg.serde": "json",  # stream-id keyed: blanked as well
+    }), "text")
+    create(cfg, "text", 1)
+    create(cfg, "shout", 1)
+    producer = system_factory(cfg, "log").get_producer("log", cfg)
+    producer.register("t")
+    producer.start()
+    for word in ("hello", "samza"):
+        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", "text"), word.encode(), None, None, 0))
+    producer.flush("t")
+    producer.stop()
+    run(cfg)
+    got = sorted(read_all(cfg, "shout", decode=False))
+    assert got == [(b'{"len":5}', b"HELLO!"), (b'{"len":5}', b"SAMZA!")]
+
+
+def test_operator_task_outside_a_container_is_a_clear_error():
+    from samza_dagster.operators import OperatorError, OperatorTask
+
+    class Context:
+        task_name = "Partition 0"
+        task_instance = None
+        container = None
+
+    with pytest.raises(OperatorError, match="Partition 0"):
+        OperatorTask(None, "Partition 0", None).init(Context())
+

@@ -207,6 +207,7 @@ class SamzaContainer:
                 serdes=serdes, container_requests=self.requests, stores=task_stores.get(name),
                 changelog_partition=tm.changelog_partition, drop_deserialization_errors=drop,
             )
+            ti.context.container = self
             self.tasks[name] = ti
             if name in last:
                 self.last_checkpoints[name] = last[name]

@@ -20,6 +20,7 @@ class TaskMetrics:
         "deserialization_errors_dropped",
         "control_messages",
         "end_of_stream_ssps",
+        "counters",  # name -> int: counters a task adds (e.g. the operator runtime's late_messages)
     )
 
     def __init__(self, task_name: str, ssps: frozenset[SystemStreamPartition]) -> None:
@@ -33,6 +34,8 @@ class TaskMetrics:
         self.deserialization_errors_dropped = 0
         self.control_messages = 0
         self.end_of_stream_ssps = 0
+        #: free-form counters owned by the task; snapshot() copies them into the summary
+        self.counters: dict[str, int] = {}
 
     @property
     def envelopes_processed(self) -> int:
@@ -49,6 +52,7 @@ class TaskMetrics:
             "deserialization_errors_dropped": self.deserialization_errors_dropped,
             "control_messages": self.control_messages,
             "end_of_stream_ssps": self.end_of_stream_ssps,
+            "counters": dict(self.counters),
         }
 
 

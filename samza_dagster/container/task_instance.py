@@ -14,6 +14,9 @@ instance hands control messages to ``control_message_handler(instance, envelope)
 returns None (consumed: bookkeeping updated) or an envelope to act on — an end-of-stream
 envelope marks that partition ended, any other is given to the task. ``checkpoint_state``
 (callable → (end_of_stream dict, watermarks dict)) lets that bookkeeping ride in checkpoints.
+``end_of_stream_listener(ssp)`` is called once per partition when it ends (a bounded input's
+end-of-stream envelope, or a reconciled intermediate end-of-stream), before the task's own
+end-of-stream handling — the operator runtime ends operators partition by partition with it.
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ class TaskInstance:
             self._decoders[ssp] = by_stream[ss]
         self.control_message_handler: Callable[[TaskInstance, IncomingMessageEnvelope], Any] | None = None
         self.checkpoint_state: Callable[[], tuple[dict, dict]] | None = None
+        self.end_of_stream_listener: Callable[[SystemStreamPartition], None] | None = None
+        self.context.task_instance = self
         #: offset of the last message processed per SSP (what a checkpoint records)
         self.last_processed: dict[SystemStreamPartition, str] = {}
         self.end_of_stream_ssps: set[SystemStreamPartition] = set()
@@ -212,6 +217,9 @@ class TaskInstance:
 
     def mark_end_of_stream(self, ssp: SystemStreamPartition) -> None:
         if ssp not in self.end_of_stream_ssps:
+            listener = self.end_of_stream_listener
+            if listener is not None:
+                listener(ssp)
             self.end_of_stream_ssps.add(ssp)
             self.metrics.end_of_stream_ssps += 1
             if len(self.end_of_stream_ssps) >= len(self.ssps):

@@ -150,8 +150,15 @@ class StreamStreamJoin:
     ``ttl_ms``. Time is processing time, or event time (``app.join.time=event``) with entries
     expired once the watermark is ``ttl_ms`` past them."""
 
-    def __init__(self, task: Any, spec: Any, left_store: Any, right_store: Any, event_time: bool, nxt: Next) -> None:
+    def __init__(
+        self, task: Any, spec: Any, left_store: Any, right_store: Any, event_time: bool, nxt: Next,
+        counters: dict[str, int] | None = None,
+    ) -> None:
         self.task = task
+        #: the task's metric counters (``join_expired.<op_id>`` shows in container summaries)
+        self.counters = counters if counters is not None else {}
+        self.counter_name = f"join_expired.{spec.op_id}"
+        self.counters.setdefault(self.counter_name, 0)
         self.fn = spec.fn
         self.key_fn = spec.key_fn
         self.other_key_fn = spec.other_key_fn
@@ -195,6 +202,7 @@ class StreamStreamJoin:
             for k in old:
                 store.delete(k)
             self.expired += len(old)
+            self.counters[self.counter_name] += len(old)
 
     def on_timer(self, now_ms: int) -> None:
         if not self.event_time:
@@ -212,8 +220,14 @@ class WindowOperator:
     event-time pane that already closed (end <= watermark) is late: counted in
     ``late_messages`` and dropped, never merged into a pane that fired."""
 
-    def __init__(self, task: Any, spec: Any, store: Any, nxt: Next) -> None:
+    def __init__(self, task: Any, spec: Any, store: Any, nxt: Next, counters: dict[str, int] | None = None) -> None:
         w = spec.window
+        #: the task's metric counters: ``late_messages`` (all windows of the task) and
+        #: ``late_messages.<op_id>`` show in container summaries
+        self.counters = counters if counters is not None else {}
+        self.counter_name = f"late_messages.{spec.op_id}"
+        self.counters.setdefault("late_messages", 0)
+        self.counters.setdefault(self.counter_name, 0)
         self.task = task
         self.op_id = spec.op_id
         self.store = store
@@ -252,7 +266,7 @@ class WindowOperator:
                 pane = None
             if pane is None:
                 if self.event and ts + size <= self.watermark:
-                    self.late_messages += 1
+                    self._late()
                     return
                 pane = panes[skey] = [ts, ts + size, self.initial()]
             elif ts + size > pane[1]:
@@ -261,7 +275,7 @@ class WindowOperator:
             start = ts - ts % size
             end = start + size
             if self.event and end <= self.watermark:
-                self.late_messages += 1
+                self._late()
                 return
             skey = (key, start)
             pane = panes.get(skey)
@@ -269,6 +283,12 @@ class WindowOperator:
                 pane = panes[skey] = [start, end, self.initial()]
         pane[2] = self.fold(m, pane[2])
         self.store.put(skey, pane)
+
+    def _late(self) -> None:
+        self.late_messages += 1
+        counters = self.counters
+        counters["late_messages"] += 1
+        counters[self.counter_name] += 1
 
     def _fire_one(self, skey: Any, pane: list) -> None:
         del self.panes[skey]

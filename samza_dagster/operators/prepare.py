@@ -20,6 +20,12 @@ Config the runtime reads (all optional):
   it sets ``task.window.ms`` when that is not configured.
 * ``task.watermark.allowed.lateness.ms`` (default 0) — input watermark = max event time seen
   minus this.
+
+Serdes — the descriptor's win: a serde given on an input or output descriptor
+(``serde=`` / ``key_serde=``) is applied by the operator runtime, and the configured serde of
+that field (``streams.<id>.samza.msg.serde``, ``systems.<system>.samza.msg.serde``, ...) is
+blanked in the run config so the collector / task instance do not apply a second one. A field
+the descriptor leaves unset keeps the configured serde.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 from samza_dagster.application.app import StreamApplicationDescriptor
 from samza_dagster.application.specs import OperatorSpec, PartitionByOperatorSpec, TableSpec
 from samza_dagster.config import Config, ConfigError
+from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.control.watermark_source import DEFAULT_INTERVAL_MS, INTERVAL_KEY
 from samza_dagster.operators.analysis import operator_stores, topological, upstream_inputs
 from samza_dagster.planner import ExecutionPlan, plan_from_config
@@ -185,6 +192,7 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
         overrides[prefix + "samza.msg.serde"] = "bytes"
         overrides[prefix + "samza.key.serde"] = "bytes"
         overrides[prefix + "samza.offset.default"] = "oldest"
+    overrides.update(_descriptor_serde_overrides(cfg, descriptor, default_system))
     factory = cfg.get_str(STORE_FACTORY_KEY) or "rocksdb"
     for name, logged in operator_stores(descriptor, op_ids).items():
         overrides[f"stores.{name}.factory"] = factory
@@ -212,10 +220,27 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
     return prepared
 
 
+def _descriptor_serde_overrides(cfg: Config, descriptor: StreamApplicationDescriptor, default_system: str) -> dict[str, str]:
+    """Blank the configured serde of every (non-intermediate) stream field a descriptor gives a
+    serde for — at every key the lookup would consult — so it is applied once, by the operators."""
+    streams = StreamConfig(cfg)
+    out: dict[str, str] = {}
+    descs = [s for s in descriptor.input_operators.values() if not s.is_intermediate]
+    descs += [o for o in descriptor.output_streams.values() if not getattr(o, "is_intermediate", False)]
+    for d in descs:
+        ss = SystemStream(d.system, d.physical_name)
+        for kind, serde in (("msg", d.serde), ("key", d.key_serde)):
+            if serde is None:
+                continue
+            prop = f"samza.{kind}.serde"
+            for sid in {d.stream_id, *streams.stream_ids_for(ss, default_system)}:
+                out[f"streams.{sid}.{prop}"] = ""
+            out[f"systems.{ss.system}.streams.{ss.stream}.{prop}"] = ""
+    return out
+
+
 def create_container(prepared: PreparedApplication, container_id: str, job_model: Any, **kwargs: Any) -> Any:
     """A SamzaContainer running the application's operator tasks."""
     from samza_dagster.container import SamzaContainer
 
-    container = SamzaContainer(container_id, job_model, task_factory=prepared.task_factory, **kwargs)
-    prepared.task_factory.attach(container)
-    return container
+    return SamzaContainer(container_id, job_model, task_factory=prepared.task_factory, **kwargs)

@@ -1,7 +1,7 @@
 """OperatorTask: a task that executes the application's OperatorSpec graph message by message.
 
-At ``init`` the task finds its TaskInstance (through the container the factory is attached
-to), installs decoders (intermediate streams through the intermediate-message serde, inputs
+At ``init`` the task finds its TaskInstance and container through the TaskContext's
+back-references (``context.task_instance`` / ``context.container``), installs decoders (intermediate streams through the intermediate-message serde, inputs
 through their descriptors' serdes), the control-message handler and ``checkpoint_state``,
 restores the control bookkeeping from the last checkpoint, fills side-input tables to their
 head, and compiles one chain of operator callables per input partition — so ``process`` is
@@ -43,6 +43,7 @@ from samza_dagster.operators import impl
 from samza_dagster.operators.analysis import store_name
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import load_side_inputs
+from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.model import SystemStream, SystemStreamPartition
 
@@ -50,7 +51,9 @@ _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others b
 
 
 class _MessageDecoder:
-    """Deserializes an input with its descriptor's serdes (when the descriptor names them)."""
+    """Deserializes an input with its descriptor's serdes; a field the descriptor leaves
+    unset keeps the configured serde (``prepare`` blanks the configured serde of every field
+    a descriptor sets, so nothing is deserialized twice)."""
 
     __slots__ = ("key_serde", "msg_serde")
 
@@ -87,12 +90,17 @@ class OperatorTask:
 
     # -- init ----------------------------------------------------------------------------------
     def init(self, context: Any) -> None:
-        ti = self.factory.task_instance(context)
+        ti = getattr(context, "task_instance", None)
+        container = getattr(context, "container", None)
+        if ti is None or container is None:
+            raise OperatorError(
+                f"task {context.task_name!r}: the operator runtime needs a TaskContext with task_instance and "
+                "container back-references (run it in a SamzaContainer)"
+            )
         self.ti = ti
         prepared = self.prepared
         app = prepared.descriptor
         config = context.config
-        container = self.factory.container_of(context)
         self.collector = ti.collector
         self.coordinator = ti.coordinator
         self.sender = ControlMessageSender(self.task_name, container.producers)
@@ -111,6 +119,7 @@ class OperatorTask:
         self.ssp_watermarks = {ssp: WATERMARK_NOT_EXIST for ssp in ssps}
 
         # intermediate streams: decoder + control handler
+        configured = SerdeRegistry(config)
         intermediate_ssps = []
         for spec in app.input_operators.values():
             if spec.op_id not in prepared.op_ids:
@@ -120,22 +129,19 @@ class OperatorTask:
                 ti.set_stream_decoder(ss, IntermediateStreamDecoder(*prepared.intermediate_serdes(spec.stream_id), make_kv=KV))
                 intermediate_ssps.extend(by_stream.get(ss, ()))
             elif spec.serde is not None or spec.key_serde is not None:
-                ti.set_stream_decoder(ss, _MessageDecoder(spec.key_serde, spec.serde))
+                ti.set_stream_decoder(ss, _MessageDecoder(
+                    spec.key_serde if spec.key_serde is not None else configured.key_serde(ss),
+                    spec.serde if spec.serde is not None else configured.msg_serde(ss),
+                ))
         known_counts = prepared.producer_task_counts(container.job_model)
         self.handler = ControlMessageHandler(intermediate_ssps, known_counts, self._on_intermediate_watermark)
         ti.control_message_handler = self.handler
         ti.checkpoint_state = self.handler.snapshot
         input_ssps = [ssp for ssp in ssps if ssp not in set(intermediate_ssps)]
         self.input_watermarks = InputWatermarks(input_ssps, config.get_int(ALLOWED_LATENESS_KEY, 0) or 0)
-        original_mark = ti.mark_end_of_stream
-
-        def mark_end_of_stream(ssp: SystemStreamPartition) -> None:
-            # Hook: a partition ended (a bounded input's end, or a reconciled intermediate end).
-            if ssp not in self.ended:
-                self._on_partition_end(ssp)
-            original_mark(ssp)
-
-        ti.mark_end_of_stream = mark_end_of_stream  # type: ignore[method-assign]
+        # a partition ended (a bounded input's end, or a reconciled intermediate end)
+        ti.end_of_stream_listener = self._on_partition_end
+        self.counters = context.metrics.counters
 
         # compile the graph
         self._built: dict[int, Any] = {}
@@ -192,7 +198,7 @@ class OperatorTask:
                 nxt = self._downstream(spec)
                 left = self.context.get_store(store_name(spec.op_id, "-L"))
                 right = self.context.get_store(store_name(spec.op_id, "-R"))
-                join = impl.StreamStreamJoin(self, spec, left, right, self.prepared.join_event_time, nxt)
+                join = impl.StreamStreamJoin(self, spec, left, right, self.prepared.join_event_time, nxt, self.counters)
                 join.op_id = spec.op_id  # type: ignore[attr-defined]
                 self._built[id(spec)] = join
                 self.joins.append(join)
@@ -245,7 +251,9 @@ class OperatorTask:
         if isinstance(spec, SendToTableOperatorSpec):
             return impl.send_to_table(self.context.get_store(store_name("table-" + spec.table_spec.table_id)))
         if isinstance(spec, WindowOperatorSpec):
-            window = impl.WindowOperator(self, spec, self.context.get_store(store_name(spec.op_id, "-w")), self._downstream(spec))
+            window = impl.WindowOperator(
+                self, spec, self.context.get_store(store_name(spec.op_id, "-w")), self._downstream(spec), self.counters
+            )
             self.windows.append(window)
             self.timed.append((window, self.upstream_ssps.get(spec.op_id, frozenset())))
             return window
@@ -292,6 +300,8 @@ class OperatorTask:
                 op.on_watermark(wm)
 
     def _on_partition_end(self, ssp: SystemStreamPartition) -> None:
+        if ssp in self.ended:
+            return
         self.ended.add(ssp)
         self.ssp_watermarks[ssp] = _ENDED
         self.event_time = None
@@ -327,50 +337,13 @@ def op_ended(op: Any) -> bool:
 
 
 class OperatorTaskFactory:
-    """TaskFactory of an application. ``attach(container)`` before the container starts: a
-    task finds its TaskInstance (for the control-message extension point) and the JobModel
-    through it."""
+    """TaskFactory of an application: one OperatorTask per task name."""
 
     def __init__(self, prepared: Any) -> None:
         self.prepared = prepared
-        self.containers: list[Any] = []
-        self.tasks: dict[str, OperatorTask] = {}
-
-    def attach(self, container: Any) -> None:
-        self.containers.append(container)
 
     def create_task(self, task_name: str) -> OperatorTask:
-        task = self.tasks[task_name] = OperatorTask(self.prepared, task_name, self)
-        return task
-
-    def container_of(self, context: Any) -> Any:
-        for container in self.containers:
-            ti = container.tasks.get(context.task_name)
-            if ti is not None and ti.context is context:
-                return container
-        # Fallback for runners that build SamzaContainer(task_factory=...) without attach():
-        # TaskInstance.init runs inside SamzaContainer._start, so the container is a caller.
-        # (Replace with a TaskContext back-reference once the container offers one.)
-        import sys
-
-        from samza_dagster.container import SamzaContainer
-
-        frame = sys._getframe(1)
-        while frame is not None:
-            candidate = frame.f_locals.get("self")
-            if isinstance(candidate, SamzaContainer):
-                ti = candidate.tasks.get(context.task_name)
-                if ti is not None and ti.context is context:
-                    self.containers.append(candidate)
-                    return candidate
-            frame = frame.f_back
-        raise OperatorError(
-            f"task {context.task_name!r}: its container was not attached to the OperatorTaskFactory "
-            "(build containers with samza_dagster.operators.create_container)"
-        )
-
-    def task_instance(self, context: Any) -> Any:
-        return self.container_of(context).tasks[context.task_name]
+        return OperatorTask(self.prepared, task_name, self)
 
 
 DEFAULT_INTERMEDIATE_SERDE = JsonSerde

@@ -10,7 +10,10 @@ from samza_dagster.system.model import SystemStreamPartition
 
 
 class TaskContext:
-    __slots__ = ("task_name", "system_stream_partitions", "config", "container_id", "metrics", "_stores", "changelog_partition")
+    __slots__ = (
+        "task_name", "system_stream_partitions", "config", "container_id", "metrics", "_stores", "changelog_partition",
+        "task_instance", "container",
+    )
 
     def __init__(
         self,
@@ -29,6 +32,11 @@ class TaskContext:
         self.metrics = metrics
         self._stores = stores
         self.changelog_partition = changelog_partition
+        #: engine back-references for framework tasks (the operator runtime installs decoders
+        #: and control-message handling on its TaskInstance, and reads the JobModel, producers
+        #: and last checkpoint from its container). Set by the container; user tasks need neither.
+        self.task_instance: Any = None
+        self.container: Any = None
 
     def get_store(self, name: str) -> Any:
         store = self._stores.get(name)

@@ -1,4 +1,7 @@
-"""High-level applications used by the operator-runtime tests (importable by app.class)."""
+"""High-level applications used by the operator-runtime tests (importable by app.class).
+
+The system of their inputs and outputs is ``tests.app.system`` (default ``log``), so the same
+applications run on Kafka."""
 
 from __future__ import annotations
 
@@ -6,15 +9,22 @@ from samza_dagster.application import KV, StreamApplication, SystemDescriptor, T
 from samza_dagster.serde import JsonSerde
 
 
+SYSTEM_KEY = "tests.app.system"
+
+
 def _count(_message, acc):
     return acc + 1
+
+
+def _system(app) -> SystemDescriptor:
+    return SystemDescriptor(app.config.get_str(SYSTEM_KEY) or "log")
 
 
 class StreamStreamJoinApp(StreamApplication):
     """Seed 002 Listing 1: S1 filtered, joined with S2 on the user id, sent to S3."""
 
     def describe(self, app):
-        log = SystemDescriptor("log")
+        log = _system(app)
         s1 = app.get_input_stream(log.input("S1", serde=JsonSerde()))
         s2 = app.get_input_stream(log.input("S2", serde=JsonSerde()))
         s3 = app.get_output_stream(log.output("S3", serde=JsonSerde(), key_serde=JsonSerde()))
@@ -30,7 +40,7 @@ class StreamTableJoinApp(StreamApplication):
     """Seed 002 Listing 2: S1 partitioned by key into table T, S2 joined with T, sent to S3."""
 
     def describe(self, app):
-        log = SystemDescriptor("log")
+        log = _system(app)
         s1 = app.get_input_stream(log.input("S1", serde=JsonSerde()))
         s2 = app.get_input_stream(log.input("S2", serde=JsonSerde()))
         s3 = app.get_output_stream(log.output("S3", serde=JsonSerde(), key_serde=JsonSerde()))
@@ -44,7 +54,7 @@ class TwoStageCountApp(StreamApplication):
     """input (4 partitions) → partition_by word (into 3) → keyed window count → output."""
 
     def describe(self, app):
-        log = SystemDescriptor("log")
+        log = _system(app)
         words = app.get_input_stream(log.input("words", serde=JsonSerde()))
         counts = app.get_output_stream(log.output("counts", serde=JsonSerde(), key_serde=JsonSerde()))
         (
@@ -59,7 +69,7 @@ class EventTimeCountApp(StreamApplication):
     """Two streams merged, re-partitioned by key, counted in 1 s event-time tumbling windows."""
 
     def describe(self, app):
-        log = SystemDescriptor("log")
+        log = _system(app)
         a = app.get_input_stream(log.input("A", serde=JsonSerde()))
         b = app.get_input_stream(log.input("B", serde=JsonSerde()))
         out = app.get_output_stream(log.output("panes", serde=JsonSerde(), key_serde=JsonSerde()))
@@ -70,3 +80,61 @@ class EventTimeCountApp(StreamApplication):
             .map(lambda p: KV(p.key, [p.start_ms, p.end_ms, p.value]))
             .send_to(out)
         )
+
+
+class SessionCountApp(StreamApplication):
+    """Clicks re-partitioned by user, counted per event-time session (gap 1 s) of each user."""
+
+    def describe(self, app):
+        log = _system(app)
+        clicks = app.get_input_stream(log.input("clicks", serde=JsonSerde()))
+        out = app.get_output_stream(log.output("sessions", serde=JsonSerde(), key_serde=JsonSerde()))
+        (
+            clicks.partition_by(key=lambda m: m["user"], op_id="by-user")
+            .window(Windows.keyed_session(lambda kv: kv.key, 1000, 0, _count, time="event",
+                                          timestamp_fn=lambda kv: kv.value["t"]), op_id="sessions")
+            .map(lambda p: KV(p.key, [p.start_ms, p.end_ms, p.value]))
+            .send_to(out)
+        )
+
+
+def _profile_entries(kv):
+    """side_input_fn: a profile message (unkeyed) → the table entry user → name; a profile
+    without a name deletes the user's entry."""
+    profile = kv.value
+    return [KV(profile["user"], profile.get("name"))]
+
+
+class SideInputJoinApp(StreamApplication):
+    """Table ``profiles`` filled from the side-input stream ``profiles`` (through
+    side_input_fn), joined with the page views; no partition_by, so a single stage."""
+
+    def describe(self, app):
+        log = _system(app)
+        views = app.get_input_stream(log.input("views", serde=JsonSerde()))
+        out = app.get_output_stream(log.output("enriched", serde=JsonSerde(), key_serde=JsonSerde()))
+        table = app.get_table(TableDescriptor("profiles", side_inputs=["profiles"], side_input_fn=_profile_entries))
+        views.join(table, lambda v, name: None if name is None else KV(v["user"], {"page": v["page"], "name": name}),
+                   key=lambda v: v["user"], op_id="enrich").send_to(out)
+
+
+class UpperSerde:
+    """A descriptor serde that is not JSON: UTF-8 text, upper-cased on the way out."""
+
+    def to_bytes(self, obj):
+        return str(obj).upper().encode()
+
+    def from_bytes(self, data):
+        return data.decode()
+
+
+class DescriptorSerdeApp(StreamApplication):
+    """Input and output with descriptor serdes while the config gives the system JSON serdes:
+    the descriptor's must be the only ones applied (keys have no descriptor serde: the
+    configured one applies to them)."""
+
+    def describe(self, app):
+        log = _system(app)
+        words = app.get_input_stream(log.input("text", serde=UpperSerde()))
+        out = app.get_output_stream(log.output("shout", serde=UpperSerde(), kv=True))
+        words.map(lambda w: KV({"len": len(w)}, w + "!")).send_to(out)
