@@ -196,7 +196,7 @@ class SamzaContainer:
             for name, tm in self.container_model.tasks.items():
                 task_stores[name] = TaskStores(name, tm.changelog_partition, specs, serdes, base, self.producers)
                 self._changelog_ssps[name] = task_stores[name].changelog_ssps()
-            self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer)
+            self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer, last)
 
         # task instances
         drop = task_cfg.drop_deserialization_errors

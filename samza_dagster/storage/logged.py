@@ -21,6 +21,10 @@ class LoggedStore:
         self._partition = partition
         self.writes = 0
 
+    @property
+    def producer(self) -> SystemProducer:
+        return self._producer
+
     def get(self, key: bytes) -> bytes | None:
         return self._store.get(key)
 

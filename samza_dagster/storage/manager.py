@@ -6,12 +6,13 @@ default system's embedded log root when the default system is the log; else
 ``<tmp>/samza-dagster-state``. Under it: ``<job.name>-<job.id>/<store>/<task name>``.
 
 Restore policy: a store *with* a changelog is wiped and rebuilt from its changelog partition
-(oldest → the newest offset seen at start), so local files are a cache that may be deleted at
+(oldest → the changelog offset in the task's checkpoint; see ``restore_stores``), so local files are a cache that may be deleted at
 any time; a store without a changelog keeps its local files across restarts on the host.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import tempfile
@@ -29,6 +30,8 @@ from samza_dagster.storage.logged import LoggedStore
 from samza_dagster.storage.serialized import SerializedKeyValueStore
 
 DEFAULT_STORE_SERDE = "json"
+
+log = logging.getLogger(__name__)
 
 
 class ChangelogPartitionMismatchError(ConfigError):
@@ -120,6 +123,7 @@ class TaskStores:
         self.specs = {s.name: s for s in specs}
         self.raw: dict[str, object] = {}
         self.stores: dict[str, SerializedKeyValueStore] = {}
+        self.logged: dict[str, LoggedStore] = {}
         for spec in specs:
             if spec.factory == "rocksdb":
                 path = base_dir / _safe(spec.name) / _safe(task_name)
@@ -136,7 +140,7 @@ class TaskStores:
                 if producer is None:
                     key = f"stores.{spec.name}.changelog"
                     raise ConfigError(f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key)
-                inner = LoggedStore(raw, producer, task_name, spec.changelog, changelog_partition)
+                inner = self.logged[spec.name] = LoggedStore(raw, producer, task_name, spec.changelog, changelog_partition)
             self.stores[spec.name] = SerializedKeyValueStore(
                 spec.name,
                 inner,
@@ -160,19 +164,66 @@ class TaskStores:
             store.close()
 
 
-def restore_stores(task_stores: list[TaskStores], admins: dict, consumer_for_system) -> dict[str, int]:
-    """Replay each changelog partition from its oldest to its newest offset (as seen now)
-    into the raw store. Returns the number of changelog messages applied per store name."""
-    targets: dict[SystemStreamPartition, tuple[object, str]] = {}
+#: what to do with one changelog partition at restore
+_RESTORE_ALL = None  # restore everything (no checkpointed changelog offset to honour)
+
+
+def _restore_limits(
+    task_stores: list[TaskStores], checkpoints: dict | None
+) -> dict[SystemStreamPartition, int | None]:
+    """Per changelog SSP, the newest changelog offset to apply (entries after it are
+    discarded and trimmed), or None to apply everything (see ``restore_stores``)."""
+    limits: dict[SystemStreamPartition, int | None] = {}
+    for ts in task_stores:
+        cp = None if checkpoints is None else checkpoints.get(ts.task_name)
+        for name, ssp in ts.changelog_ssps().items():
+            if checkpoints is None:
+                limits[ssp] = _RESTORE_ALL
+            elif cp is None:
+                limits[ssp] = -1  # the task never committed: its state is empty
+            else:
+                entry = cp.changelog_offsets.get(name)
+                if entry is None or entry[0] != ssp:
+                    log.warning(
+                        "task %s: checkpoint has no changelog offset for store %r on %s; restoring the whole "
+                        "changelog (state may include writes of uncommitted work)", ts.task_name, name, ssp,
+                    )
+                    limits[ssp] = _RESTORE_ALL
+                else:
+                    limits[ssp] = -1 if entry[1] is None else int(entry[1])
+    return limits
+
+
+def restore_stores(
+    task_stores: list[TaskStores], admins: dict, consumer_for_system, checkpoints: dict | None = None
+) -> dict[str, int]:
+    """Rebuild each store from its changelog partition. Returns the number of changelog
+    messages applied per store name.
+
+    Transactional state (Samza 1.5+): with ``checkpoints`` (task name → the task's last
+    Checkpoint, as read at start-up) a store is restored to exactly the changelog offset its
+    task's checkpoint recorded — the state that matches the input offsets the task resumes
+    from. Changelog entries after that offset were written by work that was never committed
+    (a crash between flush and checkpoint, or after it): they are not applied, and every key
+    they touched is *trimmed* — its restored value (or a tombstone) is written to the
+    changelog again and flushed — so a later restore up to a newer checkpoint cannot pick the
+    stale writes up. A task without any checkpoint restores to empty (it reprocesses from its
+    default offsets; everything in the changelog is uncommitted). A checkpoint that lacks an
+    offset for a store (a store added later) restores the whole changelog, with a warning.
+    ``checkpoints=None`` restores everything up to the newest offset (the non-transactional
+    policy, for callers without checkpoints)."""
+    targets: dict[SystemStreamPartition, tuple[object, str, TaskStores]] = {}
     for ts in task_stores:
         for name, ssp in ts.changelog_ssps().items():
-            targets[ssp] = (ts.raw[name], name)
+            targets[ssp] = (ts.raw[name], name, ts)
     if not targets:
         return {}
+    limits = _restore_limits(task_stores, checkpoints)
     by_system: dict[str, list[SystemStreamPartition]] = {}
     for ssp in targets:
         by_system.setdefault(ssp.system, []).append(ssp)
     restored: dict[str, int] = {}
+    trim: dict[SystemStreamPartition, set[bytes]] = {}
     for system, ssps in by_system.items():
         admin = admins[system]
         streams = sorted({s.stream for s in ssps})
@@ -200,25 +251,53 @@ def restore_stores(task_stores: list[TaskStores], admins: dict, consumer_for_sys
                 for ssp, envelopes in polled.items():
                     if ssp not in remaining:
                         continue
-                    raw, name = targets[ssp]
+                    raw, name, _ = targets[ssp]
                     last = newest[ssp]
+                    limit = limits.get(ssp)
                     count = 0
                     for env in envelopes:
                         if env.is_end_of_stream:
                             remaining.discard(ssp)
                             break
-                        if int(env.offset) > last:
+                        offset = int(env.offset)
+                        if offset > last:
                             remaining.discard(ssp)
                             break
-                        if env.message is None:
-                            raw.delete(env.key)
+                        if limit is not None and offset > limit:
+                            trim.setdefault(ssp, set()).add(env.key)
                         else:
-                            raw.put(env.key, env.message)
-                        count += 1
-                        if int(env.offset) >= last:
+                            if env.message is None:
+                                raw.delete(env.key)
+                            else:
+                                raw.put(env.key, env.message)
+                            count += 1
+                        if offset >= last:
                             remaining.discard(ssp)
                             break
                     restored[name] = restored.get(name, 0) + count
         finally:
             consumer.stop()
+    if trim:
+        _trim_changelogs(trim, targets)
     return restored
+
+
+def _trim_changelogs(
+    trim: dict[SystemStreamPartition, set[bytes]], targets: dict[SystemStreamPartition, tuple[object, str, TaskStores]]
+) -> None:
+    """Write each key changed after the checkpoint back to its restored value (a tombstone if
+    absent) through the store's LoggedStore path, then flush, before the task sees a message."""
+    to_flush: dict[tuple[int, str], tuple[object, str]] = {}
+    for ssp, keys in trim.items():
+        raw, name, ts = targets[ssp]
+        logged = ts.logged[name]
+        for key in sorted(k for k in keys if k is not None):
+            value = raw.get(key)
+            if value is None:
+                logged.delete(key)
+            else:
+                logged.put(key, value)
+        log.info("task %s: store %r: trimmed %d key(s) written after the checkpoint", ts.task_name, name, len(keys))
+        to_flush[(id(logged.producer), ts.task_name)] = (logged.producer, ts.task_name)
+    for producer, source in to_flush.values():
+        producer.flush(source)  # type: ignore[attr-defined]
