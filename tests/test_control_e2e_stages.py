@@ -85,12 +85,13 @@ def _setup_words(cfg, n=300):
     return Counter(words)
 
 
-def test_split_jobs_run_one_after_the_other(tmp_path):
-    cfg = _two_stage_config(tmp_path)
+@pytest.mark.parametrize("runner", ["thread", "process"])
+def test_split_jobs_run_one_after_the_other(tmp_path, runner):
+    cfg = _two_stage_config(tmp_path, **{"job.factory.class": runner})
     expected = _setup_words(cfg)
-    up = run(cfg.with_overrides({"app.stage": "0"}))
+    up = run(cfg.with_overrides({"app.stage": "0"}), runner)
     assert len(task_names(up)) == 4
-    down = run(cfg.with_overrides({"app.stage": "stage-1"}))
+    down = run(cfg.with_overrides({"app.stage": "stage-1"}), runner)
     assert statuses(up) == statuses(down) == {"completed"}
     assert len(task_names(down)) == 3  # one per intermediate partition
     got = read_all(cfg, "counts")

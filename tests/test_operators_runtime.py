@@ -91,20 +91,22 @@ def test_session_windows_per_key_in_event_time(tmp_path):
     clicks = {
         "a": (0, [0, 500, 900, 5000, 5200]),  # sessions [0, 1900) x3 and [5000, 6200) x2
         "b": (1, [100, 3000, 3999, 4998]),  # [100, 1100) x1 and [3000, 5998) x3
-        "c": (1, [7000]),  # [7000, 8000) x1
+        "c": (1, [7000]),  # with c@6500 below: [6500, 8000) x2 in whichever order they arrive
     }
     rows, times = [], []
     for user, (p, ts) in clicks.items():
         for t in ts:
             rows.append((p, None, {"user": user, "t": t}))
             times.append(t)
+    rows.append((0, None, {"user": "c", "t": 6500}))  # user c from the other input partition too
+    times.append(6500)
     produce(cfg, "clicks", rows, times)
     result = run(cfg)
     got = sorted((k, tuple(v)) for k, v in read_all(cfg, "sessions"))
     assert got == [
         ("a", (0, 1900, 3)), ("a", (5000, 6200, 2)),
         ("b", (100, 1100, 1)), ("b", (3000, 5998, 3)),
-        ("c", (7000, 8000, 1)),
+        ("c", (6500, 8000, 2)),
     ]
     assert counter(result, "late_messages") == 0
     assert counter(result, "late_messages.sess-1-window-sessions") == 0

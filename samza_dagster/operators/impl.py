@@ -269,8 +269,13 @@ class WindowOperator:
                     self._late()
                     return
                 pane = panes[skey] = [ts, ts + size, self.initial()]
-            elif ts + size > pane[1]:
-                pane[1] = ts + size
+            else:
+                # one open session per key: a message within it (even out of order, as
+                # messages of one key from several upstream partitions interleave) extends it
+                if ts + size > pane[1]:
+                    pane[1] = ts + size
+                if ts < pane[0]:
+                    pane[0] = ts
         else:
             start = ts - ts % size
             end = start + size
