@@ -60,8 +60,15 @@ def test_two_stage_bounded_count_terminates_with_exact_counts(tmp_path, runner):
     """input (4 partitions) → partition_by into 3 → keyed window counts → output: the job ends
     by itself (bounded input, in-band end-of-stream on the intermediate stream) and every
     window fires exactly once, at end-of-stream."""
-    cfg = bounded(base(tmp_path, "wc", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3",
-                                                              "job.container.count": "2"}), "words")
+    cfg = bounded(base(tmp_path, "wc", "TwoStageCountApp", **{
+        "job.intermediate.stream.partitions": "3",
+        "job.container.count": "2",
+        # configured serdes everywhere: the descriptors' win on words/counts, and the
+        # intermediate stream's framed bytes are never passed through a configured serde
+        "systems.log.samza.msg.serde": "json",
+        "systems.log.samza.key.serde": "json",
+        "streams.wc-1-partition_by-by-word.samza.msg.serde": "json",
+    }), "words")
     create(cfg, "words", 4)
     create(cfg, "counts", 3)
     assert plan_from_config(cfg).intermediate_streams == {"wc-1-partition_by-by-word": 3}

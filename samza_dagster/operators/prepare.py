@@ -188,10 +188,12 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
     for sid, count in plan.intermediate_streams.items():
         info = plan.streams[sid]
         specs.append(StreamSpec(sid, info.physical_name, info.system, count))
-        prefix = f"systems.{info.system}.streams.{info.physical_name}."
-        overrides[prefix + "samza.msg.serde"] = "bytes"
-        overrides[prefix + "samza.key.serde"] = "bytes"
-        overrides[prefix + "samza.offset.default"] = "oldest"
+        # the partition_by writes final bytes (intermediate-message framing): no configured
+        # serde may touch them, whichever key (stream id first) a user set one under
+        for prefix in (f"systems.{info.system}.streams.{info.physical_name}.", f"streams.{sid}."):
+            overrides[prefix + "samza.msg.serde"] = "bytes"
+            overrides[prefix + "samza.key.serde"] = "bytes"
+            overrides[prefix + "samza.offset.default"] = "oldest"
     overrides.update(_descriptor_serde_overrides(cfg, descriptor, default_system))
     factory = cfg.get_str(STORE_FACTORY_KEY) or "rocksdb"
     for name, logged in operator_stores(descriptor, op_ids).items():
