@@ -28,6 +28,7 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig, SystemConfig
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.container.dead_letter import DeadLetterSender, dead_letter_stream, ensure_dead_letter_stream
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
@@ -162,6 +163,9 @@ class SamzaContainer:
         cp_system = checkpoint_system(config)
         systems = set(SystemConfig(config).system_names()) | {default_system, cp_system} | set(input_systems)
         systems |= {s.changelog.system for s in specs if s.changelog is not None}
+        dlq = dead_letter_stream(config)
+        if dlq is not None:
+            systems.add(dlq.system)
 
         # producers: one per system, every task registered as a source
         for system in sorted(systems):
@@ -200,12 +204,17 @@ class SamzaContainer:
 
         # task instances
         drop = task_cfg.drop_deserialization_errors
+        dead_letter = None
+        if dlq is not None:
+            ensure_dead_letter_stream(self._admin(dlq.system), dlq)
+            dead_letter = DeadLetterSender(self.producers[dlq.system], dlq)
         for name, tm in sorted(self.container_model.tasks.items()):
             task = task_factory.create_task(name)
             ti = TaskInstance(
                 name, task, tm.ssps, config=config, container_id=self.container_id, producers=self.producers,
                 serdes=serdes, container_requests=self.requests, stores=task_stores.get(name),
                 changelog_partition=tm.changelog_partition, drop_deserialization_errors=drop,
+                dead_letter=dead_letter,
             )
             ti.context.container = self
             self.tasks[name] = ti

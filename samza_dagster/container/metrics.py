@@ -18,6 +18,7 @@ class TaskMetrics:
         "commit_count",
         "commit_s",
         "deserialization_errors_dropped",
+        "deserialization_errors_dead_lettered",  # sent to task.dlq.stream and skipped
         "control_messages",
         "end_of_stream_ssps",
         "counters",  # name -> int: counters a task adds (e.g. the operator runtime's late_messages)
@@ -32,6 +33,7 @@ class TaskMetrics:
         self.commit_count = 0
         self.commit_s = 0.0
         self.deserialization_errors_dropped = 0
+        self.deserialization_errors_dead_lettered = 0
         self.control_messages = 0
         self.end_of_stream_ssps = 0
         #: free-form counters owned by the task; snapshot() copies them into the summary
@@ -50,6 +52,7 @@ class TaskMetrics:
             "commit_count": self.commit_count,
             "commit_s": round(self.commit_s, 6),
             "deserialization_errors_dropped": self.deserialization_errors_dropped,
+            "deserialization_errors_dead_lettered": self.deserialization_errors_dead_lettered,
             "control_messages": self.control_messages,
             "end_of_stream_ssps": self.end_of_stream_ssps,
             "counters": dict(self.counters),

@@ -79,6 +79,7 @@ class TaskInstance:
         stores: Any = None,
         changelog_partition: int = 0,
         drop_deserialization_errors: bool = False,
+        dead_letter: Any = None,
     ) -> None:
         self.task_name = task_name
         self.task = task
@@ -94,6 +95,8 @@ class TaskInstance:
             task_name, ssps, config, container_id, self.metrics, stores.stores if stores is not None else {}, changelog_partition
         )
         self.drop_deserialization_errors = drop_deserialization_errors
+        #: a DeadLetterSender (``task.dlq.stream``): undecodable messages go there and are skipped
+        self.dead_letter = dead_letter
         self._serdes = serdes
         self._decoders: dict[SystemStreamPartition, Any] = {}
         by_stream: dict[SystemStream, Any] = {}
@@ -152,15 +155,22 @@ class TaskInstance:
         decoder = self._decoders[envelope.ssp]
         if decoder is None:
             return envelope
+        raw_key, raw_message = envelope.key, envelope.message  # decode works in place
         try:
             is_user = decoder.decode(envelope)
         except Exception as exc:  # noqa: BLE001 - any serde failure, wrapped with coordinates
+            if self.dead_letter is not None:
+                envelope.key, envelope.message = raw_key, raw_message
+                self.dead_letter.send(self.task_name, envelope, raw_key, raw_message, exc)
+                self.metrics.deserialization_errors_dead_lettered += 1
+                return None
             if self.drop_deserialization_errors:
                 self.metrics.deserialization_errors_dropped += 1
                 return None
             raise DeserializationError(
                 f"task {self.task_name!r} cannot deserialize the message at {coordinates(envelope)}: {exc} "
-                f"(set task.drop.deserialization.errors=true to skip such messages)",
+                f"(set task.drop.deserialization.errors=true to skip such messages, or task.dlq.stream to "
+                f"send them to a dead-letter stream)",
                 self.task_name,
                 envelope,
             ) from exc
