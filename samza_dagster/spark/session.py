@@ -7,6 +7,9 @@ Why each default:
 * ``local[N]`` (N = CPU count) when no master is given: runs on a laptop with nothing else.
 * Spark UI off (``spark.ui.enabled=false``): it binds a port per session and costs start-up time;
   turn it on with ``spark.ui.enabled=true`` in config.
+* ``SPARK_LOCAL_IP=127.0.0.1`` for a ``local[...]`` master unless already set: a local session
+  then binds loopback (the job coordinator's address too) instead of guessing an interface, and
+  does not warn that the hostname resolves to loopback.
 * ``spark.sql.shuffle.partitions`` small (4): stream data sets here are modest, and 200
   shuffle tasks on 2 cores cost more than they save.
 Any ``spark.*`` key in the given config is passed through and wins over these defaults.
@@ -63,6 +66,8 @@ def get_or_create_spark(
     job_name = None
     if config_or_dict is not None and hasattr(config_or_dict, "get"):
         job_name = config_or_dict.get("job.name")
+    if settings["spark.master"].startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings["spark.app.name"] = app_name or settings.get("spark.app.name") or job_name or DEFAULT_APP_NAME
 
     builder = SparkSession.builder
