@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from samza_dagster.config import Config, ConfigError, parse_overrides
+from samza_dagster.system.errors import SystemError_
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -81,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _usage_errors() as exc:
         print(f"samza-dagster {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except SystemError_ as exc:
+        # a stream that does not exist, a system that cannot be reached: name it, no traceback
+        print(f"samza-dagster {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"samza-dagster {args.command}: interrupted", file=sys.stderr)
         return 130

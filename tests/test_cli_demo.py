@@ -35,3 +35,18 @@ def test_bad_config_exits_2_naming_the_key(tmp_path, capsys):
     path.write_text("job.name=j\n")
     assert main(["run", "--config-path", str(path), "--config", "no-equals"]) == 2
     assert "no-equals" in capsys.readouterr().err
+
+
+def test_run_on_a_missing_input_stream_fails_naming_it_without_a_traceback(tmp_path):
+    path = tmp_path / "job.properties"
+    path.write_text(
+        "job.name=j\njob.factory.class=thread\ntask.class=tests.apps.tasks:NoOpTask\n"
+        f"task.inputs=log.nowhere\nsystems.log.log.path={tmp_path / 'log'}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "samza_dagster.cli", "run", "--config-path", str(path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "stream 'nowhere' does not exist on system 'log'" in proc.stderr
+    assert "Traceback" not in proc.stderr
