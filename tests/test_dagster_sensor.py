@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from jobs.wordcount import definitions as wordcount
-from resources import SamzaSystemsResource
+from resources import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.commands import run_coordinator_stream_writer
 from samza_dagster.coordinator.stream import CoordinatorStreamLocation
@@ -89,7 +89,8 @@ def test_the_reconfiguration_run_uses_the_new_value(setup, tmp_path):
     load_sentences(config)
     run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "500")
     (request,) = _evaluate(sensor, instance, systems, None).run_requests
-    defs = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems}), wordcount.definitions())
+    bound = dg.Definitions(resources={"samza_systems": systems, "spark": SparkResource()})  # the backfill's
+    defs = dg.Definitions.merge(bound, wordcount.definitions())
     result = defs.resolve_job_def("wordcount_job").execute_in_process(
         run_config=request.run_config, instance=instance, tags=request.tags
     )
@@ -106,7 +107,9 @@ def test_observation_sensor_reports_new_offsets_once(setup):
     (sensor,) = [s for s in wordcount.definitions().sensors if s.name == "wordcount_stream_observation_sensor"]
     load_sentences(config)
     first = _evaluate(sensor, instance, systems, None)
-    (event,) = first.asset_events
+    event, replay = first.asset_events  # sorted by stream id; the batch stream is empty
+    assert replay.asset_key == dg.AssetKey(["wordcount", "sentences_replay"])
+    assert replay.tags["dagster/data_version"] == "0:-,1:-"
     assert event.asset_key == dg.AssetKey(["wordcount", "sentences"])
     assert event.tags["dagster/data_version"] == "0:1,1:1"
     assert event.metadata["messages"].value == 4

@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.orchestration import SYSTEMS_RESOURCE_KEY, application_definitions
+from samza_dagster.orchestration import SYSTEMS_RESOURCE_KEY, application_definitions, reprocessing_backfill
 
 APPLICATION = "wordcount"
 CONFIG_PATH = Path(__file__).with_name("wordcount.properties")
@@ -29,6 +29,19 @@ def load_sample_job() -> None:
     load_sample_sentences()
 
 
+#: the first day the reprocessing backfill offers
+BACKFILL_START_DATE = "2024-01-01"
+
+
+def replay_backfill():  # type: ignore[no-untyped-def]
+    """Re-send one day of past ``sentences`` (by each record's timestamp) into the batch stream
+    ``sentences_replay``, which the job reads at priority 0 below the real-time 1."""
+    return reprocessing_backfill(
+        APPLICATION, CONFIG_PATH, source_stream="sentences", batch_stream="sentences_replay",
+        start_date=BACKFILL_START_DATE,
+    )
+
+
 def definitions() -> dg.Definitions:
     return application_definitions(
         APPLICATION,
@@ -36,4 +49,5 @@ def definitions() -> dg.Definitions:
         # a low-level task's outputs are in its code, not its config: declare them
         declared_outputs=["log.words"],
         jobs=[load_sample_job],
+        backfills=[replay_backfill()],
     )

@@ -16,13 +16,20 @@ SENTENCES = (
 )
 
 
+#: wordcount's batch input: the reprocessing backfill re-sends past sentences into it
+REPLAY_STREAM = "sentences_replay"
+
+
 def load_sentences(config: Config, sentences: Iterable[str] = SENTENCES, *, system: str = "log",
                    stream: str = "sentences", partitions: int = 2) -> int:
     """Create ``stream`` if missing and append ``sentences`` round-robin over its partitions;
-    returns how many were written."""
+    returns how many were written. Loading wordcount's ``sentences`` also creates its (empty)
+    batch input ``sentences_replay``, so the job's inputs all exist."""
     factory = system_factory(config, system)
     admin = factory.get_admin(system, config)
     admin.create_stream(StreamSpec(stream, stream, system, partitions))
+    if stream == "sentences":
+        admin.create_stream(StreamSpec(REPLAY_STREAM, REPLAY_STREAM, system, partitions))
     producer = factory.get_producer(system, config)
     producer.register("wordcount-sample")
     producer.start()

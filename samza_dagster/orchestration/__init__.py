@@ -3,6 +3,7 @@ stream assets from an execution plan, the job op, the coordinator-stream and obs
 and an application's whole definitions."""
 
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
+from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill, resend_window
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, asset_role, stream_assets, stream_key
 from samza_dagster.orchestration.observation import StreamObservation, observe_streams
 from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
@@ -13,6 +14,7 @@ __all__ = [
     "SYSTEMS_RESOURCE_KEY",
     "DeclaredOutput",
     "SamzaJobRunConfig",
+    "ReprocessingBackfill",
     "StreamAssets",
     "StreamObservation",
     "application_definitions",
@@ -22,6 +24,8 @@ __all__ = [
     "observe_streams",
     "op_name",
     "plan_for_definitions",
+    "reprocessing_backfill",
+    "resend_window",
     "samza_job_asset",
     "stream_assets",
     "stream_key",

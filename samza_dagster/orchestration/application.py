@@ -17,6 +17,7 @@ import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.orchestration.backfill import ReprocessingBackfill
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, _group_name, stream_assets
 from samza_dagster.orchestration.ops import Runner, op_name, samza_job_asset
 from samza_dagster.orchestration.plan import plan_for_definitions
@@ -38,9 +39,12 @@ def application_definitions(
     jobs: Sequence[Any] = (),
     sensors: Sequence[Any] = (),
     schedules: Sequence[Any] = (),
+    backfills: Sequence[ReprocessingBackfill] = (),
 ) -> dg.Definitions:
     """Definitions of one application (``config`` a Config or a .properties path). Extra
-    assets/jobs/sensors/schedules of the application are added as they are."""
+    assets/jobs/sensors/schedules of the application are added as they are; each
+    :func:`~samza_dagster.orchestration.reprocessing_backfill` adds its daily asset, job and
+    schedule, and its batch stream's asset is drawn downstream of it."""
     try:
         cfg = config if isinstance(config, Config) else Config.from_properties(config)
         plan = plan_for_definitions(cfg)
@@ -53,16 +57,23 @@ def application_definitions(
             description=f"Runs the Samza job {plan.job_name} and materializes the streams it writes",
             tags={"samza/application": application},
         )
+        fed_by: dict[str, list[dg.AssetKey]] = {}
+        for backfill in backfills:
+            fed_by.setdefault(backfill.batch.id, []).append(backfill.key)
+        read_specs = [
+            spec.merge_attributes(deps=fed_by[spec.key.path[-1]]) if spec.key.path[-1] in fed_by else spec
+            for spec in streams.read_specs
+        ]
         return dg.Definitions(
-            assets=[*streams.read_specs, job_asset, *assets],
-            jobs=[asset_job, *jobs],
+            assets=[*read_specs, job_asset, *assets, *(b.asset for b in backfills)],
+            jobs=[asset_job, *jobs, *(b.job for b in backfills)],
             sensors=[
                 coordinator_stream_sensor(plan.job_name, cfg, job=asset_job, op_name=op_name(streams),
                                           name=f"{streams.group_name}_coordinator_stream_sensor"),
                 stream_observation_sensor(streams, cfg),
                 *sensors,
             ],
-            schedules=list(schedules),
+            schedules=[*schedules, *(b.schedule for b in backfills)],
         )
     except Exception as exc:  # noqa: BLE001 - one broken application must not hide the others
         log.error("application %s is not loaded: its plan was rejected: %s: %s", application, type(exc).__name__, exc)

@@ -1,0 +1,280 @@
+"""Reprocessing as a Dagster backfill: re-send one day of past records into a job's batch stream.
+
+Samza reprocesses by re-sending past input into a *batch* input stream that the job reads at a
+lower priority than its real-time input (``task.chooser.priorities.<system>.<stream>``), so
+live traffic is never starved while the past is worked through. Here each day is one partition
+of a daily-partitioned asset; materializing a partition is a Spark job that reads the source
+stream with ``spark.read.format("samza")``, keeps the records whose time falls in that day and
+re-sends them with :func:`samza_dagster.spark.resend_to_batch_stream`. So:
+
+* the **daily schedule** re-sends yesterday (the partition of the last completed day), and
+* a **backfill** over a date range is launched from the UI (the asset or its job → "Materialize"
+  / "Launch backfill" → pick the dates): one run per day.
+
+Usage (what ``jobs/<app>/definitions.py`` writes)::
+
+    from samza_dagster.orchestration import application_definitions, reprocessing_backfill
+
+    def definitions():
+        backfill = reprocessing_backfill(
+            "user_classification", CONFIG_PATH,
+            source_stream="user_signups",        # stream id (streams.<id>.*) or system.stream
+            batch_stream="reclassify_requests",  # must be an input of the job, at a lower priority
+            start_date="2024-01-01",             # first day that can be backfilled
+            timestamp_field=None,                # None: each record's own timestamp (event time)
+        )
+        return application_definitions("user_classification", CONFIG_PATH, backfills=[backfill])
+
+which adds the asset ``[user_classification, reprocess_reclassify_requests]`` (group
+``user_classification_reprocessing``, downstream of the source stream; the batch stream's asset
+is drawn downstream of it), the job ``user_classification_reprocess_reclassify_requests`` and the
+schedule ``..._schedule`` (STOPPED until turned on). Without ``application_definitions``, pass
+``backfill.asset``, ``backfill.job`` and ``backfill.schedule`` to ``dg.Definitions`` yourself.
+
+Which records belong to a day (``[start, end)`` of the partition's window, in ``timezone``):
+``timestamp_field=None`` uses each record's timestamp (the producer's ``event_time``, else its
+append time); ``timestamp_field="signed_up_at"`` reads that field of a JSON message value (epoch
+milliseconds); ``select_rows(df, start_ms, end_ms)`` replaces the filter entirely (``df`` has
+the data source's columns ``partition, offset, key, value, timestamp``). ``prepare(df)`` may
+then reshape the day's rows into the batch stream's messages; what is re-sent is the ``value``
+column (``key_column`` picks the partition by Kafka's murmur2; ``keep_event_time`` keeps the
+``timestamp`` column so the batch record carries the original event time).
+
+Resources: ``samza_systems`` (where the systems are) and ``spark`` (the session).
+
+Limitations: each partition scans the whole source stream (the data source has no time index);
+re-running a partition re-sends its records again (the batch stream is a queue of work, not a
+table — the job must tolerate a repeated request, as a reclassification does).
+"""
+
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from samza_dagster.config import Config
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.orchestration.assets import _group_name, stream_key
+from samza_dagster.orchestration.observation import fetch_metadata, observe_streams, system_admin
+from samza_dagster.orchestration.ops import SPARK_RESOURCE_KEY, SYSTEMS_RESOURCE_KEY
+from samza_dagster.orchestration.plan import plan_for_definitions
+from samza_dagster.planner.plan import StreamInfo
+from samza_dagster.system.model import StreamSpec, SystemStream
+
+log = logging.getLogger(__name__)
+
+#: (source DataFrame, window start ms, window end ms) → the rows of that window
+RowSelector = Callable[[Any, int, int], Any]
+
+
+@dataclass(frozen=True)
+class ReprocessingBackfill:
+    """What :func:`reprocessing_backfill` builds; ``application_definitions(backfills=[...])``
+    adds all of it (and the lineage batch stream ← backfill)."""
+
+    application: str
+    source: StreamInfo
+    batch: StreamInfo
+    asset: dg.AssetsDefinition
+    job: Any  # UnresolvedAssetJobDefinition
+    schedule: dg.ScheduleDefinition
+    partitions_def: dg.DailyPartitionsDefinition
+
+    @property
+    def key(self) -> dg.AssetKey:
+        return self.asset.key
+
+    def definitions(self) -> dg.Definitions:
+        return dg.Definitions(assets=[self.asset], jobs=[self.job], schedules=[self.schedule])
+
+
+def reprocessing_backfill(
+    application: str,
+    config: Config | str | Path,
+    *,
+    source_stream: str,
+    batch_stream: str,
+    start_date: str,
+    end_date: str | None = None,
+    timezone: str = "UTC",
+    timestamp_field: str | None = None,
+    select_rows: RowSelector | None = None,
+    prepare: Callable[[Any], Any] | None = None,
+    key_column: str | None = "key",
+    keep_event_time: bool = True,
+    schedule_hour: int = 1,
+    schedule_minute: int = 0,
+    name: str | None = None,
+) -> ReprocessingBackfill:
+    """A daily-partitioned asset re-sending each day's records of ``source_stream`` into
+    ``batch_stream``, its job, and a daily schedule. See the module docstring for the whole API.
+
+    ``source_stream`` / ``batch_stream``: a stream id of the application's config or
+    ``system.stream``. ``batch_stream`` must be an input of the job; a warning is logged when its
+    priority is not below the job's other inputs (then a flood of re-sent records would compete
+    with real-time traffic instead of yielding to it). ``start_date`` / ``end_date``
+    (``YYYY-MM-DD``; no end: up to the last completed day) bound the partitions.
+    """
+    if timestamp_field is not None and select_rows is not None:
+        raise ValueError("reprocessing_backfill: pass timestamp_field or select_rows, not both")
+    cfg = config if isinstance(config, Config) else Config.from_properties(config)
+    plan = plan_for_definitions(cfg)
+    source = _stream(cfg, plan.streams, source_stream, "source_stream")
+    batch = _stream(cfg, plan.streams, batch_stream, "batch_stream")
+    if "input" not in batch.roles:
+        raise ValueError(
+            f"reprocessing_backfill: batch_stream {batch_stream!r} ({batch.system}.{batch.physical_name}) is not an "
+            f"input of job {plan.job_name}; add it to its inputs (task.inputs) at a low priority"
+        )
+    _check_priority(plan.job_name, batch, plan.streams.values())
+    partitions_def = dg.DailyPartitionsDefinition(start_date=start_date, end_date=end_date, timezone=timezone)
+    group = _group_name(application)
+    asset_name = name or f"reprocess_{_group_name(batch.id)}"
+    selector = select_rows or _time_filter(timestamp_field)
+    priority = batch.priority if batch.priority is not None else 0
+
+    @dg.asset(
+        key=dg.AssetKey([application, asset_name]),
+        deps=[stream_key(application, source.id)],
+        partitions_def=partitions_def,
+        group_name=f"{group}_reprocessing",
+        required_resource_keys={SYSTEMS_RESOURCE_KEY, SPARK_RESOURCE_KEY},
+        kinds={"spark", "samza"},
+        description=(
+            f"Re-sends one day of {source.system}.{source.physical_name} into the batch stream "
+            f"{batch.system}.{batch.physical_name}, which job {plan.job_name} reads at priority {priority}"
+        ),
+        metadata={"source_stream": f"{source.system}.{source.physical_name}",
+                  "batch_stream": f"{batch.system}.{batch.physical_name}",
+                  "batch_priority": dg.MetadataValue.int(priority),
+                  "timestamp": timestamp_field or ("custom select_rows" if select_rows else "record timestamp")},
+        tags={"samza/role": "backfill"},
+    )
+    def _reprocess(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        window = context.partition_time_window
+        start_ms, end_ms = int(window.start.timestamp() * 1000), int(window.end.timestamp() * 1000)
+        job_cfg = context.resources.samza_systems.apply(cfg)
+        spark = context.resources.spark.get_session()
+        sent = resend_window(
+            spark, job_cfg, source, batch, start_ms, end_ms,
+            selector=selector, prepare=prepare, key_column=key_column, keep_event_time=keep_event_time,
+        )
+        context.log.info(
+            f"re-sent {sent['total']} records of {source.system}.{source.physical_name} from "
+            f"{context.partition_key} into {batch.system}.{batch.physical_name} (priority {priority}): "
+            f"per partition {sent['partitions']}"
+        )
+        observed = observe_streams(job_cfg, [batch], with_lag=False)[batch.id]
+        context.log_event(observed.to_event(stream_key(application, batch.id), f"after re-sending {context.partition_key}"))
+        return dg.MaterializeResult(
+            metadata={
+                "records_resent": dg.MetadataValue.int(sent["total"]),
+                "resent_per_partition": dg.MetadataValue.json({str(p): n for p, n in sorted(sent["partitions"].items())}),
+                "window_start_ms": dg.MetadataValue.int(start_ms),
+                "window_end_ms": dg.MetadataValue.int(end_ms),
+                "batch_stream_messages": dg.MetadataValue.int(observed.messages),
+            }
+        )
+
+    job = dg.define_asset_job(
+        f"{group}_{asset_name}",
+        selection=dg.AssetSelection.assets(_reprocess),
+        description=f"Re-sends past days of {source.id} into {batch.id} (one run per day)",
+        tags={"samza/application": application},
+    )
+    schedule = dg.build_schedule_from_partitioned_job(
+        job, hour_of_day=schedule_hour, minute_of_hour=schedule_minute,
+        name=f"{group}_{asset_name}_schedule", default_status=dg.DefaultScheduleStatus.STOPPED,
+    )
+    return ReprocessingBackfill(application, source, batch, _reprocess, job, schedule, partitions_def)
+
+
+def resend_window(
+    spark: Any,
+    config: Config,
+    source: StreamInfo,
+    batch: StreamInfo,
+    start_ms: int,
+    end_ms: int,
+    *,
+    selector: RowSelector,
+    prepare: Callable[[Any], Any] | None = None,
+    key_column: str | None = "key",
+    keep_event_time: bool = True,
+) -> dict[str, Any]:
+    """The Spark half, usable without Dagster: read ``source`` whole, keep the rows of
+    ``[start_ms, end_ms)``, re-send them into ``batch`` (created if missing). Returns
+    :func:`resend_to_batch_stream`'s summary."""
+    from samza_dagster.spark import read_options, resend_to_batch_stream
+
+    plain = dict(config.items())
+    rows = spark.read.format("samza").options(**read_options(source.system, source.physical_name, plain)).load()
+    rows = selector(rows, start_ms, end_ms)
+    if prepare is not None:
+        rows = prepare(rows)
+    if "value" not in rows.columns:
+        raise ValueError(
+            f"reprocessing {source.id} into {batch.id}: the rows to re-send have no 'value' column "
+            f"(columns: {rows.columns}); prepare() must produce one (e.g. F.to_json(F.struct(...)))"
+        )
+    key = key_column if key_column and key_column in rows.columns else None
+    wanted = [c for c in dict.fromkeys([key, "value", "timestamp" if keep_event_time else None]) if c and c in rows.columns]
+    _ensure_stream(config, batch)
+    return resend_to_batch_stream(rows.select(*wanted), system=batch.system, stream=batch.physical_name,
+                                  config=plain, key_column=key)
+
+
+def _time_filter(timestamp_field: str | None) -> RowSelector:
+    def select(df: Any, start_ms: int, end_ms: int) -> Any:
+        from pyspark.sql import functions as F
+
+        if timestamp_field is None:
+            ts = F.col("timestamp")
+        else:
+            ts = F.get_json_object(F.col("value").cast("string"), f"$.{timestamp_field}").cast("long")
+        return df.where(ts.isNotNull() & (ts >= F.lit(start_ms)) & (ts < F.lit(end_ms)))
+
+    return select
+
+
+def _stream(config: Config, streams: dict[str, StreamInfo], name: str, what: str) -> StreamInfo:
+    """A stream of the plan by id or ``system.stream``; else one the config describes."""
+    if name in streams:
+        return streams[name]
+    for info in streams.values():
+        if f"{info.system}.{info.physical_name}" == name:
+            return info
+    job = JobConfig(config)
+    system, dot, physical = name.partition(".")
+    ss = SystemStream(system, physical) if dot else StreamConfig(config).system_stream(name, job.default_system or "")
+    if not ss.system:
+        raise ValueError(f"reprocessing_backfill: {what} {name!r} names no system (set streams.{name}.samza.system "
+                         "or job.default.system, or write system.stream)")
+    partitions = StreamConfig(config).partitions(name) if not dot else None
+    return StreamInfo(name if not dot else physical, ss.system, ss.stream, partitions, {"source"})
+
+
+def _check_priority(job_name: str, batch: StreamInfo, streams: Any) -> None:
+    others = [s for s in streams if "input" in s.roles and s.id != batch.id and s.priority is not None]
+    mine = batch.priority or 0
+    competing = [s for s in others if not s.bootstrap and s.priority <= mine]
+    if competing:
+        log.warning(
+            "job %s: batch stream %s has priority %s, not below every real-time input (%s): re-sent records will "
+            "compete with live traffic; set task.chooser.priorities.%s.%s lower",
+            job_name, batch.id, mine, ", ".join(f"{s.id}={s.priority}" for s in others), batch.system, batch.physical_name,
+        )
+
+
+def _ensure_stream(config: Config, stream: StreamInfo) -> None:
+    """The batch stream must exist before the writer sends (producing does not create a stream
+    on the log system)."""
+    if fetch_metadata(config, stream.system, [stream.physical_name]).get(stream.physical_name) is not None:
+        return
+    with system_admin(config, stream.system) as admin:
+        admin.create_stream(StreamSpec(stream.id, stream.physical_name, stream.system, stream.partitions or 1))
