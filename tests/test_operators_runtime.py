@@ -136,6 +136,23 @@ def test_side_input_table_joined_with_stream(tmp_path):
     assert set(result.messages_per_stream) == {"log.views"}
 
 
+def test_tasks_without_a_side_input_partition_run_with_an_empty_table(tmp_path):
+    """clicks has 3 partitions, the side input 2: task Partition 2 reads only clicks and must
+    start (no side-input partition 2 to load) instead of failing."""
+    cfg = bounded(base(tmp_path, "side3", "SideInputBesideWiderStreamApp"), "views", "clicks")
+    cfg = cfg.with_overrides({"systems.log.streams.profiles.samza.msg.serde": "json"})
+    for s, n in (("views", 2), ("profiles", 2), ("enriched", 2), ("clicks", 3), ("clicks_out", 3)):
+        create(cfg, s, n)
+    produce(cfg, "profiles", [(u % 2, None, {"user": u, "name": f"n{u}"}) for u in range(4)])
+    produce(cfg, "views", [(u % 2, None, {"user": u, "page": f"v{u}"}) for u in range(4)])
+    produce(cfg, "clicks", [(u % 3, None, {"user": u}) for u in range(6)])
+    result = run(cfg)
+    assert statuses(result) == {"completed"}
+    assert task_names(result) == {"Partition 0", "Partition 1", "Partition 2"}
+    assert sorted(k for k, _ in read_all(cfg, "enriched")) == [0, 1, 2, 3]
+    assert sorted(k for k, _ in read_all(cfg, "clicks_out")) == [0, 1, 2, 3, 4, 5]
+
+
 def test_descriptor_serdes_win_over_configured_ones(tmp_path):
     """Configured JSON serdes for the whole system; the descriptors give UpperSerde for the
     messages. Only the descriptor's serde touches a message (a second JSON pass would fail on

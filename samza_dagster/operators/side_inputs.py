@@ -5,7 +5,11 @@ makes side inputs co-partitioned with the streams joined with the table).
 Decision (as Samza): at ``init``, before the first message, each side-input partition is read
 from its oldest offset up to the head seen at that moment, so joins see the full table from
 the first message. Later side-input messages are not followed while the task runs (a known
-limitation, see the report); the table store has no changelog since it is rebuilt this way.
+limitation); the table store has no changelog since it is rebuilt this way.
+
+A task whose partition number the side-input stream does not have is left with an empty table:
+the planner made every stream joined with the table co-partitioned with its side inputs, so
+such a task owns no partition of a joined stream (it exists for another, wider input).
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ def load_side_inputs(prepared: Any, context: Any, ssps: frozenset[SystemStreamPa
             ss = SystemStream(table.side_input_systems[sid], table.side_input_physical_names[sid])
             ssp = SystemStreamPartition(ss.system, ss.stream, partition)
             ks, ms = serdes.key_serde(ss), serdes.msg_serde(ss)
-            for key, value in _read_to_head(config, ssp):
+            rows = _read_to_head(config, ssp)
+            if rows is None:
+                continue
+            for key, value in rows:
                 if ks is not None and key is not None:
                     key = ks.from_bytes(key)
                 if ms is not None and value is not None:
@@ -52,7 +59,9 @@ def load_side_inputs(prepared: Any, context: Any, ssps: frozenset[SystemStreamPa
     return loaded
 
 
-def _read_to_head(config: Any, ssp: SystemStreamPartition) -> list[tuple[Any, Any]]:
+def _read_to_head(config: Any, ssp: SystemStreamPartition) -> list[tuple[Any, Any]] | None:
+    """(key, value) pairs of the partition from its oldest offset to its head now; None when
+    the stream has no such partition."""
     factory = system_factory(config, ssp.system)
     admin = factory.get_admin(ssp.system, config)
     try:
@@ -63,7 +72,7 @@ def _read_to_head(config: Any, ssp: SystemStreamPartition) -> list[tuple[Any, An
             stop()
     pm = md.partitions.get(ssp.partition)
     if pm is None:
-        raise OperatorError(f"side input {ssp.system}.{ssp.stream} has no partition {ssp.partition}")
+        return None
     if pm.newest_offset is None:
         return []
     newest = int(pm.newest_offset)

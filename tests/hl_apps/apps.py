@@ -118,6 +118,19 @@ class SideInputJoinApp(StreamApplication):
                    key=lambda v: v["user"], op_id="enrich").send_to(out)
 
 
+class SideInputBesideWiderStreamApp(SideInputJoinApp):
+    """SideInputJoinApp plus an unrelated input ``clicks`` with more partitions than the side
+    input: the job gets tasks whose partition the side input does not have."""
+
+    def describe(self, app):
+        super().describe(app)
+        log = _system(app)
+        clicks = app.get_input_stream(log.input("clicks", serde=JsonSerde()))
+        clicks.map(lambda c: KV(c["user"], c)).send_to(
+            app.get_output_stream(log.output("clicks_out", serde=JsonSerde(), key_serde=JsonSerde()))
+        )
+
+
 class UpperSerde:
     """A descriptor serde that is not JSON: UTF-8 text, upper-cased on the way out."""
 
