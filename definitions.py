@@ -23,6 +23,10 @@ log = logging.getLogger("samza_dagster.definitions")
 #: application name → module whose ``definitions()`` builds its Definitions
 APPLICATIONS: dict[str, str] = {
     "wordcount": "jobs.wordcount.definitions",
+    "user_classification": "jobs.user_classification.definitions",
+    "currency_join": "jobs.currency_join.definitions",
+    "ad_ctr": "jobs.ad_ctr.definitions",
+    "pageview_pipeline": "jobs.pageview_pipeline.definitions",
 }
 
 

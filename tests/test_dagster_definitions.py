@@ -1,5 +1,6 @@
 """The repo's code location loads: ``dagster definitions validate -w workspace.yaml`` passes,
-with the shared resources bound and wordcount's assets, job and sensors present."""
+with the shared resources bound, every example application loaded, and wordcount's assets, job,
+sensors and reprocessing backfill present."""
 
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ def test_definitions_bind_the_resources_and_wordcount():
         defs.resolve_asset_graph().get_all_asset_keys()
     )
     assert defs.resolve_job_def("wordcount_job") is not None
+    # every example application is listed and loads (none is a failing plan placeholder)
+    assert set(definitions.APPLICATIONS) == {"wordcount", "user_classification", "currency_join", "ad_ctr", "pageview_pipeline"}
+    keys = defs.resolve_asset_graph().get_all_asset_keys()
+    assert not [k for k in keys if k.path[-1] == "execution_plan"]
+    assert {k.path[0] for k in keys} == set(definitions.APPLICATIONS)
+    # the reprocessing backfill: daily partitions, its job and its (stopped) daily schedule
+    assert defs.resolve_job_def("wordcount_reprocess_sentences_replay").partitions_def is not None
+    assert defs.resolve_schedule_def("wordcount_reprocess_sentences_replay_schedule") is not None
     assert {"wordcount_coordinator_stream_sensor", "wordcount_stream_observation_sensor"} <= {
         s.name for s in defs.sensors
     }

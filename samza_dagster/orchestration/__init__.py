@@ -1,6 +1,7 @@
 """Dagster factories shared by the applications (the only engine package importing dagster):
 stream assets from an execution plan, the job op, the coordinator-stream and observation sensors,
-and an application's whole definitions."""
+the daily reprocessing backfill (:func:`reprocessing_backfill`), and an application's whole
+definitions."""
 
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill, resend_window
