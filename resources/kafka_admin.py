@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.orchestration.observation import system_admin
 from samza_dagster.system.model import StreamSpec, SystemStreamMetadata
 
 KAFKA_BOOTSTRAP_ENV = "SAMZA_KAFKA_BOOTSTRAP_SERVERS"
@@ -57,14 +57,8 @@ class KafkaAdminResource(dg.ConfigurableResource):
     @contextmanager
     def admin(self) -> Iterator[Any]:
         """The Kafka system's admin, closed afterwards."""
-        config = self.system_config()
-        admin = system_factory(config, self.system_name).get_admin(self.system_name, config)
-        try:
+        with system_admin(self.system_config(), self.system_name) as admin:
             yield admin
-        finally:
-            close = getattr(admin, "close", None) or getattr(admin, "stop", None)
-            if callable(close):
-                close()
 
     def stream_metadata(self, streams: Iterable[str]) -> dict[str, SystemStreamMetadata]:
         """Oldest/newest/upcoming offsets of every partition of ``streams`` (physical topic
