@@ -37,7 +37,7 @@ def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[Sy
     for system, names in by_system.items():
         admin = system_factory(config, system).get_admin(system, config)
         try:
-            metadata = _fetch_metadata(admin, system, names)
+            metadata = fetch_metadata(admin, system, names)
         finally:
             stop = getattr(admin, "stop", None)
             if callable(stop):
@@ -49,7 +49,7 @@ def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[Sy
     return result
 
 
-def _fetch_metadata(admin: Any, system: str, names: list[str]) -> dict[str, Any]:
+def fetch_metadata(admin: Any, system: str, names: list[str]) -> dict[str, Any]:
     """One batched call; an admin that fails the whole batch on a missing stream
     (StreamNotFoundError) is asked again without it, so the others are still answered."""
     pending = list(names)
