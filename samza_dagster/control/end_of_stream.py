@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from samza_dagster.control._producers import check_new_producer, index_partitions
 from samza_dagster.control._snapshot import iter_partitions, stream_id
 from samza_dagster.control.errors import ControlStateError
 from samza_dagster.control.messages import EndOfStreamMessage
@@ -42,18 +43,7 @@ class EndOfStreamStates:
         ssps: Iterable[SystemStreamPartition],
         producer_task_counts: Mapping[SystemStream, int] | None = None,
     ) -> None:
-        counts = dict(producer_task_counts or {})
-        self._states: dict[SystemStreamPartition, _EndOfStreamState] = {}
-        self._by_stream: dict[SystemStream, list[_EndOfStreamState]] = {}
-        for ssp in ssps:
-            ssp = SystemStreamPartition(*ssp)
-            stream = ssp.system_stream
-            expected = int(counts.get(stream, 0))
-            if expected < 0:
-                raise ControlStateError(f"producer task count of stream {stream} is negative: {expected}")
-            state = _EndOfStreamState(expected)
-            self._states[ssp] = state
-            self._by_stream.setdefault(stream, []).append(state)
+        self._states, self._by_stream = index_partitions(ssps, producer_task_counts, _EndOfStreamState)
         self._ended_partitions = 0
 
     def update(self, message: EndOfStreamMessage, ssp: SystemStreamPartition) -> bool:
@@ -75,12 +65,7 @@ class EndOfStreamStates:
         else:
             tasks = state.tasks
             if task_name not in tasks:
-                _check_count(message.task_count, expected, task_name, ssp, "end-of-stream")
-                if len(tasks) >= expected:
-                    raise ControlStateError(
-                        f"end-of-stream on {ssp} from producer task {task_name!r}, but all {expected} "
-                        f"expected producer tasks ({sorted(tasks)}) already reported"
-                    )
+                check_new_producer("end-of-stream", ssp, task_name, message.task_count, expected, tasks)
                 tasks.add(task_name)
             if len(tasks) < expected:
                 return False
@@ -137,13 +122,3 @@ class EndOfStreamStates:
         states = cls(ssps, producer_task_counts)
         states.restore(data)
         return states
-
-
-def _check_count(task_count: int, expected: int, task_name: str, ssp: SystemStreamPartition, kind: str) -> None:
-    """A producer that believes in a different number of producers means the two stages
-    were planned with different partition counts: fail loudly rather than end early."""
-    if task_count > 0 and task_count != expected:
-        raise ControlStateError(
-            f"{kind} on {ssp} from producer task {task_name!r} says {task_count} producer tasks, "
-            f"but this job expects {expected} for stream {ssp.system}.{ssp.stream}"
-        )

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from samza_dagster.control._producers import check_new_producer, index_partitions
 from samza_dagster.control._snapshot import iter_partitions, stream_id
-from samza_dagster.control.end_of_stream import _check_count
 from samza_dagster.control.errors import ControlStateError
 from samza_dagster.control.messages import WatermarkMessage
 from samza_dagster.system.model import SystemStream, SystemStreamPartition
@@ -42,18 +42,7 @@ class WatermarkStates:
         ssps: Iterable[SystemStreamPartition],
         producer_task_counts: Mapping[SystemStream, int] | None = None,
     ) -> None:
-        counts = dict(producer_task_counts or {})
-        self._states: dict[SystemStreamPartition, _WatermarkState] = {}
-        self._by_stream: dict[SystemStream, list[_WatermarkState]] = {}
-        for ssp in ssps:
-            ssp = SystemStreamPartition(*ssp)
-            stream = ssp.system_stream
-            expected = int(counts.get(stream, 0))
-            if expected < 0:
-                raise ControlStateError(f"producer task count of stream {stream} is negative: {expected}")
-            state = _WatermarkState(expected)
-            self._states[ssp] = state
-            self._by_stream.setdefault(stream, []).append(state)
+        self._states, self._by_stream = index_partitions(ssps, producer_task_counts, _WatermarkState)
 
     def update(self, message: WatermarkMessage, ssp: SystemStreamPartition) -> bool:
         """Record ``message`` received on ``ssp``. True when the partition's watermark advanced."""
@@ -71,12 +60,7 @@ class WatermarkStates:
         timestamps = state.timestamps
         previous = timestamps.get(task_name)
         if previous is None:
-            _check_count(message.task_count, expected, task_name, ssp, "watermark")
-            if len(timestamps) >= expected:
-                raise ControlStateError(
-                    f"watermark on {ssp} from producer task {task_name!r}, but all {expected} "
-                    f"expected producer tasks ({sorted(timestamps)}) already reported"
-                )
+            check_new_producer("watermark", ssp, task_name, message.task_count, expected, timestamps)
         elif timestamp <= previous:
             return False
         timestamps[task_name] = timestamp
