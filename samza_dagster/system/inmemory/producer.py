@@ -11,8 +11,8 @@ import time
 
 from samza_dagster.config.config import Config
 from samza_dagster.system.inmemory.state import system_state
-from samza_dagster.system.log.partitioning import RoundRobin, choose_partition
 from samza_dagster.system.model import OutgoingMessageEnvelope
+from samza_dagster.system.partitioner import RoundRobin, choose_partition
 
 
 class InMemorySystemProducer:
