@@ -6,18 +6,13 @@ from collections.abc import Iterable
 
 from samza_dagster.system.errors import StreamExistsError
 from samza_dagster.system.inmemory.state import InMemoryStream, system_state
+from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
-
-
-def compare_int_offsets(offset1: str, offset2: str) -> int:
-    """Dense integer offsets compare as integers ("10" is after "9")."""
-    a, b = int(offset1), int(offset2)
-    return (a > b) - (a < b)
 
 
 def partition_metadata(length: int) -> SystemStreamPartitionMetadata:
@@ -65,7 +60,7 @@ class InMemorySystemAdmin:
         return compare_int_offsets(offset1, offset2)
 
     def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
-        return {ssp: str(int(offset) + 1) for ssp, offset in offsets.items()}
+        return offsets_after(offsets)
 
     def list_streams(self) -> list[str]:
         with self._state.condition:

@@ -15,20 +15,10 @@ from collections.abc import Iterable
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.system.inmemory.state import Record, system_state
+from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
 
 DEFAULT_FETCH_SIZE = 1000
-
-
-def parse_offset(ssp: SystemStreamPartition, offset: str) -> int:
-    """The integer position of a registered starting offset; a clear error when it is not one."""
-    try:
-        position = int(offset)
-    except (TypeError, ValueError):
-        position = -1
-    if position < 0:
-        raise ValueError(f"{ssp}: offset {offset!r} is not a non-negative integer offset")
-    return position
 
 
 class InMemorySystemConsumer:
@@ -45,7 +35,7 @@ class InMemorySystemConsumer:
         self._stopped = False
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
-        self._positions[ssp] = parse_offset(ssp, offset)
+        self._positions[ssp] = parse_offset(ssp, offset, "in-memory")
 
     def start(self) -> None:
         bounded: dict[tuple[str, str], bool] = {}

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
+from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.log import storage
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.system.model import (
@@ -57,11 +58,10 @@ class LogSystemAdmin:
             return self._stream(stream)[1]
 
     def offset_comparator(self, offset1: str, offset2: str) -> int:
-        a, b = int(offset1), int(offset2)
-        return (a > b) - (a < b)
+        return compare_int_offsets(offset1, offset2)
 
     def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
-        return {ssp: str(int(offset) + 1) for ssp, offset in offsets.items()}
+        return offsets_after(offsets)
 
     def list_streams(self) -> list[str]:
         return storage.list_stream_names(self.root)

@@ -21,23 +21,13 @@ from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.system.log import storage
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
 
 _MIN_BACKOFF_S = 0.001
 _MAX_BACKOFF_S = 0.05
-
-
-def parse_offset(ssp: SystemStreamPartition, offset: str) -> int:
-    """The position of a registered starting offset; a clear error when it is not one."""
-    try:
-        position = int(offset)
-    except (TypeError, ValueError):
-        position = -1
-    if position < 0:
-        raise ValueError(f"{ssp}: offset {offset!r} is not a non-negative integer offset of the log system")
-    return position
 
 
 class LogSystemConsumer:
@@ -56,7 +46,7 @@ class LogSystemConsumer:
         self._stopped = False
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
-        self._positions[ssp] = parse_offset(ssp, offset)
+        self._positions[ssp] = parse_offset(ssp, offset, "log")
 
     def start(self) -> None:
         """Open every registered stream (StreamNotFoundError names a missing one) and fix the
