@@ -180,6 +180,10 @@ class StreamApplicationDescriptor:
     def intermediate_stream_ids(self) -> list[str]:
         return [sid for sid, spec in self.input_operators.items() if spec.is_intermediate]
 
+    def all_operator_specs(self) -> list[OperatorSpec]:
+        """Every operator of the graph: the inputs first, then the others in the order declared."""
+        return [*self.input_operators.values(), *self.operators.values()]
+
     # -- used by MessageStream ---------------------------------------------------------------
     def _input_op_id(self, stream_id: str) -> str:
         # Samza names an input operator by its stream id; with the opcode prefix it cannot clash

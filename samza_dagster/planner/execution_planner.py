@@ -15,7 +15,6 @@ from typing import Any
 from samza_dagster.application.app import StreamApplication, StreamApplicationDescriptor
 from samza_dagster.application.specs import (
     InputOperatorSpec,
-    OperatorSpec,
     OutputOperatorSpec,
     PartitionByOperatorSpec,
     SendToTableOperatorSpec,
@@ -210,12 +209,9 @@ class _Builder:
             self._edges(), [job], app_class=app_class, descriptor=app,
         )
 
-    def _all_specs(self) -> list[OperatorSpec]:
-        return list(self.app.input_operators.values()) + list(self.app.operators.values())
-
     def _operators(self, stage_of: dict[str, str]) -> dict[str, OperatorInfo]:
         result: dict[str, OperatorInfo] = {}
-        for spec in self._all_specs():
+        for spec in self.app.all_operator_specs():
             result[spec.op_id] = OperatorInfo(
                 spec.op_id, spec.op_type, spec.op_code,
                 [up.op_id for up in spec.upstream_specs],
@@ -241,7 +237,7 @@ class _Builder:
 
     def _edges(self) -> list[Edge]:
         edges: list[Edge] = []
-        for spec in self._all_specs():
+        for spec in self.app.all_operator_specs():
             if isinstance(spec, InputOperatorSpec):
                 edges.append(Edge(spec.stream_id, "stream", spec.op_id, "operator"))
             for down in spec.registered_operator_specs:

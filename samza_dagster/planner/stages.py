@@ -36,7 +36,7 @@ class _UnionFind:
 
 def split_stages(app: StreamApplicationDescriptor) -> tuple[list[Stage], dict[str, str]]:
     """Stages in data-flow order, and operator id → stage id."""
-    specs: list[OperatorSpec] = list(app.input_operators.values()) + list(app.operators.values())
+    specs = app.all_operator_specs()
     index = {id(spec): i for i, spec in enumerate(specs)}
     uf = _UnionFind(len(specs))
     by_table: dict[str, int] = {}
