@@ -78,7 +78,20 @@ def _initial_supplier(initial: Any) -> Callable[[], Any]:
     return lambda: copy.copy(initial)
 
 
-def _check(kind: str, size_name: str, size_ms: Any, fold: Any, key_fn: Any, time: str) -> None:
+def _define(
+    kind: str,
+    size_name: str,
+    size_ms: Any,
+    initial: Any,
+    fold: Any,
+    key_fn: Any,
+    time: str,
+    timestamp_fn: Callable[[Any], int] | None,
+    key_serde: Any,
+    value_serde: Any,
+) -> WindowDefinition:
+    """Validate the arguments of a ``Windows`` factory (errors name the window kind and the
+    argument) and build its definition."""
     if isinstance(size_ms, bool) or not isinstance(size_ms, int) or size_ms <= 0:
         raise ApplicationError(f"{kind} window: {size_name} must be a positive integer of milliseconds, got {size_ms!r}")
     if not callable(fold):
@@ -87,6 +100,9 @@ def _check(kind: str, size_name: str, size_ms: Any, fold: Any, key_fn: Any, time
         raise ApplicationError(f"{kind} window: key_fn must be callable, got {key_fn!r}")
     if time not in (PROCESSING_TIME, EVENT_TIME):
         raise ApplicationError(f"{kind} window: time must be 'processing' or 'event', got {time!r}")
+    return WindowDefinition(
+        kind, size_ms, _initial_supplier(initial), fold, key_fn, time, timestamp_fn, key_serde, value_serde
+    )
 
 
 class Windows:
@@ -106,9 +122,8 @@ class Windows:
     ) -> WindowDefinition:
         if key_fn is None:
             raise ApplicationError("keyed tumbling window: key_fn is required (use Windows.tumbling for a global window)")
-        _check(TUMBLING, "duration_ms", duration_ms, fold, key_fn, time)
-        return WindowDefinition(
-            TUMBLING, duration_ms, _initial_supplier(initial), fold, key_fn, time, timestamp_fn, key_serde, value_serde
+        return _define(
+            TUMBLING, "duration_ms", duration_ms, initial, fold, key_fn, time, timestamp_fn, key_serde, value_serde
         )
 
     @staticmethod
@@ -121,10 +136,7 @@ class Windows:
         timestamp_fn: Callable[[Any], int] | None = None,
         value_serde: Any = None,
     ) -> WindowDefinition:
-        _check(TUMBLING, "duration_ms", duration_ms, fold, None, time)
-        return WindowDefinition(
-            TUMBLING, duration_ms, _initial_supplier(initial), fold, None, time, timestamp_fn, None, value_serde
-        )
+        return _define(TUMBLING, "duration_ms", duration_ms, initial, fold, None, time, timestamp_fn, None, value_serde)
 
     @staticmethod
     def keyed_session(
@@ -140,7 +152,4 @@ class Windows:
     ) -> WindowDefinition:
         if key_fn is None:
             raise ApplicationError("session window: key_fn is required")
-        _check(SESSION, "gap_ms", gap_ms, fold, key_fn, time)
-        return WindowDefinition(
-            SESSION, gap_ms, _initial_supplier(initial), fold, key_fn, time, timestamp_fn, key_serde, value_serde
-        )
+        return _define(SESSION, "gap_ms", gap_ms, initial, fold, key_fn, time, timestamp_fn, key_serde, value_serde)
