@@ -33,6 +33,7 @@ from samza_dagster.system.log import LogSystemFactory
 from samza_dagster.task.api import InitableTask, StreamTask
 from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
 from tests.apps.harness import create_stream, produce
+from tests.forwarding import ForwardingConsumer, ForwardingProducer
 
 PARTITIONS = 2
 MESSAGES = 2400
@@ -73,51 +74,33 @@ def _pause_for(config: Config) -> _Pause:
     return p
 
 
-class _FaultyProducer:
+class _FaultyProducer(ForwardingProducer):
     def __init__(self, inner, pause: _Pause) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._pause = pause
-
-    def register(self, source):
-        self._inner.register(source)
-
-    def start(self):
-        self._inner.start()
-
-    def stop(self):
-        self._inner.stop()
-
-    def send(self, source, envelope):
-        self._inner.send(source, envelope)
 
     def flush(self, source):
         if source == "__checkpoint":
-            self._inner.flush(source)
+            self.inner.flush(source)
             self._pause.at("after-checkpoint")
             return
         self._pause.at("before-flush")
-        self._inner.flush(source)
+        self.inner.flush(source)
         self._pause.at("after-flush")  # output + changelog durable, checkpoint not yet written
 
 
-class _FaultyConsumer:
+class _FaultyConsumer(ForwardingConsumer):
     def __init__(self, inner, pause: _Pause) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._pause = pause
         self._changelog = False
 
     def register(self, ssp, offset):
         self._changelog = self._changelog or ssp.stream.endswith("-changelog")
-        self._inner.register(ssp, offset)
-
-    def start(self):
-        self._inner.start()
-
-    def stop(self):
-        self._inner.stop()
+        self.inner.register(ssp, offset)
 
     def poll(self, ssps, timeout):
-        polled = self._inner.poll(ssps, timeout)
+        polled = self.inner.poll(ssps, timeout)
         if self._changelog and polled:
             self._pause.at("restore")
         return polled

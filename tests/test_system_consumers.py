@@ -28,6 +28,7 @@ from samza_dagster.system.chooser import (
 from samza_dagster.system.consumers import SystemConsumers, SystemConsumersError
 from samza_dagster.system.inmemory import InMemorySystemFactory
 from samza_dagster.system.log import LogSystemFactory
+from tests.forwarding import ForwardingChooser, ForwardingConsumer
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -87,25 +88,16 @@ def ssps_of(ss: SystemStream, partitions: int) -> list[SystemStreamPartition]:
     return [SystemStreamPartition(ss.system, ss.stream, p) for p in range(partitions)]
 
 
-class CheckingChooser(MessageChooser):
+class CheckingChooser(ForwardingChooser):
     """Wraps a real chooser and checks SystemConsumers' side of the contract: never more than one
     outstanding envelope per partition, offsets in order within a partition."""
 
     def __init__(self, wrapped: MessageChooser) -> None:
-        self.wrapped = wrapped
+        super().__init__(wrapped)
         self.outstanding: set = set()
         self.last: dict = {}
         self.max_outstanding = 0
         self.threads: set = set()
-
-    def register(self, ssp, offset):
-        self.wrapped.register(ssp, offset)
-
-    def start(self):
-        self.wrapped.start()
-
-    def stop(self):
-        self.wrapped.stop()
 
     def update(self, envelope):
         self.threads.add(threading.get_ident())
@@ -115,11 +107,11 @@ class CheckingChooser(MessageChooser):
         if not envelope.is_end_of_stream:
             assert int(envelope.offset) > self.last.get(envelope.ssp, -1)
             self.last[envelope.ssp] = int(envelope.offset)
-        self.wrapped.update(envelope)
+        self.inner.update(envelope)
 
     def choose(self):
         self.threads.add(threading.get_ident())
-        envelope = self.wrapped.choose()
+        envelope = self.inner.choose()
         if envelope is not None:
             self.outstanding.discard(envelope.ssp)
         return envelope
@@ -207,20 +199,12 @@ def test_end_of_stream_flows_through_the_chooser_and_stops_polling(tmp_path):
         system.close()
 
 
-class FailingConsumer:
+class FailingConsumer(ForwardingConsumer):
     """A real in-memory consumer whose system breaks after a few polls."""
 
     def __init__(self, inner, fail_after: int) -> None:
-        self.inner, self.fail_after, self.polls = inner, fail_after, 0
-
-    def register(self, ssp, offset):
-        self.inner.register(ssp, offset)
-
-    def start(self):
-        self.inner.start()
-
-    def stop(self):
-        self.inner.stop()
+        super().__init__(inner)
+        self.fail_after, self.polls = fail_after, 0
 
     def poll(self, ssps, timeout_s):
         self.polls += 1

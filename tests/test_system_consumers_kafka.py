@@ -30,6 +30,7 @@ from samza_dagster.system import (
 from samza_dagster.system.chooser import DefaultChooser, MessageChooser, RoundRobinChooser
 from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.system.kafka import KafkaSystemFactory
+from tests.forwarding import ForwardingConsumer
 from tests.test_system_consumers import CODE_COUNTS, CheckingChooser, drain
 
 pytestmark = pytest.mark.kafka
@@ -213,21 +214,13 @@ def process(envelope: IncomingMessageEnvelope) -> None:
         pass
 
 
-class ObservedConsumer:
+class ObservedConsumer(ForwardingConsumer):
     """The real Kafka consumer, recording which real-time offsets each poll returned together."""
 
     def __init__(self, inner, realtime: SystemStreamPartition) -> None:
-        self.inner, self.realtime = inner, realtime
+        super().__init__(inner)
+        self.realtime = realtime
         self.groups: list[list[int]] = []
-
-    def register(self, ssp, offset):
-        self.inner.register(ssp, offset)
-
-    def start(self):
-        self.inner.start()
-
-    def stop(self):
-        self.inner.stop()
 
     def poll(self, ssps, timeout_s):
         polled = self.inner.poll(ssps, timeout_s)

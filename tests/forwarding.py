@@ -1,0 +1,75 @@
+"""Wrappers around a real system consumer, producer or chooser that pass every call on.
+
+Tests subclass them and override only the call they observe or break (a consumer that fails
+after a few polls, a chooser that checks the one-outstanding-envelope rule, a producer that
+pauses around a flush), so what each wrapper does differently is all that its class shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from samza_dagster.system.chooser import MessageChooser
+
+
+class ForwardingConsumer:
+    """A SystemConsumer passing every call to ``inner``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def register(self, ssp, offset):
+        self.inner.register(ssp, offset)
+
+    def start(self):
+        self.inner.start()
+
+    def stop(self):
+        self.inner.stop()
+
+    def poll(self, ssps, timeout_s):
+        return self.inner.poll(ssps, timeout_s)
+
+
+class ForwardingProducer:
+    """A SystemProducer passing every call to ``inner``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def register(self, source):
+        self.inner.register(source)
+
+    def start(self):
+        self.inner.start()
+
+    def stop(self):
+        self.inner.stop()
+
+    def send(self, source, envelope):
+        self.inner.send(source, envelope)
+
+    def flush(self, source):
+        self.inner.flush(source)
+
+
+class ForwardingChooser(MessageChooser):
+    """A MessageChooser passing every call to ``inner``."""
+
+    def __init__(self, inner: MessageChooser) -> None:
+        self.inner = inner
+
+    def register(self, ssp, offset):
+        self.inner.register(ssp, offset)
+
+    def start(self):
+        self.inner.start()
+
+    def stop(self):
+        self.inner.stop()
+
+    def update(self, envelope):
+        self.inner.update(envelope)
+
+    def choose(self):
+        return self.inner.choose()
