@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hl_apps.harness import create, produce, read_all
+from tests.hl_apps.harness import base, create, produce, read_all
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,23 +37,10 @@ def _invoke(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*_cli(), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
 
 
-def _entries(tmp_path: Path, name: str, app: str) -> dict[str, str]:
-    return {
-        "job.name": name,
-        "job.default.system": "log",
-        "job.factory.class": "thread",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"),
-        "app.class": f"tests.hl_apps.apps:{app}",
-        "app.store.factory": "inmemory",
-        "task.commit.ms": "500",
-    }
-
-
 def test_plan_prints_json_with_inferred_intermediate_partitions(tmp_path):
     from samza_dagster.config import Config
 
-    entries = _entries(tmp_path, "l2", "StreamTableJoinApp")
+    entries = base(tmp_path, "l2", "StreamTableJoinApp").to_dict()
     cfg = Config(entries)
     create(cfg, "S1", 3)
     create(cfg, "S2", 2)
@@ -73,7 +60,7 @@ def test_plan_prints_json_with_inferred_intermediate_partitions(tmp_path):
 def test_run_bounded_application_to_its_end(tmp_path):
     from samza_dagster.config import Config
 
-    entries = {**_entries(tmp_path, "wc", "TwoStageCountApp"), "streams.words.samza.bounded": "true"}
+    entries = {**base(tmp_path, "wc", "TwoStageCountApp").to_dict(), "streams.words.samza.bounded": "true"}
     cfg = Config(entries)
     create(cfg, "words", 4)
     create(cfg, "counts", 3)
@@ -96,7 +83,7 @@ def test_run_bounded_application_to_its_end(tmp_path):
 def test_run_with_a_bad_stage_exits_2_naming_the_key(tmp_path):
     from samza_dagster.config import Config
 
-    entries = {**_entries(tmp_path, "wc", "TwoStageCountApp"), "app.stage": "stage-9"}
+    entries = {**base(tmp_path, "wc", "TwoStageCountApp").to_dict(), "app.stage": "stage-9"}
     create(Config(entries), "words", 4)
     create(Config(entries), "counts", 3)
     proc = _invoke("run", "--config-path", str(_write_properties(tmp_path / "bad.properties", entries)))
