@@ -12,6 +12,9 @@ systems (and any user system whose workers can reach it) work alike. Reading pla
 partition per stream partition, with the range fixed at planning time (see
 :func:`samza_dagster.spark.options.offset_ranges`); a stream that does not exist fails the
 planning on the driver with the stream's name. Offsets must be integers (log, Kafka).
+A consumer with ``position(ssp)`` (the Kafka one) ends a partition's read once its fetch
+position reaches the end offset, so a range ending in offsets that hold no message (a
+transaction's commit marker) is read without waiting ``pollTimeoutMs``.
 
 Read options: ``system`` (default ``log``), ``stream`` (required), ``config`` / ``config.<key>`` /
 ``configPath``, ``partitions`` (comma list), ``startOffset`` / ``endOffset`` (an offset,
@@ -177,10 +180,18 @@ class SamzaReader(DataSourceReader):
             end = part.end
             last_needed = end - 1
             deadline = time.monotonic() + self.poll_timeout_s
+            # Kafka: the offsets just below the end may hold no message (a transaction's commit
+            # marker ends every transactional partition), so a quiet poll asks the consumer's
+            # fetch position, when it has one, whether the range is done.
+            position = getattr(consumer, "position", None)
             done = False
             while not done:
                 envelopes = consumer.poll(ssps, 0.5).get(ssp)
                 if not envelopes:
+                    if position is not None:
+                        now_at = position(ssp)
+                        if now_at is not None and int(now_at) >= end:
+                            break
                     if time.monotonic() > deadline:
                         raise SamzaDataSourceError(
                             f"samza data source: stream {self.stream!r} partition {part.partition}: no message "

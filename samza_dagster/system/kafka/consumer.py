@@ -145,6 +145,19 @@ class KafkaSystemConsumer:
             finally:
                 self._consumer = None
 
+    def position(self, ssp: SystemStreamPartition) -> str | None:
+        """Kafka's fetch position of ``ssp``: the offset of the next message this consumer can
+        return. It can be past the last message returned: offsets that carry no message
+        (transaction commit/abort markers, records removed by compaction) are skipped. A batch
+        reader uses it to see that it reached its end offset although no message holds
+        ``end - 1``. None before start() or for an SSP not registered."""
+        with self._lock:
+            consumer = self._consumer
+            tp = self._ssp_to_tp.get(ssp)
+            if consumer is None or tp is None:
+                return None
+            return str(consumer.position(tp))
+
     # -- poll ------------------------------------------------------------------------------
     def poll(
         self, ssps: Iterable[SystemStreamPartition], timeout_s: float
