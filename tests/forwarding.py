@@ -12,8 +12,9 @@ from typing import Any
 from samza_dagster.system.chooser import MessageChooser
 
 
-class ForwardingConsumer:
-    """A SystemConsumer passing every call to ``inner``."""
+class _ForwardingPartitions:
+    """``register(ssp, offset)``, ``start`` and ``stop`` passed to ``inner``: the calls a
+    consumer and a chooser share."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -26,6 +27,10 @@ class ForwardingConsumer:
 
     def stop(self):
         self.inner.stop()
+
+
+class ForwardingConsumer(_ForwardingPartitions):
+    """A SystemConsumer passing every call to ``inner``."""
 
     def poll(self, ssps, timeout_s):
         return self.inner.poll(ssps, timeout_s)
@@ -53,20 +58,8 @@ class ForwardingProducer:
         self.inner.flush(source)
 
 
-class ForwardingChooser(MessageChooser):
+class ForwardingChooser(_ForwardingPartitions, MessageChooser):
     """A MessageChooser passing every call to ``inner``."""
-
-    def __init__(self, inner: MessageChooser) -> None:
-        self.inner = inner
-
-    def register(self, ssp, offset):
-        self.inner.register(ssp, offset)
-
-    def start(self):
-        self.inner.start()
-
-    def stop(self):
-        self.inner.stop()
 
     def update(self, envelope):
         self.inner.update(envelope)
