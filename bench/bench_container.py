@@ -141,6 +141,53 @@ final commit; the raw loop is the log consumer's own poll loop with no chooser, 
 """)
 
 
+# -- B1 in the runner (python -m bench): each repetition in its own process, for peak RSS --------
+def child_prepare(root: str, messages: int) -> dict:
+    t0 = time.perf_counter()
+    _produce(_config(Path(root), "noop"), messages)
+    return {"produce_s": time.perf_counter() - t0}
+
+
+def child_raw(root: str, messages: int) -> dict:
+    return {"rate": raw_consumer_rate(_config(Path(root), "noop"), messages)}
+
+
+def child_container(root: str, messages: int, run: int) -> dict:
+    return {"rate": container_rate(_config(Path(root), "noop"), messages, run)}
+
+
+def runner_section(messages: int, repetitions: int, workdir: Path, log=print):
+    """B1: no-op StreamTask in one container vs the raw log consumer loop, same data, same run."""
+    from bench.harness import Section, alternate, column, fmt, isolated, median
+
+    root = str(workdir / "b1")
+    prep = isolated("bench.bench_container:child_prepare", root=root, messages=messages)
+    log(f"  produced {messages:,} messages in {prep['produce_s']:.1f} s")
+    runs = alternate(repetitions, {
+        "raw": lambda rep: isolated("bench.bench_container:child_raw", root=root, messages=messages),
+        "engine": lambda rep: isolated("bench.bench_container:child_container", root=root, messages=messages, run=rep),
+    }, log)
+    raw, eng = column(runs["raw"], "rate"), column(runs["engine"], "rate")
+    ratios = [e / r for e, r in zip(eng, raw)]
+    ratio = median(ratios)
+    body = f"""
+{messages:,} messages of 100 bytes (no key) in a 4-partition log-system stream, bounded; one process per
+repetition, candidate and baseline alternating; median (min–max) of {repetitions}.
+
+| | msgs/s | peak RSS, MB |
+|---|---:|---:|
+| raw `LogSystemConsumer` poll loop (register 4 partitions, poll until end of stream) | {fmt(raw)} | {fmt(column(runs["raw"], "peak_rss_mb"))} |
+| no-op StreamTask, 1 `SamzaContainer`, 4 tasks (start-up and final commit included) | {fmt(eng)} | {fmt(column(runs["engine"], "peak_rss_mb"))} |
+| engine / raw, per repetition | {fmt(ratios, ".2f")} | |
+"""
+    return Section(
+        key="B1", title="no-op StreamTask vs the raw log consumer loop",
+        command=f"python -m bench --only B1 --messages {messages} --repetitions {repetitions}",
+        body=body, result=f"{ratio:.2f}× of raw ({median(eng):,.0f} vs {median(raw):,.0f} msgs/s)",
+        target="engine ≥ 0.50 × the raw loop's rate", met=ratio >= 0.5,
+    )
+
+
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:]]
     main(*args)

@@ -64,10 +64,36 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(coordinator)
     coordinator.add_argument("--host", default="127.0.0.1")
     coordinator.add_argument("--port", type=int, default=0)
+
+    bench = sub.add_parser("bench", add_help=False,
+                           help="run the benchmarks B1-B7 and rewrite docs/benchmarks.md (from the repository root; "
+                                "`samza-dagster bench --help` lists its options)")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     return parser
 
 
+def run_bench(argv: Sequence[str]) -> int:
+    """``samza-dagster bench``: the runner lives in the repository's top-level ``bench/``
+    directory (not an installed package), so it works from a checkout's root."""
+    import os
+    from pathlib import Path
+
+    root = Path(os.getcwd())
+    if not (root / "bench" / "__main__.py").is_file():
+        print("samza-dagster bench: run it from the samza-dagster repository root "
+              f"(no bench/__main__.py under {root})", file=sys.stderr)
+        return EXIT_USAGE
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from bench.__main__ import main as bench_main
+
+    return bench_main(list(argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["bench"]:
+        return run_bench(raw[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
