@@ -8,12 +8,34 @@ it reports on a partition in the same way. Only what they record per task differ
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import TypeVar
+from typing import Any, Self, TypeVar
 
 from samza_dagster.control.errors import ControlStateError
 from samza_dagster.system.model import SystemStream, SystemStreamPartition
 
 S = TypeVar("S")
+
+
+class ProducerTaskStates:
+    """Base of the per-task reconciliation states (built as ``cls(ssps, producer_task_counts)``):
+    what rebuilds one from a snapshot."""
+
+    __slots__ = ()
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(
+        cls,
+        ssps: Iterable[SystemStreamPartition],
+        producer_task_counts: Mapping[SystemStream, int] | None,
+        data: Mapping[str, Any],
+    ) -> Self:
+        """A fresh instance for ``ssps`` with ``data`` (a ``to_dict`` snapshot) restored."""
+        states = cls(ssps, producer_task_counts)
+        states.restore(data)
+        return states
 
 
 def index_partitions(

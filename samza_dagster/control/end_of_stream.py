@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from samza_dagster.control._producers import check_new_producer, index_partitions
+from samza_dagster.control._producers import ProducerTaskStates, check_new_producer, index_partitions
 from samza_dagster.control._snapshot import iter_partitions, stream_id
 from samza_dagster.control.errors import ControlStateError
 from samza_dagster.control.messages import EndOfStreamMessage
@@ -29,7 +29,7 @@ class _EndOfStreamState:
         self.ended = False
 
 
-class EndOfStreamStates:
+class EndOfStreamStates(ProducerTaskStates):
     """End-of-stream state of every partition a task consumes.
 
     ``producer_task_counts`` maps each intermediate stream to the number of upstream tasks
@@ -111,14 +111,3 @@ class EndOfStreamStates:
                 self._ended_partitions += 1 if ended else -1
             state.tasks = set(tasks)
             state.ended = ended
-
-    @classmethod
-    def from_dict(
-        cls,
-        ssps: Iterable[SystemStreamPartition],
-        producer_task_counts: Mapping[SystemStream, int] | None,
-        data: Mapping[str, Any],
-    ) -> EndOfStreamStates:
-        states = cls(ssps, producer_task_counts)
-        states.restore(data)
-        return states

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from samza_dagster.control._producers import check_new_producer, index_partitions
+from samza_dagster.control._producers import ProducerTaskStates, check_new_producer, index_partitions
 from samza_dagster.control._snapshot import iter_partitions, stream_id
 from samza_dagster.control.errors import ControlStateError
 from samza_dagster.control.messages import WatermarkMessage
@@ -31,7 +31,7 @@ class _WatermarkState:
         self.watermark = WATERMARK_NOT_EXIST
 
 
-class WatermarkStates:
+class WatermarkStates(ProducerTaskStates):
     """Watermark state of every partition a task consumes. ``update`` costs O(producer
     tasks) only when a task's watermark actually advances, else O(1)."""
 
@@ -118,14 +118,3 @@ class WatermarkStates:
             if state.expected and len(state.timestamps) >= state.expected:
                 watermark = max(watermark, min(state.timestamps.values()))
             state.watermark = watermark
-
-    @classmethod
-    def from_dict(
-        cls,
-        ssps: Iterable[SystemStreamPartition],
-        producer_task_counts: Mapping[SystemStream, int] | None,
-        data: Mapping[str, Any],
-    ) -> WatermarkStates:
-        states = cls(ssps, producer_task_counts)
-        states.restore(data)
-        return states
