@@ -209,7 +209,7 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
         overrides[ORIGINAL_JOB_NAME_KEY] = job_name
     join_time = cfg.get_choice(JOIN_TIME_KEY, ("processing", "event"), "processing")
     run_config = cfg.with_overrides(overrides)
-    specs_all = list(descriptor.input_operators.values()) + list(descriptor.operators.values())
+    specs_all = descriptor.all_operator_specs()
     prepared = PreparedApplication(
         run_config, plan, descriptor, stage_id, op_ids, input_streams, side_inputs, specs,
         upstream_inputs(descriptor), topological(specs_all), side_tables, join_time == "event",

@@ -16,6 +16,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import connect, unavailable
+from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.model import (
     StreamSpec,
     SystemStreamMetadata,
@@ -178,8 +179,7 @@ class KafkaSystemAdmin:
         return result
 
     def offset_comparator(self, offset1: str, offset2: str) -> int:
-        a, b = int(offset1), int(offset2)
-        return (a > b) - (a < b)
+        return compare_int_offsets(offset1, offset2)  # Kafka offsets are integers too
 
     def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
-        return {ssp: str(int(offset) + 1) for ssp, offset in offsets.items()}
+        return offsets_after(offsets)
