@@ -295,6 +295,36 @@ def test_bounded_stream_ends_after_the_messages_present_at_start(kafka_broker, k
     consumer.stop()
 
 
+def test_bounded_transactional_topic_ends_although_its_last_offset_is_a_commit_marker(
+    kafka_broker, kafka_config, kafka_topic_prefix
+):
+    """A transactional producer leaves a commit marker at the partition's last offset: the end
+    offset captured at start counts it, no consumer receives it, so end-of-stream must come from
+    the fetch position passing the end, not from a message at ``end - 1``."""
+    topic = f"{kafka_topic_prefix}-tx"
+    create(kafka_config, topic, 1)
+    producer = KafkaProducer(
+        bootstrap_servers=kafka_broker.bootstrap_servers, transactional_id=f"{topic}-tx",
+        batch_size=0, linger_ms=0,  # one record per batch: the broker's high watermark stays right
+    )
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send(topic, b"v%d" % i, key=b"k%d" % i, partition=0)
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    config = kafka_config.with_overrides({f"systems.{SYSTEM}.streams.{topic}.samza.bounded": "true"})
+    ssp = SystemStreamPartition(SYSTEM, topic, 0)
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, config)
+    consumer.register(ssp, "0")
+    consumer.start()
+    got = read(consumer, [ssp], lambda got: bool(got[ssp]) and got[ssp][-1].is_end_of_stream, timeout_s=15)
+    assert [e.offset for e in got[ssp]] == ["0", "1", "2", "END_OF_STREAM"]
+    consumer.stop()
+
+
 # -- errors ------------------------------------------------------------------------------------
 
 

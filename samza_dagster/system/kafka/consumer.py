@@ -179,7 +179,10 @@ class KafkaSystemConsumer:
             if self._active:
                 _release_parked_records(consumer)
                 records = consumer.poll(timeout_ms=int(timeout_s * 1000))
-                return self._envelopes(records) if records else {}
+                out = self._envelopes(records) if records else {}
+                if self._ends:
+                    self._end_past_markers(consumer, records, out)
+                return out
         # Nothing to fetch: block the poller thread without spinning (stop() wakes it).
         self._stopped.wait(timeout_s)
         return {}
@@ -196,6 +199,20 @@ class KafkaSystemConsumer:
             self._consumer.resume(*to_resume)
         self._active = want
         self._last_requested = requested
+
+    def _end_past_markers(self, consumer: Any, records: dict, out: dict) -> None:
+        """End a bounded partition whose fetch position reached its end offset although no
+        message carried ``end - 1``: a transactional producer's commit marker (or a record
+        removed by compaction) holds that offset, and no consumer ever receives it. Checked only
+        for partitions that returned nothing this poll; ``position`` is local, no request."""
+        for tp, end in list(self._ends.items()):
+            if tp in records or tp not in self._active:
+                continue
+            if consumer.position(tp) >= end:
+                ssp = self._tp_to_ssp[tp]
+                self._finish(tp, ssp)
+                self._pending_eos.discard(ssp)
+                out.setdefault(ssp, []).append(IncomingMessageEnvelope.end_of_stream(ssp))
 
     def _envelopes(self, records: dict) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
         out: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
