@@ -174,3 +174,12 @@ class StorageConfig:
 
     def side_inputs(self, store: str) -> list[str]:
         return self.config.get_list(f"stores.{store}.side.inputs")
+
+    def container_cache_size_bytes(self, store: str, default: int) -> int:
+        """``stores.<store>.container.cache.size.bytes``: the RocksDB block cache of the store
+        in one container, shared by all its tasks (Samza's key)."""
+        key = f"stores.{store}.container.cache.size.bytes"
+        value = self.config.get_int(key, default)
+        if value is None or value < 0:
+            raise ConfigError(f"config key {key!r}: expected a number of bytes >= 0, got {value!r}", key=key)
+        return value

@@ -1,6 +1,6 @@
 """Key-value state: RocksDB (rocksdict) and in-memory stores, changelogs and restore."""
 
-from samza_dagster.storage.kv import InMemoryRawStore, KeyValueStore, RocksDBRawStore
+from samza_dagster.storage.kv import BlockCache, InMemoryRawStore, KeyValueStore, RocksDBRawStore
 from samza_dagster.storage.logged import LoggedStore
 from samza_dagster.storage.manager import (
     ChangelogPartitionMismatchError,
@@ -14,6 +14,7 @@ from samza_dagster.storage.manager import (
 from samza_dagster.storage.serialized import SerializedKeyValueStore
 
 __all__ = [
+    "BlockCache",
     "ChangelogPartitionMismatchError",
     "InMemoryRawStore",
     "KeyValueStore",

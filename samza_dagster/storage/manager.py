@@ -17,7 +17,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from samza_dagster.config.config import Config
@@ -25,7 +25,7 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StorageConfig
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system.model import StreamSpec, SystemStream, SystemStreamPartition
-from samza_dagster.storage.kv import InMemoryRawStore, RocksDBRawStore
+from samza_dagster.storage.kv import DEFAULT_BLOCK_CACHE_BYTES, BlockCache, InMemoryRawStore, RocksDBRawStore
 from samza_dagster.storage.logged import LoggedStore
 from samza_dagster.storage.serialized import SerializedKeyValueStore
 
@@ -45,9 +45,15 @@ class StoreSpec:
     key_serde: str
     msg_serde: str
     changelog: SystemStream | None
+    #: the store's RocksDB block cache, shared by the TaskStores built from this spec — the
+    #: container calls ``store_specs`` once, so one bounded cache per store per container
+    block_cache: BlockCache = field(
+        default_factory=lambda: BlockCache(DEFAULT_BLOCK_CACHE_BYTES), compare=False, repr=False
+    )
 
 
 def store_specs(config: Config, default_system: str) -> list[StoreSpec]:
+    """One spec per configured store. Each call makes new block caches (see StoreSpec)."""
     storage = StorageConfig(config)
     specs = []
     for name in storage.store_names():
@@ -58,6 +64,7 @@ def store_specs(config: Config, default_system: str) -> list[StoreSpec]:
                 key_serde=storage.key_serde(name) or DEFAULT_STORE_SERDE,
                 msg_serde=storage.msg_serde(name) or DEFAULT_STORE_SERDE,
                 changelog=storage.changelog(name, default_system),
+                block_cache=BlockCache(storage.container_cache_size_bytes(name, DEFAULT_BLOCK_CACHE_BYTES)),
             )
         )
     return specs
@@ -130,7 +137,7 @@ class TaskStores:
                 if spec.changelog is not None and path.exists():
                     shutil.rmtree(path)  # rebuilt from the changelog below
                 path.parent.mkdir(parents=True, exist_ok=True)
-                raw = RocksDBRawStore(str(path))
+                raw = RocksDBRawStore(str(path), spec.block_cache)
             else:
                 raw = InMemoryRawStore()
             self.raw[spec.name] = raw
