@@ -1,5 +1,6 @@
 """Key-value state: RocksDB (rocksdict) and in-memory stores, changelogs and restore."""
 
+from samza_dagster.storage.cached import CachedStore
 from samza_dagster.storage.kv import BlockCache, InMemoryRawStore, KeyValueStore, RocksDBRawStore
 from samza_dagster.storage.logged import LoggedStore
 from samza_dagster.storage.manager import (
@@ -15,6 +16,7 @@ from samza_dagster.storage.serialized import SerializedKeyValueStore
 
 __all__ = [
     "BlockCache",
+    "CachedStore",
     "ChangelogPartitionMismatchError",
     "InMemoryRawStore",
     "KeyValueStore",

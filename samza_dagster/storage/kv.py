@@ -1,7 +1,7 @@
 """The KeyValueStore API (as Samza's) and the byte-level stores under it.
 
 Layering, as in Samza: SerializedKeyValueStore (objects <-> bytes with the store's serdes)
-→ LoggedStore (every write also goes to the changelog) → a raw byte store (RocksDB or
+→ CachedStore (write-back LRU cache, storage/cached.py) → LoggedStore (every write also goes to the changelog) → a raw byte store (RocksDB or
 in-memory). Restore writes straight into the raw store, never back to the changelog."""
 
 from __future__ import annotations

@@ -25,11 +25,18 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StorageConfig
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system.model import StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.storage.cached import CachedStore
 from samza_dagster.storage.kv import DEFAULT_BLOCK_CACHE_BYTES, BlockCache, InMemoryRawStore, RocksDBRawStore
 from samza_dagster.storage.logged import LoggedStore
 from samza_dagster.storage.serialized import SerializedKeyValueStore
 
 DEFAULT_STORE_SERDE = "json"
+#: ``stores.<store>.object.cache.size``: entries of the write-back cache of one store in one
+#: task (0 disables the cache). Samza's default is 1000; see docs/decisions.md "## Stores".
+DEFAULT_OBJECT_CACHE_SIZE = 10_000
+#: ``stores.<store>.write.batch.size``: dirty entries that trigger a write-down (Samza: 500);
+#: clamped to the cache size when only the cache size is configured.
+DEFAULT_WRITE_BATCH_SIZE = 5_000
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,9 @@ class StoreSpec:
     key_serde: str
     msg_serde: str
     changelog: SystemStream | None
+    #: write-back cache entries per task (0: no cache) and the dirty count that writes down
+    cache_size: int = DEFAULT_OBJECT_CACHE_SIZE
+    batch_size: int = DEFAULT_WRITE_BATCH_SIZE
     #: the store's RocksDB block cache, shared by the TaskStores built from this spec — the
     #: container calls ``store_specs`` once, so one bounded cache per store per container
     block_cache: BlockCache = field(
@@ -64,10 +74,32 @@ def store_specs(config: Config, default_system: str) -> list[StoreSpec]:
                 key_serde=storage.key_serde(name) or DEFAULT_STORE_SERDE,
                 msg_serde=storage.msg_serde(name) or DEFAULT_STORE_SERDE,
                 changelog=storage.changelog(name, default_system),
+                **_cache_sizes(config, name),
                 block_cache=BlockCache(storage.container_cache_size_bytes(name, DEFAULT_BLOCK_CACHE_BYTES)),
             )
         )
     return specs
+
+
+def _cache_sizes(config: Config, store: str) -> dict[str, int]:
+    """``stores.<store>.object.cache.size`` and ``stores.<store>.write.batch.size``, checked:
+    the batch lives in the cache, so it cannot be larger (Samza's rule); an unset batch size
+    larger than a configured cache size is lowered to it instead of failing."""
+    cache_key = f"stores.{store}.object.cache.size"
+    batch_key = f"stores.{store}.write.batch.size"
+    cache = config.get_int(cache_key, DEFAULT_OBJECT_CACHE_SIZE)
+    if cache is None or cache < 0:
+        raise ConfigError(f"config key {cache_key!r}: expected a number of entries >= 0 (0 disables the cache), got {cache!r}", key=cache_key)
+    explicit = config.get_int(batch_key)
+    if explicit is not None and explicit < 1:
+        raise ConfigError(f"config key {batch_key!r}: expected a number of entries >= 1, got {explicit!r}", key=batch_key)
+    if explicit is not None and cache and explicit > cache:
+        raise ConfigError(
+            f"config key {batch_key!r}: the write batch ({explicit}) cannot be larger than the cache it lives in "
+            f"({cache_key} = {cache})", key=batch_key,
+        )
+    batch = explicit if explicit is not None else min(DEFAULT_WRITE_BATCH_SIZE, cache) or DEFAULT_WRITE_BATCH_SIZE
+    return {"cache_size": cache, "batch_size": batch}
 
 
 def state_base_dir(config: Config, default_system: str) -> Path:
@@ -114,7 +146,10 @@ def prepare_changelogs(specs: list[StoreSpec], admins: dict, partition_count: in
 
 
 class TaskStores:
-    """The stores of one task. ``stores`` maps name → the user-facing store."""
+    """The stores of one task. ``stores`` maps name → the user-facing store; below it, per
+    store: ``cached`` (the write-back cache, unless ``object.cache.size`` is 0) → ``logged``
+    (when it has a changelog) → ``raw`` (RocksDB or in-memory). Restore and trim work on
+    ``raw``/``logged`` before the task's first message, while the cache is still empty."""
 
     def __init__(
         self,
@@ -131,6 +166,7 @@ class TaskStores:
         self.raw: dict[str, object] = {}
         self.stores: dict[str, SerializedKeyValueStore] = {}
         self.logged: dict[str, LoggedStore] = {}
+        self.cached: dict[str, CachedStore] = {}
         for spec in specs:
             if spec.factory == "rocksdb":
                 path = base_dir / _safe(spec.name) / _safe(task_name)
@@ -148,6 +184,8 @@ class TaskStores:
                     key = f"stores.{spec.name}.changelog"
                     raise ConfigError(f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key)
                 inner = self.logged[spec.name] = LoggedStore(raw, producer, task_name, spec.changelog, changelog_partition)
+            if spec.cache_size > 0:
+                inner = self.cached[spec.name] = CachedStore(inner, spec.cache_size, spec.batch_size)
             self.stores[spec.name] = SerializedKeyValueStore(
                 spec.name,
                 inner,
