@@ -17,7 +17,10 @@ The seed's design (SAMZA-2), as Samza implemented it:
   all its lagging partitions are. Caught up is forever: later messages are ordinary traffic.
 
 Offsets are compared with the system's ``SystemAdmin.offset_comparator`` when ``system_admins``
-has one for the system, else as integers. The same chooser also provides the seed's restart
+has one for the system, else as integers. When that comparator is known to be integer comparison
+(the log, in-memory and Kafka systems', or an admin with ``integer_offsets = True``), the newest
+offset is parsed once at ``start()`` and each chosen envelope of a lagging partition costs one
+``int()`` and one integer comparison instead of a comparator call (same answers). The same chooser also provides the seed's restart
 guarantee for priorities (see DefaultChooser): any stream, not only a "bootstrap" one, can be
 held to its start-time head this way.
 
@@ -34,7 +37,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser
+from samza_dagster.system.int_offsets import compare_int_offsets
 from samza_dagster.system.model import (
+    END_OF_STREAM_OFFSET,
     IncomingMessageEnvelope,
     SystemStream,
     SystemStreamMetadata,
@@ -60,22 +65,66 @@ class _LaggingStream:
 
 
 class _LaggingPartition:
-    __slots__ = ("stream", "newest", "at_or_past_newest", "last_offset")
+    """One registered partition of a bootstrap stream that has not reached its start-time head.
 
-    def __init__(self, stream: _LaggingStream, newest: str, at_or_past_newest: Callable[[str], bool]) -> None:
+    ``newest_int`` is the newest offset as an integer when the partition's offsets are known to
+    order as integers (no SystemAdmin, or one whose comparator is integer comparison): the hot path
+    then checks a chosen envelope with one ``int()`` and one integer comparison. Otherwise it is
+    None and ``compare`` (the admin's ``offset_comparator``) decides.
+    """
+
+    __slots__ = ("stream", "newest", "newest_int", "compare", "last_offset")
+
+    def __init__(
+        self,
+        stream: _LaggingStream,
+        newest: str,
+        newest_int: int | None,
+        compare: Callable[[str, str], int] | None,
+    ) -> None:
         self.stream = stream
         self.newest = newest
-        self.at_or_past_newest = at_or_past_newest
+        self.newest_int = newest_int
+        self.compare = compare
         self.last_offset: str | None = None
 
 
-def _int_offset(ssp: SystemStreamPartition, offset: str, what: str) -> int:
+#: ``offset_comparator`` implementations known to order offsets exactly as integers (each is
+#: ``compare_int_offsets``): with them the chooser compares integers itself, which gives the same
+#: answers without a comparator call per envelope. Identified by the function the admin's class
+#: uses, so a subclass that overrides ``offset_comparator`` is not mistaken for one of them.
+_INTEGER_COMPARATORS = frozenset({
+    ("samza_dagster.system.log.admin", "LogSystemAdmin.offset_comparator"),
+    ("samza_dagster.system.inmemory.admin", "InMemorySystemAdmin.offset_comparator"),
+    ("samza_dagster.system.kafka.admin", "KafkaSystemAdmin.offset_comparator"),
+})
+
+
+def _orders_as_integers(admin: SystemAdmin) -> bool:
+    """True when ``admin.offset_comparator`` is integer comparison: an admin may say so itself with
+    a boolean ``integer_offsets`` attribute; otherwise its comparator must be one of
+    :data:`_INTEGER_COMPARATORS` or ``compare_int_offsets`` itself."""
+    hint = getattr(admin, "integer_offsets", None)
+    if isinstance(hint, bool):
+        return hint
+    comparator = getattr(admin, "offset_comparator", None)
+    func = getattr(comparator, "__func__", comparator)
+    if func is compare_int_offsets:
+        return True
+    return (getattr(func, "__module__", None), getattr(func, "__qualname__", None)) in _INTEGER_COMPARATORS
+
+
+def _int_offset(ssp: SystemStreamPartition, offset: str, what: str, admin: SystemAdmin | None = None) -> int:
     try:
         return int(offset)
     except (TypeError, ValueError):
+        if admin is None:
+            why = f"no SystemAdmin was given for system {ssp.system!r} to compare it"
+        else:
+            why = f"the SystemAdmin of system {ssp.system!r} ({type(admin).__name__}) compares offsets as integers"
         raise ValueError(
             f"{what} offset {offset!r} of {ssp.system}.{ssp.stream} partition {ssp.partition} is not an "
-            f"integer and no SystemAdmin was given for system {ssp.system!r} to compare it"
+            f"integer and {why}"
         ) from None
 
 
@@ -118,6 +167,9 @@ class BootstrappingChooser(MessageChooser):
 
     def start(self) -> None:
         now = time.monotonic()
+        # Key the lagging partitions by the very SSP objects registered (those the consumers put
+        # in their envelopes): a dict hit is then an identity match, not a tuple comparison.
+        registered_ssps = {ssp: ssp for ssp in self._registered}
         for system_stream, metadata in self._metadata.items():
             stream = _LaggingStream(system_stream)
             stream.started_at = now
@@ -126,27 +178,19 @@ class BootstrappingChooser(MessageChooser):
                 offset = self._registered.get(ssp)
                 if offset is None or pm.newest_offset is None:
                     continue  # not ours to read, or empty: nothing to bootstrap
+                ssp = registered_ssps[ssp]
                 compare = self._compare(ssp)
                 if compare(offset, pm.upcoming_offset) >= 0:
                     continue  # the checkpoint is at head already
                 newest = pm.newest_offset
-                if ssp.system in self._admins:
-
-                    def at_or_past(off: str, _newest: str = newest, _cmp: Callable[[str, str], int] = compare) -> bool:
-                        return off == _newest or _cmp(off, _newest) >= 0
-
+                admin = self._admins.get(ssp.system)
+                if admin is None:
+                    lagging = _LaggingPartition(stream, newest, _int_offset(ssp, newest, "metadata"), None)
+                elif _orders_as_integers(admin):
+                    lagging = _LaggingPartition(stream, newest, _int_offset(ssp, newest, "metadata", admin), compare)
                 else:
-                    # No admin: integer offsets, compared without a second function call.
-                    newest_int = _int_offset(ssp, newest, "metadata")
-
-                    def at_or_past(off: str, _newest: int = newest_int, _ssp: SystemStreamPartition = ssp) -> bool:
-                        try:
-                            return int(off) >= _newest
-                        except ValueError:
-                            _int_offset(_ssp, off, "envelope")
-                            raise
-
-                self._partitions[ssp] = _LaggingPartition(stream, newest, at_or_past)
+                    lagging = _LaggingPartition(stream, newest, None, compare)
+                self._partitions[ssp] = lagging
                 stream.lagging_partitions += 1
             if stream.lagging_partitions:
                 self._streams[system_stream] = stream
@@ -185,13 +229,43 @@ class BootstrappingChooser(MessageChooser):
                 stream = lagging.stream
                 stream.in_chooser -= 1
                 offset = envelope.offset
-                if envelope.is_end_of_stream or lagging.at_or_past_newest(offset):
+                newest_int = lagging.newest_int
+                if newest_int is not None:
+                    try:
+                        past = int(offset) >= newest_int
+                    except (TypeError, ValueError):
+                        past = self._past_newest(envelope, lagging)
+                else:
+                    past = self._past_newest(envelope, lagging)
+                if past:
                     self._partition_caught_up(envelope.ssp, lagging)
                 else:
                     lagging.last_offset = offset
                     if stream.in_chooser == 0:
                         self._streams_without_envelope += 1
         return envelope
+
+    def _past_newest(self, envelope: IncomingMessageEnvelope, lagging: _LaggingPartition) -> bool:
+        """The check for an end-of-stream envelope, a non-integer offset, or a system whose
+        offsets do not order as integers (its admin's comparator decides)."""
+        offset = envelope.offset
+        if offset == END_OF_STREAM_OFFSET:
+            return True
+        ssp = envelope.ssp
+        if lagging.newest_int is not None:
+            # Offsets of this system are integers; this one is not: a clear error, naming it.
+            _int_offset(ssp, offset, "envelope", self._admins.get(ssp.system))
+        assert lagging.compare is not None
+        if offset == lagging.newest:
+            return True
+        try:
+            return lagging.compare(offset, lagging.newest) >= 0
+        except Exception as exc:
+            raise ValueError(
+                f"envelope offset {offset!r} of {ssp.system}.{ssp.stream} partition {ssp.partition} cannot be "
+                f"compared with the newest offset {lagging.newest!r} by the SystemAdmin of system "
+                f"{ssp.system!r}: {type(exc).__name__}: {exc}"
+            ) from exc
 
     # -- state changes (rare) ----------------------------------------------------------------
     def _partition_caught_up(self, ssp: SystemStreamPartition, lagging: _LaggingPartition) -> None:
