@@ -96,9 +96,7 @@ def run(args: argparse.Namespace) -> list[Section]:
 def render(sections: list[Section], args: argparse.Namespace, started: str, load_before: str, load_after: str,
            wall_s: float, previous: str) -> str:
     command = "python -m bench " + " ".join(sys.argv[1:]) if sys.argv[1:] else "python -m bench"
-    summary = "\n".join(
-        f"| {s.key} | {s.title} | {s.result} | {s.target} | "
-        f"{ {True: 'met', False: '**not met**', None: 'not measured'}[s.met] } |" for s in sections)
+    summary = "\n".join(summary_row(s) for s in sections)
     parts = [
         "# Benchmarks",
         "",
@@ -132,6 +130,25 @@ def render(sections: list[Section], args: argparse.Namespace, started: str, load
     return "\n".join(parts)
 
 
+def summary_row(s: Section) -> str:
+    verdict = {True: "met", False: "**not met**", None: "not measured"}[s.met]
+    return f"| {s.key} | {s.title} | {s.result} | {s.target} | {verdict} |"
+
+
+def update_report(previous: str, sections: list[Section], started: str, load_before: str, load_after: str) -> str:
+    """``previous`` with each re-run benchmark's section and summary row replaced; the section
+    says when it was re-run and under what load, since the header describes the full run."""
+    text = previous
+    for s in sections:
+        note = f"*Re-run alone, started {started}; load average before {load_before}, after {load_after}.*"
+        block = f"<!-- bench:{s.key} -->\n{s.markdown()}\n\n{note}\n<!-- /bench:{s.key} -->"
+        pattern = re.compile(rf"<!-- bench:{s.key} -->.*?<!-- /bench:{s.key} -->", re.DOTALL)
+        text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
+        row = re.compile(rf"^\| {s.key} \|.*$", re.MULTILINE)
+        text = row.sub(lambda _m: summary_row(s), text)
+    return text
+
+
 def _other_sections(text: str) -> str:
     """The ``<!-- bench:NAME -->`` sections of the old report that the runner does not own."""
     blocks = re.findall(r"(<!-- bench:([\w-]+) -->.*?<!-- /bench:\2 -->)", text, re.DOTALL)
@@ -146,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     sections = run(args)
     wall = time.perf_counter() - t0
     previous = args.output.read_text() if args.output.exists() else ""
-    report = render(sections, args, started, load_before, load_average(), wall, previous)
+    if set(args.only) != set(ALL) and "## Summary" in previous:
+        # a subset re-run replaces only its own sections and summary rows of the full report
+        report = update_report(previous, sections, started, load_before, load_average())
+    else:
+        report = render(sections, args, started, load_before, load_average(), wall, previous)
     if args.no_write:
         print(report)
     else:
