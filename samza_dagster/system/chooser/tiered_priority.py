@@ -8,6 +8,8 @@ message is processed only when no real-time message is available.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser
 from samza_dagster.system.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 
@@ -19,7 +21,7 @@ class TieredPriorityChooser(MessageChooser):
     raises naming the stream when there is no default.
     """
 
-    __slots__ = ("_priorities", "_choosers", "_default", "_tiers", "_by_ssp")
+    __slots__ = ("_priorities", "_choosers", "_default", "_tiers", "_tier_chooses", "_by_ssp")
 
     def __init__(
         self,
@@ -46,8 +48,11 @@ class TieredPriorityChooser(MessageChooser):
         if default is not None and not any(c is default for c in tiers):
             tiers.append(default)
         self._tiers = tuple(tiers)
-        # SSP → tier chooser, filled lazily: one dict hit per update, no SystemStream built.
-        self._by_ssp: dict[SystemStreamPartition, MessageChooser] = {}
+        #: The tiers' bound ``choose`` methods, highest first: no attribute lookup per choose.
+        self._tier_chooses = tuple(c.choose for c in tiers)
+        # SSP → its tier chooser's bound ``update``, filled lazily: one dict hit per update, no
+        # SystemStream built, no attribute lookup (a RoundRobinChooser's is deque.append itself).
+        self._by_ssp: dict[SystemStreamPartition, Callable[[IncomingMessageEnvelope], None]] = {}
 
     def _chooser_for(self, ssp: SystemStreamPartition) -> MessageChooser:
         priority = self._priorities.get(SystemStream(ssp.system, ssp.stream))
@@ -60,7 +65,7 @@ class TieredPriorityChooser(MessageChooser):
                 f"stream {ssp.system}.{ssp.stream} (partition {ssp.partition}) has no priority and "
                 f"the TieredPriorityChooser has no default chooser"
             )
-        self._by_ssp[ssp] = chooser
+        self._by_ssp[ssp] = chooser.update
         return chooser
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
@@ -75,14 +80,14 @@ class TieredPriorityChooser(MessageChooser):
             chooser.stop()
 
     def update(self, envelope: IncomingMessageEnvelope) -> None:
-        chooser = self._by_ssp.get(envelope.ssp)
-        if chooser is None:
-            chooser = self._chooser_for(envelope.ssp)
-        chooser.update(envelope)
+        update = self._by_ssp.get(envelope.ssp)
+        if update is None:
+            update = self._chooser_for(envelope.ssp).update
+        update(envelope)
 
     def choose(self) -> IncomingMessageEnvelope | None:
-        for chooser in self._tiers:
-            envelope = chooser.choose()
+        for choose in self._tier_chooses:
+            envelope = choose()
             if envelope is not None:
                 return envelope
         return None
