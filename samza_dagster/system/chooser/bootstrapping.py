@@ -89,29 +89,17 @@ class _LaggingPartition:
         self.last_offset: str | None = None
 
 
-#: ``offset_comparator`` implementations known to order offsets exactly as integers (each is
-#: ``compare_int_offsets``): with them the chooser compares integers itself, which gives the same
-#: answers without a comparator call per envelope. Identified by the function the admin's class
-#: uses, so a subclass that overrides ``offset_comparator`` is not mistaken for one of them.
-_INTEGER_COMPARATORS = frozenset({
-    ("samza_dagster.system.log.admin", "LogSystemAdmin.offset_comparator"),
-    ("samza_dagster.system.inmemory.admin", "InMemorySystemAdmin.offset_comparator"),
-    ("samza_dagster.system.kafka.admin", "KafkaSystemAdmin.offset_comparator"),
-})
-
-
 def _orders_as_integers(admin: SystemAdmin) -> bool:
     """True when ``admin.offset_comparator`` is integer comparison: an admin may say so itself with
-    a boolean ``integer_offsets`` attribute; otherwise its comparator must be one of
-    :data:`_INTEGER_COMPARATORS` or ``compare_int_offsets`` itself."""
+    a boolean ``integer_offsets`` attribute; otherwise its comparator must be
+    ``compare_int_offsets`` itself (the log, in-memory and Kafka admins use it as their
+    ``offset_comparator``; a subclass overriding it is not mistaken for it)."""
     hint = getattr(admin, "integer_offsets", None)
     if isinstance(hint, bool):
         return hint
     comparator = getattr(admin, "offset_comparator", None)
     func = getattr(comparator, "__func__", comparator)
-    if func is compare_int_offsets:
-        return True
-    return (getattr(func, "__module__", None), getattr(func, "__qualname__", None)) in _INTEGER_COMPARATORS
+    return func is compare_int_offsets
 
 
 def _int_offset(ssp: SystemStreamPartition, offset: str, what: str, admin: SystemAdmin | None = None) -> int:
