@@ -47,10 +47,13 @@ def isolated(target: str, timeout_s: float = 900.0, **kwargs: Any) -> dict[str, 
         timeout=timeout_s,
     )
     for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(_RESULT_PREFIX):
+        # anywhere in the line: peers that take over stdout (Faust routes it through its
+        # logging) prefix it with a timestamp and level
+        at = line.find(_RESULT_PREFIX)
+        if at >= 0:
             if proc.returncode != 0:
                 break
-            return json.loads(line[len(_RESULT_PREFIX):])
+            return json.loads(line[at + len(_RESULT_PREFIX):])
     raise MeasurementError(
         f"{target}({kwargs}) exited with {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     )
