@@ -28,6 +28,7 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig, SystemConfig
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.dead_letter import DeadLetterSender, dead_letter_stream, ensure_dead_letter_stream
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
@@ -152,6 +153,7 @@ class SamzaContainer:
 
     def _start(self) -> None:
         config = self.config
+        apply_switch_interval(config)
         job = JobConfig(config)
         task_cfg = TaskConfig(config)
         serdes = SerdeRegistry(config)

@@ -1,0 +1,32 @@
+"""The interpreter's thread switch interval for a running container.
+
+A container runs its tasks on the run-loop thread and polls each system on a poller thread of
+its own (SystemConsumers). With CPython's default 5 ms switch interval a CPU-bound task keeps
+the GIL for up to 5 ms every time a poller thread returns from I/O (each SQLite row step, each
+socket read releases and re-takes it), so the poller fetches slowly and new messages reach the
+chooser seconds late: measured in benchmark B4, real-time p99 fell from ~2,500 ms to ~240 ms with
+0.5 ms, and priority over a batch flood only works once messages reach the chooser. The cost on a
+no-op task's throughput was within noise (B1). The setting is process-wide, so it is only ever
+lowered, never raised above what the process already uses.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+
+SWITCH_INTERVAL_KEY = "job.container.switch.interval.us"
+DEFAULT_SWITCH_INTERVAL_US = 500
+
+
+def apply_switch_interval(config: Config) -> float:
+    """Lower ``sys.getswitchinterval()`` to the configured interval (µs; 0 leaves it alone).
+    Returns the interval in force, in seconds."""
+    us = config.get_int(SWITCH_INTERVAL_KEY, DEFAULT_SWITCH_INTERVAL_US)
+    if us is None or us < 0:
+        raise ConfigError(f"config key {SWITCH_INTERVAL_KEY!r} must be >= 0 microseconds, got {us}", key=SWITCH_INTERVAL_KEY)
+    if us > 0 and us / 1e6 < sys.getswitchinterval():
+        sys.setswitchinterval(us / 1e6)
+    return sys.getswitchinterval()
