@@ -154,7 +154,7 @@ def _config(tmp_path: Path, **extra: str) -> Config:
         "stores.counts.changelog": "log.crashcount-counts-changelog",
         "job.logged.store.base.dir": str(tmp_path / "state"),
         "test.fault.dir": str(tmp_path),
-        "test.process.delay.us": "400",
+        "test.process.delay.us": "1500",  # enough work left that the last random kill lands mid-run
     }
     entries.update(extra)
     return Config(entries)
