@@ -8,7 +8,9 @@ Two modes share the scheduling rules:
 
 * **inline** (default: one thread, synchronous tasks, ``task.max.concurrency=1``): process
   runs on the loop's thread right after choose, so every happens-before guarantee holds by
-  construction and the per-message path is a handful of dict lookups.
+  construction and the per-message path is a handful of dict lookups. With a batching chooser
+  (``task.consumer.batch.size`` > 1) the loop takes runs of one partition's envelopes per chooser
+  decision (SystemConsumers.choose_run) and still checks requests and timers after every one.
 * **scheduled** (``job.container.thread.pool.size > 1``, an AsyncStreamTask, or
   ``task.max.concurrency > 1``): as Samza's AsyncRunLoop, each task keeps a queue of chosen
   envelopes (``TaskInstance.pending``) and starts one when it has capacity; synchronous
@@ -115,7 +117,11 @@ class RunLoop:
         if self.scheduled and self.pool_size > 1:
             self._pool = ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="samza-task")
         try:
-            return self._run_scheduled() if self.scheduled else self._run_inline()
+            if self.scheduled:
+                return self._run_scheduled()
+            if getattr(self.consumers, "supports_runs", False):
+                return self._run_inline_runs()
+            return self._run_inline()
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
@@ -181,6 +187,78 @@ class RunLoop:
                     status = self._housekeeping(monotonic())
                     if status is not None:
                         return status
+        finally:
+            metrics.chooses += chosen
+            metrics.null_chooses += nulls
+
+    def _run_inline_runs(self) -> str:
+        """Inline mode when the chooser offers runs (``task.consumer.batch.size`` > 1): one
+        chooser decision hands over a run of one partition's envelopes (SystemConsumers.choose_run),
+        processed back to back. After every envelope the same checks as :meth:`_run_inline`:
+        a commit or shutdown the task asks for, or a window or commit that falls due, happens
+        before the next envelope of the run, and a run cut short by a shutdown leaves its
+        unprocessed envelopes out of the checkpoint."""
+        choose_run = self.consumers.choose_run
+        task_for = self._task_for
+        fast_get = self._fast_paths().get
+        requests = self.requests
+        monotonic = time.monotonic
+        perf_counter = time.perf_counter
+        timed = self.timer_enabled
+        poll_timeout = self.poll_timeout_s
+        metrics = self.metrics
+        eos = END_OF_STREAM_OFFSET
+        nulls = 0
+        chosen = 0
+        t0 = 0.0
+        try:
+            while True:
+                run = choose_run(poll_timeout)
+                if run is None:
+                    nulls += 1
+                    if requests.pending or monotonic() >= self._next_deadline:
+                        status = self._housekeeping(monotonic())
+                        if status is not None:
+                            return status
+                    continue
+                ssp = run[0].ssp
+                f = fast_get(ssp)
+                if f is None:
+                    ti = task_for[ssp]
+                    for env in run:
+                        chosen += 1
+                        if env.offset == eos:
+                            ti.mark_end_of_stream(ssp)
+                            requests.pending = True
+                        else:
+                            ti.process_inline(env)
+                        if requests.pending or monotonic() >= self._next_deadline:
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                    continue
+                ti, process, collector, coordinator, last, counts, task_metrics = f
+                for env in run:
+                    chosen += 1
+                    offset = env.offset
+                    if offset == eos:
+                        ti.mark_end_of_stream(ssp)
+                        requests.pending = True
+                    else:
+                        if timed:
+                            t0 = perf_counter()
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            raise ti.process_error(env, exc) from exc
+                        if timed:
+                            task_metrics.process_s += perf_counter() - t0
+                        last[ssp] = offset
+                        counts[ssp] += 1
+                    if requests.pending or monotonic() >= self._next_deadline:
+                        status = self._housekeeping(monotonic())
+                        if status is not None:
+                            return status
         finally:
             metrics.chooses += chosen
             metrics.null_chooses += nulls

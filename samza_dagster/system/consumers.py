@@ -19,6 +19,11 @@ idle stream only costs its own poll timeout. (One poll may overshoot the capacit
 the consumer decides its batch size.) A partition whose end-of-stream envelope has been polled is
 never polled again; the end-of-stream envelope itself flows through the chooser like any other.
 
+Runs. When the chooser offers runs (a batching chooser, ``task.consumer.batch.size`` > 1; see
+chooser/base.py), :meth:`SystemConsumers.choose_run` hands the run loop the chosen envelope plus
+the next buffered envelopes of its partition that the chooser would pick anyway, with one
+chooser decision for all of them instead of an ``update``/``choose`` pair each.
+
 Errors. An exception in a poller thread is kept and re-raised from ``choose`` in the caller's
 thread as :class:`SystemConsumersError` naming the system (with the original as its cause).
 """
@@ -32,11 +37,14 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from samza_dagster.system.chooser.base import MessageChooser, check_chooser
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.system.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.protocols import SystemConsumer
 
 log = logging.getLogger(__name__)
+
+#: The longest poll while some partition of the system waits, full, for the run loop to drain it.
+_POLL_TIMEOUT_WHILE_FULL_S = 0.001
 
 
 class SystemConsumersError(RuntimeError):
@@ -82,6 +90,8 @@ class SystemConsumers:
         self._chooser = chooser
         self._chooser_update = chooser.update
         self._chooser_choose = chooser.choose
+        self._run_length = chooser.run_length if supports_runs(chooser) else None  # type: ignore[attr-defined]
+        self._take_run = chooser.take_run if supports_runs(chooser) else None  # type: ignore[attr-defined]
         self._consumers = dict(consumers)
         self._capacity = buffer_capacity_per_ssp
         self._poll_timeout_s = poll_timeout_s
@@ -151,32 +161,14 @@ class SystemConsumers:
     # -- the run loop's side ---------------------------------------------------------------------
     def choose(self, timeout_s: float = 0.0) -> IncomingMessageEnvelope | None:
         """The chooser's pick, waiting up to ``timeout_s`` when it has none."""
-        if self._error is not None:
-            self._raise_error()
-        if self._arrivals:
-            self._drain_arrivals()
-        envelope = self._chooser_choose()
-        if envelope is not None:
-            # _chosen, inlined: this runs once per envelope and a call costs as much as its body.
-            st = self._states[envelope.ssp]
-            st.chosen += 1
-            buffer = st.buffer
-            if buffer:
-                self._chooser_update(buffer.popleft())
-                if len(buffer) == st.low_water:
-                    st.room.set()  # the poller may be waiting for room
-            else:
-                st.outstanding = False
-                if envelope.offset == END_OF_STREAM_OFFSET:
-                    st.eos_chosen = True
-            return envelope
-        if timeout_s <= 0:
-            return None
-        return self._choose_waiting(timeout_s)
-
-    def _chosen(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope:
-        """After the chooser picked ``envelope``: give it the partition's next one (the same as
-        the inlined copy in :meth:`choose`)."""
+        # Fast path: nothing arrived, no error, the chooser has a pick.
+        envelope = None if (self._arrivals or self._error is not None) else self._chooser_choose()
+        if envelope is None:
+            envelope = self._pick(timeout_s)
+            if envelope is None:
+                return None
+        # Give the chooser the partition's next envelope. Inlined (not shared with choose_run):
+        # this runs once per envelope and a call costs as much as its body.
         st = self._states[envelope.ssp]
         st.chosen += 1
         buffer = st.buffer
@@ -190,6 +182,40 @@ class SystemConsumers:
                 st.eos_chosen = True
         return envelope
 
+    @property
+    def supports_runs(self) -> bool:
+        """True when the chooser offers runs (chooser/base.py), so :meth:`choose_run` can hand
+        over more than one envelope at a time."""
+        return self._run_length is not None
+
+    def choose_run(self, timeout_s: float = 0.0) -> list[IncomingMessageEnvelope] | None:
+        """The chooser's pick followed by the envelopes of the same partition the chooser says it
+        would pick next (a run, in offset order), waiting up to ``timeout_s`` when it has none.
+        Needs a chooser that offers runs; otherwise the list holds one envelope."""
+        envelope = self._pick(timeout_s)
+        if envelope is None:
+            return None
+        st = self._states[envelope.ssp]
+        buffer = st.buffer
+        before = len(buffer)
+        run = [envelope]
+        if before and self._run_length is not None:
+            count = self._run_length(envelope, before)
+            if count:
+                popleft = buffer.popleft
+                run.extend([popleft() for _ in range(count)])
+                self._take_run(run[-1], count)  # type: ignore[misc]
+        st.chosen += len(run)
+        if buffer:
+            self._chooser_update(buffer.popleft())
+        else:
+            st.outstanding = False
+            if run[-1].offset == END_OF_STREAM_OFFSET:
+                st.eos_chosen = True
+        if before > st.low_water >= len(buffer):
+            st.room.set()  # the poller may be waiting for room
+        return run
+
     def _drain_arrivals(self) -> None:
         arrivals = self._arrivals
         states = self._states
@@ -200,7 +226,17 @@ class SystemConsumers:
                 st.outstanding = True
                 update(st.buffer.popleft())
 
-    def _choose_waiting(self, timeout_s: float) -> IncomingMessageEnvelope | None:
+    def _pick(self, timeout_s: float) -> IncomingMessageEnvelope | None:
+        """The chooser's pick after surfacing a poller's error and handing it what arrived;
+        waiting up to ``timeout_s`` (no spinning) when it has none. The caller does the
+        per-envelope bookkeeping of the pick."""
+        if self._error is not None:
+            self._raise_error()
+        if self._arrivals:
+            self._drain_arrivals()
+        envelope = self._chooser_choose()
+        if envelope is not None or timeout_s <= 0:
+            return envelope
         deadline = time.monotonic() + timeout_s
         cond = self._cond
         while True:
@@ -216,7 +252,7 @@ class SystemConsumers:
                 self._drain_arrivals()
             envelope = self._chooser_choose()
             if envelope is not None:
-                return self._chosen(envelope)
+                return envelope
             if self._stopped or time.monotonic() >= deadline:
                 return None
 
@@ -237,6 +273,7 @@ class SystemConsumers:
         try:
             while not stopping.is_set():
                 ssps = [st.ssp for st in states if not st.eos_polled and len(st.buffer) < capacity]
+                ended = sum(1 for st in states if st.eos_polled)
                 if not ssps:
                     if all(st.eos_polled for st in states):
                         return  # every partition ended: nothing more will ever come
@@ -245,7 +282,13 @@ class SystemConsumers:
                         continue
                     room.wait(timeout)
                     continue
-                polled = consumer.poll(ssps, timeout)
+                # While some partitions sit out because their buffers are full, a poll of the
+                # others must not block for long: the full ones need polling again as soon as the
+                # run loop drains them, which at full speed takes a millisecond or two, and an
+                # idle partition (a bootstrap job's other inputs) would otherwise hold the
+                # poller in its poll for the whole timeout while the run loop starves.
+                wait = timeout if len(ssps) == len(states) - ended else min(timeout, _POLL_TIMEOUT_WHILE_FULL_S)
+                polled = consumer.poll(ssps, wait)
                 if not polled:
                     continue
                 got = False

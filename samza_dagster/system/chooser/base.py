@@ -9,6 +9,18 @@ never reorder messages within a partition.
 Choosers compose (priority tiers over round-robin, batching over those, bootstrapping over
 everything): any object with the five methods can be wrapped, so the base class below is a
 convenience, not a requirement.
+
+**Runs** (optional, engine-internal; not part of the five methods). A chooser that knows it
+would pick the same partition several times in a row — BatchingChooser's affinity — may offer
+``run_length(envelope, available)`` and ``take_run(last, count)``; wrappers pass them through.
+Right after ``choose`` returned ``envelope``, ``run_length`` answers how many of that partition's
+next envelopes (at most ``available``) the chooser would return from its next ``choose`` calls,
+were each handed to ``update`` as soon as the previous one is chosen and nothing else updated in
+between. SystemConsumers then hands those envelopes to the run loop as one run, without the
+per-envelope ``update``/``choose``, and calls ``take_run`` with the last of them so the chooser's
+bookkeeping ends where the one-at-a-time calls would have left it. The order of envelopes is
+the one-at-a-time order with other partitions' arrivals seen after the run, which is a timing the
+poller threads could have produced anyway. A chooser without the two methods never gets runs.
 """
 
 from __future__ import annotations
@@ -53,6 +65,11 @@ class MessageChooserFactory:
 
     def get_chooser(self, config: Config, metrics: dict[str, Any] | None = None) -> MessageChooser:
         raise NotImplementedError
+
+
+def supports_runs(chooser: object) -> bool:
+    """True when ``chooser`` offers runs (``run_length`` and ``take_run``, see the module doc)."""
+    return callable(getattr(chooser, "run_length", None)) and callable(getattr(chooser, "take_run", None))
 
 
 def is_message_chooser(obj: object) -> bool:

@@ -69,5 +69,19 @@ class BatchingChooser(MessageChooser):
             self._preferred = None
         return envelope
 
+    # -- runs (see chooser/base.py) ----------------------------------------------------------
+    def run_length(self, envelope: IncomingMessageEnvelope, available: int) -> int:
+        """Called right after ``choose`` returned ``envelope``: the rest of the batch, when the
+        batch is still on its partition."""
+        if envelope.ssp == self._preferred:
+            return min(available, self._batch_size - self._count)
+        return 0
+
+    def take_run(self, last: IncomingMessageEnvelope, count: int) -> None:
+        self._count += count
+        if self._count >= self._batch_size:
+            self._preferred = None
+            self.batches_completed += 1
+
     def metrics_snapshot(self) -> dict[str, Any]:
         return {"batch_size": self._batch_size, "batches_completed": self.batches_completed}

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from samza_dagster.system.chooser.base import MessageChooser, check_chooser
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.system.int_offsets import compare_int_offsets
 from samza_dagster.system.model import (
     END_OF_STREAM_OFFSET,
@@ -136,6 +136,9 @@ class BootstrappingChooser(MessageChooser):
         self._started = False
         self._wrapped_update = wrapped.update
         self._wrapped_choose = wrapped.choose
+        runs = supports_runs(wrapped)
+        self.run_length = self._run_length if runs else None
+        self.take_run = self._take_run if runs else None
 
     # -- lifecycle -------------------------------------------------------------------------
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
@@ -214,24 +217,45 @@ class BootstrappingChooser(MessageChooser):
         if envelope is not None and self._partitions:
             lagging = self._partitions.get(envelope.ssp)
             if lagging is not None:
-                stream = lagging.stream
-                stream.in_chooser -= 1
-                offset = envelope.offset
-                newest_int = lagging.newest_int
-                if newest_int is not None:
-                    try:
-                        past = int(offset) >= newest_int
-                    except (TypeError, ValueError):
-                        past = self._past_newest(envelope, lagging)
-                else:
-                    past = self._past_newest(envelope, lagging)
-                if past:
-                    self._partition_caught_up(envelope.ssp, lagging)
-                else:
-                    lagging.last_offset = offset
-                    if stream.in_chooser == 0:
-                        self._streams_without_envelope += 1
+                self._lagging_chosen(envelope, lagging)
         return envelope
+
+    def _lagging_chosen(self, envelope: IncomingMessageEnvelope, lagging: _LaggingPartition) -> None:
+        """Bookkeeping after an envelope of a lagging partition left the wrapped chooser."""
+        stream = lagging.stream
+        stream.in_chooser -= 1
+        offset = envelope.offset
+        newest_int = lagging.newest_int
+        if newest_int is not None:
+            try:
+                past = int(offset) >= newest_int
+            except (TypeError, ValueError):
+                past = self._past_newest(envelope, lagging)
+        else:
+            past = self._past_newest(envelope, lagging)
+        if past:
+            self._partition_caught_up(envelope.ssp, lagging)
+        else:
+            lagging.last_offset = offset
+            if stream.in_chooser == 0:
+                self._streams_without_envelope += 1
+
+    # -- runs (chooser/base.py): offered when the wrapped chooser offers them ----------------
+    def _run_length(self, envelope: IncomingMessageEnvelope, available: int) -> int:
+        return self._wrapped.run_length(envelope, available)  # type: ignore[attr-defined]
+
+    def _take_run(self, last: IncomingMessageEnvelope, count: int) -> None:
+        """As if ``last`` had been updated and then chosen: the envelopes before it in the run
+        leave the bookkeeping as they found it, and offsets only grow within a partition, so
+        ``last`` alone decides whether the partition reached its head."""
+        self._wrapped.take_run(last, count)  # type: ignore[attr-defined]
+        lagging = self._partitions.get(last.ssp)
+        if lagging is not None:
+            stream = lagging.stream
+            stream.in_chooser += 1
+            if stream.in_chooser == 1:
+                self._streams_without_envelope -= 1
+            self._lagging_chosen(last, lagging)
 
     def _past_newest(self, envelope: IncomingMessageEnvelope, lagging: _LaggingPartition) -> bool:
         """The check for an end-of-stream envelope, a non-integer offset, or a system whose

@@ -62,7 +62,7 @@ class DefaultChooser(MessageChooser):
     so wrapping costs nothing per envelope."""
 
     __slots__ = ("inner", "priorities", "bootstrap_streams", "held_to_head", "batch_size", "bootstrapper",
-                 "update", "choose")
+                 "update", "choose", "run_length", "take_run")
 
     def __init__(
         self,
@@ -82,6 +82,9 @@ class DefaultChooser(MessageChooser):
         self.bootstrapper = bootstrapper
         self.update = inner.update  # type: ignore[method-assign]
         self.choose = inner.choose  # type: ignore[method-assign]
+        # Runs (chooser/base.py) come from the batching tiers; None when the inner chooser has none.
+        self.run_length = getattr(inner, "run_length", None)
+        self.take_run = getattr(inner, "take_run", None)
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
         self.inner.register(ssp, offset)

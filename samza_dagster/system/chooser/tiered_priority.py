@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from samza_dagster.system.chooser.base import MessageChooser, check_chooser
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.system.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 
 
@@ -21,7 +21,8 @@ class TieredPriorityChooser(MessageChooser):
     raises naming the stream when there is no default.
     """
 
-    __slots__ = ("_priorities", "_choosers", "_default", "_tiers", "_tier_chooses", "_by_ssp")
+    __slots__ = ("_priorities", "_choosers", "_default", "_tiers", "_tier_chooses", "_by_ssp", "_runs_by_ssp",
+                 "run_length", "take_run")
 
     def __init__(
         self,
@@ -53,6 +54,12 @@ class TieredPriorityChooser(MessageChooser):
         # SSP → its tier chooser's bound ``update``, filled lazily: one dict hit per update, no
         # SystemStream built, no attribute lookup (a RoundRobinChooser's is deque.append itself).
         self._by_ssp: dict[SystemStreamPartition, Callable[[IncomingMessageEnvelope], None]] = {}
+        # Runs (chooser/base.py) pass through to the tier of the run's partition: that tier was the
+        # highest with an envelope when it chose, and no other partition is updated during a run.
+        self._runs_by_ssp: dict[SystemStreamPartition, MessageChooser | None] = {}
+        runs = any(supports_runs(c) for c in tiers)
+        self.run_length = self._tier_run_length if runs else None
+        self.take_run = self._tier_take_run if runs else None
 
     def _chooser_for(self, ssp: SystemStreamPartition) -> MessageChooser:
         priority = self._priorities.get(SystemStream(ssp.system, ssp.stream))
@@ -66,6 +73,7 @@ class TieredPriorityChooser(MessageChooser):
                 f"the TieredPriorityChooser has no default chooser"
             )
         self._by_ssp[ssp] = chooser.update
+        self._runs_by_ssp[ssp] = chooser if supports_runs(chooser) else None
         return chooser
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
@@ -91,6 +99,15 @@ class TieredPriorityChooser(MessageChooser):
             if envelope is not None:
                 return envelope
         return None
+
+    def _tier_run_length(self, envelope: IncomingMessageEnvelope, available: int) -> int:
+        tier = self._runs_by_ssp.get(envelope.ssp)
+        return 0 if tier is None else tier.run_length(envelope, available)  # type: ignore[attr-defined]
+
+    def _tier_take_run(self, last: IncomingMessageEnvelope, count: int) -> None:
+        tier = self._runs_by_ssp[last.ssp]
+        assert tier is not None, f"a run of {last.ssp} that its tier did not offer"
+        tier.take_run(last, count)  # type: ignore[attr-defined]
 
     def priority_of(self, system_stream: SystemStream) -> int | None:
         return self._priorities.get(system_stream)
