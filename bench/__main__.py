@@ -37,7 +37,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=3, help="repetitions per measurement (≥ 3 for the report)")
     parser.add_argument("--messages", type=int, default=1_000_000, help="B1 and B5: log-system messages")
     parser.add_argument("--kafka-messages", type=int, default=1_000_000, help="B2 and B3: messages on the broker")
-    parser.add_argument("--spark-messages", type=int, default=100_000, help="B6: messages")
+    parser.add_argument("--spark-messages", type=int, default=400_000,
+                        help="B6: messages (enough that the CPU-bound part outweighs the fixed ~1 s per job)")
     parser.add_argument("--b4-rt-messages", type=int, default=6000)
     parser.add_argument("--no-faust", action="store_true", help="B2 without Faust")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 repetition: checks the runner works")

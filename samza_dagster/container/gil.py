@@ -1,7 +1,8 @@
 """The interpreter's thread switch interval for a running container.
 
 A container runs its tasks on the run-loop thread and polls each system on a poller thread of
-its own (SystemConsumers). With CPython's default 5 ms switch interval a CPU-bound task keeps
+its own (SystemConsumers) — except the embedded log, which is polled on the run-loop thread
+since (the history below was measured with a log poller thread; it still holds for Kafka's). With CPython's default 5 ms switch interval a CPU-bound task keeps
 the GIL for up to 5 ms every time a poller thread returns from I/O (each SQLite row step, each
 socket read releases and re-takes it), so the poller fetches slowly and new messages reach the
 chooser seconds late: measured in benchmark B4, real-time p99 fell from ~2,500 ms to ~240 ms with

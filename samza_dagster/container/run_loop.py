@@ -238,27 +238,45 @@ class RunLoop:
                                 return status
                     continue
                 ti, process, collector, coordinator, last, counts, task_metrics = f
+                chosen += len(run)
+                end_of_stream = run[-1].offset == eos  # only ever the last envelope of a run
+                if end_of_stream:
+                    run.pop()
+                # Per envelope only what must happen per envelope; the offset and the count are
+                # recorded once per run, or before anything (housekeeping, an error) can see them.
+                done = 0
+                previous = None
                 for env in run:
-                    chosen += 1
-                    offset = env.offset
-                    if offset == eos:
-                        ti.mark_end_of_stream(ssp)
-                        requests.pending = True
-                    else:
-                        if timed:
-                            t0 = perf_counter()
-                        try:
-                            process(env, collector, coordinator)
-                        except Exception as exc:
-                            raise ti.process_error(env, exc) from exc
-                        if timed:
-                            task_metrics.process_s += perf_counter() - t0
-                        last[ssp] = offset
-                        counts[ssp] += 1
+                    if timed:
+                        t0 = perf_counter()
+                    try:
+                        process(env, collector, coordinator)
+                    except Exception as exc:
+                        if previous is not None:
+                            last[ssp] = previous.offset
+                            counts[ssp] += done
+                        raise ti.process_error(env, exc) from exc
+                    if timed:
+                        task_metrics.process_s += perf_counter() - t0
+                    done += 1
+                    previous = env
                     if requests.pending or monotonic() >= self._next_deadline:
+                        last[ssp] = env.offset
+                        counts[ssp] += done
+                        done = 0
+                        previous = None
                         status = self._housekeeping(monotonic())
                         if status is not None:
                             return status
+                if previous is not None:
+                    last[ssp] = previous.offset
+                    counts[ssp] += done
+                if end_of_stream:
+                    ti.mark_end_of_stream(ssp)
+                    requests.pending = True
+                    status = self._housekeeping(monotonic())
+                    if status is not None:
+                        return status
         finally:
             metrics.chooses += chosen
             metrics.null_chooses += nulls

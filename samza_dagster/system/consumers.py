@@ -7,6 +7,13 @@ partition's envelope is chosen, the chooser is immediately updated with that par
 buffered envelope, so a partition with buffered data always has its next envelope in the chooser
 (which the bootstrapping rule relies on).
 
+Polling on the run loop's thread. A consumer whose ``poll`` with timeout 0 is a cheap local read
+that never waits on a network (``poll_on_caller_thread = True``: the embedded log) gets no poller
+thread: SystemConsumers polls it from ``choose`` itself — when the chooser has nothing, and at
+least every ``_INLINE_POLL_INTERVAL_S`` while it has — as Samza's SystemConsumers polls on the
+run loop's thread. Measured (B1, B5 in docs/benchmarks.md): a poller thread reading SQLite
+competes with the run loop for the GIL on every row step, and that costs more than it overlaps.
+
 Threads and locks. The chooser is touched only by the thread calling ``choose`` (the run loop):
 poller threads never call it. A poller hands data over with deque appends (atomic in CPython)
 and one ``arrivals`` entry per partition per polled batch, then takes the condition's lock once
@@ -45,6 +52,13 @@ log = logging.getLogger(__name__)
 
 #: The longest poll while some partition of the system waits, full, for the run loop to drain it.
 _POLL_TIMEOUT_WHILE_FULL_S = 0.001
+#: How often partitions of a system polled on the run loop's thread are polled while the chooser
+#: still has envelopes (new data on an idle partition waits at most about this long).
+_INLINE_POLL_INTERVAL_S = 0.001
+#: ``choose`` calls between two looks at the clock for that poll: the clock is not read per envelope.
+_CHOOSES_PER_CLOCK_CHECK = 16
+#: Longest sleep between polls of run-loop-thread systems while nothing at all is available.
+_INLINE_IDLE_BACKOFF_MAX_S = 0.05
 
 
 class SystemConsumersError(RuntimeError):
@@ -103,6 +117,10 @@ class SystemConsumers:
         self._error: tuple[str, BaseException] | None = None
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+        #: Systems polled on the run loop's thread: system → (consumer, its partitions' states).
+        self._inline: dict[str, tuple[SystemConsumer, list[_SspState]]] = {}
+        self._next_inline_poll = 0.0
+        self._countdown = _CHOOSES_PER_CLOCK_CHECK
         self._started = False
         self._stopped = False
         if metrics is not None:
@@ -135,6 +153,9 @@ class SystemConsumers:
             states = [st for st in self._states.values() if st.ssp.system == system]
             if not states:
                 continue
+            if getattr(consumer, "poll_on_caller_thread", False) is True:
+                self._inline[system] = (consumer, states)
+                continue
             thread = threading.Thread(
                 target=self._poll_loop, args=(system, consumer, states), name=f"samza-poller-{system}", daemon=True
             )
@@ -161,8 +182,12 @@ class SystemConsumers:
     # -- the run loop's side ---------------------------------------------------------------------
     def choose(self, timeout_s: float = 0.0) -> IncomingMessageEnvelope | None:
         """The chooser's pick, waiting up to ``timeout_s`` when it has none."""
-        # Fast path: nothing arrived, no error, the chooser has a pick.
-        envelope = None if (self._arrivals or self._error is not None) else self._chooser_choose()
+        # Fast path: nothing arrived, no error, no poll due, the chooser has a pick.
+        self._countdown -= 1
+        if self._arrivals or self._error is not None or self._countdown <= 0:
+            envelope = None
+        else:
+            envelope = self._chooser_choose()
         if envelope is None:
             envelope = self._pick(timeout_s)
             if envelope is None:
@@ -230,13 +255,22 @@ class SystemConsumers:
         """The chooser's pick after surfacing a poller's error and handing it what arrived;
         waiting up to ``timeout_s`` (no spinning) when it has none. The caller does the
         per-envelope bookkeeping of the pick."""
-        if self._error is not None:
-            self._raise_error()
-        if self._arrivals:
-            self._drain_arrivals()
-        envelope = self._chooser_choose()
-        if envelope is not None or timeout_s <= 0:
+        if self._inline:
+            self._countdown = _CHOOSES_PER_CLOCK_CHECK
+            if time.monotonic() >= self._next_inline_poll:
+                self._poll_inline(0.0, topping_up=True)
+        envelope = self._choose_now()
+        if envelope is not None:
             return envelope
+        if self._inline:
+            self._poll_inline(0.0)  # the chooser ran dry: fetch now, whatever the interval
+            envelope = self._choose_now()
+            if envelope is not None:
+                return envelope
+        if timeout_s <= 0:
+            return None
+        if self._inline:
+            return self._wait_inline(timeout_s)
         deadline = time.monotonic() + timeout_s
         cond = self._cond
         while True:
@@ -246,15 +280,86 @@ class SystemConsumers:
                     if remaining <= 0:
                         return None
                     cond.wait(remaining)
-            if self._error is not None:
-                self._raise_error()
-            if self._arrivals:
-                self._drain_arrivals()
-            envelope = self._chooser_choose()
+            envelope = self._choose_now()
             if envelope is not None:
                 return envelope
             if self._stopped or time.monotonic() >= deadline:
                 return None
+
+    def _choose_now(self) -> IncomingMessageEnvelope | None:
+        """Surface a poller's error, hand the chooser what arrived, and ask it."""
+        if self._error is not None:
+            self._raise_error()
+        if self._arrivals:
+            self._drain_arrivals()
+        return self._chooser_choose()
+
+    def _poll_inline(self, timeout_s: float, *, topping_up: bool = False) -> bool:
+        """Poll every system polled on this thread, for its partitions with room (waiting up to
+        ``timeout_s`` in each); when ``topping_up`` (the periodic poll while the chooser has
+        envelopes) only those drained to half their capacity, so that a busy partition is read
+        in whole fetches rather than a few rows per poll. False when no partition was polled."""
+        self._next_inline_poll = time.monotonic() + _INLINE_POLL_INTERVAL_S
+        below = self._capacity // 2 + 1 if topping_up else self._capacity
+        polled_any = False
+        for system, (consumer, states) in self._inline.items():
+            ssps = [st.ssp for st in states if not st.eos_polled and len(st.buffer) < below]
+            if not ssps:
+                continue
+            polled_any = True
+            try:
+                polled = consumer.poll(ssps, timeout_s)
+            except Exception as exc:
+                raise SystemConsumersError(system, exc) from exc
+            if polled:
+                self._deliver(self._states, polled)
+        return polled_any
+
+    def _wait_inline(self, timeout_s: float) -> IncomingMessageEnvelope | None:
+        """Nothing is available and some system is polled on this thread: poll until the chooser
+        picks something or ``timeout_s`` passes. With no poller threads the consumer's own poll
+        waits (the log watches its files for commits); otherwise poll without waiting and sleep
+        on the pollers' condition in between, backing off while nothing comes."""
+        deadline = time.monotonic() + timeout_s
+        backoff = _INLINE_POLL_INTERVAL_S
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._stopped:
+                return None
+            if self._threads or len(self._inline) > 1:
+                with self._cond:
+                    if not self._arrivals and self._error is None:
+                        self._cond.wait(min(backoff, remaining))
+                backoff = min(backoff * 2, _INLINE_IDLE_BACKOFF_MAX_S)
+                self._poll_inline(0.0)
+            elif not self._poll_inline(remaining):
+                with self._cond:  # nothing can come from this thread's polls: wait to be stopped
+                    if not self._arrivals and self._error is None and not self._stopped:
+                        self._cond.wait(remaining)
+            envelope = self._choose_now()
+            if envelope is not None:
+                return envelope
+
+    def _deliver(
+        self, by_ssp: Mapping[SystemStreamPartition, _SspState], polled: Mapping[SystemStreamPartition, list]
+    ) -> bool:
+        """Append what a poll returned to the partitions' buffers; True when anything came."""
+        arrivals = self._arrivals
+        got = False
+        for ssp, envelopes in polled.items():
+            if not envelopes:
+                continue
+            st = by_ssp.get(ssp)
+            if st is None:
+                raise RuntimeError(f"consumer returned envelopes for {ssp}, which was not polled")
+            if st.eos_polled:
+                raise RuntimeError(f"consumer returned envelopes for {ssp} after its end-of-stream")
+            st.buffer.extend(envelopes)
+            if envelopes[-1].is_end_of_stream:
+                st.eos_polled = True
+            arrivals.append(ssp)
+            got = True
+        return got
 
     def _raise_error(self) -> None:
         assert self._error is not None
@@ -266,7 +371,6 @@ class SystemConsumers:
         capacity = self._capacity
         timeout = self._poll_timeout_s
         room = self._room[system]
-        arrivals = self._arrivals
         stopping = self._stopping
         cond = self._cond
         by_ssp = {st.ssp: st for st in states}
@@ -289,23 +393,7 @@ class SystemConsumers:
                 # poller in its poll for the whole timeout while the run loop starves.
                 wait = timeout if len(ssps) == len(states) - ended else min(timeout, _POLL_TIMEOUT_WHILE_FULL_S)
                 polled = consumer.poll(ssps, wait)
-                if not polled:
-                    continue
-                got = False
-                for ssp, envelopes in polled.items():
-                    if not envelopes:
-                        continue
-                    st = by_ssp.get(ssp)
-                    if st is None:
-                        raise RuntimeError(f"consumer returned envelopes for {ssp}, which was not polled")
-                    if st.eos_polled:
-                        raise RuntimeError(f"consumer returned envelopes for {ssp} after its end-of-stream")
-                    st.buffer.extend(envelopes)
-                    if envelopes[-1].is_end_of_stream:
-                        st.eos_polled = True
-                    arrivals.append(ssp)
-                    got = True
-                if got:
+                if polled and self._deliver(by_ssp, polled):
                     with cond:
                         cond.notify()
         except BaseException as exc:  # surfaced from choose() in the run loop's thread

@@ -34,6 +34,12 @@ class LogSystemConsumer:
     """Reads registered partitions; ``poll`` may run on another thread than ``register``/``start``
     (one poller at a time)."""
 
+    #: SystemConsumers polls this consumer on the run loop's thread rather than from a poller
+    #: thread of its own: a poll is a local SQLite read that never waits on a network, and a
+    #: poller thread would take the GIL back from the run loop on every row step (see
+    #: samza_dagster/system/consumers.py).
+    poll_on_caller_thread = True
+
     def __init__(self, system_name: str, config: Config) -> None:
         self.system_name = system_name
         self.log_config = LogSystemConfig.from_config(system_name, config)
