@@ -36,6 +36,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1..B7")
     parser.add_argument("--repetitions", type=int, default=3, help="repetitions per measurement (≥ 3 for the report)")
     parser.add_argument("--messages", type=int, default=1_000_000, help="B1 and B5: log-system messages")
+    parser.add_argument("--memory-messages", type=int, default=1_500_000,
+                        help="B1's bounded-memory run: 1 KiB messages (the address space is capped at 256 MiB)")
     parser.add_argument("--kafka-messages", type=int, default=1_000_000, help="B2 and B3: messages on the broker")
     parser.add_argument("--spark-messages", type=int, default=400_000,
                         help="B6: messages (enough that the CPU-bound part outweighs the fixed ~1 s per job)")
@@ -76,7 +78,9 @@ def run(args: argparse.Namespace) -> list[Section]:
         from bench import bench_container, bench_kafka, bench_planner, bench_spark_runner, bench_streams
 
         add("B7", lambda: bench_planner.runner_section(max(args.repetitions, 3 if not args.smoke else 1), log))
-        add("B1", lambda: bench_container.runner_section(args.messages, args.repetitions, workdir, log))
+        add("B1", lambda: bench_container.runner_section(
+            args.messages, args.repetitions, workdir, log,
+            memory_messages=3000 if args.smoke else args.memory_messages))
         add("B5", lambda: bench_streams.b5_section(args.messages, args.repetitions, workdir, log))
         add("B4", lambda: bench_streams.b4_section(args.repetitions, workdir, log, rt_messages=args.b4_rt_messages,
                                                    flood=max(2000, args.b4_rt_messages * 10)))

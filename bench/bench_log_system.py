@@ -26,6 +26,7 @@ from samza_dagster.config import Config
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.system.log import LogSystemFactory
 from samza_dagster.system.log import storage
+from samza_dagster.system.log.formats import CURRENT
 
 PARTITIONS = 4
 VALUE = b"v" * 100
@@ -87,7 +88,7 @@ def plain_produce(root: str, n: int, batch_size: int, synchronous: str) -> float
     conn = sqlite3.connect(os.path.join(root, "plain.db"), isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={synchronous}")
-    for statement in storage.SCHEMA:
+    for statement in (storage.META_SCHEMA, *CURRENT.schema):
         conn.execute(statement)
     offsets = [0] * PARTITIONS
     rows: list[tuple] = []
@@ -98,12 +99,12 @@ def plain_produce(root: str, n: int, batch_size: int, synchronous: str) -> float
         offsets[p] += 1
         if len(rows) == batch_size:
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(storage.INSERT_SQL, rows)
+            CURRENT.insert(conn, rows)
             conn.execute("COMMIT")
             rows = []
     if rows:
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(storage.INSERT_SQL, rows)
+        CURRENT.insert(conn, rows)
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()
@@ -118,7 +119,7 @@ def plain_consume(root: str, n: int, batch_size: int, synchronous: str) -> float
     started = time.perf_counter()
     while seen < n:
         for p in range(PARTITIONS):
-            rows = conn.execute(storage.READ_SQL, (p, positions[p], batch_size)).fetchall()
+            rows = CURRENT.read(conn, p, positions[p], batch_size)
             if rows:
                 positions[p] = rows[-1][0] + 1
                 seen += len(rows)

@@ -34,6 +34,7 @@ def test_runner_reports_all_seven_benchmarks_with_verdicts(tmp_path):
         assert re.search(r"— \*\*(met|not met)\*\*", section.group(1)), f"{key} has no verdict"
         assert re.search(rf"^\| {key} \|", report, re.MULTILINE), f"{key} missing from the summary"
     assert "Load average" in report and "peak RSS" in report
+    assert "(`RLIMIT_AS`), one run: completed" in report, "B1 has no bounded-memory run"
     assert "kept section" in report, "sections of the standalone benchmarks are kept"
 
 

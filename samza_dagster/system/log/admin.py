@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from collections.abc import Iterable
 
@@ -25,7 +24,7 @@ class LogSystemAdmin:
         self.log_config = LogSystemConfig.from_config(system_name, config)
         self._lock = threading.Lock()
         # stream -> (connection, partition count); a stream's partition count never changes
-        self._streams: dict[str, tuple[sqlite3.Connection, int]] = {}
+        self._streams: dict[str, tuple[storage.StreamConnection, int]] = {}
 
     @property
     def root(self) -> str:
@@ -45,7 +44,7 @@ class LogSystemAdmin:
             for name in stream_names:
                 conn, count = self._stream(name)
                 partitions: dict[int, SystemStreamPartitionMetadata] = {}
-                for partition, oldest, newest in conn.execute(storage.BOUNDS_SQL, (count,)):
+                for partition, oldest, newest in conn.log_format.bounds(conn, count):
                     if newest is None:
                         partitions[partition] = SystemStreamPartitionMetadata("0", None, "0")
                     else:
@@ -76,7 +75,7 @@ class LogSystemAdmin:
                 conn.close()
             self._streams.clear()
 
-    def _stream(self, name: str) -> tuple[sqlite3.Connection, int]:
+    def _stream(self, name: str) -> tuple[storage.StreamConnection, int]:
         found = self._streams.get(name)
         if found is None:
             cfg = self.log_config

@@ -14,7 +14,6 @@ partition's end-of-stream envelope, once. An empty partition ends on the first p
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable
@@ -47,7 +46,7 @@ class LogSystemConsumer:
         self._positions: dict[SystemStreamPartition, int] = {}
         self._ends: dict[SystemStreamPartition, int] = {}
         self._ended: set[SystemStreamPartition] = set()
-        self._conns: dict[str, sqlite3.Connection] = {}
+        self._conns: dict[str, storage.StreamConnection] = {}
         self._lock = threading.Lock()
         self._stopped = False
 
@@ -68,7 +67,7 @@ class LogSystemConsumer:
                         raise ValueError(f"{ssp}: stream {stream!r} has {count} partitions")
                 if self._stream_config.is_bounded(ssps[0].system_stream):
                     upcoming = {p: (-1 if newest is None else newest) + 1
-                                for p, _oldest, newest in conn.execute(storage.BOUNDS_SQL, (count,))}
+                                for p, _oldest, newest in conn.log_format.bounds(conn, count)}
                     for ssp in ssps:
                         self._ends[ssp] = upcoming[ssp.partition]
 
@@ -114,7 +113,7 @@ class LogSystemConsumer:
             return {}
 
     # -- internals (called with the lock held) --------------------------------------------------
-    def _open(self, stream: str) -> tuple[sqlite3.Connection, int]:
+    def _open(self, stream: str) -> tuple[storage.StreamConnection, int]:
         cfg = self.log_config
         conn, count = storage.open_stream(self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s)
         old = self._conns.pop(stream, None)
@@ -123,7 +122,7 @@ class LogSystemConsumer:
         self._conns[stream] = conn
         return conn, count
 
-    def _conn(self, stream: str) -> sqlite3.Connection:
+    def _conn(self, stream: str) -> storage.StreamConnection:
         conn = self._conns.get(stream)
         if conn is None:
             conn = self._open(stream)[0]
@@ -146,7 +145,8 @@ class LogSystemConsumer:
                         result[ssp] = [envelope.end_of_stream(ssp)]
                     continue
                 limit = min(fetch, end - position)
-            rows = self._conn(ssp.stream).execute(storage.READ_SQL, (ssp.partition, position, limit)).fetchall()
+            conn = self._conn(ssp.stream)
+            rows = conn.log_format.read(conn, ssp.partition, position, limit)
             if rows:
                 result[ssp] = [
                     envelope(ssp, str(offset), key, value, 0 if value is None else len(value), timestamp)

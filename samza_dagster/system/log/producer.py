@@ -131,17 +131,15 @@ class LogSystemProducer:
             conn = writer.conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                next_offset: dict[int, int] = {}
-                for partition in {row[0] for row in batch}:
-                    last = conn.execute(storage.MAX_OFFSET_SQL, (partition,)).fetchone()[0]
-                    next_offset[partition] = 0 if last is None else last + 1
+                log_format = conn.log_format
+                next_offset = {partition: log_format.next_offset(conn, partition) for partition in {row[0] for row in batch}}
                 rows = []
                 append = rows.append
                 for partition, key, value, timestamp in batch:
                     offset = next_offset[partition]
                     next_offset[partition] = offset + 1
                     append((partition, offset, key, value, timestamp))
-                conn.executemany(storage.INSERT_SQL, rows)
+                log_format.insert(conn, rows)
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if conn.in_transaction:

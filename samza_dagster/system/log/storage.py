@@ -2,10 +2,11 @@
 
 ``<root>/<stream>.db`` (the stream name percent-encoded where it is not file-name safe) holds
 
-* ``messages("partition", "offset", key, value, timestamp)``, primary key (partition, offset),
-  ``WITHOUT ROWID`` so rows are stored in offset order inside each partition and a range read is
-  one b-tree seek then a sequential scan;
-* ``meta(name, value)``: ``partition_count`` and the stream's properties (``property.<k>``).
+* ``messages("partition", "offset", key, value, timestamp)``, stored so that each partition's
+  rows are contiguous in offset order and a range read is one b-tree seek then a sequential scan
+  (the table layouts, formats 1 and 2, are in formats.py);
+* ``meta(name, value)``: ``partition_count``, ``format`` and the stream's properties
+  (``property.<k>``).
 
 Files are in WAL mode: readers never block writers and see only committed transactions, so a
 producer's batch (one transaction) is visible all at once or not at all, in every process.
@@ -37,30 +38,18 @@ import uuid
 from urllib.parse import quote, unquote
 
 from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError
+from samza_dagster.system.log.formats import CURRENT, FORMATS, LogFormat
 
 SUFFIX = ".db"
 
-SCHEMA = (
-    'CREATE TABLE IF NOT EXISTS messages ("partition" INTEGER NOT NULL, "offset" INTEGER NOT NULL, '
-    'key BLOB, value BLOB, timestamp INTEGER NOT NULL, PRIMARY KEY ("partition", "offset")) WITHOUT ROWID',
-    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
-)
+#: The meta table; the messages table comes from the file's format (formats.py).
+META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
 
-#: The next offset of a partition, read inside the writer's transaction.
-MAX_OFFSET_SQL = 'SELECT MAX("offset") FROM messages WHERE "partition" = ?'
-INSERT_SQL = 'INSERT INTO messages ("partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?)'
-#: A consumer's range read; sqlite3 caches the prepared statement by its text.
-READ_SQL = (
-    'SELECT "offset", key, value, timestamp FROM messages '
-    'WHERE "partition" = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?'
-)
-#: Oldest and newest offset of every partition in one statement (and so one snapshot): each
-#: correlated MIN/MAX is a single seek in the primary key, so the cost does not grow with data.
-BOUNDS_SQL = (
-    "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM p WHERE n + 1 < ?) "
-    'SELECT n, (SELECT MIN("offset") FROM messages WHERE "partition" = n), '
-    '(SELECT MAX("offset") FROM messages WHERE "partition" = n) FROM p'
-)
+
+class StreamConnection(sqlite3.Connection):
+    """A connection to one stream file, knowing its table layout (``log_format``)."""
+
+    log_format: LogFormat = CURRENT
 
 
 def stream_file(root: str, stream: str) -> str:
@@ -78,16 +67,19 @@ def list_stream_names(root: str) -> list[str]:
     return sorted(unquote(n[: -len(SUFFIX)]) for n in names if n.endswith(SUFFIX) and not n.startswith("."))
 
 
-def connect(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connection:
+def connect(path: str, synchronous: str, busy_timeout_s: float) -> StreamConnection:
     """A connection in autocommit mode (transactions are explicit), usable from any thread
-    (SystemConsumers polls on its own thread), waiting up to the busy timeout for locks."""
-    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    (a consumer may be polled from another thread than the one that opened it), waiting up to the
+    busy timeout for locks."""
+    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False,
+                           factory=StreamConnection)
     conn.execute(f"PRAGMA synchronous={synchronous}")
     return conn
 
 
-def open_stream(system: str, root: str, stream: str, synchronous: str, busy_timeout_s: float) -> tuple[sqlite3.Connection, int]:
-    """A connection to an existing stream's file and its partition count."""
+def open_stream(system: str, root: str, stream: str, synchronous: str, busy_timeout_s: float) -> tuple[StreamConnection, int]:
+    """A connection to an existing stream's file (its ``log_format`` read from the file) and its
+    partition count."""
     path = stream_file(root, stream)
     if not os.path.exists(path):
         raise StreamNotFoundError(system, stream, f"no file {path}; create it with the system admin's create_stream")
@@ -100,6 +92,14 @@ def open_stream(system: str, root: str, stream: str, synchronous: str, busy_time
     if row is None:
         conn.close()
         raise StreamNotFoundError(system, stream, f"{path} has no partition count")
+    version = conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+    log_format = FORMATS.get(1 if version is None else int(version[0]))
+    if log_format is None:
+        conn.close()
+        raise StreamNotFoundError(
+            system, stream, f"{path} has log format {version[0]}, which this version cannot read (it knows {sorted(FORMATS)})"
+        )
+    conn.log_format = log_format
     return conn, int(row[0])
 
 
@@ -121,9 +121,9 @@ def create_stream_file(
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
-                for statement in SCHEMA:
+                for statement in (META_SCHEMA, *CURRENT.schema):
                     conn.execute(statement)
-                rows = [("partition_count", str(partition_count))]
+                rows = [("partition_count", str(partition_count)), ("format", str(CURRENT.version))]
                 rows += [(f"property.{k}", str(v)) for k, v in sorted((properties or {}).items())]
                 conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)", rows)
             finally:

@@ -1,0 +1,112 @@
+"""The log's table layouts: new stream files use the rowid layout (format 2), which keeps a
+1 KiB message in about 1 KiB of disk; files of the earlier WITHOUT ROWID layout (format 1) are
+still read and appended to; a file of an unknown format is refused by name."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from samza_dagster.config import Config
+from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.log import LogSystemFactory, storage
+from samza_dagster.system.log.formats import FORMATS
+
+
+@pytest.fixture
+def log(tmp_path):
+    root = tmp_path / "log"
+    config = Config({"systems.log.samza.factory": "log", "systems.log.log.path": str(root)})
+    return LogSystemFactory(), config, str(root)
+
+
+def _produce(factory, config, stream: str, partitions: int, count: int, value: bytes) -> None:
+    producer = factory.get_producer("log", config)
+    producer.register("t")
+    producer.start()
+    for i in range(count):
+        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", stream), value + b"%d" % i, partition=i % partitions))
+    producer.stop()
+
+
+def _read_all(factory, config, stream: str, partitions: int) -> dict[int, list[tuple[str, bytes]]]:
+    consumer = factory.get_consumer("log", config)
+    ssps = [SystemStreamPartition("log", stream, p) for p in range(partitions)]
+    for ssp in ssps:
+        consumer.register(ssp, "0")
+    consumer.start()
+    out: dict[int, list[tuple[str, bytes]]] = {p: [] for p in range(partitions)}
+    while polled := consumer.poll(ssps, 0):
+        for ssp, envelopes in polled.items():
+            out[ssp.partition] += [(e.offset, e.message) for e in envelopes]
+    consumer.stop()
+    return out
+
+
+def _disk_bytes(root: str, stream: str) -> int:
+    path = storage.stream_file(root, stream)
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(os.path.getsize(path + suffix) for suffix in ("", "-wal") if os.path.exists(path + suffix))
+
+
+def test_a_new_stream_is_format_2_and_a_1_kib_message_takes_about_1_kib_of_disk(log):
+    factory, config, root = log
+    factory.get_admin("log", config).create_stream(StreamSpec("big", "big", "log", 3))
+    _produce(factory, config, "big", 3, 3000, b"v" * 1024)
+    conn, _ = storage.open_stream("log", root, "big", "NORMAL", 5.0)
+    assert conn.log_format.version == 2
+    conn.close()
+    # format 1 stored each of these in ~4.6 KB (an overflow page per message)
+    assert _disk_bytes(root, "big") < 3000 * 1400
+    read = _read_all(factory, config, "big", 3)
+    assert [offset for offset, _ in read[1]] == [str(i) for i in range(1000)]
+    assert read[2][5][1] == b"v" * 1024 + b"17"   # the 18th message went to partition 2, offset 5
+
+
+def _format_1_stream(root: str, stream: str, partitions: int) -> None:
+    os.makedirs(root, exist_ok=True)
+    conn = sqlite3.connect(storage.stream_file(root, stream), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(storage.META_SCHEMA)
+    for statement in FORMATS[1].schema:
+        conn.execute(statement)
+    conn.execute("INSERT INTO meta (name, value) VALUES ('partition_count', ?)", (str(partitions),))
+    conn.executemany(FORMATS[1].insert_sql, [(p, o, None, b"old-%d-%d" % (p, o), 0) for p in range(partitions) for o in range(3)])
+    conn.close()
+
+
+def test_a_format_1_stream_is_still_read_appended_to_and_measured(log):
+    factory, config, root = log
+    _format_1_stream(root, "legacy", 2)
+    _produce(factory, config, "legacy", 2, 4, b"new-")
+    read = _read_all(factory, config, "legacy", 2)
+    assert read[0] == [("0", b"old-0-0"), ("1", b"old-0-1"), ("2", b"old-0-2"), ("3", b"new-0"), ("4", b"new-2")]
+    metadata = factory.get_admin("log", config).get_system_stream_metadata(["legacy"])["legacy"]
+    assert metadata.partitions[1].newest_offset == "4" and metadata.partitions[1].upcoming_offset == "5"
+    conn, _ = storage.open_stream("log", root, "legacy", "NORMAL", 5.0)
+    assert conn.log_format.version == 1
+    conn.close()
+
+
+def test_the_admin_reports_oldest_and_newest_per_partition_in_format_2(log):
+    factory, config, root = log
+    admin = factory.get_admin("log", config)
+    admin.create_stream(StreamSpec("m", "m", "log", 3))
+    _produce(factory, config, "m", 2, 5, b"x")   # partitions 0 and 1 only
+    partitions = admin.get_system_stream_metadata(["m"])["m"].partitions
+    assert (partitions[0].oldest_offset, partitions[0].newest_offset, partitions[0].upcoming_offset) == ("0", "2", "3")
+    assert (partitions[1].newest_offset, partitions[1].upcoming_offset) == ("1", "2")
+    assert (partitions[2].newest_offset, partitions[2].upcoming_offset) == (None, "0")
+
+
+def test_a_stream_file_of_an_unknown_format_is_refused_by_name(log):
+    factory, config, root = log
+    factory.get_admin("log", config).create_stream(StreamSpec("future", "future", "log", 1))
+    with sqlite3.connect(storage.stream_file(root, "future"), isolation_level=None) as conn:
+        conn.execute("UPDATE meta SET value = '9' WHERE name = 'format'")
+    with pytest.raises(StreamNotFoundError, match=r"'future'.*log format 9, which this version cannot read"):
+        storage.open_stream("log", root, "future", "NORMAL", 5.0)
