@@ -32,7 +32,8 @@ the next buffered envelopes of its partition that the chooser would pick anyway,
 chooser decision for all of them instead of an ``update``/``choose`` pair each.
 
 Errors. An exception in a poller thread is kept and re-raised from ``choose`` in the caller's
-thread as :class:`SystemConsumersError` naming the system (with the original as its cause).
+thread as :class:`SystemConsumersError` naming the system (with the original as its cause); one
+from a poll on the run loop's thread is raised the same way at once.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ _INLINE_IDLE_BACKOFF_MAX_S = 0.05
 
 
 class SystemConsumersError(RuntimeError):
-    """A system consumer failed in its poller thread; names the system."""
+    """A system consumer failed while polling (on its poller thread or the run loop's); names the system."""
 
     def __init__(self, system: str, cause: BaseException) -> None:
         super().__init__(f"consumer of system {system!r} failed while polling: {type(cause).__name__}: {cause}")
