@@ -223,7 +223,7 @@ repetition, candidate and baseline alternating; median (min–max) of {repetitio
 {memory_row(workdir, memory_messages, log)}
 
 Memory is bounded by the buffers, not the stream: SystemConsumers reads a partition only while its
-buffer holds fewer than 2,000 envelopes, the run loop holds what it is processing, producers flush
+buffer holds fewer than 500 envelopes (the log's default), the run loop holds what it is processing, producers flush
 at commit. The capped run finishes only because it never holds more than a small part of its stream.
 """
     return Section(
