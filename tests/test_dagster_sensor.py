@@ -1,7 +1,9 @@
 """The coordinator-stream sensor against a real coordinator stream on the log: a set-config
 written by the CLI's writer yields exactly one reconfiguration RunRequest with the new value; a
 second evaluation none; a malformed message in between changes nothing; a delete reverting a key
-to the .properties value is a change too."""
+to the .properties value is a change too; enabling the sensor on a stream the job already wrote
+takes it as the baseline; an unreadable stream is one warning line and a skipped tick. (The
+sensor against a live run: tests/test_dagster_streaming.py.)"""
 
 from __future__ import annotations
 
@@ -47,13 +49,15 @@ def test_set_config_requests_exactly_one_reconfiguration_run(setup):
     systems, sensor, config, instance = setup
     first = _evaluate(sensor, instance, systems, None)
     assert not first.run_requests and "no coordinator stream" in first.skip_message
+    assert first.cursor == "start"  # the stream's first change will be read from its beginning
 
     run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "250")
-    result = _evaluate(sensor, instance, systems, None)
+    result = _evaluate(sensor, instance, systems, first.cursor)
     (request,) = result.run_requests
     op = op_name(stream_assets(plan_for_definitions(config), application="wordcount"))
     assert request.run_config["ops"][op]["config"]["overrides"] == {"task.commit.ms": "250"}
-    assert request.run_key == "0" and request.tags["samza/changed-keys"] == "task.commit.ms"
+    assert request.run_key == "wordcount-1@0" and request.tags["samza/changed-keys"] == "task.commit.ms"
+    assert request.tags["samza/job-instance"] == "wordcount-1"
     cursor = result.cursor
     assert cursor == "1"
 
@@ -70,7 +74,7 @@ def test_set_config_requests_exactly_one_reconfiguration_run(setup):
     run_coordinator_stream_writer(config, "set-config", "task.window.ms", "5000")
     changed = _evaluate(sensor, instance, systems, after_bad.cursor)
     (request,) = changed.run_requests
-    assert request.run_key == "3"
+    assert request.run_key == "wordcount-1@3"
     assert request.run_config["ops"][op]["config"]["overrides"] == {"task.commit.ms": "250", "task.window.ms": "5000"}
 
     # deleting a key reverts it to the .properties value (1000): a change
@@ -88,7 +92,7 @@ def test_the_reconfiguration_run_uses_the_new_value(setup, tmp_path):
 
     load_sentences(config)
     run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "500")
-    (request,) = _evaluate(sensor, instance, systems, None).run_requests
+    (request,) = _evaluate(sensor, instance, systems, "start").run_requests
     bound = dg.Definitions(resources={"samza_systems": systems, "spark": SparkResource()})  # the backfill's
     defs = dg.Definitions.merge(bound, wordcount.definitions())
     result = defs.resolve_job_def("wordcount_job").execute_in_process(
@@ -98,6 +102,37 @@ def test_the_reconfiguration_run_uses_the_new_value(setup, tmp_path):
     assert result.dagster_run.tags["samza/coordinator-offset"] == "0"
     logs = [entry.user_message for entry in instance.all_logs(result.run_id)]
     assert any("config overrides {'task.commit.ms': '500'}" in (m or "") for m in logs)
+
+
+def test_enabling_the_sensor_on_a_job_that_ran_takes_the_stream_as_its_baseline(setup):
+    """The job's own submission (the resolved config, log path included) is no change: enabling
+    the sensor requests nothing; a writer's change after it does."""
+    from samza_dagster.coordinator.submission import submit_job_config
+
+    systems, sensor, config, instance = setup
+    submit_job_config(config)  # what a launch writes
+    enabled = _evaluate(sensor, instance, systems, None)
+    assert not enabled.run_requests and "baseline" in enabled.skip_message
+    submit_job_config(config.with_overrides({"task.commit.ms": "2000"}))  # a launch with an override: its own write
+    own = _evaluate(sensor, instance, systems, enabled.cursor)
+    assert not own.run_requests
+    run_coordinator_stream_writer(config, "set-config", "app.note", "x")
+    (request,) = _evaluate(sensor, instance, systems, own.cursor).run_requests
+    # the stream's values that differ from the deployed config, the earlier launch's override included
+    op = op_name(stream_assets(plan_for_definitions(config), application="wordcount"))
+    assert request.run_config["ops"][op]["config"]["overrides"] == {"app.note": "x", "task.commit.ms": "2000"}
+
+
+def test_an_unreadable_coordinator_stream_is_one_warning_and_a_skipped_tick(setup, tmp_path, capfd):
+    systems, sensor, config, instance = setup
+    run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "250")
+    (tmp_path / "log" / "__samza_coordinator_wordcount_1.db").write_bytes(b"not a SQLite database" * 100)
+    result = _evaluate(sensor, instance, systems, "start")
+    assert not result.run_requests and "unreadable" in result.skip_message
+    err = capfd.readouterr().err
+    (warning,) = [line for line in err.splitlines() if "cannot read the coordinator stream" in line]
+    assert "WARNING" in warning and "log.__samza_coordinator_wordcount_1" in warning and "not a database" in warning
+    assert "Traceback" not in err
 
 
 def test_observation_sensor_reports_new_offsets_once(setup):

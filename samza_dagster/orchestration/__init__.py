@@ -1,6 +1,6 @@
 """Dagster factories shared by the applications (the only engine package importing dagster):
 stream assets from an execution plan, the job op, the coordinator-stream and observation sensors,
-the daily reprocessing backfill (:func:`reprocessing_backfill`), and an application's whole
+the failure sensor, the daily reprocessing backfill (:func:`reprocessing_backfill`), and an application's whole
 definitions."""
 
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
@@ -9,10 +9,18 @@ from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, ass
 from samza_dagster.orchestration.observation import StreamObservation, observe_streams
 from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
 from samza_dagster.orchestration.plan import plan_for_definitions
-from samza_dagster.orchestration.sensors import coordinator_stream_sensor, stream_observation_sensor
+from samza_dagster.orchestration.sensors import (
+    coordinator_stream_sensor,
+    samza_job_failure_sensor,
+    stream_observation_sensor,
+)
+from samza_dagster.orchestration.settings import DagsterSettings
+from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
 
 __all__ = [
+    "JOB_INSTANCE_TAG",
     "SYSTEMS_RESOURCE_KEY",
+    "DagsterSettings",
     "DeclaredOutput",
     "SamzaJobRunConfig",
     "ReprocessingBackfill",
@@ -22,11 +30,13 @@ __all__ = [
     "asset_role",
     "coordinator_stream_sensor",
     "failed_application_definitions",
+    "job_instance",
     "observe_streams",
     "op_name",
     "plan_for_definitions",
     "reprocessing_backfill",
     "resend_window",
+    "samza_job_failure_sensor",
     "samza_job_asset",
     "stream_assets",
     "stream_key",

@@ -1,5 +1,10 @@
 """One application's definitions: its stream assets, the job's multi-asset and asset job, the
-reconfiguration and observation sensors — built from its .properties and execution plan.
+reconfiguration, observation and failure sensors — built from its .properties and execution plan.
+
+Every run of the asset job carries the ``samza/job-instance`` tag the code location's run queue
+limits to one live run (see :mod:`.single_run`). The streams an unbounded job writes get a
+freshness policy (a live run materializes them every ``dagster.materialization.interval.ms``);
+owners come from ``dagster.owners`` (see :mod:`.settings`).
 
 If the application cannot be planned (bad config, a join whose streams disagree, a class that
 does not import), its definitions are replaced by a placeholder asset ``[<app>, execution_plan]``
@@ -18,10 +23,16 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.backfill import ReprocessingBackfill
-from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, _group_name, stream_assets
-from samza_dagster.orchestration.ops import Runner, op_name, samza_job_asset
+from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, _group_name, is_written, stream_assets
+from samza_dagster.orchestration.ops import RunnerFactory, is_bounded_job, op_name, samza_job_asset
 from samza_dagster.orchestration.plan import plan_for_definitions
-from samza_dagster.orchestration.sensors import coordinator_stream_sensor, stream_observation_sensor
+from samza_dagster.orchestration.sensors import (
+    coordinator_stream_sensor,
+    samza_job_failure_sensor,
+    stream_observation_sensor,
+)
+from samza_dagster.orchestration.settings import DagsterSettings
+from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +44,7 @@ def application_definitions(
     config: Config | str | Path,
     *,
     declared_outputs: Sequence[DeclaredOutput | str] = (),
-    runner: Runner | None = None,
-    progress_interval_s: float = 5.0,
+    runner_factory: RunnerFactory | None = None,
     assets: Sequence[Any] = (),
     jobs: Sequence[Any] = (),
     sensors: Sequence[Any] = (),
@@ -47,15 +57,20 @@ def application_definitions(
     schedule, and its batch stream's asset is drawn downstream of it."""
     try:
         cfg = config if isinstance(config, Config) else Config.from_properties(config)
+        settings = DagsterSettings.from_config(cfg)
         plan = plan_for_definitions(cfg)
         outputs = [o if isinstance(o, DeclaredOutput) else _declared(cfg, o) for o in declared_outputs]
-        streams = stream_assets(plan, application=application, declared_outputs=outputs)
-        job_asset = samza_job_asset(streams, cfg, runner=runner, progress_interval_s=progress_interval_s)
+        freshness = None
+        if not is_bounded_job(s for s in plan.streams.values() if not is_written(s)):
+            freshness = dg.FreshnessPolicy.time_window(fail_window=settings.freshness_fail, warn_window=settings.freshness_warn)
+        streams = stream_assets(plan, application=application, declared_outputs=outputs, owners=settings.owners,
+                                freshness=freshness)
+        job_asset = samza_job_asset(streams, cfg, runner_factory=runner_factory, settings=settings)
         asset_job = dg.define_asset_job(
             f"{streams.group_name}_job",
             selection=dg.AssetSelection.assets(job_asset),
             description=f"Runs the Samza job {plan.job_name} and materializes the streams it writes",
-            tags={"samza/application": application},
+            tags={"samza/application": application, JOB_INSTANCE_TAG: job_instance(cfg)},
         )
         fed_by: dict[str, list[dg.AssetKey]] = {}
         for backfill in backfills:
@@ -68,9 +83,10 @@ def application_definitions(
             assets=[*read_specs, job_asset, *assets, *(b.asset for b in backfills)],
             jobs=[asset_job, *jobs, *(b.job for b in backfills)],
             sensors=[
-                coordinator_stream_sensor(plan.job_name, cfg, job=asset_job, op_name=op_name(streams),
+                coordinator_stream_sensor(plan.job_name, cfg, job=asset_job, op_name=op_name(streams), assets=streams,
                                           name=f"{streams.group_name}_coordinator_stream_sensor"),
-                stream_observation_sensor(streams, cfg),
+                stream_observation_sensor(streams, cfg, settings=settings),
+                samza_job_failure_sensor(streams, job=asset_job),
                 *sensors,
             ],
             schedules=[*schedules, *(b.schedule for b in backfills)],

@@ -29,15 +29,29 @@ PRIORITY_TAG = "samza/priority"
 SYSTEM_TAG = "samza/system"
 
 
-def asset_role(stream: StreamInfo) -> str:
+def asset_role(stream: StreamInfo, top_priority: int | None = None) -> str:
     """The role shown in Dagster: bootstrap, real-time, batch, intermediate, output, side-input.
 
-    The plan's plain "input" is split by boundedness: a bounded input (``streams.<id>.samza.bounded``)
-    is a batch stream, an unbounded one real-time."""
+    A plain input's tier comes from the chooser's view of it, as in Samza: with priorities set,
+    the inputs of the job's highest priority are its real-time traffic and lower ones batch
+    (``top_priority`` is that highest priority among the job's inputs). With no priorities to
+    tell them apart, a bounded input (``streams.<id>.samza.bounded``) is batch, an unbounded one
+    real-time. A bootstrap stream is ``bootstrap`` whatever its priority."""
     role = stream.role
-    if role == "input":
-        return "batch" if stream.bounded else "real-time"
-    return role
+    if role != "input":
+        return role
+    if stream.priority is not None and top_priority is not None and stream.priority < top_priority:
+        return "batch"
+    if stream.priority is not None and top_priority is not None:
+        return "real-time"
+    return "batch" if stream.bounded else "real-time"
+
+
+def top_input_priority(streams: Iterable[StreamInfo]) -> int | None:
+    """The highest chooser priority among plain inputs, or None when they do not differ (then
+    the priorities do not tell real-time from batch)."""
+    priorities = {s.priority if s.priority is not None else 0 for s in streams if s.role == "input"}
+    return max(priorities) if len(priorities) > 1 else None
 
 
 def is_written(stream: StreamInfo) -> bool:
@@ -77,6 +91,10 @@ class StreamAssets:
     def all_keys(self) -> list[dg.AssetKey]:
         return [s.key for s in (*self.read_specs, *self.written_specs)]
 
+    @property
+    def written_keys(self) -> list[dg.AssetKey]:
+        return [s.key for s in self.written_specs]
+
     def read_streams(self) -> list[StreamInfo]:
         return [s for s in self.streams.values() if not is_written(s)]
 
@@ -95,10 +113,12 @@ def stream_assets(
     group_name: str | None = None,
     declared_outputs: Sequence[DeclaredOutput] = (),
     owners: Sequence[str] = (),
+    freshness: dg.FreshnessPolicy | None = None,
 ) -> StreamAssets:
     """AssetSpecs of every stream of ``plan``. ``application`` (default: ``job.name``) prefixes
     the keys; ``group_name`` defaults to it. ``declared_outputs`` adds a low-level task's outputs,
-    downstream of all its inputs."""
+    downstream of all its inputs. ``freshness`` is the policy of the streams the job writes (an
+    unbounded job's; a bounded job's outputs are fresh whenever it last ran)."""
     app = application or plan.job_name
     group = group_name or _group_name(app)
     streams: dict[str, StreamInfo] = dict(plan.streams)
@@ -112,17 +132,23 @@ def stream_assets(
         )
     keys = {sid: stream_key(app, sid) for sid in streams}
     result = StreamAssets(app, group, streams, keys)
+    top = top_input_priority(streams.values())
     for sid in sorted(streams):
         stream = streams[sid]
-        spec = _spec(app, group, stream, keys, owners)
+        spec = _spec(app, group, stream, keys, owners, asset_role(stream, top), freshness if is_written(stream) else None)
         (result.written_specs if is_written(stream) else result.read_specs).append(spec)
     return result
 
 
 def _spec(
-    app: str, group: str, stream: StreamInfo, keys: Mapping[str, dg.AssetKey], owners: Iterable[str]
+    app: str,
+    group: str,
+    stream: StreamInfo,
+    keys: Mapping[str, dg.AssetKey],
+    owners: Iterable[str],
+    role: str,
+    freshness: dg.FreshnessPolicy | None,
 ) -> dg.AssetSpec:
-    role = asset_role(stream)
     tags = {ROLE_TAG: role, SYSTEM_TAG: _tag_value(stream.system)}
     if stream.priority is not None:
         tags[PRIORITY_TAG] = str(stream.priority)
@@ -148,9 +174,15 @@ def _spec(
         metadata=metadata,
         group_name=group,
         tags=tags,
-        kinds={"samza"},
+        kinds={"samza", _kind(stream.system)},
         owners=list(owners) or None,
+        freshness_policy=freshness,
     )
+
+
+def _kind(system: str) -> str:
+    """The system's kind badge: ``log`` for the embedded log, else the system's name (``kafka``)."""
+    return _tag_value(system).lower() or "samza"
 
 
 def _group_name(app: str) -> str:

@@ -2,38 +2,49 @@
 
 It resolves the job's config (the application's .properties, the deployment's systems from the
 ``samza_systems`` resource, then the run's ``overrides`` — what a reconfiguration run from the
-coordinator-stream sensor sets), observes the inputs (one batched offset lookup per system; an
-unreachable Kafka fails here, fast, naming its address), creates missing output streams, runs
-the job through ``samza_dagster.runtime.run_job`` and returns when it stops — for a bounded job,
-when every input reached end-of-stream. A ``job.factory.class=spark`` job (the product default)
-runs on the ``spark`` resource's session (see :func:`runner_for`). While it runs, a progress
-line is logged every ``progress_interval_s``: messages written so far and, for each bootstrap
-stream, how much of what it held at the start the job has checkpointed (until it reaches its
-head). When the job stops, the chooser's bootstrap metrics (reached head, time to head) are
-logged and added to the bootstrap stream's observation and the materializations' metadata (see
-:mod:`.bootstrap`). A failed container fails the run with the container's error.
+coordinator-stream sensor sets), makes sure no other run of the same Samza job is live (see
+:mod:`.single_run`), observes the inputs (one batched offset lookup per system; an unreachable
+Kafka fails here, fast, naming its address), creates missing output streams, and runs the job
+through the runner ``job.factory.class`` names — a ``spark`` job (the product default) on the
+``spark`` resource's session. :mod:`.supervision` watches the job while it runs: graceful stop on
+terminate, reconfiguration log lines, progress, live materializations. When the job stops — a
+bounded job at end-of-stream, an unbounded one when terminated — the streams it wrote are
+materialized with their offsets, the inputs observed with the final lag, and the asset checks
+(:mod:`.checks`) evaluated. A failed container fails the run with the container's error.
+
+The launch submits its whole config to the job's coordinator stream, as Samza's job submission
+does, so it wins over values set there with ``coordinator-stream-writer``; the keys it replaces
+are logged as a warning naming the old value and who set it.
 """
 
 
-import threading
+import graphlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.orchestration import bootstrap, results
+from samza_dagster.coordinator.stream import CoordinatorStreamReader
+from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
-from samza_dagster.orchestration.observation import StreamObservation, observe_streams, system_admin
+from samza_dagster.orchestration.coordinator_changes import overwritten_by_launch
+from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
+from samza_dagster.orchestration.settings import DagsterSettings
+from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance, older_live_run
+from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
-from samza_dagster.system.errors import SystemUnavailableError
+from samza_dagster.system.errors import StreamNotFoundError, SystemUnavailableError
 from samza_dagster.system.model import StreamSpec
 
 SYSTEMS_RESOURCE_KEY = "samza_systems"
 SPARK_RESOURCE_KEY = "spark"
-Runner = Callable[[Config], Any]
+#: builds the runner of a job's config (``samza_dagster.runtime.create_runner`` by default)
+RunnerFactory = Callable[[Config], Any]
+#: how long a launch waits for an older run of the same job that is stopping
+STOPPING_RUN_WAIT_S = 120.0
 
 
 class SamzaJobRunConfig(dg.Config):
@@ -43,23 +54,36 @@ class SamzaJobRunConfig(dg.Config):
     reason: str = ""
 
 
-def runner_for(context: Any, config: Config) -> Runner:
-    """``samza_dagster.runtime.run_job`` with what the run's resources offer: a job whose
-    ``job.factory.class`` is ``spark`` (the product default) runs on the ``spark`` resource's
-    session, so every Spark job of one Dagster process shares one session (the spark runner
-    starts its own only when no resource is bound)."""
-    from samza_dagster.runtime import run_job
+def runner_for(context: Any, config: Config) -> tuple[Any, dict[str, Any]]:
+    """The job's runner and metadata about how it was made: a job whose ``job.factory.class`` is
+    ``spark`` (the product default) runs on the ``spark`` resource's session, so every Spark job
+    of one Dagster process shares one session (the spark runner starts its own only when no
+    resource is bound)."""
+    from samza_dagster.runtime import create_runner
 
     if JobConfig(config).factory == "spark":
         spark = getattr(context.resources, SPARK_RESOURCE_KEY, None)
         if spark is not None:
+            from pyspark import SparkContext
+
+            reused = SparkContext._active_spark_context is not None  # noqa: SLF001 - pyspark's own "is a session up"
+            started = time.monotonic()
             session = spark.get_session()
-            return lambda cfg: run_job(cfg, spark=session)
-    return run_job
+            md: dict[str, Any] = {"spark_session": "reused" if reused else "started by this run"}
+            if not reused:
+                md["spark_startup_s"] = dg.MetadataValue.float(round(time.monotonic() - started, 3))
+            return create_runner(config, spark=session), md
+    return create_runner(config), {}
 
 
 def op_name(assets: StreamAssets) -> str:
     return f"{assets.group_name}_samza_job"
+
+
+def is_bounded_job(streams: Iterable[StreamInfo]) -> bool:
+    """Every input the job is grouped on is bounded (side inputs fill tables and do not end it)."""
+    inputs = [s for s in streams if s.role in ("input", "bootstrap")]
+    return bool(inputs) and all(s.bounded for s in inputs)
 
 
 def samza_job_asset(
@@ -67,27 +91,30 @@ def samza_job_asset(
     config: Config,
     *,
     name: str | None = None,
-    runner: Runner | None = None,
-    progress_interval_s: float = 5.0,
+    runner_factory: RunnerFactory | None = None,
+    settings: DagsterSettings | None = None,
 ) -> dg.AssetsDefinition:
     """A multi-asset over the written streams of ``assets`` that runs the job ``config`` describes."""
     base = config
+    settings = settings or DagsterSettings.from_config(config)
     if not assets.written_specs:
         raise ValueError(
             f"application {assets.application!r} writes no stream the plan knows: declare the outputs "
             "of a low-level task (declared_outputs) so the job has assets to materialize"
         )
+    bounded = is_bounded_job(assets.read_streams())
 
     @dg.multi_asset(
         name=name or op_name(assets),
         specs=assets.written_specs,
+        check_specs=checks.check_specs(assets, bounded=bounded),
         required_resource_keys=required_resource_keys(config),
-        description=f"Runs the Samza job {config.get_str('job.name')} until it stops "
-        f"({JobConfig(config).factory} runner)",
+        description=f"Runs the Samza job {config.get_str('job.name')} until it "
+        f"{'reaches end-of-stream' if bounded else 'is terminated'} ({JobConfig(config).factory} runner)",
         op_tags={"samza/job": config.get_str("job.name") or assets.application},
     )
-    def _samza_job(context: dg.AssetExecutionContext, config: SamzaJobRunConfig) -> Iterator[dg.MaterializeResult]:
-        yield from run_samza_job(context, assets, base, config, runner, progress_interval_s)
+    def _samza_job(context: dg.AssetExecutionContext, config: SamzaJobRunConfig) -> Iterator[Any]:
+        yield from run_samza_job(context, assets, base, config, runner_factory, settings, bounded)
 
     return _samza_job
 
@@ -106,17 +133,63 @@ def job_config(context: Any, base: Config, run_config: SamzaJobRunConfig) -> Con
     return cfg.with_overrides(run_config.overrides) if run_config.overrides else cfg
 
 
+def claim_job_instance(context: Any, cfg: Config, job_name: str) -> None:
+    """Tag this run with its Samza job and make sure no older run of that job is live. An older
+    run that is stopping is waited for; a running one fails this launch, naming it."""
+    instance = getattr(context, "instance", None)
+    run = getattr(context, "run", None)
+    run_id = run.run_id if run is not None else None
+    if instance is None or run_id is None:
+        return
+    instance_id = job_instance(cfg)
+    run = instance.get_run_by_id(run_id)
+    if run is not None and run.tags.get(JOB_INSTANCE_TAG) != instance_id:
+        instance.add_run_tags(run_id, {JOB_INSTANCE_TAG: instance_id})
+    deadline = time.monotonic() + STOPPING_RUN_WAIT_S
+    while (live := older_live_run(instance, instance_id, run_id)) is not None:
+        if live.status is not dg.DagsterRunStatus.CANCELING or time.monotonic() > deadline:
+            raise dg.Failure(
+                description=f"job {job_name} ({instance_id}) is already live in {live.describe()}: a Samza job runs "
+                "once at a time. Terminate that run first, or change the live job's config on its coordinator "
+                "stream (samza-dagster coordinator-stream-writer) — the live run applies it."
+            )
+        context.log.info(f"job {job_name}: waiting for the stopping {live.describe()} to end")
+        time.sleep(1.0)
+
+
+def log_overwritten_config(context: Any, cfg: Config, job_name: str) -> None:
+    """Warn about coordinator-stream values (set by a writer, not by a run) this launch replaces."""
+    try:
+        with CoordinatorStreamReader(cfg) as reader:
+            messages, _ = reader.read(None)
+    except StreamNotFoundError:
+        return
+    except Exception as exc:  # noqa: BLE001 - the job's own start reports a stream it cannot use
+        context.log.warning(f"job {job_name}: cannot read its coordinator stream before the launch: {exc}")
+        return
+    replaced = overwritten_by_launch(messages, cfg.to_dict())
+    if replaced:
+        detail = "; ".join(
+            f"{o.key}: {o.stream_value!r} (set by {o.source} at offset {o.offset}) -> {o.launch_value!r}" for o in replaced
+        )
+        context.log.warning(
+            f"job {job_name}: this launch's config replaces coordinator stream values — {detail}. The launched config "
+            "wins, as in Samza's job submission; put a value in the .properties or the launch's overrides to keep it"
+        )
+
+
 def run_samza_job(
     context: Any,
     assets: StreamAssets,
     base: Config,
     run_config: SamzaJobRunConfig,
-    runner: Runner | None,
-    progress_interval_s: float,
-) -> Iterator[dg.MaterializeResult]:
+    runner_factory: RunnerFactory | None,
+    settings: DagsterSettings,
+    bounded: bool,
+) -> Iterator[Any]:
     cfg = job_config(context, base, run_config)
-    runner = runner or runner_for(context, cfg)
     job_name = cfg.get_str("job.name") or assets.application
+    claim_job_instance(context, cfg, job_name)
     if run_config.overrides:
         context.log.info(f"job {job_name}: config overrides {run_config.overrides} {run_config.reason}".strip())
     read, written = assets.read_streams(), assets.written_streams()
@@ -134,55 +207,151 @@ def run_samza_job(
         before = observe_streams(cfg, written, with_lag=False)
     except SystemUnavailableError as exc:
         raise dg.Failure(description=f"job {job_name}: {exc}") from exc
+    log_overwritten_config(context, cfg, job_name)
 
     bootstrap_inputs = [inputs[s.id] for s in read if s.bootstrap]
     for line in bootstrap.live_progress(cfg, bootstrap_inputs):
         context.log.info(f"job {job_name}: before the run, {line.line()}")
     started = time.monotonic()
+    if runner_factory is not None:
+        runner, runner_md = runner_factory(cfg), {}
+    else:
+        runner, runner_md = runner_for(context, cfg)
     watch = _Progress(cfg, written, before, bootstrap_inputs)
-    result = _run_with_progress(context, cfg, job_name, runner, watch, started, progress_interval_s)
+    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name)
+    context.log.info(f"job {job_name}: starting ({JobConfig(cfg).factory} runner)")
+    outcome = JobSupervisor(context, runner, job_name, settings, watch.progress, live.emit).run()
+    if outcome.error is not None:
+        exc = outcome.error
+        raise dg.Failure(description=f"job {job_name} failed: {type(exc).__name__}: {exc}") from exc
+    result = outcome.result
     elapsed = results.elapsed_s(result, time.monotonic() - started)
     error = results.failure(result)
     processed = results.messages_per_stream(result)
+    status = results.status(result)
     if error is not None:
         raise dg.Failure(
             description=f"job {job_name} failed: {error}",
-            metadata={"job_status": results.status(result), "messages_processed": sum(processed.values())},
+            metadata={"job_status": status, "messages_processed": sum(processed.values())},
         )
     after = observe_streams(cfg, written, with_lag=False)
-    job_md = {
-        "job_status": results.status(result),
+    job_md: dict[str, Any] = {
+        "job_status": status,
         "job_elapsed_s": dg.MetadataValue.float(round(elapsed, 3)),
         "messages_processed": dg.MetadataValue.int(sum(processed.values())),
         "messages_processed_per_stream": dg.MetadataValue.json(processed),
         "runner": JobConfig(cfg).factory,
+        **runner_md,
     }
+    if outcome.stopped_by:
+        job_md["stopped_by"] = outcome.stopped_by
+    if outcome.model_changes:
+        job_md["job_model_changes"] = dg.MetadataValue.json(
+            [{"version": v, "changed": keys} for v, keys in outcome.model_changes]
+        )
     spark_startup = getattr(result, "spark_startup_s", None)
-    if isinstance(spark_startup, int | float):
+    if isinstance(spark_startup, int | float) and spark_startup > 0:
         job_md["spark_startup_s"] = dg.MetadataValue.float(round(float(spark_startup), 3))
     boot = bootstrap.final_bootstrap(result)
     if boot:
         job_md["bootstrap"] = dg.MetadataValue.json(boot)
     finals = results.final_offsets(result)
+    final_inputs = _observe_quietly(context, cfg, read, job_name)
     for sid, obs in inputs.items():
         progress = _input_progress(obs, processed, finals, assets.streams[sid].bootstrap)
         entry = boot.get(f"{obs.system}.{obs.physical_name}")
         if entry is not None:
             progress.update(bootstrap.final_metadata(entry))
             context.log.info(bootstrap.final_line(job_name, f"{obs.system}.{obs.physical_name}", entry))
+        final = final_inputs.get(sid)
+        if final is not None and final.lag is not None:
+            progress["lag"] = dg.MetadataValue.int(sum(final.lag.values()))
         context.log_event(
             dg.AssetObservation(asset_key=assets.keys[sid], description=f"processed by {job_name}", metadata=progress)
         )
     context.log.info(
-        f"job {job_name} {results.status(result)} in {elapsed:.2f} s: "
-        f"{sum(processed.values())} messages processed"
+        f"job {job_name} {status} in {elapsed:.2f} s: {sum(processed.values())} messages processed"
+        + (f" ({outcome.stopped_by})" if outcome.stopped_by else "")
     )
-    for stream in sorted(written, key=lambda s: s.id):
+    for stream in in_dependency_order(written):
+        key = assets.keys[stream.id]
         yield dg.MaterializeResult(
-            asset_key=assets.keys[stream.id],
+            asset_key=key,
             metadata={**_written_metadata(before[stream.id], after[stream.id]), **job_md},
             data_version=dg.DataVersion(after[stream.id].data_version),
         )
+        yield checks.lag_result(key, final_inputs, settings)
+        if bounded:
+            yield checks.end_of_stream_result(key, status, outcome.stopped_by)
+
+
+def in_dependency_order(streams: list[StreamInfo]) -> list[StreamInfo]:
+    """Written streams upstream first (Dagster takes a multi-asset's outputs in dependency
+    order: an intermediate stream before the output computed from it); ties by id."""
+    by_id = {s.id: s for s in streams}
+    sorter = graphlib.TopologicalSorter({s.id: {u for u in s.upstream if u in by_id and u != s.id} for s in streams})
+    sorter.prepare()
+    ordered: list[StreamInfo] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        ordered.extend(by_id[sid] for sid in ready)
+        sorter.done(*ready)
+    return ordered
+
+
+def _observe_quietly(context: Any, cfg: Config, streams: list[StreamInfo], job_name: str) -> dict[str, StreamObservation]:
+    """Inputs with their lag after the run; an observation failure is a warning, not a failed run."""
+    try:
+        return observe_streams(cfg, streams, with_lag=True)
+    except Exception as exc:  # noqa: BLE001 - the job itself has finished
+        context.log.warning(f"job {job_name}: cannot observe its inputs after the run: {exc}")
+        return {}
+
+
+class _LiveMaterializations:
+    """While an unbounded job runs: an AssetMaterialization per written stream (messages written
+    since the run started and in the last interval, throughput, lag per input) and an observation
+    per input (its lag), so the asset pages and their plots follow the live job."""
+
+    def __init__(
+        self, context: Any, assets: StreamAssets, cfg: Config, read: list[StreamInfo], written: list[StreamInfo],
+        before: dict[str, StreamObservation], job_name: str,
+    ) -> None:
+        self.context, self.assets, self.cfg = context, assets, cfg
+        self.read, self.written, self.before, self.job_name = read, written, before, job_name
+        self.last: dict[str, int] = {sid: 0 for sid in before}
+        self.warned = False
+
+    def emit(self, interval_s: float) -> None:
+        try:
+            now = observe_streams(self.cfg, self.written, with_lag=False)
+            inputs = observe_streams(self.cfg, self.read, with_lag=True)
+        except Exception as exc:  # noqa: BLE001 - a live report must not fail the job
+            if not self.warned:
+                self.context.log.warning(f"job {self.job_name}: live materialization skipped: {exc}")
+                self.warned = True
+            return
+        lag = checks.lag_per_input(inputs)
+        lag_md = {f"lag_{sid}": dg.MetadataValue.int(n) for sid, n in lag.items()}
+        for stream in in_dependency_order(self.written):
+            md = _written_metadata(self.before[stream.id], now[stream.id])
+            total = md["messages_written"].value
+            recent = total - self.last[stream.id]
+            self.last[stream.id] = total
+            self.context.log_event(dg.AssetMaterialization(
+                asset_key=self.assets.keys[stream.id],
+                description=f"written by the live job {self.job_name}",
+                metadata={
+                    **md,
+                    "throughput_msgs_per_s": dg.MetadataValue.float(round(recent / interval_s, 1) if interval_s else 0.0),
+                    "lag": dg.MetadataValue.int(sum(lag.values())),
+                    **lag_md,
+                    "job_status": "running",
+                },
+                tags={DATA_VERSION_TAG: now[stream.id].data_version},
+            ))
+        for sid, obs in inputs.items():
+            self.context.log_event(obs.to_event(self.assets.keys[sid], f"lag of the live job {self.job_name}"))
 
 
 class _Progress:
@@ -196,63 +365,39 @@ class _Progress:
         self.bootstrap_inputs = bootstrap_inputs
         self.at_head: set[str] = set()
 
-    def lines(self) -> list[str]:
-        out = [_written_progress(self.cfg, self.written, self.before)]
+    def progress(self) -> tuple[list[str], int]:
+        """The line's parts, and a mark that grows while the job makes progress."""
+        line, mark = _written_progress(self.cfg, self.written, self.before)
+        out = [line]
         try:
             progress = bootstrap.live_progress(self.cfg, self.bootstrap_inputs)
         except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job
-            return [*out, f"(bootstrap progress unavailable: {exc})"]
+            return [*out, f"(bootstrap progress unavailable: {exc})"], mark
         for p in progress:
+            mark += p.done
             if p.stream in self.at_head:
                 continue
             if p.at_head:
                 self.at_head.add(p.stream)  # said once; from then on it is ordinary traffic
             out.append(p.line())
-        return out
+        return out, mark
 
 
-def _run_with_progress(
-    context: Any,
-    cfg: Config,
-    job_name: str,
-    runner: Runner,
-    watch: _Progress,
-    started: float,
-    interval_s: float,
-) -> Any:
-    """Run the job in a worker thread; this thread logs progress until it stops."""
-    outcome: dict[str, Any] = {}
-
-    def _target() -> None:
-        try:
-            outcome["result"] = runner(cfg)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the op's thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=_target, name=f"samza-job-{job_name}", daemon=True)
-    context.log.info(f"job {job_name}: starting ({cfg.get_str('job.factory.class') or 'default'} runner)")
-    worker.start()
-    while True:
-        worker.join(interval_s)
-        if not worker.is_alive():
-            break
-        context.log.info(f"job {job_name}: running for {time.monotonic() - started:.0f} s; {'; '.join(watch.lines())}")
-    if "error" in outcome:
-        exc = outcome["error"]
-        raise dg.Failure(description=f"job {job_name} failed: {type(exc).__name__}: {exc}") from exc
-    return outcome.get("result")
-
-
-def _written_progress(cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]) -> str:
+def _written_progress(
+    cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]
+) -> tuple[str, int]:
+    """"written: <stream> +n, ..." and the messages written in all."""
     try:
         now = observe_streams(cfg, written, with_lag=False)
     except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job
-        return f"(progress unavailable: {exc})"
-    parts = []
+        return f"(progress unavailable: {exc})", -1
+    parts, total = [], 0
     for sid, obs in sorted(now.items()):
         start = before[sid].upcoming()
-        parts.append(f"{sid} +{sum(n - start.get(p, 0) for p, n in obs.upcoming().items())}")
-    return "written: " + (", ".join(parts) or "nothing yet")
+        n = sum(n - start.get(p, 0) for p, n in obs.upcoming().items())
+        total += n
+        parts.append(f"{sid} +{n}")
+    return "written: " + (", ".join(parts) or "nothing yet"), total
 
 
 def _create_outputs(cfg: Config, written: list[StreamInfo]) -> None:

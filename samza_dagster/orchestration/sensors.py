@@ -1,13 +1,24 @@
-"""Sensors: reconfiguration from the coordinator stream, and observation of input streams.
+"""Sensors: reconfiguration from the coordinator stream, observation of input streams, and the
+record of a failed Samza job on its assets.
 
-``coordinator_stream_sensor`` keeps the coordinator stream's offset as its cursor. When messages
-after the cursor change the job's effective configuration (its .properties overlaid with the
-stream's set-config entries; a delete reverts a key to the .properties), it requests one run of
-the job with the stream's configuration as overrides; the run key is the offset of the last
-message that changed it, so a re-evaluation never requests the same reconfiguration twice.
-Messages that cannot be decoded are skipped (the reader logs each one with its offset, and the
-sensor logs how many it skipped); a read failure skips the tick — a sensor never crashes on the
-stream's content.
+``coordinator_stream_sensor`` keeps the coordinator stream's offset as its cursor. A change is a
+set-config (or delete) written by anyone but the job itself (see :mod:`.coordinator_changes`)
+that changes the job's effective configuration — its deployed config (.properties and the
+``samza_systems`` resource) overlaid with the stream. For a change:
+
+* if a run of the job is live (queued, starting or running), no run is requested: the live
+  run's job coordinator sees the change within ``job.coordinator.monitor.interval.ms`` and
+  restarts the containers on the new JobModel. The sensor records an observation on the job's
+  output assets naming the changed keys, the offset and the run that applies them;
+* otherwise it requests one run with the stream's values as overrides; the run key is the job
+  and the offset of the change, so the same change never launches twice.
+
+Enabling the sensor takes the stream as it stands as the baseline (the first tick sets the
+cursor to the head and requests nothing): a running job's own writes are no change, and a
+change made before the sensor was on was either applied by a run or is applied at the next
+launch. When the stream does not exist yet, the cursor starts at its beginning, so the first
+change written to a new stream is seen. A read failure logs one line naming the stream and is
+retried at the next tick.
 """
 
 
@@ -18,15 +29,20 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.state import CoordinatorStreamState
-from samza_dagster.coordinator.stream import CoordinatorStreamReader
+from samza_dagster.coordinator.stream import CoordinatorStreamLocation, CoordinatorStreamReader
 from samza_dagster.orchestration.assets import StreamAssets
+from samza_dagster.orchestration.checks import lag_evaluation, lag_per_input
+from samza_dagster.orchestration.coordinator_changes import changes_after
 from samza_dagster.orchestration.observation import observe_streams
 from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY
+from samza_dagster.orchestration.settings import DagsterSettings
+from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, LIVE_STATUSES, job_instance, live_runs
 from samza_dagster.system.errors import StreamNotFoundError
 
 OFFSET_TAG = "samza/coordinator-offset"
 CHANGED_TAG = "samza/changed-keys"
+#: the cursor of a sensor whose job had no coordinator stream yet: read it from its beginning
+FROM_START = "start"
 
 
 def _resolve(context: Any, config: Config) -> Config:
@@ -40,12 +56,14 @@ def coordinator_stream_sensor(
     *,
     job: Any,
     op_name: str,
+    assets: StreamAssets | None = None,
     name: str | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
 ) -> dg.SensorDefinition:
-    """A sensor requesting a reconfiguration run of ``job`` (the Dagster job running the Samza
-    job ``job_name``, whose op is ``op_name`` with :class:`SamzaJobRunConfig`)."""
+    """A sensor reconfiguring the Samza job ``job_name``: ``job`` is the Dagster job running it,
+    whose op is ``op_name`` with :class:`SamzaJobRunConfig`; ``assets`` (its stream assets) get
+    the observation of a change a live run applies."""
 
     @dg.sensor(
         name=name or f"{_identifier(job_name)}_coordinator_stream_sensor",
@@ -53,102 +71,114 @@ def coordinator_stream_sensor(
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         required_resource_keys={SYSTEMS_RESOURCE_KEY},
-        description=f"Reconfigures {job_name} when its coordinator stream changes its config",
+        description=f"Reconfigures {job_name} when its coordinator stream changes its config: the live run "
+        "applies the change, or one run is launched when none is live",
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         cfg = _resolve(context, config)
+        cursor = context.cursor or None
         try:
             with CoordinatorStreamReader(cfg) as reader:
                 messages, next_offset = reader.read(None)  # the whole (compacted) stream: the state before the cursor
                 compare = reader.admin.offset_comparator
         except StreamNotFoundError:
-            return dg.SkipReason(f"job {job_name} has no coordinator stream yet")
-        except Exception as exc:  # noqa: BLE001 - a sensor must survive a bad or unreachable stream
-            context.log.warning(f"cannot read the coordinator stream of job {job_name}: {type(exc).__name__}: {exc}")
-            return dg.SkipReason(f"coordinator stream of {job_name} unreadable: {exc}")
-        cursor = context.cursor
-        if cursor is not None and compare(next_offset, cursor) <= 0:
-            return dg.SkipReason(f"no new coordinator stream messages after offset {cursor}")
-
-        before, after = CoordinatorStreamState(), CoordinatorStreamState()
-        new_offsets: list[str] = []
-        for offset, message in messages:
-            if cursor is not None and compare(offset, cursor) < 0:
-                before.apply(message, offset)
-            else:
-                new_offsets.append(offset)
-            after.apply(message, offset)
-        skipped = _skipped(cursor, next_offset, messages)
-        if skipped:
-            context.log.warning(
-                f"coordinator stream of {job_name}: skipped {skipped} undecodable message(s) before offset {next_offset}"
+            return dg.SensorResult(
+                skip_reason=f"job {job_name} has no coordinator stream yet; its first change will be read from the start",
+                cursor=cursor or FROM_START,
             )
-        base = config.to_dict()
-        old, new = {**base, **before.config}, {**base, **after.config}
-        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-        if not changed:
+        except Exception as exc:  # noqa: BLE001 - a sensor must survive a bad or unreachable stream
+            where = CoordinatorStreamLocation.from_config(cfg)
+            context.log.warning(
+                f"cannot read the coordinator stream {where.system}.{where.stream} of job {job_name}: "
+                f"{type(exc).__name__}: {exc}; retrying at the next tick"
+            )
+            return dg.SkipReason(f"coordinator stream of {job_name} unreadable: {exc}")
+        if cursor is None:
+            return dg.SensorResult(
+                skip_reason=f"baseline: the coordinator stream of {job_name} up to offset {next_offset}; "
+                "changes after it reconfigure the job",
+                cursor=next_offset,
+            )
+        start = None if cursor == FROM_START else cursor
+        if start is not None and compare(next_offset, start) <= 0:
+            return dg.SkipReason(f"no new coordinator stream messages after offset {start}")
+
+        deployed = cfg.to_dict()
+        changes = changes_after(messages, start, deployed, compare)
+        if not changes.changed or changes.trigger is None:
             return dg.SensorResult(
                 skip_reason=f"messages up to offset {next_offset} leave the config of {job_name} unchanged",
                 cursor=next_offset,
             )
-        trigger = _last_change(messages, new_offsets, before, changed)
-        context.log.info(f"job {job_name}: config changed at offset {trigger}: {', '.join(changed)}")
+        keys = ", ".join(changes.changed)
+        instance_id = job_instance(cfg)
+        # a run that is stopping applies nothing more: the change is launched (the run queue holds
+        # the new run until the stopping one has ended)
+        live = [r for r in live_runs(context.instance, instance_id, LIVE_STATUSES)
+                if r.status is not dg.DagsterRunStatus.CANCELING]
+        if live:
+            run = live[0]
+            context.log.info(
+                f"job {job_name}: coordinator stream changed {keys} at offset {changes.trigger}; "
+                f"the live {run.describe()} applies it (its job coordinator restarts the containers on the new "
+                "JobModel) — no new run"
+            )
+            events = [
+                dg.AssetObservation(
+                    asset_key=key,
+                    description=f"configuration change at coordinator stream offset {changes.trigger}, applied by "
+                    f"the live run {run.run_id}",
+                    metadata={
+                        "coordinator_offset": changes.trigger,
+                        "changed_keys": keys,
+                        "new_values": dg.MetadataValue.json(changes.values),
+                        "applied_by_run": dg.MetadataValue.dagster_run(run.run_id),
+                    },
+                )
+                for key in (assets.written_keys if assets is not None else [])
+            ]
+            return dg.SensorResult(asset_events=events, cursor=next_offset)
+        context.log.info(f"job {job_name}: config changed at offset {changes.trigger}: {keys}; no live run, launching one")
         request = dg.RunRequest(
-            run_key=trigger,
+            run_key=f"{instance_id}@{changes.trigger}",
             run_config={
                 "ops": {
                     op_name: {
                         "config": {
-                            "overrides": dict(after.config),
-                            "reason": f"(coordinator stream offset {trigger}; changed {', '.join(changed)})",
+                            "overrides": changes.overrides,
+                            "reason": f"(coordinator stream offset {changes.trigger}; changed {keys})",
                         }
                     }
                 }
             },
-            tags={OFFSET_TAG: trigger, CHANGED_TAG: ",".join(changed)[:1000], "samza/job": job_name},
+            tags={OFFSET_TAG: changes.trigger, CHANGED_TAG: keys.replace(" ", "")[:1000], "samza/job": job_name,
+                  JOB_INSTANCE_TAG: instance_id},
         )
         return dg.SensorResult(run_requests=[request], cursor=next_offset)
 
     return _sensor
 
 
-def _last_change(
-    messages: list[tuple[str, Any]], new_offsets: list[str], before: CoordinatorStreamState, changed: list[str]
-) -> str:
-    """Offset of the last new message that touched a changed key (the run's identity)."""
-    new = set(new_offsets)
-    keys = set(changed)
-    hits = [offset for offset, m in messages if offset in new and m.key in keys]
-    return hits[-1] if hits else new_offsets[-1]
-
-
-def _skipped(cursor: str | None, next_offset: str, messages: list[tuple[str, Any]]) -> int:
-    """How many offsets in [cursor, next) decoded to nothing (integer-offset systems only)."""
-    try:
-        start = int(cursor) if cursor is not None else (int(messages[0][0]) if messages else int(next_offset))
-        seen = sum(1 for offset, _ in messages if int(offset) >= start)
-        return max(0, int(next_offset) - start - seen)
-    except (TypeError, ValueError):
-        return 0
-
-
 def stream_observation_sensor(
     assets: StreamAssets,
     config: Config,
     *,
+    settings: DagsterSettings | None = None,
     name: str | None = None,
     minimum_interval_seconds: int = 60,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
 ) -> dg.SensorDefinition:
     """Observes the streams an application reads (newest offsets as data version, lag behind
-    its checkpoints) and reports an observation for each stream whose data version changed."""
+    its checkpoints) and reports an observation for each stream whose data version changed, with
+    the ``consumer_lag`` check of the streams the job writes evaluated on the same lag."""
+    settings = settings or DagsterSettings.from_config(config)
 
     @dg.sensor(
         name=name or f"{assets.group_name}_stream_observation_sensor",
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         required_resource_keys={SYSTEMS_RESOURCE_KEY},
-        description=f"Observes the input streams of {assets.application}",
+        description=f"Observes the input streams of {assets.application} and checks the job's consumer lag",
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         cfg = _resolve(context, config)
@@ -159,11 +189,14 @@ def stream_observation_sensor(
             return dg.SkipReason(f"observation failed: {exc}")
         seen: Mapping[str, str] = json.loads(context.cursor) if context.cursor else {}
         versions = {sid: obs.data_version for sid, obs in observed.items()}
-        events = [
-            obs.to_event(assets.keys[sid]) for sid, obs in sorted(observed.items()) if seen.get(sid) != versions[sid]
-        ]
-        if not events:
-            return dg.SkipReason("no new messages in the input streams")
+        lag = lag_per_input(observed)
+        versions["lag"] = json.dumps(lag, sort_keys=True)
+        changed = [sid for sid in sorted(observed) if seen.get(sid) != versions[sid]]
+        if not changed and seen.get("lag") == versions["lag"]:
+            return dg.SkipReason("no new messages in the input streams and no change of the job's lag")
+        events: list[Any] = [observed[sid].to_event(assets.keys[sid]) for sid in changed]
+        if lag:
+            events.extend(lag_evaluation(key, observed, settings) for key in assets.written_keys)
         return dg.SensorResult(asset_events=events, cursor=json.dumps(versions, sort_keys=True))
 
     return _sensor
@@ -171,3 +204,40 @@ def stream_observation_sensor(
 
 def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+def samza_job_failure_sensor(
+    assets: StreamAssets,
+    *,
+    job: Any,
+    name: str | None = None,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
+) -> dg.SensorDefinition:
+    """Records a failed run of the Samza job on the streams it writes: an observation with the
+    run's error, so the asset page shows that (and why) the stream stopped being written."""
+
+    @dg.run_failure_sensor(
+        name=name or f"{assets.group_name}_job_failure_sensor",
+        monitored_jobs=[job],
+        default_status=default_status,
+        description=f"Records a failed run of the Samza job of {assets.application} on its output streams",
+    )
+    def _sensor(context: dg.RunFailureSensorContext) -> None:
+        error = context.failure_event.message or "the run failed"
+        step_errors = [e.error.message.strip() for e in context.get_step_failure_events() if e.step_failure_data and e.step_failure_data.error]
+        if step_errors:
+            error = step_errors[0].splitlines()[0]
+        for key in assets.written_keys:
+            context.instance.report_runless_asset_event(
+                dg.AssetObservation(
+                    asset_key=key,
+                    description=f"the Samza job failed in run {context.dagster_run.run_id}",
+                    metadata={
+                        "job_status": "failed",
+                        "error": error,
+                        "failed_run": dg.MetadataValue.dagster_run(context.dagster_run.run_id),
+                    },
+                )
+            )
+
+    return _sensor

@@ -36,6 +36,7 @@ class ProcessJobRunner:
         self.python = python or sys.executable
         self.processes: dict[str, subprocess.Popen] = {}
         self._stopped = threading.Event()
+        self.coordinator: Any = None
 
     def _token(self) -> str | None:
         """The coordinator's bearer token, if the job configures one."""
@@ -56,7 +57,7 @@ class ProcessJobRunner:
         started = time.monotonic()
         result = JobResult(JobConfig(self.config).name, "process")
         prepared = prepare_job(self.config)
-        coordinator = JobCoordinator(
+        coordinator = self.coordinator = JobCoordinator(
             prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
         )
         url = coordinator.start()

@@ -1,0 +1,88 @@
+"""Asset checks on the streams a Samza job writes.
+
+* ``consumer_lag`` — how many input messages the job has not yet processed (its checkpoints
+  against the inputs' upcoming offsets): passes up to ``dagster.check.lag.warn.messages``, fails
+  with severity WARN up to ``dagster.check.lag.error.messages``, with ERROR above. Evaluated when
+  a run of the job ends and by the application's stream observation sensor while it runs.
+* ``reached_end_of_stream`` — a bounded job's run ended by itself, every input at its end (not
+  stopped, not failed). Evaluated when a run ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import dagster as dg
+
+from samza_dagster.orchestration.assets import StreamAssets
+from samza_dagster.orchestration.observation import StreamObservation
+from samza_dagster.orchestration.settings import DagsterSettings
+
+LAG_CHECK = "consumer_lag"
+END_OF_STREAM_CHECK = "reached_end_of_stream"
+
+
+def check_specs(assets: StreamAssets, *, bounded: bool) -> list[dg.AssetCheckSpec]:
+    specs = []
+    for key in assets.written_keys:
+        specs.append(dg.AssetCheckSpec(
+            LAG_CHECK, asset=key,
+            description="Input messages the job has not processed yet (from its checkpoints), against thresholds",
+        ))
+        if bounded:
+            specs.append(dg.AssetCheckSpec(
+                END_OF_STREAM_CHECK, asset=key,
+                description="The bounded job ended by itself with every input at its end",
+            ))
+    return specs
+
+
+def lag_per_input(inputs: Mapping[str, StreamObservation]) -> dict[str, int]:
+    """stream id → messages after the job's checkpoints (streams with a known lag only)."""
+    return {sid: sum(obs.lag.values()) for sid, obs in sorted(inputs.items()) if obs.lag is not None}
+
+
+def lag_evaluation(
+    key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings
+) -> dg.AssetCheckEvaluation:
+    per_input = lag_per_input(inputs)
+    total = sum(per_input.values())
+    if total > settings.lag_error:
+        passed, severity = False, dg.AssetCheckSeverity.ERROR
+    elif total > settings.lag_warn:
+        passed, severity = False, dg.AssetCheckSeverity.WARN
+    else:
+        passed, severity = True, dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckEvaluation(
+        asset_key=key,
+        check_name=LAG_CHECK,
+        passed=passed,
+        severity=severity,
+        description=f"{total} input messages not yet processed (warn above {settings.lag_warn}, error above "
+        f"{settings.lag_error})",
+        metadata={
+            "lag": dg.MetadataValue.int(total),
+            "lag_per_input": dg.MetadataValue.json(per_input),
+            "warn_above": dg.MetadataValue.int(settings.lag_warn),
+            "error_above": dg.MetadataValue.int(settings.lag_error),
+        },
+    )
+
+
+def lag_result(key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings) -> dg.AssetCheckResult:
+    evaluation = lag_evaluation(key, inputs, settings)
+    return dg.AssetCheckResult(
+        asset_key=key, check_name=LAG_CHECK, passed=evaluation.passed, severity=evaluation.severity,
+        description=evaluation.description, metadata=evaluation.metadata,
+    )
+
+
+def end_of_stream_result(key: dg.AssetKey, status: str, stopped_by: str | None) -> dg.AssetCheckResult:
+    passed = status == "completed"
+    why = "ended by itself: every input reached end-of-stream" if passed else (
+        f"the run was {stopped_by}" if stopped_by else f"the job ended {status}"
+    )
+    return dg.AssetCheckResult(
+        asset_key=key, check_name=END_OF_STREAM_CHECK, passed=passed, severity=dg.AssetCheckSeverity.WARN,
+        description=why, metadata={"job_status": status},
+    )

@@ -1,0 +1,97 @@
+"""What a job's coordinator stream says about its configuration, from Dagster's side.
+
+Two kinds of writers share the stream. The job itself writes it at every start (the submission
+of its whole config, source ``job-submission``) and while it runs (``job-coordinator``); those
+messages describe what a run already applies. Everybody else — ``samza-dagster
+coordinator-stream-writer``, the ``coordinator_stream`` resource, another Samza tool — writes a
+*change* to the job's configuration. The sensor reacts to changes only, and a launch reports
+the changes its submission overwrites.
+
+A delete carries no source on the wire (its value is null). It counts as a change when it
+reverts a key the deployed config has (the key falls back to the .properties value); a delete
+of a key the deployed config lacks is a submission dropping a key the user removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from samza_dagster.coordinator.job_coordinator import SOURCE as COORDINATOR_SOURCE
+from samza_dagster.coordinator.messages import SET_CONFIG, CoordinatorStreamMessage
+from samza_dagster.coordinator.state import CoordinatorStreamState
+from samza_dagster.coordinator.submission import SOURCE as SUBMISSION_SOURCE
+
+#: sources of the messages a job writes about itself
+OWN_SOURCES = frozenset({SUBMISSION_SOURCE, COORDINATOR_SOURCE})
+
+Messages = Sequence[tuple[str, CoordinatorStreamMessage]]
+
+
+def is_external_change(message: CoordinatorStreamMessage, deployed: Mapping[str, str]) -> bool:
+    """A set-config (or its delete) that did not come from the job itself."""
+    if message.type != SET_CONFIG:
+        return False
+    if message.is_delete:
+        return message.key in deployed
+    return message.source not in OWN_SOURCES
+
+
+@dataclass
+class ConfigChanges:
+    """The effect of the messages after a cursor on the job's effective config (the deployed
+    config overlaid with the stream)."""
+
+    changed: list[str] = field(default_factory=list)
+    #: offset of the last new message that changed one of ``changed`` (the change's identity)
+    trigger: str | None = None
+    #: keys whose effective value differs from the deployed config, with the stream's value
+    overrides: dict[str, str] = field(default_factory=dict)
+    values: dict[str, str | None] = field(default_factory=dict)
+
+
+def changes_after(
+    messages: Messages, cursor: str | None, deployed: Mapping[str, str], compare: Callable[[str, str], int]
+) -> ConfigChanges:
+    """What the external messages at or after ``cursor`` (all of them when None) changed."""
+    before, after = CoordinatorStreamState(), CoordinatorStreamState()
+    touched: list[tuple[str, str]] = []
+    for offset, message in messages:
+        is_new = cursor is None or compare(offset, cursor) >= 0
+        if not is_new:
+            before.apply(message, offset)
+        elif is_external_change(message, deployed):
+            touched.append((offset, message.key))
+        after.apply(message, offset)
+    old, new = {**deployed, **before.config}, {**deployed, **after.config}
+    changed = sorted({key for _, key in touched if old.get(key) != new.get(key)})
+    keys = set(changed)
+    trigger = next((offset for offset, key in reversed(touched) if key in keys), None)
+    overrides = {k: v for k, v in after.config.items() if deployed.get(k) != v}
+    return ConfigChanges(changed, trigger, overrides, {k: new.get(k) for k in changed})
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    key: str
+    stream_value: str
+    launch_value: str | None
+    source: str
+    offset: str
+
+
+def overwritten_by_launch(messages: Messages, launch: Mapping[str, str]) -> list[Overwrite]:
+    """Keys whose value in the stream was set from outside the job and that a launch with
+    ``launch`` as its config replaces (a launch submits its whole config: it wins)."""
+    last: dict[str, tuple[str, CoordinatorStreamMessage]] = {}
+    for offset, message in messages:
+        if message.type == SET_CONFIG:
+            last[message.key] = (offset, message)
+    out = []
+    for key, (offset, message) in sorted(last.items()):
+        if message.is_delete or message.source in OWN_SOURCES:
+            continue
+        value = message.config_value
+        if value is not None and launch.get(key) != value:
+            out.append(Overwrite(key, value, launch.get(key), message.source or "unknown", offset))
+    return out

@@ -1,0 +1,171 @@
+"""Watching a running Samza job from its Dagster op.
+
+The job runs in a worker thread (``runner.run()``); the op's thread — the one Dagster delivers a
+terminate to — stays free and, until the job ends:
+
+* **stops it gracefully** when the run is terminated: Dagster interrupts the op's thread
+  (``KeyboardInterrupt`` / ``DagsterExecutionInterruptedError``) or, where the launcher cannot
+  interrupt it, marks the run CANCELING, which is polled. Either way ``runner.stop()`` asks every
+  container to finish in-flight work, flush its stores and producers and commit, and the op
+  waits for that: the run then materializes the final offsets like any other;
+* **reports reconfiguration**: when the job coordinator serves a new JobModel (a change on the
+  coordinator stream), the keys that changed are logged with the model version;
+* **logs progress** — at ``dagster.progress.interval.ms``, doubling while nothing moves, up to
+  ``dagster.progress.max.interval.ms``;
+* **materializes live** — every ``dagster.materialization.interval.ms`` an AssetMaterialization
+  per written stream (messages written, throughput, lag per input) and an observation per input.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from samza_dagster.orchestration.settings import DagsterSettings
+
+#: how often the op's thread wakes up to look at the run (cancel requests, new job models)
+TICK_S = 0.5
+CANCEL_POLL_S = 1.0
+INTERRUPTS: tuple[type[BaseException], ...] = (KeyboardInterrupt, dg.DagsterExecutionInterruptedError)
+
+
+@dataclass
+class Supervision:
+    """What happened while the job ran."""
+
+    result: Any = None
+    error: BaseException | None = None
+    #: "terminated from Dagster" when the run was stopped, else None
+    stopped_by: str | None = None
+    #: (model version, changed keys) of every JobModel the job moved to while it ran
+    model_changes: list[tuple[int, list[str]]] = field(default_factory=list)
+
+
+class JobSupervisor:
+    """Runs ``runner`` in a worker thread and watches it from the calling (op) thread.
+
+    ``progress()`` returns the progress line's parts and a number that grows while messages
+    flow (the backoff resets when it changes); ``materialize()`` emits the live events."""
+
+    def __init__(
+        self,
+        context: Any,
+        runner: Any,
+        job_name: str,
+        settings: DagsterSettings,
+        progress: Callable[[], tuple[list[str], int]],
+        materialize: Callable[[float], None],
+    ) -> None:
+        self.context = context
+        self.runner = runner
+        self.job_name = job_name
+        self.settings = settings
+        self.progress = progress
+        self.materialize = materialize
+        self.outcome = Supervision()
+        self._model: tuple[int, dict[str, str]] | None = None
+
+    def run(self) -> Supervision:
+        worker = threading.Thread(target=self._run_job, name=f"samza-job-{self.job_name}", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        try:
+            self._watch(worker, started)
+        except INTERRUPTS:
+            self._stop("terminated from Dagster")
+        self._wait_after_stop(worker)
+        self._check_model()
+        return self.outcome
+
+    # -- the worker thread ------------------------------------------------------------------------
+    def _run_job(self) -> None:
+        try:
+            self.outcome.result = self.runner.run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the op's thread
+            self.outcome.error = exc
+
+    # -- the op's thread ----------------------------------------------------------------------------
+    def _watch(self, worker: threading.Thread, started: float) -> None:
+        interval = self.settings.progress_interval_s
+        next_progress = started + interval
+        next_cancel_poll = started + CANCEL_POLL_S
+        mat_every = self.settings.materialization_interval_s
+        last_mat = started
+        last_mark: int | None = None
+        while worker.is_alive():
+            worker.join(TICK_S)
+            if not worker.is_alive():
+                return
+            now = time.monotonic()
+            self._check_model()
+            if now >= next_cancel_poll and self.outcome.stopped_by is None:
+                next_cancel_poll = now + CANCEL_POLL_S
+                if self._cancel_requested():
+                    self._stop("terminated from Dagster")
+            if now >= next_progress:
+                parts, mark = self.progress()
+                if mark != last_mark:
+                    interval = self.settings.progress_interval_s
+                    self.context.log.info(f"job {self.job_name}: running for {now - started:.0f} s; {'; '.join(parts)}")
+                else:
+                    interval = min(interval * 2, self.settings.progress_max_interval_s)
+                last_mark = mark
+                next_progress = now + interval
+            if mat_every > 0 and now - last_mat >= mat_every:
+                self.materialize(now - last_mat)
+                last_mat = now
+
+    def _wait_after_stop(self, worker: threading.Thread) -> None:
+        """Wait for the job to end; further interrupts while it drains and commits change nothing."""
+        while worker.is_alive():
+            try:
+                worker.join(TICK_S)
+            except INTERRUPTS:
+                self.context.log.info(f"job {self.job_name}: still stopping (committing); waiting for it to end")
+
+    def _stop(self, why: str) -> None:
+        if self.outcome.stopped_by is not None:
+            return
+        self.outcome.stopped_by = why
+        self.context.log.info(
+            f"job {self.job_name}: {why}; stopping gracefully (in-flight work finishes, stores and producers "
+            "flush, checkpoints are written)"
+        )
+        self.runner.stop()
+
+    def _cancel_requested(self) -> bool:
+        instance = getattr(self.context, "instance", None)
+        run = getattr(self.context, "run", None)
+        run_id = run.run_id if run is not None else None
+        if instance is None or run_id is None:
+            return False
+        run = instance.get_run_by_id(run_id)
+        return run is not None and run.status in (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
+
+    def _check_model(self) -> None:
+        coordinator = getattr(self.runner, "coordinator", None)
+        if coordinator is None:
+            return
+        try:
+            model = coordinator.job_model
+        except RuntimeError:  # not started yet
+            return
+        config = dict(model.config)
+        if self._model is None:
+            self._model = (model.version, config)
+            return
+        version, old = self._model
+        if model.version == version:
+            return
+        changed = sorted(k for k in old.keys() | config.keys() if old.get(k) != config.get(k))
+        self._model = (model.version, config)
+        self.outcome.model_changes.append((model.version, changed))
+        self.context.log.info(
+            f"job {self.job_name}: applying JobModel version {model.version} from the coordinator stream "
+            f"(changed: {', '.join(changed) or 'task assignment only'}); the containers restart on it"
+        )
