@@ -252,7 +252,10 @@ def run_samza_job(
     spark_startup = getattr(result, "spark_startup_s", None)
     if isinstance(spark_startup, int | float) and spark_startup > 0:
         job_md["spark_startup_s"] = dg.MetadataValue.float(round(float(spark_startup), 3))
-    boot = bootstrap.final_bootstrap(result)
+    # the chooser also holds real-time streams to their start-time head (the restart guarantee)
+    # and reports them beside the bootstrap streams: only a bootstrap stream is reported as one
+    bootstrap_names = {f"{inputs[s.id].system}.{inputs[s.id].physical_name}" for s in read if s.bootstrap}
+    boot = {name: entry for name, entry in bootstrap.final_bootstrap(result).items() if name in bootstrap_names}
     if boot:
         job_md["bootstrap"] = dg.MetadataValue.json(boot)
     finals = results.final_offsets(result)

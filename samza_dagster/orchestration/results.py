@@ -46,13 +46,15 @@ def failure(result: Any) -> str | None:
 
 
 def messages_per_stream(result: Any) -> dict[str, int]:
-    """"system.stream" → envelopes processed, over all containers."""
+    """"system.stream" → envelopes processed, over all containers (and, for a JobResult, over
+    every container run of a reconfigured job)."""
+    own = getattr(result, "messages_per_stream", None)
+    if isinstance(own, dict) and own:
+        return dict(own)
     totals: dict[str, int] = {}
     for s in summaries(result):
         for stream, n in s.messages_per_stream.items():
             totals[stream] = totals.get(stream, 0) + n
-    if not totals:
-        totals.update(getattr(result, "messages_per_stream", None) or {})
     return totals
 
 

@@ -18,6 +18,14 @@ class JobResult:
     runs: int = 0
     error: str | None = None
     failed_container: str | None = None
+    #: summaries of the container runs before the latest JobModel (a reconfigured job restarts
+    #: its containers; what they processed before still counts)
+    earlier_summaries: list[ContainerSummary] = field(default_factory=list)
+
+    def record_run(self, summaries: list[ContainerSummary]) -> None:
+        """The summaries of the latest container run; the previous run's become earlier ones."""
+        self.earlier_summaries.extend(self.summaries)
+        self.summaries = summaries
 
     @property
     def containers(self) -> dict[str, ContainerSummary]:
@@ -32,7 +40,7 @@ class JobResult:
     @property
     def messages_per_stream(self) -> dict[str, int]:
         total: dict[str, int] = {}
-        for s in self.summaries:
+        for s in (*self.earlier_summaries, *self.summaries):
             for stream, n in s.messages_per_stream.items():
                 total[stream] = total.get(stream, 0) + n
         return total

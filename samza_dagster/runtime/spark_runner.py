@@ -199,9 +199,9 @@ class SparkJobRunner:
                 if isinstance(outcome, BaseException):
                     self._fail(result, outcome)
                     break
-                result.summaries = sorted(
+                result.record_run(sorted(
                     (ContainerSummary.from_dict(json.loads(s)) for s in outcome), key=lambda s: int(s.container_id)
-                )
+                ))
                 again = any(s.status is ContainerStatus.NEW_JOB_MODEL for s in result.summaries)
                 if not again or self._stop.is_set():
                     break

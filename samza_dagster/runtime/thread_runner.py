@@ -71,7 +71,7 @@ class ThreadJobRunner:
                 watcher = JobModelWatcher(url, model.version, watch_interval_s(model.config),
                                           token=self._token()).start()
                 try:
-                    result.summaries = self._run_containers(model, watcher)
+                    result.record_run(self._run_containers(model, watcher))
                 finally:
                     watcher.stop()
                 result._set_failure()

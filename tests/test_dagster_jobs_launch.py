@@ -1,0 +1,117 @@
+"""Every job of the code location (definitions.py) runs as the UI launches it: the job resolved
+from ``definitions.defs`` with its bound resources (``SAMZA_LOG_PATH`` pointing the systems
+resource at a temporary log root), executed in process with a real on-disk instance. Each
+application's ``load_sample`` job first, then its Samza job, then its backfills; the unbounded
+``user_classification_job`` is terminated once it has classified the sample, and must stop
+cleanly. A job added to definitions.py without a launch here fails the first test."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import dagster as dg
+import pytest
+
+pytestmark = pytest.mark.spark
+
+#: every job of definitions.py, in the order a user would launch them
+LAUNCHES: list[tuple[str, str | None]] = [
+    ("wordcount_load_sample", None),
+    ("wordcount_job", None),
+    ("wordcount_reprocess_sentences_replay", "2024-01-01"),
+    ("currency_join_load_sample", None),
+    ("currency_join_job", None),
+    ("ad_ctr_load_sample", None),
+    ("ad_ctr_job", None),
+    ("pageview_pipeline_load_sample", None),
+    ("pageview_pipeline_job", None),
+    ("user_classification_load_sample", None),
+    ("user_classification_reprocessing_backfill", None),
+    ("user_classification_reprocess_reclassify_requests", "2024-01-01"),
+]
+UNBOUNDED = "user_classification_job"
+
+
+@pytest.fixture(scope="module")
+def code_location(tmp_path_factory):
+    root = tmp_path_factory.mktemp("launch")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SAMZA_LOG_PATH", str(root / "log"))
+    import definitions
+
+    (root / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
+        yield definitions.defs, instance
+    patch.undo()
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session.stop()
+
+
+def _wait_for(condition: Callable[[], object], what: str, timeout_s: float = 120.0) -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def test_every_job_of_the_code_location_is_launched_here(code_location):
+    defs, _ = code_location
+    names = {job.name for job in defs.jobs}
+    assert names == {name for name, _ in LAUNCHES} | {UNBOUNDED}
+
+
+@pytest.mark.parametrize(("job_name", "partition"), LAUNCHES, ids=[name for name, _ in LAUNCHES])
+def test_job_launches_and_succeeds(code_location, job_name, partition):
+    defs, instance = code_location
+    result = defs.resolve_job_def(job_name).execute_in_process(
+        instance=instance, partition_key=partition, raise_on_error=False
+    )
+    failures = [e.step_failure_data.error.message for e in result.get_step_failure_events()]
+    assert result.success, f"{job_name} failed: {failures}"
+    if job_name.endswith("_job"):
+        # a bounded Samza job ended by itself: its end-of-stream check passed on every output
+        eos = [c for c in result.get_asset_check_evaluations() if c.check_name == "reached_end_of_stream"]
+        assert eos and all(c.passed for c in eos), [c.description for c in eos]
+
+
+def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location):
+    defs, instance = code_location
+    from samza_dagster.config import Config
+    from samza_dagster.orchestration.observation import observe_streams
+    from samza_dagster.planner.plan import StreamInfo
+    from jobs.user_classification import definitions as user_classification
+    from resources import SamzaSystemsResource
+
+    config = SamzaSystemsResource().apply(Config.from_properties(user_classification.CONFIG_PATH))
+    out = StreamInfo("user_country", "log", "user_country", 2, {"output"})
+    before = observe_streams(config, [out], with_lag=False)["user_country"].messages
+    signups = observe_streams(config, [StreamInfo("user_signups", "log", "user_signups", 2, {"input"})],
+                              with_lag=False)["user_signups"].messages
+    outcome: dict[str, dg.ExecuteInProcessResult] = {}
+    job = defs.resolve_job_def(UNBOUNDED)
+    worker = threading.Thread(target=lambda: outcome.setdefault("run", job.execute_in_process(instance=instance)))
+    worker.start()
+    run = None
+    try:
+        run = _wait_for(lambda: instance.get_runs(dg.RunsFilter(job_name=UNBOUNDED, statuses=[dg.DagsterRunStatus.STARTED])),
+                        "the run to start")[0]
+        # every signup of the sample classified (the backfill's requests too, at batch priority)
+        _wait_for(lambda: observe_streams(config, [out], with_lag=False)["user_country"].messages >= before + signups,
+                  "the sample to be classified")
+    finally:
+        if run is not None:
+            instance.report_run_canceling(instance.get_run_by_id(run.run_id))
+        worker.join(120)
+    assert not worker.is_alive()
+    result = outcome["run"]
+    assert result.success
+    mats = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]
+    final = [m for m in mats if m.metadata["job_status"].value != "running"]
+    assert final and all(m.metadata["stopped_by"].value == "terminated from Dagster" for m in final)

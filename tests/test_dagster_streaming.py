@@ -1,0 +1,163 @@
+"""A streaming (unbounded) Samza job under Dagster, in process with a real on-disk instance: the
+live run materializes while it runs; a coordinator-stream change is applied by the live run
+(its job coordinator serves a new JobModel) and the sensor records it instead of launching a
+second run; a second launch of the same job is refused naming the live run; a terminate stops
+the job gracefully — final checkpoint and materialization present — and with no run live the
+sensor launches exactly one run for a change. (The same through `dagster dev`, its daemon and
+run queue: tests/test_ui_dagster.py.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import dagster as dg
+import pytest
+
+from jobs.wordcount import definitions as wordcount
+from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
+from resources import SamzaSystemsResource
+from samza_dagster.config import Config
+from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+from samza_dagster.orchestration import JOB_INSTANCE_TAG, application_definitions
+from samza_dagster.orchestration.observation import checkpointed_offsets, observe_streams
+from samza_dagster.orchestration.assets import stream_key
+from samza_dagster.planner.plan import StreamInfo
+
+#: wordcount made unbounded and quick to react: the coordinator checks its stream every 300 ms,
+#: containers their JobModel every 200 ms, the op materializes every second
+STREAMING = {
+    "streams.sentences.samza.bounded": "false",
+    "streams.sentences_replay.samza.bounded": "false",
+    "job.coordinator.monitor.interval.ms": "300",
+    "job.coordinator.watch.interval.ms": "200",
+    "task.commit.ms": "200",
+    "dagster.materialization.interval.ms": "1000",
+    "dagster.progress.interval.ms": "500",
+}
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout_s: float = 60.0) -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+@pytest.fixture
+def streaming(tmp_path):
+    systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
+    base = Config.from_properties(wordcount.CONFIG_PATH).with_overrides(STREAMING)
+    defs = dg.Definitions.merge(
+        dg.Definitions(resources={"samza_systems": systems}),
+        application_definitions("wordcount", base, declared_outputs=["log.words"]),
+    )
+    config = systems.apply(base)
+    load_sentences(config)
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        yield defs, config, instance
+
+
+def _sensor(defs: dg.Definitions, name: str) -> dg.SensorDefinition:
+    (sensor,) = [s for s in defs.sensors if s.name == name]
+    return sensor
+
+
+def _tick(defs, instance, config, cursor):
+    systems = SamzaSystemsResource(log_path=config.get_str("systems.log.log.path"))
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"samza_systems": systems})
+    return _sensor(defs, "wordcount_coordinator_stream_sensor").evaluate_tick(context)
+
+
+def _messages(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    return [e.user_message or "" for e in instance.all_logs(run_id)]
+
+
+def _materializations(instance: dg.DagsterInstance, run_id: str) -> list[dg.AssetMaterialization]:
+    events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+    return [e.asset_materialization for e in events if e.asset_materialization is not None]
+
+
+def _stream(name: str) -> StreamInfo:
+    return StreamInfo(name, "log", name, 2, {"output"})
+
+
+def _words_written(config: Config) -> int:
+    return observe_streams(config, [_stream("words")], with_lag=False)["words"].messages
+
+
+def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streaming):
+    defs, config, instance = streaming
+    job = defs.resolve_job_def("wordcount_job")
+    outcome: dict[str, dg.ExecuteInProcessResult] = {}
+    runner = threading.Thread(target=lambda: outcome.setdefault("live", job.execute_in_process(instance=instance)))
+    runner.start()
+    live = None
+    try:
+        live = wait_for(
+            lambda: instance.get_runs(dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"},
+                                                    statuses=[dg.DagsterRunStatus.STARTED])),
+            "the live run to start",
+        )[0]
+        wait_for(lambda: _words_written(config) == word_count(SENTENCES), "the sample's words to be written")
+        baseline = _tick(defs, instance, config, None)
+        assert not baseline.run_requests
+
+        # a second launch of the same Samza job is refused, naming the live run
+        twin = job.execute_in_process(instance=instance, raise_on_error=False)
+        assert not twin.success
+        failure = twin.get_step_failure_events()[0].step_failure_data.error.message
+        assert live.run_id in failure and "already live" in failure
+
+        # a change on the coordinator stream: the live run applies it; the sensor only records it
+        run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "300")
+        tick = _tick(defs, instance, config, baseline.cursor)
+        assert not tick.run_requests
+        (observed,) = tick.asset_events
+        assert observed.asset_key == stream_key("wordcount", "words")
+        assert observed.metadata["applied_by_run"].value == live.run_id
+        assert observed.metadata["changed_keys"].value == "task.commit.ms"
+        wait_for(lambda: any("applying JobModel version 2" in m and "task.commit.ms" in m
+                             for m in _messages(instance, live.run_id)), "the live run to apply the change")
+
+        # the running job keeps processing and materializes while it runs
+        load_sentences(config, ["late words arrive"])
+        wait_for(lambda: _words_written(config) == word_count(SENTENCES) + 3, "the late words")
+        wait_for(lambda: any(m.metadata.get("job_status") and m.metadata["job_status"].value == "running"
+                             for m in _materializations(instance, live.run_id)), "a live materialization")
+    finally:
+        # terminate: Dagster marks the run CANCELING; the op stops the job gracefully
+        if live is not None:
+            instance.report_run_canceling(instance.get_run_by_id(live.run_id))
+        runner.join(60)
+    assert not runner.is_alive(), "the job did not stop after the run was terminated"
+    result = outcome["live"]
+    assert result.success
+    final = [m for m in _materializations(instance, live.run_id) if m.metadata["job_status"].value != "running"]
+    (words,) = [m for m in final if m.asset_key == stream_key("wordcount", "words")]
+    assert words.metadata["stopped_by"].value == "terminated from Dagster"
+    assert words.metadata["messages_written"].value == word_count(SENTENCES) + 3
+    # every sentence counted, across the container runs before and after the reconfiguration
+    assert words.metadata["messages_processed"].value == len(SENTENCES) + 1
+    assert words.metadata["job_model_changes"].value == [{"version": 2, "changed": ["task.commit.ms"]}]
+    checks = {e.asset_check_evaluation.check_name: e.asset_check_evaluation
+              for e in instance.all_logs(live.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+    assert checks["consumer_lag"].passed and checks["consumer_lag"].metadata["lag"].value == 0
+    # the final commit covers every input message: a restart resumes after them
+    offsets = checkpointed_offsets(config)
+    sentences = observe_streams(config, [_stream("sentences")], with_lag=False)["sentences"]
+    newest = {(p, int(m.newest_offset)) for p, m in sentences.partitions.items()}
+    assert {(ssp.partition, int(o)) for ssp, o in offsets.items() if ssp.stream == "sentences"} == newest
+
+    # no run is live now: a change launches exactly one run, identified by the change's offset
+    run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "400")
+    (request,) = _tick(defs, instance, config, tick.cursor).run_requests
+    again = _tick(defs, instance, config, tick.cursor)
+    assert [r.run_key for r in again.run_requests] == [request.run_key]  # same change, same run key: Dagster dedupes
+    assert request.tags[JOB_INSTANCE_TAG] == "wordcount-1"
+    assert request.run_config["ops"]["wordcount_samza_job"]["config"]["overrides"]["task.commit.ms"] == "400"
