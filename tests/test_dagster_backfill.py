@@ -135,6 +135,7 @@ def test_a_spark_job_op_runs_on_the_spark_resources_session(systems, spark_resou
     (mat,) = result.get_asset_materialization_events()
     md = {k: v.value for k, v in mat.materialization.metadata.items()}
     assert md["runner"] == "spark" and md["job_status"] == "completed"
-    assert md["spark_startup_s"] == 0.0  # the runner was handed the resource's running session
+    # the runner was handed the resource's running session: no start-up time is reported for it
+    assert md["spark_session"] == "reused" and "spark_startup_s" not in md
     assert md["messages_written"] == word_count()
     assert spark_resource.get_session() is session

@@ -1,7 +1,13 @@
 """The Dagster UI in a real browser: ``dagster dev`` on the repo's workspace.yaml, headless
 Chromium (Debian's, driven by playwright) opens wordcount's asset graph and launches the
 materialization; the run's status and the assets' metadata are then checked through Dagster's
-GraphQL API. A screenshot lands in test-artifacts/."""
+GraphQL API. A screenshot lands in test-artifacts/.
+
+And the streaming job through the same ``dagster dev`` — its daemon, the run queue configured by
+the repo's dagster.yaml, the default run launcher: two launches of ``user_classification_job``
+give one live run and one queued behind it; Terminate (the UI's GraphQL call) stops the live run
+gracefully — CANCELED, no step failure, the streams materialized — and only then does the queued
+run start."""
 
 from __future__ import annotations
 
@@ -61,7 +67,7 @@ def dagster_dev(tmp_path):
     non-interactive parent), stopped with a signal to the group."""
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())  # the code location's run queue
     log_path = tmp_path / "log"
     port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "SAMZA_LOG_PATH": str(log_path),
@@ -73,7 +79,7 @@ def dagster_dev(tmp_path):
     )
     try:
         _wait_for(f"http://127.0.0.1:{port}/server_info", proc, 90)
-        yield port, log_path
+        yield port, log_path, home
     finally:
         for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
             try:
@@ -125,7 +131,7 @@ def _wait_for_code_location(base: str, timeout_s: float) -> None:
 def test_materialize_wordcount_from_the_ui(dagster_dev):
     from playwright.sync_api import sync_playwright
 
-    port, log_path = dagster_dev
+    port, log_path, _ = dagster_dev
     config = SamzaSystemsResource(log_path=str(log_path)).apply(Config.from_properties(wordcount.CONFIG_PATH))
     load_sentences(config)
     base = f"http://127.0.0.1:{port}"
@@ -169,3 +175,65 @@ def test_materialize_wordcount_from_the_ui(dagster_dev):
     assert md["messages_processed"] == len(SENTENCES)
     assert md["partition_0_messages_written"] + md["partition_1_messages_written"] == word_count(SENTENCES)
     assert md["job_status"] == "completed"
+
+
+def _status_of(client, run_id: str) -> str:
+    return client.get_run_status(run_id).value
+
+
+def _until(condition, what: str, timeout_s: float):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagster_dev):
+    from dagster import DagsterEventType, DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+    from dagster_graphql import DagsterGraphQLClient
+
+    from jobs.user_classification import definitions as user_classification
+    from jobs.user_classification.data import signups
+    from samza_dagster.demo.streams import create_streams, produce
+
+    port, log_path, home = dagster_dev
+    config = SamzaSystemsResource(log_path=str(log_path)).apply(Config.from_properties(user_classification.CONFIG_PATH))
+    create_streams(config, {"user_signups": 2, "reclassify_requests": 2, "user_country": 2})
+    produce(config, "user_signups", [(u["user_id"].encode(), json.dumps(u).encode(), None) for u in signups(300)])
+    base = f"http://127.0.0.1:{port}"
+    _wait_for_code_location(base, 60)
+    client = DagsterGraphQLClient("127.0.0.1", port_number=port)
+    launch = dict(repository_location_name="definitions.py", repository_name="__repository__")
+    first = client.submit_job_execution("user_classification_job", **launch)
+    _until(lambda: _status_of(client, first) == "STARTED", "the first run to start", 120)
+    second = client.submit_job_execution("user_classification_job", **launch)
+    instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    try:
+        # the live run works (it classifies the signups) while the second waits in the queue
+        from samza_dagster.demo.streams import read_stream
+
+        _until(lambda: len(read_stream(config, "user_country")) == 300, "the live run to classify the signups", 120)
+        assert _status_of(client, second) == "QUEUED"
+
+        client.terminate_run(first)
+        _until(lambda: _status_of(client, first) in ("CANCELED", "FAILURE", "SUCCESS"), "the first run to end", 120)
+        assert _status_of(client, first) == "CANCELED"
+        events = instance.all_logs(first)
+        assert not [e for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_FAILURE]
+        mats = [e.asset_materialization for e in instance.all_logs(first, of_type=DagsterEventType.ASSET_MATERIALIZATION)]
+        final = [m for m in mats if m.metadata["job_status"].value != "running"]
+        assert final and final[-1].metadata["stopped_by"].value == "terminated from Dagster"
+        assert final[-1].metadata["messages_processed"].value == 300
+
+        # the queued launch starts once the live run has ended; terminate it too
+        _until(lambda: _status_of(client, second) == "STARTED", "the queued run to start", 120)
+        client.terminate_run(second)
+        _until(lambda: _status_of(client, second) == "CANCELED", "the second run to be canceled", 120)
+    finally:
+        for run_id in (first, second):
+            if _status_of(client, run_id) in ("QUEUED", "STARTING", "STARTED"):
+                client.terminate_run(run_id)
+        instance.dispose()

@@ -18,6 +18,7 @@ terminate to — stays free and, until the job ends:
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +33,17 @@ from samza_dagster.orchestration.settings import DagsterSettings
 TICK_S = 0.5
 CANCEL_POLL_S = 1.0
 INTERRUPTS: tuple[type[BaseException], ...] = (KeyboardInterrupt, dg.DagsterExecutionInterruptedError)
+
+
+def _plain_sigint() -> Callable[[], None]:
+    """While the job runs, SIGINT — how Dagster terminates a step on Unix — only raises
+    KeyboardInterrupt in this thread. A SparkContext created in this thread installs a handler
+    that first cancels every Spark job, which would kill the containers before they commit."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    return lambda: signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -69,16 +81,26 @@ class JobSupervisor:
         self.materialize = materialize
         self.outcome = Supervision()
         self._model: tuple[int, dict[str, str]] | None = None
+        # Set by the worker when the job has ended. The op's thread waits on this event rather
+        # than joining the thread: a KeyboardInterrupt inside Thread.join() can leave the thread
+        # marked as stopped while it still runs (CPython 3.11), and then the op would report a
+        # job that is still committing as ended.
+        self._finished = threading.Event()
 
     def run(self) -> Supervision:
         worker = threading.Thread(target=self._run_job, name=f"samza-job-{self.job_name}", daemon=True)
         started = time.monotonic()
-        worker.start()
+        restore = _plain_sigint()
         try:
-            self._watch(worker, started)
-        except INTERRUPTS:
-            self._stop("terminated from Dagster")
-        self._wait_after_stop(worker)
+            worker.start()
+            try:
+                self._watch(started)
+            except INTERRUPTS:
+                self._stop("terminated from Dagster")
+            self._wait_after_stop()
+        finally:
+            restore()
+        worker.join()
         self._check_model()
         return self.outcome
 
@@ -88,19 +110,18 @@ class JobSupervisor:
             self.outcome.result = self.runner.run()
         except BaseException as exc:  # noqa: BLE001 - reported by the op's thread
             self.outcome.error = exc
+        finally:
+            self._finished.set()
 
     # -- the op's thread ----------------------------------------------------------------------------
-    def _watch(self, worker: threading.Thread, started: float) -> None:
+    def _watch(self, started: float) -> None:
         interval = self.settings.progress_interval_s
         next_progress = started + interval
         next_cancel_poll = started + CANCEL_POLL_S
         mat_every = self.settings.materialization_interval_s
         last_mat = started
         last_mark: int | None = None
-        while worker.is_alive():
-            worker.join(TICK_S)
-            if not worker.is_alive():
-                return
+        while not self._finished.wait(TICK_S):
             now = time.monotonic()
             self._check_model()
             if now >= next_cancel_poll and self.outcome.stopped_by is None:
@@ -120,11 +141,11 @@ class JobSupervisor:
                 self.materialize(now - last_mat)
                 last_mat = now
 
-    def _wait_after_stop(self, worker: threading.Thread) -> None:
+    def _wait_after_stop(self) -> None:
         """Wait for the job to end; further interrupts while it drains and commits change nothing."""
-        while worker.is_alive():
+        while not self._finished.is_set():
             try:
-                worker.join(TICK_S)
+                self._finished.wait(TICK_S)
             except INTERRUPTS:
                 self.context.log.info(f"job {self.job_name}: still stopping (committing); waiting for it to end")
 
