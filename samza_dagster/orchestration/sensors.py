@@ -224,7 +224,11 @@ def samza_job_failure_sensor(
     )
     def _sensor(context: dg.RunFailureSensorContext) -> None:
         error = context.failure_event.message or "the run failed"
-        step_errors = [e.error.message.strip() for e in context.get_step_failure_events() if e.step_failure_data and e.step_failure_data.error]
+        step_errors = [
+            e.step_failure_data.error.message.strip()
+            for e in context.get_step_failure_events()
+            if e.step_failure_data is not None and e.step_failure_data.error is not None
+        ]
         if step_errors:
             error = step_errors[0].splitlines()[0]
         for key in assets.written_keys:

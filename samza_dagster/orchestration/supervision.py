@@ -35,6 +35,14 @@ CANCEL_POLL_S = 1.0
 INTERRUPTS: tuple[type[BaseException], ...] = (KeyboardInterrupt, dg.DagsterExecutionInterruptedError)
 
 
+def next_progress_interval(interval: float, moved: bool, settings: DagsterSettings) -> float:
+    """Back to the first interval while the job makes progress; doubling, up to the maximum,
+    while it does not (an idle streaming job logs less and less, never stops logging)."""
+    if moved:
+        return settings.progress_interval_s
+    return min(interval * 2, settings.progress_max_interval_s)
+
+
 def _plain_sigint() -> Callable[[], None]:
     """While the job runs, SIGINT — how Dagster terminates a step on Unix — only raises
     KeyboardInterrupt in this thread. A SparkContext created in this thread installs a handler
@@ -121,6 +129,7 @@ class JobSupervisor:
         mat_every = self.settings.materialization_interval_s
         last_mat = started
         last_mark: int | None = None
+        last_moved = started
         while not self._finished.wait(TICK_S):
             now = time.monotonic()
             self._check_model()
@@ -130,11 +139,12 @@ class JobSupervisor:
                     self._stop("terminated from Dagster")
             if now >= next_progress:
                 parts, mark = self.progress()
-                if mark != last_mark:
-                    interval = self.settings.progress_interval_s
-                    self.context.log.info(f"job {self.job_name}: running for {now - started:.0f} s; {'; '.join(parts)}")
-                else:
-                    interval = min(interval * 2, self.settings.progress_max_interval_s)
+                moved = mark != last_mark
+                if moved:
+                    last_moved = now
+                idle = "" if moved else f" (nothing new for {now - last_moved:.0f} s)"
+                self.context.log.info(f"job {self.job_name}: running for {now - started:.0f} s; {'; '.join(parts)}{idle}")
+                interval = next_progress_interval(interval, moved, self.settings)
                 last_mark = mark
                 next_progress = now + interval
             if mat_every > 0 and now - last_mat >= mat_every:
