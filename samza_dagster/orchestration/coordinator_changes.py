@@ -16,11 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from samza_dagster.config import Config
 
 from samza_dagster.coordinator.job_coordinator import SOURCE as COORDINATOR_SOURCE
 from samza_dagster.coordinator.messages import SET_CONFIG, CoordinatorStreamMessage
 from samza_dagster.coordinator.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream import CoordinatorStreamReader
 from samza_dagster.coordinator.submission import SOURCE as SUBMISSION_SOURCE
+from samza_dagster.system.errors import StreamNotFoundError
 
 #: sources of the messages a job writes about itself
 OWN_SOURCES = frozenset({SUBMISSION_SOURCE, COORDINATOR_SOURCE})
@@ -95,3 +100,24 @@ def overwritten_by_launch(messages: Messages, launch: Mapping[str, str]) -> list
         if value is not None and launch.get(key) != value:
             out.append(Overwrite(key, value, launch.get(key), message.source or "unknown", offset))
     return out
+
+
+def log_overwritten_config(context: Any, cfg: Config, job_name: str) -> None:
+    """Warn about coordinator-stream values (set by a writer, not by a run) this launch replaces."""
+    try:
+        with CoordinatorStreamReader(cfg) as reader:
+            messages, _ = reader.read(None)
+    except StreamNotFoundError:
+        return
+    except Exception as exc:  # noqa: BLE001 - the job's own start reports a stream it cannot use
+        context.log.warning(f"job {job_name}: cannot read its coordinator stream before the launch: {exc}")
+        return
+    replaced = overwritten_by_launch(messages, cfg.to_dict())
+    if replaced:
+        detail = "; ".join(
+            f"{o.key}: {o.stream_value!r} (set by {o.source} at offset {o.offset}) -> {o.launch_value!r}" for o in replaced
+        )
+        context.log.warning(
+            f"job {job_name}: this launch's config replaces coordinator stream values — {detail}. The launched config "
+            "wins, as in Samza's job submission; put a value in the .properties or the launch's overrides to keep it"
+        )

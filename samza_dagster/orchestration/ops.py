@@ -27,24 +27,21 @@ import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.coordinator.stream import CoordinatorStreamReader
 from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
-from samza_dagster.orchestration.coordinator_changes import overwritten_by_launch
+from samza_dagster.orchestration.coordinator_changes import log_overwritten_config
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.settings import DagsterSettings
-from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance, older_live_run
+from samza_dagster.orchestration.single_run import claim_job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
-from samza_dagster.system.errors import StreamNotFoundError, SystemUnavailableError
+from samza_dagster.system.errors import SystemUnavailableError
 from samza_dagster.system.model import StreamSpec
 
 SYSTEMS_RESOURCE_KEY = "samza_systems"
 SPARK_RESOURCE_KEY = "spark"
 #: builds the runner of a job's config (``samza_dagster.runtime.create_runner`` by default)
 RunnerFactory = Callable[[Config], Any]
-#: how long a launch waits for an older run of the same job that is stopping
-STOPPING_RUN_WAIT_S = 120.0
 
 
 class SamzaJobRunConfig(dg.Config):
@@ -131,51 +128,6 @@ def job_config(context: Any, base: Config, run_config: SamzaJobRunConfig) -> Con
     systems = getattr(context.resources, SYSTEMS_RESOURCE_KEY, None)
     cfg = systems.apply(base) if systems is not None else base
     return cfg.with_overrides(run_config.overrides) if run_config.overrides else cfg
-
-
-def claim_job_instance(context: Any, cfg: Config, job_name: str) -> None:
-    """Tag this run with its Samza job and make sure no older run of that job is live. An older
-    run that is stopping is waited for; a running one fails this launch, naming it."""
-    instance = getattr(context, "instance", None)
-    run = getattr(context, "run", None)
-    run_id = run.run_id if run is not None else None
-    if instance is None or run_id is None:
-        return
-    instance_id = job_instance(cfg)
-    run = instance.get_run_by_id(run_id)
-    if run is not None and run.tags.get(JOB_INSTANCE_TAG) != instance_id:
-        instance.add_run_tags(run_id, {JOB_INSTANCE_TAG: instance_id})
-    deadline = time.monotonic() + STOPPING_RUN_WAIT_S
-    while (live := older_live_run(instance, instance_id, run_id)) is not None:
-        if live.status is not dg.DagsterRunStatus.CANCELING or time.monotonic() > deadline:
-            raise dg.Failure(
-                description=f"job {job_name} ({instance_id}) is already live in {live.describe()}: a Samza job runs "
-                "once at a time. Terminate that run first, or change the live job's config on its coordinator "
-                "stream (samza-dagster coordinator-stream-writer) — the live run applies it."
-            )
-        context.log.info(f"job {job_name}: waiting for the stopping {live.describe()} to end")
-        time.sleep(1.0)
-
-
-def log_overwritten_config(context: Any, cfg: Config, job_name: str) -> None:
-    """Warn about coordinator-stream values (set by a writer, not by a run) this launch replaces."""
-    try:
-        with CoordinatorStreamReader(cfg) as reader:
-            messages, _ = reader.read(None)
-    except StreamNotFoundError:
-        return
-    except Exception as exc:  # noqa: BLE001 - the job's own start reports a stream it cannot use
-        context.log.warning(f"job {job_name}: cannot read its coordinator stream before the launch: {exc}")
-        return
-    replaced = overwritten_by_launch(messages, cfg.to_dict())
-    if replaced:
-        detail = "; ".join(
-            f"{o.key}: {o.stream_value!r} (set by {o.source} at offset {o.offset}) -> {o.launch_value!r}" for o in replaced
-        )
-        context.log.warning(
-            f"job {job_name}: this launch's config replaces coordinator stream values — {detail}. The launched config "
-            "wins, as in Samza's job submission; put a value in the .properties or the launch's overrides to keep it"
-        )
 
 
 def run_samza_job(

@@ -15,7 +15,9 @@ The older run wins a race: a run only yields to live runs created before it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
@@ -24,6 +26,8 @@ from samza_dagster.config.job_config import JobConfig
 
 JOB_INSTANCE_TAG = "samza/job-instance"
 
+#: how long a launch waits for an older run of the same job that is stopping
+STOPPING_RUN_WAIT_S = 120.0
 #: statuses of a run that will run, or runs, the job's containers (CANCELING: still stopping)
 LIVE_STATUSES = (
     dg.DagsterRunStatus.NOT_STARTED,
@@ -72,3 +76,27 @@ def older_live_run(instance: dg.DagsterInstance, instance_id: str, run_id: str) 
         if live.status is not dg.DagsterRunStatus.CANCELING:
             return live
     return None
+
+
+def claim_job_instance(context: Any, cfg: Config, job_name: str) -> None:
+    """Tag this run with its Samza job and make sure no older run of that job is live. An older
+    run that is stopping is waited for; a running one fails this launch, naming it."""
+    instance = getattr(context, "instance", None)
+    run = getattr(context, "run", None)
+    run_id = run.run_id if run is not None else None
+    if instance is None or run_id is None:
+        return
+    instance_id = job_instance(cfg)
+    run = instance.get_run_by_id(run_id)
+    if run is not None and run.tags.get(JOB_INSTANCE_TAG) != instance_id:
+        instance.add_run_tags(run_id, {JOB_INSTANCE_TAG: instance_id})
+    deadline = time.monotonic() + STOPPING_RUN_WAIT_S
+    while (live := older_live_run(instance, instance_id, run_id)) is not None:
+        if live.status is not dg.DagsterRunStatus.CANCELING or time.monotonic() > deadline:
+            raise dg.Failure(
+                description=f"job {job_name} ({instance_id}) is already live in {live.describe()}: a Samza job runs "
+                "once at a time. Terminate that run first, or change the live job's config on its coordinator "
+                "stream (samza-dagster coordinator-stream-writer) — the live run applies it."
+            )
+        context.log.info(f"job {job_name}: waiting for the stopping {live.describe()} to end")
+        time.sleep(1.0)
