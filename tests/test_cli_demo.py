@@ -11,7 +11,7 @@ from samza_dagster.cli import main
 
 def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
     code = (
-        "import sys; from samza_dagster.demo import run_demo; "
+        "import sys; from jobs.demo import run_demo; "
         f"sys.exit(run_demo({str(tmp_path)!r}, 1200, runner='thread'))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
@@ -48,5 +48,6 @@ def test_run_on_a_missing_input_stream_fails_naming_it_without_a_traceback(tmp_p
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 1
-    assert "stream 'nowhere' does not exist on system 'log'" in proc.stderr
+    # no partition count is known for it, so run cannot create it: it names the command that does
+    assert "log.nowhere: samza-dagster streams create" in proc.stderr and "--partitions N" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -15,7 +15,8 @@ from resources import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.commands import run_coordinator_stream_writer
 from samza_dagster.coordinator.stream import CoordinatorStreamLocation
-from samza_dagster.orchestration import op_name, stream_assets, plan_for_definitions
+from samza_dagster.orchestration import op_name, stream_assets
+from samza_dagster.planner import configured_plan
 from samza_dagster.system import OutgoingMessageEnvelope, system_factory
 
 
@@ -54,7 +55,7 @@ def test_set_config_requests_exactly_one_reconfiguration_run(setup):
     run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "250")
     result = _evaluate(sensor, instance, systems, first.cursor)
     (request,) = result.run_requests
-    op = op_name(stream_assets(plan_for_definitions(config), application="wordcount"))
+    op = op_name(stream_assets(configured_plan(config), application="wordcount"))
     assert request.run_config["ops"][op]["config"]["overrides"] == {"task.commit.ms": "250"}
     assert request.run_key == "wordcount-1@0" and request.tags["samza/changed-keys"] == "task.commit.ms"
     assert request.tags["samza/job-instance"] == "wordcount-1"
@@ -119,7 +120,7 @@ def test_enabling_the_sensor_on_a_job_that_ran_takes_the_stream_as_its_baseline(
     run_coordinator_stream_writer(config, "set-config", "app.note", "x")
     (request,) = _evaluate(sensor, instance, systems, own.cursor).run_requests
     # the stream's values that differ from the deployed config, the earlier launch's override included
-    op = op_name(stream_assets(plan_for_definitions(config), application="wordcount"))
+    op = op_name(stream_assets(configured_plan(config), application="wordcount"))
     assert request.run_config["ops"][op]["config"]["overrides"] == {"app.note": "x", "task.commit.ms": "2000"}
 
 

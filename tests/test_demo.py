@@ -10,7 +10,7 @@ from rich.console import Console
 
 from jobs.ad_ctr.data import ad_traffic
 from jobs.currency_join.data import CURRENCIES
-from samza_dagster.demo import build_demo_report
+from jobs.demo import build_demo_report
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(420)]
 

@@ -17,7 +17,7 @@ def load_currency_sample(context: dg.OpExecutionContext) -> int:
     import json
 
     from jobs.currency_join.data import CURRENCIES, transactions
-    from samza_dagster.demo.streams import create_streams, produce
+    from samza_dagster.system.streams import create_streams, produce
 
     config = context.resources.samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"currency_codes": 4, "transactions": 4, "transactions_with_symbol": 4})

@@ -16,8 +16,8 @@ from typing import Any
 
 from jobs.currency_join.data import CURRENCIES, LATE_CURRENCY, transactions
 from samza_dagster.config import Config
-from samza_dagster.demo.runner import run_job
-from samza_dagster.demo.streams import create_streams, produce, read_stream
+from jobs.demo.runner import run_job
+from samza_dagster.system.streams import create_streams, produce, read_stream
 
 CONFIG_PATH = Path(__file__).with_name("currency_join.properties")
 CODES, TRANSACTIONS, OUTPUT = "currency_codes", "transactions", "transactions_with_symbol"

@@ -18,7 +18,7 @@ def load_pageview_sample(context: dg.OpExecutionContext) -> int:
     import json
 
     from jobs.pageview_pipeline.data import page_views, profiles
-    from samza_dagster.demo.streams import create_streams, produce
+    from samza_dagster.system.streams import create_streams, produce
 
     config = context.resources.samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"page_views": 2, "user_profiles": 4, "country_counts": 2})

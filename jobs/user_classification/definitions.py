@@ -25,7 +25,7 @@ def load_signup_sample(context: dg.OpExecutionContext) -> int:
     import json
 
     from jobs.user_classification.data import signups
-    from samza_dagster.demo.streams import create_streams, produce
+    from samza_dagster.system.streams import create_streams, produce
 
     config = _config(context)
     create_streams(config, {"user_signups": 2, "reclassify_requests": 2, "user_country": 2})

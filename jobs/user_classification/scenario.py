@@ -25,8 +25,8 @@ from jobs.user_classification.data import signups
 from samza_dagster.config import Config
 from samza_dagster.coordinator.messages import SET_CONFIG
 from samza_dagster.coordinator.stream import CoordinatorStreamReader
-from samza_dagster.demo.runner import run_job
-from samza_dagster.demo.streams import create_streams, message_count, percentile, produce, read_stream
+from jobs.demo.runner import run_job
+from samza_dagster.system.streams import create_streams, message_count, percentile, produce, read_stream
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream, system_factory
 
 CONFIG_PATH = Path(__file__).with_name("user_classification.properties")

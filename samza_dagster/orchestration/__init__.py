@@ -8,7 +8,6 @@ from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocess
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, asset_role, stream_assets, stream_key
 from samza_dagster.orchestration.observation import StreamObservation, observe_streams
 from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
-from samza_dagster.orchestration.plan import plan_for_definitions
 from samza_dagster.orchestration.sensors import (
     coordinator_stream_sensor,
     samza_job_failure_sensor,
@@ -33,7 +32,6 @@ __all__ = [
     "job_instance",
     "observe_streams",
     "op_name",
-    "plan_for_definitions",
     "reprocessing_backfill",
     "resend_window",
     "samza_job_failure_sensor",

@@ -25,7 +25,7 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.backfill import ReprocessingBackfill
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, _group_name, is_written, stream_assets
 from samza_dagster.orchestration.ops import RunnerFactory, is_bounded_job, op_name, samza_job_asset
-from samza_dagster.orchestration.plan import plan_for_definitions
+from samza_dagster.planner import configured_plan
 from samza_dagster.orchestration.sensors import (
     coordinator_stream_sensor,
     samza_job_failure_sensor,
@@ -58,7 +58,7 @@ def application_definitions(
     try:
         cfg = config if isinstance(config, Config) else Config.from_properties(config)
         settings = DagsterSettings.from_config(cfg)
-        plan = plan_for_definitions(cfg)
+        plan = configured_plan(cfg)
         outputs = [o if isinstance(o, DeclaredOutput) else _declared(cfg, o) for o in declared_outputs]
         freshness = None
         if not is_bounded_job(s for s in plan.streams.values() if not is_written(s)):
@@ -126,4 +126,4 @@ def failed_application_definitions(application: str, error: BaseException) -> dg
 
 def stream_assets_of(config: Config, application: str, declared_outputs: Sequence[DeclaredOutput] = ()) -> StreamAssets:
     """The stream assets of an application from its config (what tests and tools inspect)."""
-    return stream_assets(plan_for_definitions(config), application=application, declared_outputs=declared_outputs)
+    return stream_assets(configured_plan(config), application=application, declared_outputs=declared_outputs)

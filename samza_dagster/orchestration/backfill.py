@@ -62,7 +62,7 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.observation import fetch_metadata, observe_streams, system_admin
 from samza_dagster.orchestration.ops import SPARK_RESOURCE_KEY, SYSTEMS_RESOURCE_KEY
-from samza_dagster.orchestration.plan import plan_for_definitions
+from samza_dagster.planner import configured_plan
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.model import StreamSpec, SystemStream
 
@@ -126,7 +126,7 @@ def reprocessing_backfill(
     if timestamp_field is not None and select_rows is not None:
         raise ValueError("reprocessing_backfill: pass timestamp_field or select_rows, not both")
     cfg = config if isinstance(config, Config) else Config.from_properties(config)
-    plan = plan_for_definitions(cfg)
+    plan = configured_plan(cfg)
     source = _stream(cfg, plan.streams, source_stream, "source_stream")
     batch = _stream(cfg, plan.streams, batch_stream, "batch_stream")
     if "input" not in batch.roles:

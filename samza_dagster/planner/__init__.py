@@ -2,6 +2,7 @@
 counts, and the plan JSON (see :mod:`samza_dagster.planner.plan` for its schema)."""
 
 from samza_dagster.planner.admins import (
+    configured_plan,
     load_application,
     low_level_plan,
     partition_counts,
@@ -20,6 +21,7 @@ __all__ = [
     "OperatorInfo",
     "PlanningError",
     "Stage",
+    "configured_plan",
     "StreamInfo",
     "TableInfo",
     "find_cycle",

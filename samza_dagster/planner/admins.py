@@ -23,6 +23,7 @@ from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.system.model import SystemStream
 
+
 def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[SystemStream, int]:
     """Partition count of every stream that exists, one batched admin call per system.
 
@@ -155,3 +156,49 @@ def low_level_plan(config: Config, partitions: Mapping[SystemStream, int] | None
     return ExecutionPlan(
         job.name, job.id, "low-level", streams, {}, {}, [], [], [job_info], task_class=config.get_str("task.class")
     )
+
+
+def configured_plan(config: Config) -> ExecutionPlan:
+    """``plan_from_config`` with configured partition counts (``streams.<id>.partitions``) taking
+    precedence over lookups: the plan of a job whose streams do not exist yet — a fresh checkout,
+    an empty log — still comes out, and no broker is asked for counts the config knows."""
+    if config.get_str("app.class"):
+        return _high_level(config)
+    if config.get_str("task.class"):
+        return _low_level(config)
+    return plan_from_config(config)  # raises the ConfigError naming app.class
+
+
+def _low_level(config: Config) -> ExecutionPlan:
+    job = JobConfig(config)
+    streams = StreamConfig(config)
+    counts: dict[SystemStream, int] = {}
+    unknown: list[SystemStream] = []
+    for ss in TaskConfig(config).inputs:
+        configured = next(
+            (n for sid in streams.stream_ids_for(ss, job.default_system) if (n := streams.partitions(sid)) is not None),
+            None,
+        )
+        if configured is not None:
+            counts[ss] = configured
+        else:
+            unknown.append(ss)
+    if unknown:
+        counts.update(partition_counts(config, unknown))
+    return low_level_plan(config, counts)
+
+
+def _high_level(config: Config) -> ExecutionPlan:
+    """Plan on the declared and configured counts alone (the planner falls back to
+    ``streams.<id>.partitions`` for a stream it was given no count for); only when that leaves a
+    stream without one are the admins asked — by the planner's own ``plan_from_config``."""
+    descriptor = StreamApplicationDescriptor.of(load_application(config), config)
+    try:
+        plan = ExecutionPlanner(config, {}).plan(descriptor)
+    except PlanningError as exc:
+        if not any(count is None for count in exc.streams.values()):
+            raise  # a real disagreement, not a missing count
+        return plan_from_config(config)
+    if any(s.partitions is None for s in plan.streams.values() if not s.is_intermediate):
+        return plan_from_config(config)
+    return plan

@@ -12,6 +12,10 @@ Why each default:
   does not warn that the hostname resolves to loopback.
 * ``spark.sql.shuffle.partitions`` small (4): stream data sets here are modest, and 200
   shuffle tasks on 2 cores cost more than they save.
+* The JVM logs with the package's ``log4j2.properties`` (warnings and errors, no start-up
+  banner), and the console progress bar is off: a job's own output is what the user reads.
+* The working directory goes on the Python workers' ``PYTHONPATH``, so a task module the user
+  wrote next to their .properties imports on the workers as it does on the driver.
 Any ``spark.*`` key in the given config is passed through and wins over these defaults.
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_APP_NAME = "samza-dagster"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
@@ -55,6 +61,7 @@ def get_or_create_spark(
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    _put_cwd_on_worker_path()
 
     from pyspark.sql import SparkSession
 
@@ -70,12 +77,24 @@ def get_or_create_spark(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings["spark.app.name"] = app_name or settings.get("spark.app.name") or job_name or DEFAULT_APP_NAME
 
+    quiet_logging = f"-Dlog4j.configurationFile={LOG4J_CONFIG}"
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        if "log4j.configurationFile" not in settings.get(key, ""):
+            settings[key] = f"{settings.get(key, '')} {quiet_logging}".strip()
+
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register_data_source(spark)
     return spark
+
+
+def _put_cwd_on_worker_path() -> None:
+    cwd = os.getcwd()
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if cwd not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *parts])
 
 
 def register_data_source(spark: SparkSession) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
-from samza_dagster.demo.report import print_report
+from jobs.demo.report import print_report
 
 DEFAULT_SIZE = 20_000
 RUNNERS = ("spark", "thread")

@@ -1,0 +1,115 @@
+"""What each subcommand does (the parser is :mod:`.parser`, failures :mod:`.errors`)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from samza_dagster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from samza_dagster.config import Config, ConfigError, parse_overrides
+from samza_dagster.config.deployment import apply_deployment
+
+
+def configure_logging(verbose: bool) -> None:
+    """Quiet by default — a command prints what it did; the engine's INFO lines are for --verbose."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not verbose:
+        for noisy in ("py4j", "pyspark", "kafka"):
+            logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def load_job_config(args: argparse.Namespace) -> Config:
+    """The .properties, then SAMZA_LOG_PATH (where the log is), then ``--config`` overrides."""
+    config = Config.from_properties(args.config_path) if getattr(args, "config_path", None) else Config({})
+    return apply_deployment(config).with_overrides(parse_overrides(args.config))
+
+
+def user_modules_first() -> None:
+    """Task and application modules resolve from the current directory first, as with
+    ``python -m``: a user's ``jobs/`` is theirs, whatever is installed."""
+    cwd = os.getcwd()
+    if sys.path[:1] != [cwd]:
+        sys.path.insert(0, cwd)
+
+
+def load_demo() -> ModuleType:
+    """The demo is the example applications' (``jobs/demo`` in the samza-dagster checkout), loaded
+    by name like any application: the checkout that holds this package (an editable install, as
+    the README's set-up makes), else the current directory."""
+    here = Path(__file__).resolve().parents[2]
+    for root in (here, Path.cwd()):
+        if (root / "jobs" / "demo" / "__init__.py").is_file():
+            break
+    else:
+        raise UsageError("the demo's applications (jobs/demo) are not here: run it from the samza-dagster "
+                         "checkout (./scripts/demo)")
+    if str(root) not in sys.path:
+        sys.path.insert(1, str(root))
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(root) not in parts:  # Spark's Python workers import the applications too
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(root), *parts])
+    return importlib.import_module("jobs.demo")
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    user_modules_first()
+    if args.command == "demo":
+        return load_demo().run_demo(root=args.root, size=args.size)
+    if args.command == "streams":
+        from samza_dagster.cli.streams import run_streams_command
+
+        return run_streams_command(args, load_job_config(args))
+    config = load_job_config(args)
+    if args.command == "plan":
+        from samza_dagster.planner import plan_from_config
+
+        print(plan_from_config(config).to_json())
+        return EXIT_OK
+    if args.command == "run":
+        return run(config, args)
+    if args.command == "coordinator-stream-writer":
+        from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+
+        if args.msg_type == "set-config" and args.value is None:
+            raise ConfigError(f"--type set-config needs --value (the new value of {args.key!r})", key=args.key)
+        run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset)
+        return EXIT_OK
+    if args.command == "job-coordinator":
+        from samza_dagster.coordinator.commands import run_job_coordinator
+
+        run_job_coordinator(config, args.host, args.port)
+        return EXIT_OK
+    raise AssertionError(args.command)  # argparse rejects unknown commands
+
+
+def run(config: Config, args: argparse.Namespace) -> int:
+    from samza_dagster.runtime import run_job
+    from samza_dagster.runtime.provision import provision_streams
+
+    provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
+    for stream in provisioned.created:
+        print(f"created stream {stream.name} ({stream.partitions} partitions)", file=sys.stderr)
+    result = run_job(config)
+    print(result.summary_line())
+    return EXIT_OK if result.succeeded else EXIT_FAILED
+
+
+def run_bench(argv: Sequence[str]) -> int:
+    """``samza-dagster bench``: ``python -m bench`` of the repository checkout (benchmarks are
+    not part of the installed package, and the engine never imports them)."""
+    root = Path(os.getcwd())
+    if not (root / "bench" / "__main__.py").is_file():
+        print("samza-dagster bench: run it from the samza-dagster repository root "
+              f"(no bench/__main__.py under {root}); it runs `python -m bench`", file=sys.stderr)
+        return EXIT_USAGE
+    return subprocess.call([sys.executable, "-m", "bench", *argv], cwd=root)

@@ -1,0 +1,115 @@
+"""The argument parser: every subcommand in one line of ``--help``, every value checked where it
+is read, so a bad one is a usage error (exit 2) naming the argument and the value."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DESCRIPTION = "Apache Samza's stream processing in Python: run jobs, inspect streams, run the demo."
+EPILOG = ("SAMZA_LOG_PATH sets the embedded log's root (default ./.samza-log) for every command. "
+          "Run `samza-dagster COMMAND --help` for a command's options.")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {value}")
+    return value
+
+
+def existing_file(text: str) -> str:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    return text
+
+
+def input_file(text: str) -> str:
+    return text if text == "-" else existing_file(text)
+
+
+def _config_args(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    parser.add_argument("--config-path", required=required, type=existing_file, metavar="FILE",
+                        help="the job's .properties file")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="samza-dagster", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level and print full traces")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="the four example applications on the embedded log, on Spark")
+    demo.add_argument("--root", default=None, metavar="DIR", help="keep the demo's streams here (default: a temp dir)")
+    demo.add_argument("--size", type=positive_int, default=None, metavar="N",
+                      help="messages per application (default 20000)")
+
+    run = sub.add_parser("run", help="run a job until it stops (bounded inputs) or Ctrl-C")
+    _config_args(run)
+    run.add_argument("--no-create-streams", action="store_true",
+                     help="fail, naming them, instead of creating missing input/output streams")
+
+    plan = sub.add_parser("plan", help="print a job's execution plan as JSON")
+    _config_args(plan)
+
+    _streams_parser(sub)
+
+    writer = sub.add_parser("coordinator-stream-writer", help="set or delete a key on a job's coordinator stream")
+    _config_args(writer)
+    writer.add_argument("--type", required=True, choices=["set-config", "delete"], dest="msg_type")
+    writer.add_argument("--key", required=True)
+    writer.add_argument("--value", default=None)
+    writer.add_argument("--force-reset", action="store_true",
+                        help="accept a change to set-once config (resets the job's state mapping)")
+
+    coordinator = sub.add_parser("job-coordinator", help="serve a job's JobModel over HTTP")
+    _config_args(coordinator)
+    coordinator.add_argument("--host", default="127.0.0.1")
+    coordinator.add_argument("--port", type=port, default=0)
+
+    sub.add_parser("bench", add_help=False, help="run the benchmarks (python -m bench; from the repository root)")
+    return parser
+
+
+def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    streams = sub.add_parser("streams", help="create, list, describe, produce to and tail streams")
+    actions = streams.add_subparsers(dest="streams_command", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = actions.add_parser(name, help=help_text)
+        _config_args(p, required=False)
+        return p
+
+    create = action("create", "create a stream (existing ones are left as they are)")
+    create.add_argument("stream", metavar="[SYSTEM.]STREAM")
+    create.add_argument("--partitions", type=positive_int, required=True, metavar="N")
+
+    listing = action("list", "the streams of a system")
+    listing.add_argument("--system", default=None, help="default: the job's default system, else log")
+
+    describe = action("describe", "partitions and offsets of a stream")
+    describe.add_argument("stream", metavar="[SYSTEM.]STREAM")
+
+    produce = action("produce", "write each line of a file (- for stdin) as one message")
+    produce.add_argument("stream", metavar="[SYSTEM.]STREAM")
+    produce.add_argument("--file", required=True, type=input_file, metavar="FILE")
+    produce.add_argument("--key-field", default=None, metavar="NAME",
+                         help="for JSON lines: use this field as the message key")
+
+    tail = action("tail", "print the last messages of a stream")
+    tail.add_argument("stream", metavar="[SYSTEM.]STREAM")
+    tail.add_argument("-n", "--lines", type=positive_int, default=10, metavar="N", help="per partition (default 10)")

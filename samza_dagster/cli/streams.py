@@ -1,0 +1,226 @@
+"""``samza-dagster streams``: a stream's contents without writing Python.
+
+Streams are named ``system.stream`` or just ``stream`` (the job's ``job.default.system``, else
+``log``). Without ``--config-path`` the commands work on the embedded log under
+``SAMZA_LOG_PATH`` (default ``./.samza-log``). Messages go through the stream's configured serdes
+(``systems.<s>.samza.msg.serde``, ``...key.serde`` or the stream-level keys): ``produce`` turns
+each line into a message the way the job will read it (a JSON line for ``json``, the line's text
+for ``string``, its bytes otherwise) and ``tail`` prints them back decoded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from samza_dagster.cli.errors import EXIT_OK, UsageError
+from samza_dagster.config import Config
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.serde.registry import SerdeRegistry
+from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
+from samza_dagster.system.errors import StreamNotFoundError
+
+
+TAIL_TIMEOUT_S = 30.0
+
+
+def run_streams_command(args: argparse.Namespace, config: Config) -> int:
+    action = args.streams_command
+    if action == "list":
+        return list_streams(config, args.system or _default_system(config))
+    target = parse_stream(args.stream, config)
+    if action == "create":
+        return create(config, target, args.partitions)
+    if action == "describe":
+        return describe(config, target)
+    if action == "produce":
+        if args.file == "-":
+            return produce(config, target, sys.stdin, "<stdin>", args.key_field)
+        with open(args.file, encoding="utf-8") as lines:
+            return produce(config, target, lines, args.file, args.key_field)
+    if action == "tail":
+        return tail(config, target, args.lines)
+    raise AssertionError(action)
+
+
+def _default_system(config: Config) -> str:
+    return config.get_str("job.default.system") or "log"
+
+
+def parse_stream(text: str, config: Config) -> SystemStream:
+    system, dot, stream = text.partition(".")
+    if not dot:
+        return SystemStream(_default_system(config), text)
+    if not system or not stream:
+        raise UsageError(f"stream {text!r}: expected [SYSTEM.]STREAM, e.g. log.sentences")
+    return SystemStream(system, stream)
+
+
+@contextmanager
+def _admin(config: Config, system: str) -> Iterator[Any]:
+    admin = system_factory(config, system).get_admin(system, config)
+    try:
+        yield admin
+    finally:
+        close = getattr(admin, "stop", None) or getattr(admin, "close", None)
+        if callable(close):
+            close()
+
+
+def create(config: Config, target: SystemStream, partitions: int) -> int:
+    with _admin(config, target.system) as admin:
+        created = admin.create_stream(StreamSpec(target.stream, target.stream, target.system, partitions))
+        if created is False:
+            existing = len(admin.get_system_stream_metadata([target.stream])[target.stream].partitions)
+            print(f"{target.system}.{target.stream} already exists ({existing} partitions)")
+            return EXIT_OK
+    print(f"created {target.system}.{target.stream} ({partitions} partitions)")
+    return EXIT_OK
+
+
+def list_streams(config: Config, system: str) -> int:
+    with _admin(config, system) as admin:
+        lister = getattr(admin, "list_streams", None)
+        if lister is None:
+            raise UsageError(f"system {system!r} cannot list its streams; describe one by name instead")
+        names = sorted(n for n in lister() if not n.startswith("__"))
+        metadata = admin.get_system_stream_metadata(names) if names else {}
+    for name in names:
+        md = metadata[name]
+        messages = sum(int(m.upcoming_offset) - int(m.oldest_offset) for m in md.partitions.values())
+        print(f"{system}.{name}  {len(md.partitions)} partitions  {messages} messages")
+    if not names:
+        print(f"no streams on system {system!r}")
+    return EXIT_OK
+
+
+def _metadata(admin: Any, target: SystemStream) -> Any:
+    try:
+        return admin.get_system_stream_metadata([target.stream])[target.stream]
+    except (StreamNotFoundError, KeyError):
+        raise StreamNotFoundError(
+            target.system, target.stream,
+            f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N",
+        ) from None
+
+
+def describe(config: Config, target: SystemStream) -> int:
+    with _admin(config, target.system) as admin:
+        md = _metadata(admin, target)
+    print(f"{target.system}.{target.stream}: {len(md.partitions)} partitions")
+    print("  partition  oldest  newest  upcoming")
+    for p, m in sorted(md.partitions.items()):
+        print(f"  {p:>9}  {m.oldest_offset:>6}  {m.newest_offset if m.newest_offset is not None else '-':>6}  "
+              f"{m.upcoming_offset:>8}")
+    return EXIT_OK
+
+
+def produce(config: Config, target: SystemStream, lines: TextIO, source: str, key_field: str | None) -> int:
+    """One message per non-empty line; a line the stream's serde cannot take fails naming the
+    line and nothing from the file is sent (the lines are checked before the first send)."""
+    serdes = SerdeRegistry(config)
+    msg_serde, key_serde = serdes.msg_serde(target), serdes.key_serde(target)
+    messages: list[tuple[bytes | None, bytes]] = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\n")
+        if not line.strip():
+            continue
+        value: Any = line
+        if _is_json(msg_serde) or key_field:
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{source} line {number}: not a JSON value ({exc.msg}): {line[:60]!r}") from None
+        key: Any = None
+        if key_field:
+            if not isinstance(value, dict) or key_field not in value:
+                raise UsageError(f"{source} line {number}: no field {key_field!r} for --key-field")
+            key = value[key_field]
+        messages.append((_encode(key_serde, key), _encode(msg_serde, value)))
+    with _admin(config, target.system) as admin:
+        _metadata(admin, target)  # the stream must exist: producing does not create one
+    producer = system_factory(config, target.system).get_producer(target.system, config)
+    producer.register("samza-dagster-streams")
+    producer.start()
+    try:
+        for key, value in messages:
+            producer.send("samza-dagster-streams", OutgoingMessageEnvelope(target, value, key=key))
+        producer.flush("samza-dagster-streams")
+    finally:
+        producer.stop()
+    print(f"wrote {len(messages)} messages to {target.system}.{target.stream}")
+    return EXIT_OK
+
+
+def _is_json(serde: Any) -> bool:
+    return type(serde).__name__ == "JsonSerde"
+
+
+def _encode(serde: Any, value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if serde is not None:
+        return serde.to_bytes(value)
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+def _decode(serde: Any, data: bytes | None) -> str:
+    if data is None:
+        return "-"
+    if serde is None:
+        return data.decode(errors="replace")
+    try:
+        value = serde.from_bytes(data)
+    except Exception:  # noqa: BLE001 - show what is there rather than fail the listing
+        return data.decode(errors="replace")
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def tail(config: Config, target: SystemStream, per_partition: int) -> int:
+    from samza_dagster.system import SystemStreamPartition
+
+    factory = system_factory(config, target.system)
+    with _admin(config, target.system) as admin:
+        md = _metadata(admin, target)
+    serdes = SerdeRegistry(config)
+    msg_serde, key_serde = serdes.msg_serde(target), serdes.key_serde(target)
+    wanted: dict[Any, int] = {}
+    consumer = factory.get_consumer(target.system, config)
+    for p, m in sorted(md.partitions.items()):
+        if m.newest_offset is None:
+            continue
+        start = max(int(m.oldest_offset), int(m.newest_offset) - per_partition + 1)
+        ssp = SystemStreamPartition(target.system, target.stream, p)
+        consumer.register(ssp, str(start))
+        wanted[ssp] = int(m.newest_offset)
+    rows: list[tuple[int, int, str, str]] = []
+    if wanted:
+        consumer.start()
+        deadline = time.monotonic() + TAIL_TIMEOUT_S
+        try:
+            while wanted:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"{target.system}.{target.stream}: partitions {sorted(s.partition for s in wanted)} "
+                        f"not read to their newest offset within {TAIL_TIMEOUT_S:.0f} s"
+                    )
+                for ssp, envelopes in consumer.poll(set(wanted), 0.2).items():
+                    for env in envelopes:
+                        if env.is_end_of_stream or ssp not in wanted:
+                            continue
+                        offset = int(env.offset)
+                        rows.append((ssp.partition, offset, _decode(key_serde, env.key), _decode(msg_serde, env.message)))
+                        if offset >= wanted[ssp]:
+                            wanted.pop(ssp)
+        finally:
+            consumer.stop()
+    for partition, offset, key, value in sorted(rows):
+        print(f"{partition}:{offset}\t{key}\t{value}")
+    if not rows:
+        print(f"{target.system}.{target.stream} is empty", file=sys.stderr)
+    return EXIT_OK
