@@ -94,8 +94,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def run(config: Config, args: argparse.Namespace) -> int:
     from samza_dagster.runtime import run_job
+    from samza_dagster.runtime.preflight import check_job_config
     from samza_dagster.runtime.provision import provision_streams
 
+    check_job_config(config)
     provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
     for stream in provisioned.created:
         print(f"created stream {stream.name} ({stream.partitions} partitions)", file=sys.stderr)

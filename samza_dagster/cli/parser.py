@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import NoReturn
 
 DESCRIPTION = "Apache Samza's stream processing in Python: run jobs, inspect streams, run the demo."
 EPILOG = ("SAMZA_LOG_PATH sets the embedded log's root (default ./.samza-log) for every command. "
           "Run `samza-dagster COMMAND --help` for a command's options.")
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors in two lines — what was wrong, and where to read more — instead of a usage
+    block that wraps over several lines before the one line that matters."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n  (see {self.prog} --help)\n")
 
 
 def positive_int(text: str) -> int:
@@ -49,7 +58,7 @@ def _config_args(parser: argparse.ArgumentParser, *, required: bool = True) -> N
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="samza-dagster", description=DESCRIPTION, epilog=EPILOG)
+    parser = Parser(prog="samza-dagster", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level and print full traces")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -91,7 +91,7 @@ class Config(Mapping[str, str]):
         try:
             return int(raw.strip())
         except ValueError:
-            raise ConfigError(f"config key {key!r} must be an integer, got {raw!r}", key=key) from None
+            raise ConfigError(f"config key {key!r} must be an integer, got {raw!r}{_comment_hint(raw)}", key=key) from None
 
     get_long = get_int
 
@@ -102,7 +102,7 @@ class Config(Mapping[str, str]):
         try:
             return float(raw.strip())
         except ValueError:
-            raise ConfigError(f"config key {key!r} must be a number, got {raw!r}", key=key) from None
+            raise ConfigError(f"config key {key!r} must be a number, got {raw!r}{_comment_hint(raw)}", key=key) from None
 
     def get_bool(self, key: str, default: bool = False) -> bool:
         raw = self._entries.get(key)
@@ -113,7 +113,7 @@ class Config(Mapping[str, str]):
             return True
         if lowered in _FALSE:
             return False
-        raise ConfigError(f"config key {key!r} must be true or false, got {raw!r}", key=key)
+        raise ConfigError(f"config key {key!r} must be true or false, got {raw!r}{_comment_hint(raw)}", key=key)
 
     def get_list(self, key: str, default: list[str] | None = None) -> list[str]:
         """A comma-separated list; blank entries are dropped."""
@@ -148,3 +148,8 @@ def _to_str(value: object) -> str:
     if value is None:
         return ""
     return str(value)
+
+
+def _comment_hint(raw: str) -> str:
+    """.properties has no inline comments: ``a=1  # note`` makes the value ``1  # note``."""
+    return " (.properties has no inline comments: put a comment on its own line)" if "#" in raw else ""

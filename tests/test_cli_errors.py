@@ -1,0 +1,74 @@
+"""Bad input to the command line, as a table: each case's exit status (2 for usage and config,
+1 for what the world refused), that the message is short (no trace), and that it names the bad
+value. Run as a user runs it: the console script in a fresh directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent / "samza-dagster"
+
+GOOD_JOB = (
+    "job.name=j\njob.factory.class=thread\ntask.class=tests.apps.tasks:NoOpTask\ntask.inputs=log.sentences\n"
+    "streams.sentences.partitions=1\nstreams.sentences.samza.bounded=true\n"
+)
+
+#: (id, files to write, argv, exit status, text the message must contain)
+CASES = [
+    ("negative size", {}, ["demo", "--size", "-5"], 2, "--size: must be 1 or more, got -5"),
+    ("size not a number", {}, ["demo", "--size", "many"], 2, "--size: must be a whole number, got 'many'"),
+    ("unknown command", {}, ["launch"], 2, "invalid choice: 'launch'"),
+    ("missing config file", {}, ["run", "--config-path", "nope.properties"], 2, "no such file: nope.properties"),
+    ("override without =", {"job.properties": GOOD_JOB}, ["run", "--config-path", "job.properties", "--config", "task.commit.ms"], 2,
+     "--config expects key=value, got 'task.commit.ms'"),
+    ("inline comment in properties", {"job.properties": GOOD_JOB + "task.commit.ms=500   # twice a second\n"},
+     ["run", "--config-path", "job.properties"], 2, "'task.commit.ms' must be an integer, got '500   # twice a second' (.properties has no inline comments"),
+    ("unknown runner", {"job.properties": GOOD_JOB.replace("thread", "threads")},
+     ["run", "--config-path", "job.properties"], 2, "got 'threads'"),
+    ("task class that does not import", {"job.properties": GOOD_JOB.replace("tests.apps.tasks:NoOpTask", "nowhere:Task")},
+     ["run", "--config-path", "job.properties"], 2, "cannot import module 'nowhere'"),
+    ("missing input, no-create-streams", {"job.properties": GOOD_JOB},
+     ["run", "--config-path", "job.properties", "--no-create-streams"], 1, "log.sentences: samza-dagster streams create"),
+    ("partitions zero", {}, ["streams", "create", "log.x", "--partitions", "0"], 2, "--partitions: must be 1 or more, got 0"),
+    ("describe a missing stream", {}, ["streams", "describe", "log.nope"], 1, "stream 'nope' does not exist on system 'log'"),
+    ("bad stream name", {}, ["streams", "describe", "log."], 2, "expected [SYSTEM.]STREAM"),
+    ("produce a file that is not there", {}, ["streams", "produce", "log.x", "--file", "in.txt"], 2, "no such file: in.txt"),
+    ("port out of range", {"job.properties": GOOD_JOB}, ["job-coordinator", "--config-path", "job.properties", "--port", "70000"], 2,
+     "--port: must be between 0 and 65535, got 70000"),
+    ("set-config without value", {"job.properties": GOOD_JOB},
+     ["coordinator-stream-writer", "--config-path", "job.properties", "--type", "set-config", "--key", "task.commit.ms"], 2,
+     "needs --value"),
+]
+
+
+@pytest.mark.parametrize(("files", "argv", "status", "needle"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_one_short_message_with_the_right_exit_status(tmp_path, files, argv, status, needle):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("SAMZA_LOG_PATH", None)
+    done = subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == status, done.stderr
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip() and "incubator modules" not in line]
+    assert len(lines) <= 3, done.stderr
+    assert "created stream" not in done.stderr  # a bad job creates nothing
+
+
+def test_produce_checks_every_line_before_sending_any(tmp_path):
+    env = {**os.environ}
+    env.pop("SAMZA_LOG_PATH", None)
+    (tmp_path / "job.properties").write_text("job.name=j\nsystems.log.samza.msg.serde=json\n")
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n{"a": 2\n')
+    run = lambda *argv: subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # noqa: E731
+    assert run("streams", "create", "log.events", "--partitions", "1").returncode == 0
+    bad = run("streams", "produce", "log.events", "--file", "in.jsonl", "--config-path", "job.properties")
+    assert bad.returncode == 2 and "in.jsonl line 2: not a JSON value" in bad.stderr
+    described = run("streams", "describe", "log.events")
+    assert "0       -         0" in described.stdout.replace("  ", "  ")  # nothing was sent
