@@ -213,8 +213,8 @@ the flood lasts.
 
 
 # -- B5 --------------------------------------------------------------------------------------------
-#: ``task.consumer.batch.size`` of B5's batched run.
-B5_BATCH_SIZE = 250
+#: B5's target: the default config reads a bootstrap stream at this fraction of the raw consumer
+B5_TARGET = 0.8
 
 class _Boot:
     bootstrap_processed = 0
@@ -240,14 +240,16 @@ def child_b5_prepare(root: str, records: int) -> dict[str, Any]:
     return {"produce_s": time.perf_counter() - t0}
 
 
-def child_b5_engine(root: str, job: str, records: int, batch_size: int = 1) -> dict[str, Any]:
+def child_b5_engine(root: str, job: str, records: int, batch_size: int | None = None) -> dict[str, Any]:
+    """``batch_size`` None: the default config (task.consumer.batch.size unset)."""
     from samza_dagster.container import SamzaContainer
     from samza_dagster.coordinator.model_builder import build_job_model
 
-    config = _log_config(root, job, **{"task.inputs": "log.boot,log.other",
-                                       "task.class": "bench.bench_streams:BootstrapProbeTask",
-                                       "systems.log.streams.boot.samza.bootstrap": "true",
-                                       "task.consumer.batch.size": str(batch_size)})
+    settings = {"task.inputs": "log.boot,log.other", "task.class": "bench.bench_streams:BootstrapProbeTask",
+                "systems.log.streams.boot.samza.bootstrap": "true"}
+    if batch_size is not None:
+        settings["task.consumer.batch.size"] = str(batch_size)
+    config = _log_config(root, job, **settings)
     model = build_job_model(config).model
     t0 = time.perf_counter()
     SamzaContainer("0", model).run()
@@ -285,14 +287,14 @@ def b5_section(records: int, repetitions: int, workdir: Path, log=print):
     log(f"  produced {records:,} bootstrap records in {prep['produce_s']:.1f} s")
     runs = alternate(repetitions, {
         "raw": lambda rep: isolated("bench.bench_streams:child_b5_raw", root=root, records=records),
-        "bootstrap": lambda rep: isolated("bench.bench_streams:child_b5_engine", root=root, job=f"boot-{rep}",
-                                          records=records),
-        "batched": lambda rep: isolated("bench.bench_streams:child_b5_engine", root=root, job=f"boot-b-{rep}",
-                                        records=records, batch_size=B5_BATCH_SIZE),
+        "default": lambda rep: isolated("bench.bench_streams:child_b5_engine", root=root, job=f"boot-d-{rep}",
+                                        records=records),
+        "samza": lambda rep: isolated("bench.bench_streams:child_b5_engine", root=root, job=f"boot-s-{rep}",
+                                      records=records, batch_size=1),
     }, log)
-    raw, eng, batched = (column(runs[k], "rate") for k in ("raw", "bootstrap", "batched"))
-    default_ratios = [e / r for e, r in zip(eng, raw)]
-    ratios = [e / r for e, r in zip(batched, raw)]
+    raw, default, samza = (column(runs[k], "rate") for k in ("raw", "default", "samza"))
+    ratios = [e / r for e, r in zip(default, raw)]
+    samza_ratios = [e / r for e, r in zip(samza, raw)]
     ratio = median(ratios)
     body = f"""
 {records:,} records of 100 bytes in a {BATCH_PARTITIONS}-partition log stream marked `samza.bootstrap`, plus an
@@ -302,20 +304,22 @@ Every run checked that all {records:,} bootstrap records were processed before t
 | | records/s | seconds | peak RSS, MB |
 |---|---:|---:|---:|
 | raw `LogSystemConsumer` poll loop over the bootstrap stream | {fmt(raw)} | {fmt(column(runs['raw'], 'seconds'), '.2f')} | {fmt(column(runs['raw'], 'peak_rss_mb'))} |
-| container, `task.consumer.batch.size={B5_BATCH_SIZE}`: start → first `other` message processed | {fmt(batched)} | {fmt(column(runs['batched'], 'seconds'), '.2f')} | {fmt(column(runs['batched'], 'peak_rss_mb'))} |
-| container, Samza's default chooser (no batching): the same | {fmt(eng)} | {fmt(column(runs['bootstrap'], 'seconds'), '.2f')} | {fmt(column(runs['bootstrap'], 'peak_rss_mb'))} |
-| batched / raw, per repetition (the result) | {fmt(ratios, '.2f')} | | |
-| no batching / raw, per repetition | {fmt(default_ratios, '.2f')} | | |
+| container, default config (`task.consumer.batch.size` unset): start → first `other` message processed | {fmt(default)} | {fmt(column(runs['default'], 'seconds'), '.2f')} | {fmt(column(runs['default'], 'peak_rss_mb'))} |
+| container, `task.consumer.batch.size=1` (Samza's default chooser): the same | {fmt(samza)} | {fmt(column(runs['samza'], 'seconds'), '.2f')} | {fmt(column(runs['samza'], 'peak_rss_mb'))} |
+| default / raw, per repetition (the result) | {fmt(ratios, '.2f')} | | |
+| `batch.size=1` / raw, per repetition | {fmt(samza_ratios, '.2f')} | | |
 
-The result is the batched run: batching (Samza's `task.consumer.batch.size`) is the setting for
-reading a large stream fast, and with it the run loop takes up to {B5_BATCH_SIZE} envelopes of one
-partition per chooser decision. Without it every envelope costs an update/choose pair through
-three choosers (bootstrapping, priority tiers, round-robin).
+The result is the default config: with `task.consumer.batch.size` unset, a bootstrap stream's
+priority tier batches 250 envelopes of one partition per chooser decision (a deliberate
+difference from Samza, whose default is 1 for every stream; see docs/decisions.md). With the key
+set to 1 every envelope costs an update/choose pair through three choosers (bootstrapping,
+priority tiers, round-robin).
 """
     return Section(
         key="B5", title="bootstrapping a stream before the first other message",
         command=f"python -m bench --only B5 --messages {records} --repetitions {repetitions}",
-        body=body, result=f"{ratio:.2f}× of raw with batching ({median(batched):,.0f} vs {median(raw):,.0f} "
-                          f"records/s; {median(default_ratios):.2f}× without)",
-        target="≥ 0.70 × the raw rate", met=ratio >= 0.7, why="" if ratio >= 0.7 else "Why: see *Profiles* below.",
+        body=body, result=f"{ratio:.2f}× of raw with the default config ({median(default):,.0f} vs {median(raw):,.0f} "
+                          f"records/s; {median(samza_ratios):.2f}× with batch.size=1)",
+        target=f"≥ {B5_TARGET:.2f} × the raw rate with defaults", met=ratio >= B5_TARGET,
+        why="" if ratio >= B5_TARGET else "Why: see *Profiles* below.",
         elapsed_s=time.perf_counter() - t0)

@@ -11,27 +11,34 @@ if [ -z "$python_bin" ]; then
     if command -v "$candidate" >/dev/null 2>&1; then python_bin="$candidate"; break; fi
   done
 fi
-# pip, quietly; this machine's pip config names local indexes that may be absent, and pip
-# warns about each of them per package — drop those lines, keep everything else.
-quiet_pip() {
-  local log status=0
-  log="$(mktemp)"
-  "$root/.venv/bin/python" -m pip "$@" >"$log" 2>&1 || status=$?
-  grep -v "is ignored: it is neither a file nor a directory" "$log" >&2 || true
-  rm -f "$log"
+# pip, with one line per package it fetches so a first install (a few minutes) shows progress;
+# the full log stays in .venv/pip.log. This machine's pip config names local indexes that may
+# be absent, and pip warns about each of them per package — those lines are dropped.
+pip_with_progress() {
+  local status=0
+  : >"$root/.venv/pip.log"
+  "$root/.venv/bin/python" -m pip "$@" >>"$root/.venv/pip.log" 2>&1 &
+  local pid=$!
+  tail -n +1 -f "$root/.venv/pip.log" --pid="$pid" 2>/dev/null \
+    | grep --line-buffered -E "^(Collecting|ERROR|error)" | sed -u 's/^Collecting /  fetching /' >&2 || true
+  wait "$pid" || status=$?
+  if [ "$status" -ne 0 ]; then
+    grep -v "is ignored: it is neither a file nor a directory" "$root/.venv/pip.log" | tail -20 >&2
+  fi
   return "$status"
 }
 if [ ! -x "$root/.venv/bin/python" ]; then
   echo "setting up .venv with $python_bin (first time: a few minutes)" >&2
   "$python_bin" -m venv "$root/.venv"
-  quiet_pip install -q --upgrade pip
+  pip_with_progress install --upgrade pip
 fi
 stamp="$root/.venv/.installed-$(cat "$root/pyproject.toml" | sha256sum | cut -c1-16)-${extras//,/_}"
 if [ ! -f "$stamp" ]; then
   spec="$root"
   [ -n "$extras" ] && spec="$root[$extras]"
-  echo "installing samza-dagster${extras:+[$extras]} into .venv" >&2
-  quiet_pip install -q -e "$spec"
+  echo "installing samza-dagster${extras:+[$extras]} and its dependencies into .venv" >&2
+  pip_with_progress install -e "$spec"
+  echo "installed (pip's log: .venv/pip.log)" >&2
   touch "$stamp"
 fi
 export PATH="$root/.venv/bin:$PATH"

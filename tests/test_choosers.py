@@ -442,6 +442,27 @@ def test_default_chooser_batches_within_a_tier():
     assert streams_of(h.drain()) == (["realtime"] * 3 + ["batch"] * 3) * 2
 
 
+def test_default_chooser_batches_a_bootstrap_stream_unless_the_batch_size_is_set():
+    """A deliberate difference from Samza: with task.consumer.batch.size unset, the bootstrap
+    stream's tier batches (two partitions of it alternate in runs, not message by message);
+    the other tiers do not. Setting the key to 1 restores Samza's one-at-a-time everywhere."""
+    base = {"task.inputs": "s.currency_codes,s.transactions", "systems.s.streams.currency_codes.samza.bootstrap": "true"}
+    c0, c1 = ssp(CODES, 0), ssp(CODES, 1)
+
+    def order(cfg: Config) -> list[int]:
+        chooser = DefaultChooser.from_config(cfg, {CODES: meta(300, 300), TX: meta(0)})
+        h = Harness(chooser, {c0: [env(c0, i) for i in range(300)], c1: [env(c1, i) for i in range(300)]})
+        h.start()
+        return [e.ssp.partition for e in h.drain()], chooser
+
+    default_order, default = order(Config(base))
+    assert default.batch_sizes == {1: 250, 0: 1}
+    assert default_order[:250] == [default_order[0]] * 250  # a run of one partition
+    samza_order, samza = order(Config({**base, "task.consumer.batch.size": "1"}))
+    assert samza.batch_sizes == {1: 1, 0: 1}
+    assert samza_order[:4] in ([0, 1, 0, 1], [1, 0, 1, 0])  # round-robin, message by message
+
+
 def test_default_chooser_fetches_missing_metadata_in_one_call_per_system():
     calls = []
 
