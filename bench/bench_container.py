@@ -21,7 +21,7 @@ from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
 from samza_dagster.coordinator.model_builder import build_job_model
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 PARTITIONS = 4
 

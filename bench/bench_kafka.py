@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task.api import InitableTask, StreamTask
 
 PARTITIONS = 4

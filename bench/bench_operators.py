@@ -14,7 +14,7 @@ from samza_dagster.config import Config
 from samza_dagster.coordinator.model_builder import build_job_model
 from samza_dagster.container import SamzaContainer
 from samza_dagster.runtime import run_job
-from tests.test_operators_runtime import create, produce
+from support.hl_harness import create, produce
 
 
 def _setup(root: Path, n: int) -> Config:

@@ -24,7 +24,7 @@ import uuid
 from bench.report import command_line, machine_line, summarize, write_section
 from samza_dagster.config import Config
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.task import InitableTask, StreamTask
 
 PARTITIONS = 4

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from samza_dagster.config import Config
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.task.api import InitableTask, StreamTask
 from samza_dagster.task.coordinator import RequestScope
 

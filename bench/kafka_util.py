@@ -20,7 +20,7 @@ TOPIC_CONFIGS = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy"
 
 
 def start_broker():
-    from tests.fixtures.kafka_broker import start_broker as _start
+    from support.kafka_broker import start_broker as _start
 
     return _start()
 

@@ -17,7 +17,7 @@ import dagster as dg
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.orchestration.observation import system_admin
-from samza_dagster.system.model import StreamSpec, SystemStreamMetadata
+from samza_dagster.model import StreamSpec, SystemStreamMetadata
 
 KAFKA_BOOTSTRAP_ENV = "SAMZA_KAFKA_BOOTSTRAP_SERVERS"
 

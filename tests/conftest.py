@@ -6,7 +6,7 @@ import pytest
 
 from samza_dagster.config import Config
 
-pytest_plugins = ["tests.fixtures.kafka_broker"]
+pytest_plugins = ["support.kafka_broker"]
 
 
 @pytest.fixture

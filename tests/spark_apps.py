@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task import InitableTask, StreamTask
 
 

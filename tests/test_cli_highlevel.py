@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hl_apps.harness import base, create, produce, read_all
+from support.hl_harness import base, create, produce, read_all
 
 pytestmark = pytest.mark.timeout(120)
 

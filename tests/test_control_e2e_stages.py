@@ -15,8 +15,8 @@ from samza_dagster.control import EndOfStreamMessage, IntermediateMessageSerde
 from samza_dagster.runtime.thread_runner import ThreadJobRunner
 from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
-from tests.hl_apps.harness import base, bounded, counter, create, produce, read_all, run, statuses, task_names
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from support.hl_harness import base, bounded, counter, create, produce, read_all, run, statuses, task_names
 
 pytestmark = pytest.mark.timeout(120)
 

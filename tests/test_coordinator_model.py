@@ -15,7 +15,7 @@ from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.coordinator.model_builder import build_job_model
 from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.coordinator.submission import SetOnceConfigChangeError, check_set_once, plan_submission
-from samza_dagster.system.model import SystemStream, SystemStreamPartition as SSP
+from samza_dagster.model import SystemStream, SystemStreamPartition as SSP
 
 ORDERS = SystemStream("kafka", "orders")
 CLICKS = SystemStream("kafka", "clicks")

@@ -1,4 +1,4 @@
-"""The Kafka system against a real Kafka-protocol broker (tansu, started by tests/fixtures/kafka_broker.py)."""
+"""The Kafka system against a real Kafka-protocol broker (tansu, started by support/kafka_broker.py)."""
 
 from __future__ import annotations
 

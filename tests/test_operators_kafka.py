@@ -11,7 +11,7 @@ import pytest
 
 from samza_dagster.planner import plan_from_config
 from samza_dagster.system.partitioner import partition_for_key
-from tests.hl_apps.harness import bounded, create, produce, read_all, run, statuses
+from support.hl_harness import bounded, create, produce, read_all, run, statuses
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(180)]
 

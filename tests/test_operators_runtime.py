@@ -12,11 +12,10 @@ import pytest
 
 from samza_dagster.planner import plan_from_config
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.partitioner import partition_for_key
-from tests.hl_apps.harness import base, bounded, counter, create, produce, read_all, run, statuses, task_names
+from support.hl_harness import base, bounded, counter, create, produce, read_all, run, statuses, task_names
 
-__all__ = ["base", "bounded", "create", "produce", "read_all"]  # bench.bench_operators imports these
 
 pytestmark = pytest.mark.timeout(120)
 

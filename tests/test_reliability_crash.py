@@ -31,7 +31,7 @@ from samza_dagster.serde import LongSerde, StringSerde
 from samza_dagster.storage import RocksDBRawStore
 from samza_dagster.system.log import LogSystemFactory
 from samza_dagster.task.api import InitableTask, StreamTask
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from tests.apps.harness import create_stream, produce
 from tests.forwarding import ForwardingConsumer, ForwardingProducer
 
@@ -180,7 +180,7 @@ def _store_contents(tmp_path: Path) -> dict[str, dict[str, int]]:
 def read_all(config: Config, stream: str, system: str = "log") -> list:
     """Every envelope of ``stream`` (all partitions) from oldest to the head seen now."""
     from samza_dagster.system.factories import system_factory
-    from samza_dagster.system.model import SystemStreamPartition
+    from samza_dagster.model import SystemStreamPartition
 
     factory = system_factory(config, system)
     md = factory.get_admin(system, config).get_system_stream_metadata([stream])[stream]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from samza_dagster.config import Config
 from samza_dagster.system.log import LogSystemFactory
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 STREAM = "crashlog"
 WRITERS = 3

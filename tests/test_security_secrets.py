@@ -18,7 +18,7 @@ from samza_dagster.coordinator.job_coordinator import JobCoordinator
 from samza_dagster.runtime import run_job
 from samza_dagster.serde import PickleSerde
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system.model import SystemStream
+from samza_dagster.model import SystemStream
 from tests.apps.harness import create_stream, produce
 
 SECRETS = {

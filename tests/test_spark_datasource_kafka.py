@@ -27,7 +27,7 @@ from samza_dagster.config import Config
 from samza_dagster.spark import get_or_create_spark, read_options
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
 from samza_dagster.system.partitioner import partition_for_key
-from tests.fixtures.kafka_broker import KafkaBroker
+from support.kafka_broker import KafkaBroker
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 

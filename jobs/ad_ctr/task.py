@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task import EndOfStreamListenerTask, InitableTask, StreamTask
 
 VIEWS, CLICKS = "ad_views", "ad_clicks"

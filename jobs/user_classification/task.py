@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from jobs.user_classification.classifier import check_strategy, classify
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task import InitableTask, StreamTask
 
 REALTIME = "user_signups"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task import InitableTask, StreamTask
 
 

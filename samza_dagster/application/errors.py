@@ -1,7 +1,9 @@
 """Errors raised while an application describes itself (building the OperatorSpec graph)."""
 
+from samza_dagster.errors import SamzaError
 
-class ApplicationError(ValueError):
+
+class ApplicationError(SamzaError, ValueError):
     """The application's graph is invalid: a duplicate operator id, a table used before
     ``get_table``, a stream registered twice, an operator cycle, a bad argument to a
     MessageStream method.

@@ -16,16 +16,17 @@ objects owned by the control-message bookkeeping (seed 003), carried through unc
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 CHECKPOINT_VERSION = 1
 
 
-class CheckpointError(ValueError):
+class CheckpointError(SamzaError, ValueError):
     """A checkpoint message could not be read; names the task and the offset."""
 
 

@@ -12,7 +12,7 @@ import time
 from samza_dagster.checkpoint.checkpoint import Checkpoint, CheckpointError
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 SOURCE = "__checkpoint"
 

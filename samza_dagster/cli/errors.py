@@ -8,6 +8,7 @@ exception is a bug of ours, reported in one line with the trace written to a fil
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import sys
 import tempfile
 import traceback
@@ -25,7 +26,7 @@ EXIT_INTERRUPTED = 130
 TRACE_FILE = Path(tempfile.gettempdir()) / "samza-dagster-last-error.log"
 
 
-class UsageError(Exception):
+class UsageError(SamzaError):
     """A bad argument value: names the argument and the value."""
 
 
@@ -44,9 +45,9 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
 
 def _world_errors() -> tuple[type[BaseException], ...]:
     """A stream that does not exist, a system that cannot be reached, a job that failed."""
-    from samza_dagster.system.errors import SystemError_
+    from samza_dagster.system.errors import SamzaSystemError
 
-    return (SystemError_, OSError, TimeoutError)
+    return (SamzaSystemError, OSError, TimeoutError)
 
 
 @contextmanager

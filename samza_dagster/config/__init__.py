@@ -2,22 +2,20 @@
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.properties import load_properties, parse_overrides, parse_properties
+from samza_dagster.config.system_config import StorageConfig, StreamConfig, SystemConfig
+from samza_dagster.config.task_config import TaskConfig
 
-__all__ = ["Config", "ConfigError", "load_properties", "parse_overrides", "parse_properties"]
-
-
-def __getattr__(name: str):  # typed views import the system model; load them lazily
-    if name in ("JobConfig",):
-        from samza_dagster.config.job_config import JobConfig
-
-        return JobConfig
-    if name in ("TaskConfig",):
-        from samza_dagster.config.task_config import TaskConfig
-
-        return TaskConfig
-    if name in ("SystemConfig", "StreamConfig", "StorageConfig"):
-        from samza_dagster.config import system_config
-
-        return getattr(system_config, name)
-    raise AttributeError(name)
+__all__ = [
+    "Config",
+    "ConfigError",
+    "JobConfig",
+    "StorageConfig",
+    "StreamConfig",
+    "SystemConfig",
+    "TaskConfig",
+    "load_properties",
+    "parse_overrides",
+    "parse_properties",
+]

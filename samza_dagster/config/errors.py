@@ -1,7 +1,9 @@
 """Errors raised while reading configuration."""
 
+from samza_dagster.errors import SamzaError
 
-class ConfigError(ValueError):
+
+class ConfigError(SamzaError, ValueError):
     """A configuration key is missing, malformed or inconsistent.
 
     The message always names the offending key (and the bad value when there is one),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.system.model import SystemStream
+from samza_dagster.model import SystemStream
 
 
 @dataclass(frozen=True)

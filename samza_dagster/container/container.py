@@ -44,7 +44,7 @@ from samza_dagster.storage.manager import (
     store_specs,
 )
 from samza_dagster.system.factories import system_factory as default_system_factory
-from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests
 from samza_dagster.task.factory import TaskFactory, task_factory_from_config
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 
 DLQ_KEY = "task.dlq.stream"
 

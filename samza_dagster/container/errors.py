@@ -3,6 +3,7 @@ stream, partition and offset."""
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 from typing import Any
 
 
@@ -11,7 +12,7 @@ def coordinates(envelope: Any) -> str:
     return f"stream {ssp.system}.{ssp.stream} partition {ssp.partition} offset {envelope.offset}"
 
 
-class ContainerError(RuntimeError):
+class ContainerError(SamzaError, RuntimeError):
     """Base class of the container's errors."""
 
 

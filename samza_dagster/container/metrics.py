@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 
 class TaskMetrics:

@@ -39,7 +39,7 @@ from typing import Any
 from samza_dagster.container.errors import CallbackTimeoutError, ContainerError, TaskProcessError, coordinates
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.task_instance import TaskInstance
-from samza_dagster.system.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
 from samza_dagster.task.callback import CallbackError, TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
 

@@ -29,7 +29,7 @@ from typing import Any
 from samza_dagster.container.errors import DeserializationError, TaskProcessError, coordinates
 from samza_dagster.container.metrics import TaskMetrics
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.task.api import (
     is_async_task,
     is_closable,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Self, TypeVar
 
 from samza_dagster.control.errors import ControlStateError
-from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamPartition
 
 S = TypeVar("S")
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from samza_dagster.control.errors import ControlStateError
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 
 def stream_id(ssp: SystemStreamPartition) -> str:

@@ -15,7 +15,7 @@ from samza_dagster.control._producers import ProducerTaskStates, check_new_produ
 from samza_dagster.control._snapshot import iter_partitions, stream_id
 from samza_dagster.control.errors import ControlStateError
 from samza_dagster.control.messages import EndOfStreamMessage
-from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamPartition
 
 
 class _EndOfStreamState:

@@ -8,6 +8,7 @@ cannot be decoded is a deserialization failure like any other, so the same handl
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 from typing import Any
 
 from samza_dagster.serde.serdes import SerdeError
@@ -49,7 +50,7 @@ class ControlMessageError(SerdeError):
         )
 
 
-class ControlStateError(ValueError):
+class ControlStateError(SamzaError, ValueError):
     """End-of-stream / watermark bookkeeping was given something inconsistent: a control
     message for a partition the task does not own, a producer task count that disagrees
     with the expected one, or a malformed checkpoint snapshot."""

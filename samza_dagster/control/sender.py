@@ -14,7 +14,7 @@ from typing import Any
 
 from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
 from samza_dagster.control.serde import encode_control_message
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 
 
 class ControlMessageSender:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 ALLOWED_LATENESS_KEY = "task.watermark.allowed.lateness.ms"
 INTERVAL_KEY = "task.watermark.interval.ms"

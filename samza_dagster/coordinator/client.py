@@ -3,6 +3,7 @@ container's host on the coordinator stream, and notice when a newer JobModel is 
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import json
 import logging
 import os
@@ -27,7 +28,7 @@ DEFAULT_TIMEOUT_S = 5.0
 MAX_BACKOFF_S = 5.0
 
 
-class CoordinatorUnreachableError(ConnectionError):
+class CoordinatorUnreachableError(SamzaError, ConnectionError):
     """The job coordinator did not answer within the retry budget; names the URL."""
 
     def __init__(self, url: str, attempts: int, elapsed_s: float, cause: BaseException | None) -> None:
@@ -38,7 +39,7 @@ class CoordinatorUnreachableError(ConnectionError):
         self.attempts = attempts
 
 
-class CoordinatorRequestError(RuntimeError):
+class CoordinatorRequestError(SamzaError, RuntimeError):
     """The job coordinator answered with an error that retrying will not fix (401, 404...)."""
 
     def __init__(self, url: str, status: int, body: str) -> None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 GROUP_BY_PARTITION = "group-by-partition"
 GROUP_BY_SYSTEM_STREAM_PARTITION = "group-by-system-stream-partition"

@@ -26,7 +26,7 @@ from samza_dagster.coordinator.model_builder import build_job_model
 from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter, close_admin
 from samza_dagster.coordinator.submission import SubmissionResult, submit_job_config
-from samza_dagster.system.model import SystemStream
+from samza_dagster.model import SystemStream
 from samza_dagster.system.protocols import SystemAdmin
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 
 @dataclass(frozen=True)

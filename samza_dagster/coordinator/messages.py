@@ -12,6 +12,7 @@ the integer is always written.
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import getpass
 import json
 import socket
@@ -30,7 +31,7 @@ MESSAGE_TYPES = (SET_CONFIG, SET_CHANGELOG, SET_CONTAINER_HOST_ASSIGNMENT)
 _COMPACT = (",", ":")
 
 
-class CoordinatorStreamFormatError(ValueError):
+class CoordinatorStreamFormatError(SamzaError, ValueError):
     """Bytes that are not a coordinator stream message of a version this code understands."""
 
 

@@ -16,7 +16,7 @@ from samza_dagster.coordinator.groupers import (
 )
 from samza_dagster.coordinator.job_model import ContainerModel, JobModel, TaskModel
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.system.protocols import SystemAdmin
 
 

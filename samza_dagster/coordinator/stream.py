@@ -7,6 +7,7 @@ systems ignore): the stream is a key/value table whose latest value per key is t
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import logging
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from samza_dagster.coordinator.messages import (
 )
 from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import (
+from samza_dagster.model import (
     OutgoingMessageEnvelope,
     StreamSpec,
     SystemStream,
@@ -36,7 +37,7 @@ DEFAULT_READ_TIMEOUT_MS = 30_000
 STREAM_PROPERTIES = {"cleanup.policy": "compact"}
 
 
-class CoordinatorStreamError(RuntimeError):
+class CoordinatorStreamError(SamzaError, RuntimeError):
     """The coordinator stream could not be read or written; the message names the stream."""
 
 

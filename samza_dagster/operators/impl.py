@@ -16,7 +16,7 @@ from typing import Any
 
 from samza_dagster.application.kv import KV
 from samza_dagster.application.windows import EVENT_TIME, SESSION, WindowPane
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 
 Next = Callable[[Any], None]
 

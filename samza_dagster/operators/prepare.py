@@ -43,7 +43,7 @@ from samza_dagster.operators.analysis import operator_stores, topological, upstr
 from samza_dagster.planner import ExecutionPlan, plan_from_config
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import StreamSpec, SystemStream
+from samza_dagster.model import StreamSpec, SystemStream
 
 STAGE_KEY = "app.stage"
 ORIGINAL_JOB_NAME_KEY = "app.stage.application.job.name"

@@ -22,7 +22,7 @@ from samza_dagster.operators.analysis import store_name
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamPartition
 
 _TIMEOUT_S = 60.0
 

@@ -45,7 +45,7 @@ from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import load_side_inputs
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.serde.serdes import JsonSerde
-from samza_dagster.system.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamPartition
 
 _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back
 

@@ -64,7 +64,7 @@ from samza_dagster.orchestration.observation import fetch_metadata, observe_stre
 from samza_dagster.orchestration.ops import SPARK_RESOURCE_KEY, SYSTEMS_RESOURCE_KEY
 from samza_dagster.planner import configured_plan
 from samza_dagster.planner.plan import StreamInfo
-from samza_dagster.system.model import StreamSpec, SystemStream
+from samza_dagster.model import StreamSpec, SystemStream
 
 log = logging.getLogger(__name__)
 

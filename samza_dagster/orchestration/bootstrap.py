@@ -24,7 +24,7 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.orchestration import results
 from samza_dagster.orchestration.observation import StreamObservation, checkpointed_offsets, offset_int
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from samza_dagster.planner.admins import fetch_metadata as fetch_stream_metadata
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import SystemStreamPartition, SystemStreamPartitionMetadata
+from samza_dagster.model import SystemStreamPartition, SystemStreamPartitionMetadata
 
 log = logging.getLogger(__name__)
 

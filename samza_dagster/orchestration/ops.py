@@ -36,7 +36,7 @@ from samza_dagster.orchestration.single_run import claim_job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import SystemUnavailableError
-from samza_dagster.system.model import StreamSpec
+from samza_dagster.model import StreamSpec
 
 SYSTEMS_RESOURCE_KEY = "samza_systems"
 SPARK_RESOURCE_KEY = "spark"

@@ -21,7 +21,7 @@ from samza_dagster.planner.execution_planner import ExecutionPlanner
 from samza_dagster.planner.plan import ExecutionPlan, JobInfo, Stage, StreamInfo
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import SystemStream
+from samza_dagster.model import SystemStream
 
 
 def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[SystemStream, int]:

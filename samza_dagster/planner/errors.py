@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 
-class PlanningError(ValueError):
+
+class PlanningError(SamzaError, ValueError):
     """The application cannot be planned: the streams of a join cannot agree on a partition
     count, an input stream's partition count is unknown, a declared count differs from the
     actual one.

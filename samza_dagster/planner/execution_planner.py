@@ -29,7 +29,7 @@ from samza_dagster.planner.errors import PlanningError
 from samza_dagster.planner.partitions import assign_intermediate_partitions, default_intermediate_partitions
 from samza_dagster.planner.plan import Edge, ExecutionPlan, JobInfo, JoinInfo, OperatorInfo, StreamInfo, TableInfo
 from samza_dagster.planner.stages import split_stages
-from samza_dagster.system.model import SystemStream
+from samza_dagster.model import SystemStream
 
 INTERMEDIATE_PARTITIONS_KEY = "job.intermediate.stream.partitions"
 

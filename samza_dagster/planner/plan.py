@@ -54,7 +54,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from samza_dagster.system.model import StreamSpec
+from samza_dagster.model import StreamSpec
 
 if TYPE_CHECKING:
     from samza_dagster.application.app import StreamApplicationDescriptor

@@ -9,7 +9,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import MASK, is_secret_key
-from samza_dagster.system.model import SystemStream
+from samza_dagster.model import SystemStream
 
 #: How often a container asks the coordinator whether a newer JobModel is served.
 WATCH_INTERVAL_KEY = "job.coordinator.watch.interval.ms"

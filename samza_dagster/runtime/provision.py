@@ -22,9 +22,9 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.planner import PlanningError, configured_plan
 from samza_dagster.planner.admins import fetch_metadata
-from samza_dagster.system.errors import SystemError_
+from samza_dagster.system.errors import SamzaSystemError
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import StreamSpec
+from samza_dagster.model import StreamSpec
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class DeclaredStream:
         return f"{self.system}.{self.physical_name}"
 
 
-class MissingStreamsError(SystemError_):
+class MissingStreamsError(SamzaSystemError):
     """Streams the job needs that do not exist, each with the command that creates it."""
 
     def __init__(self, missing: list[DeclaredStream], config_path: str | None, why: str) -> None:

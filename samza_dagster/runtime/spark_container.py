@@ -13,6 +13,7 @@ summary) is what makes Spark's barrier-stage retry restart the containers.
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import json
 import logging
 import os
@@ -31,7 +32,7 @@ FAILURE_PATTERN = re.compile(FAILURE_MARKER + r"\[([^\]]*)\]: ([^\n]*)")
 STOP_POLL_INTERVAL_S = 0.25
 
 
-class ContainerFailedError(RuntimeError):
+class ContainerFailedError(SamzaError, RuntimeError):
     """A container of a spark-runner job failed; the text is marker + container id + error."""
 
     def __init__(self, container_id: str, error: str) -> None:

@@ -26,6 +26,7 @@ again — with the new model's container count.
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import json
 import logging
 import signal
@@ -66,7 +67,7 @@ class SparkJobResult(JobResult):
         return self.runs
 
 
-class SparkJobError(RuntimeError):
+class SparkJobError(SamzaError, RuntimeError):
     """The Spark job failed for a reason no container reported (e.g. not enough slots)."""
 
 

@@ -23,7 +23,7 @@ from samza_dagster.serde.serdes import (
     Serde,
     StringSerde,
 )
-from samza_dagster.system.model import SystemStream
+from samza_dagster.model import SystemStream
 
 BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
     "json": JsonSerde,

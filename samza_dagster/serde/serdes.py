@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import json
 import struct
 from typing import Any, Protocol, runtime_checkable
 
 
-class SerdeError(ValueError):
+class SerdeError(SamzaError, ValueError):
     """A serde could not encode or decode a value. Callers add the stream coordinates."""
 
 

@@ -168,7 +168,7 @@ class SamzaReader(DataSourceReader):
     def _chunks(self, part: SamzaInputPartition) -> Iterator[list[Any]]:
         """Lists of envelopes in offset order, exactly covering [start, end)."""
         from samza_dagster.system.factories import system_factory
-        from samza_dagster.system.model import SystemStreamPartition
+        from samza_dagster.model import SystemStreamPartition
 
         config = build_config(self.opts)
         consumer = system_factory(config, self.system).get_consumer(self.system, config)
@@ -319,7 +319,7 @@ class SamzaWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[Any]) -> SamzaCommitMessage:
         from samza_dagster.serde.registry import SerdeRegistry
         from samza_dagster.system.factories import system_factory
-        from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+        from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
         from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
         config = build_config(self.opts)

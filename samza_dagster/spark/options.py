@@ -9,15 +9,16 @@ passed in the ``config`` option instead: a JSON object of config keys to values,
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.model import SystemStreamPartitionMetadata
+from samza_dagster.model import SystemStreamPartitionMetadata
 
 
-class SamzaDataSourceError(ValueError):
+class SamzaDataSourceError(SamzaError, ValueError):
     """A ``samza`` data source option or stream that cannot be used; names the option/stream."""
 
 

@@ -24,7 +24,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StorageConfig
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system.model import StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.model import StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.storage.cached import CachedStore
 from samza_dagster.storage.kv import DEFAULT_BLOCK_CACHE_BYTES, BlockCache, InMemoryRawStore, RocksDBRawStore
 from samza_dagster.storage.logged import LoggedStore

@@ -2,7 +2,7 @@
 
 from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError, SystemUnavailableError
 from samza_dagster.system.factories import BUILTIN_FACTORIES, system_factory
-from samza_dagster.system.model import (
+from samza_dagster.model import (
     END_OF_STREAM_OFFSET,
     IncomingMessageEnvelope,
     OutgoingMessageEnvelope,

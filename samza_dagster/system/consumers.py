@@ -39,6 +39,8 @@ from a poll on the run loop's thread is raised the same way at once.
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
+
 import logging
 import threading
 import time
@@ -47,7 +49,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
-from samza_dagster.system.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.protocols import SystemConsumer
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,7 @@ def _polls_on_caller_thread(consumer: object) -> bool:
     return getattr(consumer, "poll_on_caller_thread", False) is True
 
 
-class SystemConsumersError(RuntimeError):
+class SystemConsumersError(SamzaError, RuntimeError):
     """A system consumer failed while polling (on its poller thread or the run loop's); names the system."""
 
     def __init__(self, system: str, cause: BaseException) -> None:

@@ -1,11 +1,13 @@
 """Errors raised by systems."""
 
+from samza_dagster.errors import SamzaError
 
-class SystemError_(Exception):  # noqa: N801 - avoid shadowing the builtin SystemError
+
+class SamzaSystemError(SamzaError):
     """Base class of the errors systems raise."""
 
 
-class StreamNotFoundError(SystemError_, LookupError):
+class StreamNotFoundError(SamzaSystemError, LookupError):
     """A stream that does not exist was read or described. The message names it."""
 
     def __init__(self, system: str, stream: str, detail: str = "") -> None:
@@ -14,9 +16,9 @@ class StreamNotFoundError(SystemError_, LookupError):
         self.stream = stream
 
 
-class StreamExistsError(SystemError_):
+class StreamExistsError(SamzaSystemError):
     """create_stream was asked for a stream that exists with a different partition count."""
 
 
-class SystemUnavailableError(SystemError_, ConnectionError):
+class SystemUnavailableError(SamzaSystemError, ConnectionError):
     """The system cannot be reached (e.g. the Kafka bootstrap servers); names the address."""

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from kafka.partitioner.default import murmur2
 
-from samza_dagster.system.model import OutgoingMessageEnvelope
+from samza_dagster.model import OutgoingMessageEnvelope
 
 
 @lru_cache(maxsize=65536)

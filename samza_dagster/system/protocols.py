@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.model import (
+from samza_dagster.model import (
     IncomingMessageEnvelope,
     OutgoingMessageEnvelope,
     StreamSpec,

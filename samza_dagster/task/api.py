@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from samza_dagster.system.model import IncomingMessageEnvelope
+    from samza_dagster.model import IncomingMessageEnvelope
     from samza_dagster.task.callback import TaskCallback
     from samza_dagster.task.collector import MessageCollector
     from samza_dagster.task.context import TaskContext

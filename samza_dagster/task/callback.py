@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from samza_dagster.errors import SamzaError
 import threading
 from collections.abc import Callable
 from typing import Any
 
 
-class CallbackError(RuntimeError):
+class CallbackError(SamzaError, RuntimeError):
     """A callback was misused (completed twice, or after it timed out)."""
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.model import SystemStreamPartition
+from samza_dagster.model import SystemStreamPartition
 
 
 class TaskContext:

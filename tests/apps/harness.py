@@ -10,7 +10,7 @@ from samza_dagster.config import Config
 from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.coordinator.model_builder import build_job_model
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 
 
 def job_model(config: Config) -> JobModel:

@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task import (
     AsyncStreamTask,
     ClosableTask,

@@ -6,7 +6,7 @@ import json
 
 from samza_dagster.application import KV, StreamApplication, SystemDescriptor
 from samza_dagster.serde import JsonSerde
-from samza_dagster.system.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 
 
 class PipelineApp(StreamApplication):

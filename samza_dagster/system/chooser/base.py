@@ -29,7 +29,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
 CHOOSER_METHODS = ("register", "start", "stop", "update", "choose")
 CHOOSER_CLASS_KEY = "task.chooser.class"

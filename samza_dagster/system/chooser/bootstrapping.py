@@ -38,7 +38,7 @@ from typing import Any
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.system.int_offsets import compare_int_offsets
-from samza_dagster.system.model import (
+from samza_dagster.model import (
     END_OF_STREAM_OFFSET,
     IncomingMessageEnvelope,
     SystemStream,

@@ -51,7 +51,7 @@ from samza_dagster.system.chooser.batching import BatchingChooser
 from samza_dagster.system.chooser.bootstrapping import BootstrappingChooser
 from samza_dagster.system.chooser.round_robin import RoundRobinChooser
 from samza_dagster.system.chooser.tiered_priority import TieredPriorityChooser
-from samza_dagster.system.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.system.protocols import SystemAdmin
 
 BATCH_SIZE_KEY = "task.consumer.batch.size"

@@ -12,7 +12,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory
-from samza_dagster.system.model import IncomingMessageEnvelope
+from samza_dagster.model import IncomingMessageEnvelope
 
 
 class RoundRobinChooser(MessageChooser):

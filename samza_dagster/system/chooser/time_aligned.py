@@ -43,7 +43,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
-from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
 MAX_SKEW_KEY = "task.chooser.max.skew.ms"
 IDLE_TIMEOUT_KEY = "task.chooser.idle.timeout.ms"

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from samza_dagster.system.errors import StreamExistsError
 from samza_dagster.system.inmemory.state import InMemoryStream, system_state
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
-from samza_dagster.system.model import (
+from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,

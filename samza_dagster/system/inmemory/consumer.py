@@ -16,7 +16,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.system.inmemory.state import Record, system_state
 from samza_dagster.system.int_offsets import parse_offset
-from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
 DEFAULT_FETCH_SIZE = 1000
 

@@ -17,7 +17,7 @@ from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import connect, unavailable
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
-from samza_dagster.system.model import (
+from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,

@@ -25,7 +25,7 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import connect, unavailable
-from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
 class KafkaSystemConsumer:
     def __init__(self, system_name: str, config: Config, clients: KafkaClientConfigs) -> None:

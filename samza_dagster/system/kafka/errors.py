@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from samza_dagster.system.errors import SystemError_, SystemUnavailableError
+from samza_dagster.system.errors import SamzaSystemError, SystemUnavailableError
 
 T = TypeVar("T")
 
 
-class KafkaProducerError(SystemError_):
+class KafkaProducerError(SamzaSystemError):
     """A send failed (the broker refused it or it timed out). Names topic and partition.
 
     Sticky: once a send failed, every later send and flush of that producer raises it, as in

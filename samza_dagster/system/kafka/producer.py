@@ -22,7 +22,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import KafkaProducerError, connect, unavailable
-from samza_dagster.system.model import OutgoingMessageEnvelope
+from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
 

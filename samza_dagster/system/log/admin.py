@@ -10,7 +10,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.log import storage
 from samza_dagster.system.log.config import LogSystemConfig
-from samza_dagster.system.model import (
+from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,

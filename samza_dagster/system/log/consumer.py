@@ -23,7 +23,7 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.system.log import storage
 from samza_dagster.system.log.config import LogSystemConfig
-from samza_dagster.system.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
 _MIN_BACKOFF_S = 0.001
 _MAX_BACKOFF_S = 0.05

@@ -18,7 +18,7 @@ from collections import deque
 from samza_dagster.config.config import Config
 from samza_dagster.system.log import storage
 from samza_dagster.system.log.config import LogSystemConfig
-from samza_dagster.system.model import OutgoingMessageEnvelope
+from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
 
 #: One buffered row: (partition, key, value, timestamp ms).

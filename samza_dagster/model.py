@@ -1,4 +1,6 @@
-"""The system model: streams, partitions, envelopes, metadata and stream specs.
+"""The stream model every layer shares (the bottom of the engine, beside config and serde):
+SystemStream, SystemStreamPartition, envelopes, stream metadata and StreamSpec. Re-exported by
+``samza_dagster.system``, where users import it from.
 
 This module imports nothing else from the engine, so every layer (config included) may
 use these names.

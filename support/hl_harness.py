@@ -12,7 +12,7 @@ from typing import Any
 from samza_dagster.config import Config
 from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 
 def base(tmp_path, name: str, app: str, **extra: str) -> Config:
