@@ -1,12 +1,12 @@
 """The Kafka broker of the tests (tansu, memory-only) for benchmarks, and loading data into it.
 
 Topics are created with explicit configs: the broker returns no default topic configs and Quix
-Streams needs ``retention.ms`` (DESIGN.md §9). Data is loaded with confluent-kafka (librdkafka,
+Streams needs ``retention.ms`` (the broker returns no default topic configs). Data is loaded with confluent-kafka (librdkafka,
 installed with Quix Streams) because it loads 1M messages several times faster than
 kafka-python; the loader is not what is measured.
 
 The broker's high watermark is the base offset of a partition's last record batch + 1
-(DESIGN.md §3), and the engine's bounded Kafka streams stop at the high watermark captured at
+(see the broker note in support/kafka_broker.py), and the engine's bounded Kafka streams stop at the high watermark captured at
 start. So the loader ends every partition with a batch of exactly one record (flush, then one
 record per partition, then flush): the watermark is then right.
 """

@@ -1,4 +1,4 @@
-"""ad_ctr (seed 000, time-aligned streams): views joined with clicks within 5 minutes; on the same
+"""ad_ctr (Samza design): views joined with clicks within 5 minutes; on the same
 skewed input the TimeAlignedChooser holds about five minutes of views while round-robin lets the
 sparse clicks stream run hours ahead, so its clicks pile up — and both produce the same join."""
 

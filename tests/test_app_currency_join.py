@@ -1,4 +1,4 @@
-"""currency_join (seed 000, bootstrapping): every transaction joined with its symbol, none
+"""currency_join (Samza design): every transaction joined with its symbol, none
 processed before currency_codes reached head — also after a restart that brings a new currency —
 and, as the control, the same data without the bootstrap flag does join too early."""
 

@@ -1,4 +1,4 @@
-"""pageview_pipeline (seeds 002, 003): the bounded high-level application stops by itself
+"""pageview_pipeline (Samza design): the bounded high-level application stops by itself
 (end-of-stream through two intermediate streams), its plan infers the intermediate partition
 counts, and its hourly per-country counts equal the ones computed from the generated data."""
 

@@ -1,4 +1,4 @@
-"""user_classification (seed 000, latency SLAs): history classified with ``ip``; the strategy
+"""user_classification (Samza design): history classified with ``ip``; the strategy
 changed on the coordinator stream; every past user re-sent into the batch stream; the
 reconfigured job serves live signups (priority 1) ahead of the flood (priority 0)."""
 

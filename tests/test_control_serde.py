@@ -1,4 +1,4 @@
-"""The intermediate-stream message format, byte for byte (seed 003, CONTRACT.md)."""
+"""The intermediate-stream message format, byte for byte (Samza design)."""
 
 from __future__ import annotations
 

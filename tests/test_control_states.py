@@ -1,4 +1,4 @@
-"""End-of-stream and watermark reconciliation over upstream producer tasks (seed 003)."""
+"""End-of-stream and watermark reconciliation over upstream producer tasks (Samza design)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
         "stores.counts.changelog": f"kafka.{kafka_topic_prefix}-counts",
         "job.coordinator.monitor.interval.ms": "100",
         # The tansu broker's high watermark is too low when a partition's last batch holds more
-        # than one record (DESIGN.md §3); the coordinator reads up to the high watermark, so the
+        # than one record (see the broker note in support/kafka_broker.py); the coordinator reads up to the high watermark, so the
         # test produces one record per batch.
         "systems.kafka.producer.batch.size": "0",
     })

@@ -1,4 +1,4 @@
-"""Coordinator stream messages: byte-exact with Samza's wire format (CONTRACT.md "Wire formats")."""
+"""Coordinator stream messages: byte-exact with Samza's wire format (docs/reference.md, "Wire formats")."""
 
 from __future__ import annotations
 

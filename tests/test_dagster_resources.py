@@ -24,7 +24,7 @@ def test_kafka_admin_resource_creates_and_describes_streams(kafka_broker, kafka_
     assert resource.create_stream(a, 3) is False  # exists with that count
     assert resource.create_stream(b, 1) is True
     # batch_size=0 / one sync send per record: the tansu broker's high watermark is too low when
-    # the last batch holds several records (DESIGN.md §3)
+    # the last batch holds several records (see the broker note in support/kafka_broker.py)
     producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, batch_size=0)
     for i in range(3):
         producer.send(a, b"x%d" % i, partition=2).get(timeout=10)

@@ -1,4 +1,4 @@
-"""ExecutionPlanner partition-count rules: every case of seed 002's table, Fig. 3-5, the default
+"""ExecutionPlanner partition-count rules: every case of Samza's execution-planner design's table, Fig. 3-5, the default
 and its cap, side inputs, a table joined with two streams, chains of groups."""
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_join_of_two_intermediates_only_gets_the_default():
     assert p.intermediate_streams == {PB + "a": 7, PB + "b": 7}
 
 
-# -- seed 002's table: T filled from S1, joined with S2 -------------------------------------------
+# -- Samza's execution-planner design's table: T filled from S1, joined with S2 -------------------------------------------
 def table_app(s1_intermediate: bool, s2_intermediate: bool, then_join_s3: bool = False):
     def describe(app):
         t = app.get_table(TableDescriptor("T"))

@@ -1,4 +1,4 @@
-"""The ExecutionPlan: seed 002's Listing 1 and 2 planned end to end, the JSON (roles, counts,
+"""The ExecutionPlan: Samza's execution-planner design's Listing 1 and 2 planned end to end, the JSON (roles, counts,
 stages, lineage), StreamSpecs, graph traversal, admin lookups on the real log system, and
 plan_from_config for high- and low-level jobs."""
 

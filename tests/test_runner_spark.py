@@ -289,7 +289,7 @@ def test_bounded_job_over_kafka(spark, kafka_config, kafka_topic_prefix, kafka_b
     admin.create_stream(StreamSpec(topic_in, topic_in, "kafka", 2))
     admin.create_stream(StreamSpec(topic_out, topic_out, "kafka", 2))
     # one synchronous send per record: the broker's high watermark is only right when the last
-    # batch holds one record, and the bounded end is that high watermark (DESIGN.md §3)
+    # batch holds one record, and the bounded end is that high watermark (see the broker note in support/kafka_broker.py)
     producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, batch_size=0)
     sent = []
     for p in range(2):

@@ -6,7 +6,7 @@ counts, order, offsets, key/value bytes), offset ranges, a DataFrame written bac
 (with its partition column, and re-keyed onto another partition count: murmur2 as Kafka's
 default partitioner), and a missing topic.
 
-Broker defect (DESIGN.md §3): tansu's high watermark is the base offset of the partition's
+Broker defect (see the broker note in support/kafka_broker.py): tansu's high watermark is the base offset of the partition's
 last record batch + 1, too low when that batch holds several records. A read's default end
 is the upcoming offset (the high watermark), so every topic here — including the ones the data
 source's own writer fills — is produced with ``producer.batch.size=0`` (one record per batch),

@@ -1,10 +1,10 @@
 """Issue 3's chooser guarantees on Kafka, against the real (tansu) broker: SystemConsumers +
 DefaultChooser.from_config reading through the Kafka system, as tests/test_system_consumers.py
-does on the log system — bootstrap (the seed's currency example, fresh and from a checkpoint),
+does on the log system — bootstrap (the design's currency example, fresh and from a checkpoint),
 priority QoS under a flooded batch stream (round-robin for contrast), and the restart guarantee;
 plus the backpressure regression they exposed (a paused partition stalled in kafka-python).
 
-Broker defect (DESIGN.md §3): tansu's high watermark is the base offset of the partition's last
+Broker defect (see the broker note in support/kafka_broker.py): tansu's high watermark is the base offset of the partition's last
 record batch + 1. Every stream whose start-time head a test depends on (bootstrap streams,
 real-time streams held to their head) is produced with ``batch.size=0`` — one record per batch —
 so the heads the chooser reads from the admin are right; streams whose heads nothing depends on
@@ -117,7 +117,7 @@ def test_a_partition_left_out_of_polls_is_read_again_when_asked_for(kafka_config
     assert offsets == list(range(5000))
 
 
-# -- bootstrap: the seed's currency example ---------------------------------------------------------
+# -- bootstrap: the design's currency example ---------------------------------------------------------
 
 def codes_before_transactions(out: list[IncomingMessageEnvelope], expected_codes: int) -> None:
     """Exactly the ``expected_codes`` codes come first, then transactions (topic names carry the

@@ -1,4 +1,4 @@
-"""currency_join (seed 000, "Bootstrapping state streams").
+"""currency_join (Samza design).
 
 ``currency_codes`` (bootstrap, 4 partitions, keyed by code: USD → $) is read to its head before
 any ``transactions`` message ({"country": "USD", "amount": 1234}, keyed by currency); the task

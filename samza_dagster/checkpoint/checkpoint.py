@@ -11,7 +11,7 @@ Value (compact JSON, UTF-8)::
 ``offsets`` hold the offset of the *last processed* message of each input partition (a
 restart resumes at ``SystemAdmin.get_offsets_after``). SSPs are objects, not joined strings,
 because stream names may contain dots. ``end_of_stream`` and ``watermarks`` are opaque JSON
-objects owned by the control-message bookkeeping (seed 003), carried through unchanged.
+objects owned by the control-message bookkeeping (Samza design), carried through unchanged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""RunLoop: the container's event loop (seed 001).
+"""RunLoop: the container's event loop (Samza design).
 
 Each iteration: (1) choose an envelope, (2) schedule its task, (3) run window() where the
 timer fired, (4) output goes to the producers as tasks send it, (5) commit where

@@ -6,7 +6,7 @@ Deserialization happens here, not in the consumer, so a bad message fails (or is
 with its coordinates at the point it is processed. Serdes are resolved once per input
 partition at construction: the hot path does one dict lookup per envelope.
 
-Extension point for control messages (seed 003): ``set_stream_decoder(system_stream, decoder)``
+Extension point for control messages (Samza design): ``set_stream_decoder(system_stream, decoder)``
 installs a decoder for a stream (intermediate streams use the intermediate-message serde).
 A decoder's ``decode(envelope)`` deserializes in place and returns True for a user message,
 or False for a control message (``envelope.message`` then holds the control object); the

@@ -1,4 +1,4 @@
-"""Control messages on intermediate streams (seed 003): end-of-stream and watermark
+"""Control messages on intermediate streams (Samza design): end-of-stream and watermark
 messages, the intermediate-message serde that carries them in-band with user messages,
 and the per-task bookkeeping that reconciles them over all upstream producer tasks."""
 

@@ -1,4 +1,4 @@
-"""End-of-stream reconciliation over the producer tasks of each input partition (seed 003).
+"""End-of-stream reconciliation over the producer tasks of each input partition (Samza design).
 
 An intermediate partition is written by every task of the upstream stage, and each sends
 its own end-of-stream when done; the partition has ended only once all of them have.
@@ -89,7 +89,7 @@ class EndOfStreamStates(ProducerTaskStates):
     # -- checkpoint ---------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly snapshot (the seed's EndOfStreamCheckpoint per stream)."""
+        """JSON-friendly snapshot (the design's EndOfStreamCheckpoint per stream)."""
         out: dict[str, Any] = {}
         for ssp, state in self._states.items():
             entry = out.setdefault(stream_id(ssp), {"totalTasks": state.expected, "partitions": {}})

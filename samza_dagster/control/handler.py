@@ -1,4 +1,4 @@
-"""The consumer side of in-band control messages (seed 003), plugged into a TaskInstance
+"""The consumer side of in-band control messages (Samza design), plugged into a TaskInstance
 through its extension point (``set_stream_decoder`` / ``control_message_handler`` /
 ``checkpoint_state``).
 

@@ -1,4 +1,4 @@
-"""The two control messages carried in-band on intermediate streams (seed 003).
+"""The two control messages carried in-band on intermediate streams (Samza design).
 
 An upstream task sends one of each kind to every partition of every intermediate stream
 it produces to; the downstream task instance reconciles them over all producer tasks

@@ -1,5 +1,5 @@
 """ControlMessageSender: writes end-of-stream and watermark messages in-band to every
-partition of an intermediate stream (seed 003).
+partition of an intermediate stream (Samza design).
 
 A producer task sends one control message per partition of each intermediate stream it
 writes to, so every downstream consumer of every partition hears from every producer task;

@@ -1,4 +1,4 @@
-"""The intermediate-stream message format (seed 003, byte-exact with Samza):
+"""The intermediate-stream message format (Samza design):
 
     IntermediateMessage => MessageType MessageData
       MessageType => byte: 0 user message, 1 watermark, 2 end-of-stream

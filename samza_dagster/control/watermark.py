@@ -1,4 +1,4 @@
-"""Watermark reconciliation over the producer tasks of each input partition (seed 003).
+"""Watermark reconciliation over the producer tasks of each input partition (Samza design).
 
 Per partition the watermark is the minimum over the latest watermark of every producer
 task, once all of them have reported (InputWatermark = min OutputWatermark(task)); a
@@ -89,7 +89,7 @@ class WatermarkStates(ProducerTaskStates):
     # -- checkpoint ---------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly snapshot (the seed's WatermarkCheckpoint per stream)."""
+        """JSON-friendly snapshot (the design's WatermarkCheckpoint per stream)."""
         out: dict[str, Any] = {}
         for ssp, state in self._states.items():
             entry = out.setdefault(stream_id(ssp), {"totalTasks": state.expected, "partitions": {}})

@@ -1,4 +1,4 @@
-"""Input watermarks from message event times (seed 003's "emit watermarks based on the
+"""Input watermarks from message event times (Samza's control-message design's "emit watermarks based on the
 message timestamp").
 
 Per input partition the watermark is the highest event time seen minus the allowed lateness

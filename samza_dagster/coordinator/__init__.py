@@ -1,4 +1,4 @@
-"""The coordinator stream, JobModel building and the JobCoordinator's HTTP service (seed 004).
+"""The coordinator stream, JobModel building and the JobCoordinator's HTTP service (Samza design).
 
 Modules: ``messages`` (wire format), ``state`` (folding), ``stream`` (reader/writer on any
 system), ``submission`` (config submission, set-once checks), ``groupers`` / ``model_builder``

@@ -1,4 +1,4 @@
-"""The job coordinator's HTTP service (seed 004): read-only JSON over stdlib ``http.server``.
+"""The job coordinator's HTTP service (Samza design): read-only JSON over stdlib ``http.server``.
 
 ``GET /`` → the JobModel, ``GET /config`` → the job's config, ``GET /healthz`` → status and model
 version (cheap; what containers poll to notice a new model). Secrets are masked. Any other path

@@ -1,4 +1,4 @@
-"""The JobCoordinator (seed 004): bootstraps config from the coordinator stream, builds the
+"""The JobCoordinator (Samza design): bootstraps config from the coordinator stream, builds the
 JobModel, serves it over HTTP and keeps it current as the stream changes.
 
 Version rules: any change of the job's config (from a resubmission or the coordinator stream

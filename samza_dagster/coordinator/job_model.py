@@ -1,5 +1,5 @@
 """The JobModel: a job's containers, their tasks, each task's input partitions and
-changelog partition, and the config they run with (seed 004)."""
+changelog partition, and the config they run with (Samza design)."""
 
 from __future__ import annotations
 

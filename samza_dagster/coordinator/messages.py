@@ -1,4 +1,4 @@
-"""Coordinator stream messages (seed 004), byte-compatible with Samza's.
+"""Coordinator stream messages (Samza design), byte-compatible with Samza's.
 
 A message is a key/value pair. The key is the compact JSON array ``[1,"<type>","<key>"]``;
 the value is the compact JSON object

@@ -1,4 +1,4 @@
-"""Submitting a job's configuration to its coordinator stream (seed 004).
+"""Submitting a job's configuration to its coordinator stream (Samza design).
 
 The submitted config is the job's whole configuration: keys whose value changed (or that are
 new) are written as set-config messages, and keys the stream holds that the submitted config no

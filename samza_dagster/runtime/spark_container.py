@@ -103,7 +103,7 @@ def run_container(
 
 
 def _announce_host(config: Any, container_id: str) -> None:
-    """Host affinity (seed 004): tell the coordinator stream where this container runs. Best
+    """Host affinity (Samza design): tell the coordinator stream where this container runs. Best
     effort — a job does not fail because its locality hint could not be written."""
     from samza_dagster.coordinator.client import write_container_host
 

@@ -2,7 +2,7 @@
 
 Each priority has its own chooser (round-robin, batching, time-aligned...) deciding among the
 streams of that tier; ``choose`` asks the tiers from the highest priority down and returns the
-first envelope any tier gives. This is the seed's QoS rule: real-time=1, batch=0 means a batch
+first envelope any tier gives. This is the design's QoS rule: real-time=1, batch=0 means a batch
 message is processed only when no real-time message is available.
 """
 
