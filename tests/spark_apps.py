@@ -4,6 +4,7 @@ module-level classes configured only through the job's config."""
 from __future__ import annotations
 
 import os
+import time
 
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task import InitableTask, StreamTask
@@ -16,7 +17,8 @@ class CopyTask(StreamTask, InitableTask):
     (``os._exit(1)``, no clean-up — as a crash would) after ``test.crash.after.messages``
     messages, once: it leaves the marker file ``test.crash.marker`` so the restarted container
     does not crash again. ``test.fail.message`` makes a message with that value raise (every
-    attempt)."""
+    attempt). ``test.delay.ms`` sleeps that long per message (a job that is still running when a
+    test kills an executor)."""
 
     def init(self, context):
         cfg = context.config
@@ -30,11 +32,14 @@ class CopyTask(StreamTask, InitableTask):
         fail = cfg.get_str("test.fail.message")
         self.fail_message = fail.encode() if fail is not None else None
         self.seen = 0
+        self.delay_s = (cfg.get_int("test.delay.ms", 0) or 0) / 1000
 
     def process(self, envelope, collector, coordinator):
         if self.fail_message is not None and envelope.message == self.fail_message:
             raise ValueError(f"bad message {envelope.message!r} at offset {envelope.offset}")
         collector.send(OutgoingMessageEnvelope(self.out, envelope.message, key=envelope.key))
+        if self.delay_s:
+            time.sleep(self.delay_s)
         self.seen += 1
         if self.seen == self.crash_after:
             with open(self.marker, "w") as f:
