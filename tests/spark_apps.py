@@ -18,7 +18,7 @@ class CopyTask(StreamTask, InitableTask):
     messages, once: it leaves the marker file ``test.crash.marker`` so the restarted container
     does not crash again. ``test.fail.message`` makes a message with that value raise (every
     attempt). ``test.delay.ms`` sleeps that long per message (a job that is still running when a
-    test kills an executor)."""
+    test kills an executor). ``test.starts.file`` gets a line (the container id) per task start."""
 
     def init(self, context):
         cfg = context.config
@@ -33,6 +33,10 @@ class CopyTask(StreamTask, InitableTask):
         self.fail_message = fail.encode() if fail is not None else None
         self.seen = 0
         self.delay_s = (cfg.get_int("test.delay.ms", 0) or 0) / 1000
+        starts = cfg.get_str("test.starts.file")
+        if starts:  # one line per task start (init): how often Spark ran the stage
+            with open(starts, "a") as f:
+                f.write(f"{context.container_id}\n")
 
     def process(self, envelope, collector, coordinator):
         if self.fail_message is not None and envelope.message == self.fail_message:

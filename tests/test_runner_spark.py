@@ -329,3 +329,42 @@ def test_high_level_two_stage_application_on_spark(spark, tmp_path):
     assert [s.status.value for s in result.summaries] == ["completed", "completed"]
     assert result.messages_per_stream["log.words"] == 200
     assert dict(read_all(cfg, "counts")) == dict(Counter(words))
+
+
+def test_an_error_no_retry_can_fix_ends_the_job_at_once(spark, log_root, input_stream, tmp_path):
+    """The output stream does not exist: every attempt would fail the same way, so the container
+    reports it and the driver cancels the stage — each container started once, not once per
+    attempt — and the job's error names the stream."""
+    starts = tmp_path / "starts"
+    cfg = _base(log_root, "copy-missing-output", "no-such-output", **{"test.starts.file": str(starts)})
+    result = run_spark_job(cfg, spark=spark)
+    assert not result.succeeded
+    assert "no-such-output" in result.error and "does not exist" in result.error
+    assert "Traceback" not in result.error and "org.apache.spark" not in result.error
+    # one line per task start, two tasks per container: each container started once (the
+    # stage's ATTEMPTS would have started each ATTEMPTS times)
+    assert Counter(starts.read_text().split()) == {"0": 2, "1": 2}
+
+
+def test_the_control_endpoint_takes_the_coordinators_bearer_token(spark, log_root, input_stream):
+    import json
+    import urllib.error
+    import urllib.request
+
+    from samza_dagster.runtime.spark_runner import _ControlServer
+
+    control = _ControlServer("127.0.0.1", token="s3cret")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(control.url, timeout=5)
+        assert denied.value.code == 401
+        request = urllib.request.Request(control.url, headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert json.loads(response.read()) == {"stop": False}
+    finally:
+        control.close()
+    # and a job whose coordinator and control endpoint need the token runs through
+    cfg = _base(log_root, "copy-token", "out-token", **{"job.coordinator.http.token": "s3cret"})
+    _create(cfg, "out-token", PARTITIONS)
+    result = run_spark_job(cfg, spark=spark)
+    assert result.succeeded, result.summary_line()

@@ -27,6 +27,7 @@ again — with the new model's container count.
 from __future__ import annotations
 
 from samza_dagster.errors import SamzaError
+import hmac
 import json
 import logging
 import signal
@@ -43,6 +44,7 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.runtime.common import MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS, prepare_job, secrets_of
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure
@@ -71,23 +73,65 @@ class SparkJobError(SamzaError, RuntimeError):
     """The Spark job failed for a reason no container reported (e.g. not enough slots)."""
 
 
+class FatalContainerError(SparkJobError):
+    """A container reported an error no retry can fix; the driver cancelled the stage."""
+
+    def __init__(self, container_id: str, error: str) -> None:
+        super().__init__(f"container {container_id} failed: {error}")
+        self.container_id = container_id
+        self.error = error
+
+
 # -- graceful stop ----------------------------------------------------------------------------
 class _ControlServer:
-    """``GET /`` → ``{"stop": bool}``: how the driver asks every container to stop gracefully
-    (containers poll it; a Spark task kill would not let them commit)."""
+    """The driver's small endpoint for its containers: ``GET /`` → ``{"stop": bool}`` (how the
+    driver asks every container to stop gracefully; a Spark task kill would not let them commit)
+    and ``POST /fatal`` (a container reports an error no retry can fix, so the driver cancels
+    the stage instead of letting Spark retry it). With ``job.coordinator.http.token`` set, both
+    need ``Authorization: Bearer <token>``, as the job coordinator's own service does."""
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, token: str | None = None) -> None:
         self.stop_requested = threading.Event()
-        requested = self.stop_requested
+        self.fatal: tuple[str, str] | None = None
+        self.fatal_reported = threading.Event()
+        control = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                body = json.dumps({"stop": requested.is_set()}).encode()
-                self.send_response(200)
+                if self._authorized():
+                    self._reply(200, {"stop": control.stop_requested.is_set()})
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if not self._authorized():
+                    return
+                if self.path.rstrip("/") != "/fatal":
+                    self._reply(404, {"error": f"no {self.path}"})
+                    return
+                try:
+                    report = json.loads(body)
+                    control.fatal = (str(report["container"]), str(report["error"]))
+                except (ValueError, KeyError, TypeError):
+                    self._reply(400, {"error": "expected {\"container\": ..., \"error\": ...}"})
+                    return
+                control.fatal_reported.set()
+                self._reply(200, {"ok": True})
+
+            def _authorized(self) -> bool:
+                if not token or hmac.compare_digest(self.headers.get("Authorization", "").encode(),
+                                                    f"Bearer {token}".encode()):
+                    return True
+                self._reply(401, {"error": f"missing or wrong bearer token (set by {TOKEN_KEY})"})
+                return False
+
+            def _reply(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(data)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet polling
                 pass
@@ -183,7 +227,7 @@ class SparkJobRunner:
             prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
         )
         url = self.coordinator.start()
-        control = _ControlServer(self.host)
+        control = _ControlServer(self.host, token=self.config.get_str(TOKEN_KEY) or None)
         secrets = secrets_of(self.config)
         restore_sigint = self._install_sigint()
         try:
@@ -240,6 +284,13 @@ class SparkJobRunner:
         stop_seen_at: float | None = None
         while worker.is_alive():
             worker.join(0.2)
+            if control.fatal_reported.is_set():
+                # a retry cannot fix it (bad config, a missing stream, a serde that does not fit):
+                # end the job now instead of letting Spark rerun the stage
+                cid, error = control.fatal or ("?", "unknown")
+                sc.cancelJobGroup(group)
+                worker.join(30)
+                return FatalContainerError(cid, error)
             if self._stop.is_set():
                 if stop_seen_at is None:
                     stop_seen_at = time.monotonic()
@@ -248,12 +299,12 @@ class SparkJobRunner:
                     log.warning("job %s: containers did not stop within task.shutdown.ms; cancelling", self.job_name)
                     sc.cancelJobGroup(group)
                     worker.join(30)
-                    break
+                    return SparkJobError("stopped: the Spark job was cancelled after task.shutdown.ms")
         return box["error"] if "error" in box else box.get("value", [])
 
     def _fail(self, result: SparkJobResult, exc: BaseException) -> None:
         text = str(exc)
-        found = find_container_failure(text)
+        found = (exc.container_id, exc.error) if isinstance(exc, FatalContainerError) else find_container_failure(text)
         if found is not None:
             cid, error = found
             result.failed_container = cid

@@ -82,7 +82,9 @@ def open_stream(system: str, root: str, stream: str, synchronous: str, busy_time
     partition count."""
     path = stream_file(root, stream)
     if not os.path.exists(path):
-        raise StreamNotFoundError(system, stream, f"no file {path}; create it with the system admin's create_stream")
+        raise StreamNotFoundError(
+            system, stream, f"no file {path}; create it: samza-dagster streams create {system}.{stream} --partitions N"
+        )
     conn = connect(path, synchronous, busy_timeout_s)
     try:
         row = conn.execute("SELECT value FROM meta WHERE name = 'partition_count'").fetchone()
