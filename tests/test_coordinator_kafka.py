@@ -31,7 +31,7 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
 ) -> None:
     from kafka import KafkaConsumer, KafkaProducer
 
-    job_name = kafka_topic_prefix.replace("-", "_")[:40]
+    job_name = kafka_topic_prefix.replace("-", "_")[-40:]  # the unique tail: one job per client run
     orders = f"{kafka_topic_prefix}-orders"
     config = kafka_config.with_overrides({
         "job.name": job_name,

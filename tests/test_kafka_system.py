@@ -410,6 +410,7 @@ def test_bad_input_is_named(kafka_config, kafka_topic_prefix):
 
 def test_client_config_passes_through_with_kafka_python_names_and_types():
     configs = kafka_client_configs(SYSTEM, Config({
+        "systems.kafka.kafka.client": "kafka-python",
         "systems.kafka.producer.bootstrap.servers": "h1:9092,h2:9092",
         "systems.kafka.producer.linger.ms": "20",
         "systems.kafka.producer.acks": "all",
@@ -425,9 +426,46 @@ def test_client_config_passes_through_with_kafka_python_names_and_types():
     assert configs.consumer["auto_offset_reset"] == "earliest"
     assert configs.consumer["enable_auto_commit"] is False and "group_id" not in configs.consumer
     assert configs.admin["security_protocol"] == "SASL_SSL" and configs.admin["sasl_mechanism"] == "PLAIN"
+    python = {"systems.kafka.kafka.client": "kafka-python"}
     with pytest.raises(ConfigError, match="systems.kafka.producer.linger.ms"):
-        kafka_client_configs(SYSTEM, Config({"systems.kafka.producer.bootstrap.servers": "h", "systems.kafka.producer.linger.ms": "soon"}))
+        kafka_client_configs(SYSTEM, Config({**python, "systems.kafka.producer.bootstrap.servers": "h",
+                                             "systems.kafka.producer.linger.ms": "soon"}))
     with pytest.raises(ConfigError, match="systems.kafka.consumer.no.such.thing"):
-        kafka_client_configs(SYSTEM, Config({"systems.kafka.consumer.bootstrap.servers": "h", "systems.kafka.consumer.no.such.thing": "1"}))
+        kafka_client_configs(SYSTEM, Config({**python, "systems.kafka.consumer.bootstrap.servers": "h",
+                                             "systems.kafka.consumer.no.such.thing": "1"}))
     with pytest.raises(ConfigError, match="systems.kafka.consumer.bootstrap.servers"):
         kafka_client_configs(SYSTEM, Config({}))
+
+
+def test_confluent_client_config_translates_names_and_refuses_unknown_keys_by_name():
+    from samza_dagster.system.kafka.confluent_config import confluent_configs
+
+    configs = confluent_configs(SYSTEM, Config({
+        "systems.kafka.consumer.bootstrap.servers": "h1:9092",
+        "systems.kafka.consumer.security.protocol": "SASL_SSL",
+        "systems.kafka.consumer.sasl.plain.username": "job",   # kafka-python's spelling
+        "systems.kafka.consumer.sasl.password": "secret",      # librdkafka's
+        "systems.kafka.consumer.ssl.cafile": "/ca.pem",
+        "systems.kafka.producer.linger.ms": "20",
+        "systems.kafka.consumer.bootstrap.timeout.ms": "1500",
+    }))
+    assert configs.consumer["sasl.username"] == "job" and configs.consumer["sasl.password"] == "secret"
+    assert configs.consumer["ssl.ca.location"] == "/ca.pem"
+    assert configs.consumer["enable.auto.commit"] is False and configs.consumer["auto.offset.reset"] == "earliest"
+    assert configs.producer["bootstrap.servers"] == "h1:9092" and configs.producer["linger.ms"] == "20"
+    assert configs.producer["partitioner"] == "murmur2_random"  # Kafka's Java default partitioner
+    assert configs.bootstrap_timeout_s == 1.5 and "bootstrap.timeout.ms" not in configs.consumer
+    # the admin (kafka-python) connects like the consumer, in its own spelling
+    admin = kafka_client_configs(SYSTEM, Config({"systems.kafka.consumer.bootstrap.servers": "h",
+                                                 "systems.kafka.consumer.sasl.username": "job"})).admin
+    assert admin["sasl_plain_username"] == "job"
+
+    bad = Config({"systems.kafka.consumer.bootstrap.servers": "h", "systems.kafka.consumer.no.such.thing": "1",
+                  "systems.kafka.producer.no.such.thing": "1"})
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, bad)
+    with pytest.raises(ConfigError, match="systems.kafka.consumer.no.such.thing"):
+        consumer.start()
+    with pytest.raises(ConfigError, match="systems.kafka.producer.no.such.thing"):
+        KafkaSystemFactory().get_producer(SYSTEM, bad).start()
+    with pytest.raises(ConfigError, match="systems.kafka.kafka.client"):
+        KafkaSystemFactory().get_consumer(SYSTEM, Config({"systems.kafka.kafka.client": "java"}))

@@ -1,4 +1,7 @@
-"""Samza-style Kafka system config → kafka-python keyword arguments.
+"""Samza-style Kafka system config → kafka-python keyword arguments, and the choice of client.
+
+``systems.<s>.kafka.client`` picks the consumer and producer: ``confluent`` (librdkafka, the
+default; see :mod:`.confluent_config`) or ``kafka-python``. The admin is kafka-python's either way.
 
 ``systems.<s>.consumer.*`` and ``systems.<s>.producer.*`` keys are passed through to
 kafka-python's ``KafkaConsumer`` / ``KafkaProducer`` with ``a.b.c`` renamed ``a_b_c`` and the
@@ -51,8 +54,31 @@ _IGNORED_JAVA_KEYS = frozenset({"zookeeper.connect", "key.serializer", "value.se
 #: Keys whose kafka-python default is None but whose value is an integer.
 _INT_WHEN_NONE = frozenset({"receive_buffer_bytes", "send_buffer_bytes"})
 
+#: librdkafka spellings → kafka-python's, so one config works with either client
+_KAFKA_PYTHON_NAMES = {
+    "sasl.username": "sasl.plain.username",
+    "sasl.password": "sasl.plain.password",
+    "ssl.ca.location": "ssl.cafile",
+    "ssl.certificate.location": "ssl.certfile",
+    "ssl.key.location": "ssl.keyfile",
+    "ssl.key.password": "ssl.password",
+}
+
 #: Samza (old Kafka consumer) spellings of auto.offset.reset.
 _OFFSET_RESET = {"smallest": "earliest", "largest": "latest"}
+
+
+CLIENTS = ("confluent", "kafka-python")
+DEFAULT_CLIENT = "confluent"
+
+
+def kafka_client(system: str, config: Config) -> str:
+    """``systems.<system>.kafka.client``: confluent (default) or kafka-python."""
+    key = f"systems.{system}.kafka.client"
+    name = (config.get_str(key) or DEFAULT_CLIENT).strip()
+    if name not in CLIENTS:
+        raise ConfigError(f"config key {key!r} must be one of {', '.join(CLIENTS)}, got {name!r}", key=key)
+    return name
 
 
 @dataclass(frozen=True)
@@ -73,13 +99,16 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     """Build the kwargs of the consumer, producer and admin of ``system``.
 
     Raises ConfigError when neither ``consumer.bootstrap.servers`` nor
-    ``producer.bootstrap.servers`` is set (each falls back to the other).
+    ``producer.bootstrap.servers`` is set (each falls back to the other). With the confluent
+    client the consumer and producer keys are librdkafka's to check; here only those kafka-python
+    knows are kept (for the admin, which connects like the consumer).
     """
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
     prefix = f"systems.{system}."
-    consumer = _convert(config.subset(prefix + "consumer."), KafkaConsumer.DEFAULT_CONFIG, prefix + "consumer.")
-    producer = _convert(config.subset(prefix + "producer."), KafkaProducer.DEFAULT_CONFIG, prefix + "producer.")
+    strict = kafka_client(system, config) == "kafka-python"
+    consumer = _convert(config.subset(prefix + "consumer."), KafkaConsumer.DEFAULT_CONFIG, prefix + "consumer.", strict)
+    producer = _convert(config.subset(prefix + "producer."), KafkaProducer.DEFAULT_CONFIG, prefix + "producer.", strict)
     bootstrap = consumer.get("bootstrap_servers") or producer.get("bootstrap_servers")
     if not bootstrap:
         key = prefix + "consumer.bootstrap.servers"
@@ -102,15 +131,18 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     return KafkaClientConfigs(system=system, consumer=consumer, producer=producer, admin=admin)
 
 
-def _convert(subset: Config, defaults: dict[str, Any], prefix: str) -> dict[str, Any]:
+def _convert(subset: Config, defaults: dict[str, Any], prefix: str, strict: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for dotted, raw in subset.items():
         full_key = prefix + dotted
         if dotted in _IGNORED_JAVA_KEYS:
-            log.warning("ignoring %s: a Java Kafka client setting kafka-python has no use for", full_key)
+            if strict:
+                log.warning("ignoring %s: a Java Kafka client setting kafka-python has no use for", full_key)
             continue
-        name = dotted.replace(".", "_").replace("-", "_")
+        name = _KAFKA_PYTHON_NAMES.get(dotted, dotted).replace(".", "_").replace("-", "_")
         if name not in defaults:
+            if not strict:
+                continue
             raise ConfigError(
                 f"config key {full_key!r} is not a kafka-python setting ({name!r} unknown to "
                 f"this client)",

@@ -1,12 +1,16 @@
-"""KafkaSystemFactory: ``systems.<name>.samza.factory=kafka``."""
+"""KafkaSystemFactory: ``systems.<name>.samza.factory=kafka``.
+
+The consumer and producer run on the client ``systems.<name>.kafka.client`` names —
+``confluent`` (librdkafka, the default) or ``kafka-python``; the admin is kafka-python's.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from samza_dagster.config.config import Config
 from samza_dagster.system.kafka.admin import KafkaSystemAdmin
-from samza_dagster.system.kafka.config import kafka_client_configs
-from samza_dagster.system.kafka.consumer import KafkaSystemConsumer
-from samza_dagster.system.kafka.producer import KafkaSystemProducer
+from samza_dagster.system.kafka.config import kafka_client, kafka_client_configs
 
 
 class KafkaSystemFactory:
@@ -18,8 +22,22 @@ class KafkaSystemFactory:
     def get_admin(self, system_name: str, config: Config) -> KafkaSystemAdmin:
         return KafkaSystemAdmin(system_name, config, kafka_client_configs(system_name, config))
 
-    def get_consumer(self, system_name: str, config: Config) -> KafkaSystemConsumer:
+    def get_consumer(self, system_name: str, config: Config) -> Any:
+        if kafka_client(system_name, config) == "confluent":
+            from samza_dagster.system.kafka.confluent_config import confluent_configs
+            from samza_dagster.system.kafka.confluent_consumer import ConfluentSystemConsumer
+
+            return ConfluentSystemConsumer(system_name, config, confluent_configs(system_name, config))
+        from samza_dagster.system.kafka.consumer import KafkaSystemConsumer
+
         return KafkaSystemConsumer(system_name, config, kafka_client_configs(system_name, config))
 
-    def get_producer(self, system_name: str, config: Config) -> KafkaSystemProducer:
+    def get_producer(self, system_name: str, config: Config) -> Any:
+        if kafka_client(system_name, config) == "confluent":
+            from samza_dagster.system.kafka.confluent_config import confluent_configs
+            from samza_dagster.system.kafka.confluent_producer import ConfluentSystemProducer
+
+            return ConfluentSystemProducer(system_name, config, confluent_configs(system_name, config))
+        from samza_dagster.system.kafka.producer import KafkaSystemProducer
+
         return KafkaSystemProducer(system_name, config, kafka_client_configs(system_name, config))

@@ -1,0 +1,147 @@
+"""Samza-style Kafka system config → librdkafka settings (the ``confluent`` client).
+
+``systems.<s>.consumer.*`` and ``systems.<s>.producer.*`` keep Kafka's dotted names, which are
+librdkafka's too for everything a job usually sets (``bootstrap.servers``,
+``security.protocol``, ``sasl.mechanism``, ``fetch.max.bytes``, ``linger.ms`` ...). The spellings
+the kafka-python client uses for the same settings are translated (``sasl.plain.username`` →
+``sasl.username``, ``ssl.cafile`` → ``ssl.ca.location`` ...), so one config works with either
+client. A key librdkafka does not know fails when the client is created, as a ConfigError naming
+the full config key (see :func:`config_error`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Java / kafka-python spellings → librdkafka's
+TRANSLATED = {
+    "fetch.max.wait.ms": "fetch.wait.max.ms",
+    "max.poll.records": "fetch.batch.messages",  # this system's consume() batch, not librdkafka's
+    "request.timeout.ms@consumer": "socket.timeout.ms",
+    "ssl.check.hostname@consumer": "enable.ssl.certificate.verification",
+    "ssl.check.hostname@producer": "enable.ssl.certificate.verification",
+    "sasl.plain.username": "sasl.username",
+    "sasl.plain.password": "sasl.password",
+    "ssl.cafile": "ssl.ca.location",
+    "ssl.certfile": "ssl.certificate.location",
+    "ssl.keyfile": "ssl.key.location",
+    "ssl.password": "ssl.key.password",
+    "ssl.crlfile": "ssl.crl.location",
+}
+#: how long a client waits for an unreachable broker before failing with its address; read by
+#: this system, not passed to librdkafka (kafka-python's name, which the Dagster resource sets)
+BOOTSTRAP_TIMEOUT = "bootstrap.timeout.ms"
+DEFAULT_BOOTSTRAP_TIMEOUT_MS = 5000
+#: keys of the Java or kafka-python clients that mean nothing to librdkafka: ignored with a warning
+IGNORED = frozenset({"zookeeper.connect", "key.serializer", "value.serializer", "key.deserializer",
+                     "value.deserializer", "api.version", "metrics.enabled", "allow.auto.create.topics"})
+
+CONSUMER_DEFAULTS: dict[str, Any] = {
+    # offsets live in Samza's checkpoints: no group commits, no stored offsets, no rebalance
+    # (partitions are assigned from the job model); librdkafka still wants a group id
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "auto.offset.reset": "earliest",
+    "allow.auto.create.topics": False,
+    # a resumed partition (SystemConsumers pauses a partition whose buffer is full) is fetched
+    # again at once: librdkafka purges a paused partition's prefetched messages, so a long
+    # broker-side fetch wait would stall it behind partitions that have no new data
+    "fetch.wait.max.ms": 100,
+}
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    # Kafka's Java default partitioner: keyed messages land where Java clients put them
+    "partitioner": "murmur2_random",
+    "linger.ms": 5,
+    "acks": "all",
+}
+
+
+@dataclass(frozen=True)
+class ConfluentConfigs:
+    system: str
+    consumer: dict[str, Any]
+    producer: dict[str, Any]
+    #: librdkafka key → the full config key it came from (to name it in errors), per client
+    consumer_sources: dict[str, str]
+    producer_sources: dict[str, str]
+    bootstrap_servers: str
+    bootstrap_timeout_s: float
+
+
+def confluent_configs(system: str, config: Config) -> ConfluentConfigs:
+    prefix = f"systems.{system}."
+    consumer_sources: dict[str, str] = {}
+    producer_sources: dict[str, str] = {}
+    consumer = _translate(config.subset(prefix + "consumer."), prefix + "consumer.", consumer_sources)
+    producer = _translate(config.subset(prefix + "producer."), prefix + "producer.", producer_sources)
+    bootstrap = consumer.get("bootstrap.servers") or producer.get("bootstrap.servers")
+    if not bootstrap:
+        key = prefix + "consumer.bootstrap.servers"
+        raise ConfigError(f"Kafka system {system!r} needs {key!r} (or {prefix}producer.bootstrap.servers)", key=key)
+    consumer.setdefault("bootstrap.servers", bootstrap)
+    producer.setdefault("bootstrap.servers", bootstrap)
+    timeout_ms = config.get_int(prefix + "consumer." + BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_MS)
+    timeout_ms = config.get_int(prefix + "producer." + BOOTSTRAP_TIMEOUT, timeout_ms) or DEFAULT_BOOTSTRAP_TIMEOUT_MS
+    for conf, defaults in ((consumer, CONSUMER_DEFAULTS), (producer, PRODUCER_DEFAULTS)):
+        for key, value in defaults.items():
+            conf.setdefault(key, value)
+    consumer["enable.auto.commit"] = False
+    consumer.setdefault("group.id", f"samza-{system}-assigned")  # never joined: partitions are assigned
+    if "fetch.max.bytes" in consumer and "message.max.bytes" not in consumer:
+        # librdkafka refuses a fetch limit below its largest-message limit (Java clients do not)
+        consumer["message.max.bytes"] = min(1_000_000, int(consumer["fetch.max.bytes"]))
+    # a broker that does not answer fails a request in this long, not librdkafka's minute
+    consumer.setdefault("socket.timeout.ms", max(timeout_ms, 10_000))
+    if "delivery.timeout.ms" not in producer:  # librdkafka's alias of message.timeout.ms
+        producer.setdefault("message.timeout.ms", 120_000)
+    logger = logging.getLogger(f"samza_dagster.system.kafka.librdkafka.{system}")
+    consumer["logger"] = producer["logger"] = logger
+    return ConfluentConfigs(system, consumer, producer, consumer_sources, producer_sources, str(bootstrap),
+                            timeout_ms / 1000)
+
+
+def _translate(subset: Config, prefix: str, sources: dict[str, str]) -> dict[str, Any]:
+    what = prefix.rstrip(".").rsplit(".", 1)[-1]  # consumer | producer
+    out: dict[str, Any] = {}
+    for dotted, raw in subset.items():
+        full_key = prefix + dotted
+        value = raw.strip()
+        if dotted == BOOTSTRAP_TIMEOUT:
+            continue
+        if dotted in IGNORED:
+            log.warning("ignoring %s: librdkafka (the confluent client) has no such setting", full_key)
+            continue
+        if what == "producer" and dotted == "batch.size" and value == "0":
+            # Java's "no batching": one message per request
+            out["batch.num.messages"], out["linger.ms"] = "1", "0"
+            sources["batch.num.messages"] = sources["linger.ms"] = full_key
+            continue
+        name = TRANSLATED.get(f"{dotted}@{what}") or TRANSLATED.get(dotted, dotted)
+        out[name] = value
+        sources[name] = full_key
+    return out
+
+
+def config_error(exc: BaseException, sources: dict[str, str], what: str) -> ConfigError | None:
+    """The ConfigError naming the full key of a setting librdkafka rejected, or None when
+    ``exc`` is not about a setting."""
+    text = str(exc)
+    for marker in ("No such configuration property: ", "Invalid value", "Configuration property "):
+        if marker in text:
+            name = next((n for n in sources if f'"{n}"' in text), None)
+            key = sources.get(name, f"systems.*.{what}.*") if name else f"systems.*.{what}.*"
+            return ConfigError(f"config key {key!r}: librdkafka (kafka.client=confluent) refused it: "
+                               f"{_reason(text)}", key=key)
+    return None
+
+
+def _reason(text: str) -> str:
+    start = text.find('str="')
+    return text[start + 5: text.rfind('"')] if start >= 0 else text

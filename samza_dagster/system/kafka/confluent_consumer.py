@@ -1,0 +1,240 @@
+"""ConfluentSystemConsumer: the Kafka system's consumer on librdkafka (``kafka.client=confluent``).
+
+The same contract as the kafka-python consumer (:mod:`.consumer`): partitions come from the job
+model (``assign`` with the start offsets; no group join, no commits), only the SSPs asked for
+are fetched (the others are paused), a bounded partition ends with one end-of-stream envelope at
+the upcoming offset captured at ``start()``, and a lock per *poll call* keeps ``stop`` from
+closing the client mid-poll. Fetching is librdkafka's, in C, in the background; a poll takes up
+to ``systems.<s>.consumer.fetch.batch.messages`` (500) messages at once with ``consume()`` and
+builds an envelope per message with nothing else per message.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError
+from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
+from samza_dagster.system.kafka.errors import unavailable
+
+BATCH_KEY = "fetch.batch.messages"
+DEFAULT_BATCH = 500
+
+
+class ConfluentSystemConsumer:
+    def __init__(self, system_name: str, config: Config, clients: ConfluentConfigs) -> None:
+        self.system_name = system_name
+        self._clients = clients
+        self._stream_config = StreamConfig(config)
+        conf = dict(clients.consumer)
+        self._batch = int(conf.pop(BATCH_KEY, DEFAULT_BATCH))
+        clients.consumer_sources.pop(BATCH_KEY, None)
+        self._conf = conf
+        self._start_offsets: dict[SystemStreamPartition, int] = {}
+        self._consumer: Any = None
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        #: (topic, partition) → SSP, and SSP → a TopicPartition (for pause/resume/position)
+        self._ssps: dict[tuple[str, int], SystemStreamPartition] = {}
+        self._tps: dict[SystemStreamPartition, Any] = {}
+        #: bounded partitions still being read → their upcoming offset captured at start()
+        self._ends: dict[SystemStreamPartition, int] = {}
+        self._pending_eos: set[SystemStreamPartition] = set()
+        self._finished: set[SystemStreamPartition] = set()
+        self._active: set[SystemStreamPartition] = set()
+        self._last_requested: frozenset[SystemStreamPartition] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        """Read ``ssp`` from ``offset`` (the first message to read); registered twice, the
+        earlier offset wins, as in Samza."""
+        if self._consumer is not None:
+            raise RuntimeError(f"{ssp} registered after the Kafka consumer of {self.system_name!r} started")
+        try:
+            position = int(offset)
+        except (TypeError, ValueError):
+            raise ValueError(f"{ssp}: offset {offset!r} is not a Kafka offset (an integer)") from None
+        if position < 0:
+            raise ValueError(f"{ssp}: offset {offset!r} is negative")
+        previous = self._start_offsets.get(ssp)
+        self._start_offsets[ssp] = position if previous is None else min(previous, position)
+
+    def start(self) -> None:
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        try:
+            self._consumer = Consumer(self._conf)
+        except KafkaException as exc:
+            raise config_error(exc, self._clients.consumer_sources, "consumer") or exc from None
+        try:
+            counts = self._partition_counts({ssp.stream for ssp in self._start_offsets})
+            for ssp in self._start_offsets:
+                count = counts.get(ssp.stream, 0)
+                if count == 0:
+                    raise StreamNotFoundError(self.system_name, ssp.stream, f"cannot read {ssp}")
+                if ssp.partition >= count:
+                    raise StreamNotFoundError(self.system_name, ssp.stream,
+                                              f"{ssp} does not exist: the topic has {count} partitions")
+                self._ssps[(ssp.stream, ssp.partition)] = ssp
+                self._tps[ssp] = TopicPartition(ssp.stream, ssp.partition)
+            self._consumer.assign([TopicPartition(s.stream, s.partition, o) for s, o in self._start_offsets.items()])
+            self._active = set(self._start_offsets)
+            self._capture_bounded_ends()
+        except BaseException:
+            self._close()
+            raise
+
+    def _partition_counts(self, topics: set[str]) -> dict[str, int]:
+        """Partition count of each topic, from one metadata request (all topics)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._consumer.list_topics(timeout=self._clients.bootstrap_timeout_s)
+        except KafkaException as exc:
+            raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "consumer start") from exc
+        return {t: len(metadata.topics[t].partitions) for t in topics
+                if t in metadata.topics and metadata.topics[t].error is None}
+
+    def _capture_bounded_ends(self) -> None:
+        for ssp in self._start_offsets:
+            if not self._stream_config.is_bounded(ssp.system_stream):
+                continue
+            _, high = self._consumer.get_watermark_offsets(
+                self._tps[ssp], timeout=self._clients.bootstrap_timeout_s, cached=False
+            )
+            if self._start_offsets[ssp] >= high:
+                self._finish(ssp)
+            else:
+                self._ends[ssp] = high
+
+    def _finish(self, ssp: SystemStreamPartition) -> None:
+        """A bounded partition ended: its end-of-stream is due, it is never fetched again."""
+        self._ends.pop(ssp, None)
+        self._finished.add(ssp)
+        self._pending_eos.add(ssp)
+        if ssp in self._active:
+            self._active.discard(ssp)
+            self._consumer.pause([self._tps[ssp]])
+        self._last_requested = None
+
+    def stop(self) -> None:
+        self._stopped.set()
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            finally:
+                self._consumer = None
+
+    def position(self, ssp: SystemStreamPartition) -> str | None:
+        """The fetch position of ``ssp`` (the next offset it can return; past offsets that hold
+        no message, such as transaction markers). None before start() or for an unknown SSP."""
+        with self._lock:
+            if self._consumer is None or ssp not in self._tps:
+                return None
+            (tp,) = self._consumer.position([self._tps[ssp]])
+            return str(tp.offset) if tp.offset >= 0 else str(self._start_offsets[ssp])
+
+    # -- poll ------------------------------------------------------------------------------
+    def poll(
+        self, ssps: Iterable[SystemStreamPartition], timeout_s: float
+    ) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+        requested = ssps if isinstance(ssps, frozenset) else frozenset(ssps)
+        with self._lock:
+            consumer = self._consumer
+            if consumer is None:
+                if self._stopped.is_set():
+                    return {}
+                raise RuntimeError(f"poll before start() on the Kafka consumer of {self.system_name!r}")
+            if self._pending_eos:
+                due = self._pending_eos & requested
+                if due:
+                    self._pending_eos -= due
+                    return {ssp: [IncomingMessageEnvelope.end_of_stream(ssp)] for ssp in due}
+            if requested != self._last_requested:
+                self._set_active(requested)
+            if self._active:
+                messages = consumer.consume(self._batch, timeout_s)
+                out = self._envelopes(messages) if messages else {}
+                if self._ends:
+                    self._end_past_markers(out)
+                return out
+        self._stopped.wait(timeout_s)
+        return {}
+
+    def _set_active(self, requested: frozenset[SystemStreamPartition]) -> None:
+        want = {ssp for ssp in requested if ssp in self._tps} - self._finished
+        to_pause, to_resume = self._active - want, want - self._active
+        if to_pause:
+            self._consumer.pause([self._tps[s] for s in to_pause])
+        if to_resume:
+            self._consumer.resume([self._tps[s] for s in to_resume])
+        self._active = want
+        self._last_requested = requested
+
+    def _envelopes(self, messages: list) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+        out: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
+        ssps = self._ssps
+        envelope = IncomingMessageEnvelope
+        last_key: tuple[str, int] | None = None
+        batch: list[IncomingMessageEnvelope] = []
+        ssp: SystemStreamPartition | None = None
+        for m in messages:
+            error = m.error()
+            if error is not None:
+                self._on_error(error, m)
+                continue
+            key = (m.topic(), m.partition())
+            if key != last_key:
+                ssp = ssps[key]
+                batch = out.setdefault(ssp, [])
+                last_key = key
+            k, v = m.key(), m.value()
+            kind, ts = m.timestamp()
+            batch.append(envelope(ssp, str(m.offset()), k, v, (len(k) if k else 0) + (len(v) if v else 0),
+                                  ts if kind else None))
+        if self._ends:
+            self._cut_at_ends(out)
+        return out
+
+    def _cut_at_ends(self, out: dict[SystemStreamPartition, list[IncomingMessageEnvelope]]) -> None:
+        for ssp, envelopes in out.items():
+            end = self._ends.get(ssp)
+            if end is not None and int(envelopes[-1].offset) >= end - 1:
+                envelopes[:] = [e for e in envelopes if int(e.offset) < end]
+                self._finish(ssp)
+                self._pending_eos.discard(ssp)
+                envelopes.append(IncomingMessageEnvelope.end_of_stream(ssp))
+
+    def _end_past_markers(self, out: dict) -> None:
+        """End a bounded partition whose position reached its end although no message held
+        ``end - 1`` (a transaction marker or a compacted record does)."""
+        idle = [ssp for ssp in self._ends if ssp not in out and ssp in self._active]
+        if not idle:
+            return
+        for tp in self._consumer.position([self._tps[s] for s in idle]):
+            ssp = self._ssps[(tp.topic, tp.partition)]
+            if tp.offset >= 0 and tp.offset >= self._ends.get(ssp, tp.offset + 1):
+                self._finish(ssp)
+                self._pending_eos.discard(ssp)
+                out.setdefault(ssp, []).append(IncomingMessageEnvelope.end_of_stream(ssp))
+
+    def _on_error(self, error: Any, message: Any) -> None:
+        """librdkafka reports transient trouble (a broker down, a rebalance of leaders) as
+        messages with an error and retries by itself; only a fatal one fails the job."""
+        from confluent_kafka import KafkaError
+
+        if error.code() == KafkaError._PARTITION_EOF or error.retriable() or not error.fatal():
+            return
+        raise SamzaSystemError(
+            f"Kafka system {self.system_name!r}: fetching topic {message.topic()!r} partition "
+            f"{message.partition()} failed: {error.str()}"
+        )
