@@ -16,11 +16,11 @@ objects owned by the control-message bookkeeping (Samza design), carried through
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from samza_dagster.errors import SamzaError
 from samza_dagster.model import SystemStreamPartition
 
 CHECKPOINT_VERSION = 1

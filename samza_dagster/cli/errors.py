@@ -8,7 +8,6 @@ exception is a bug of ours, reported in one line with the trace written to a fil
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import sys
 import tempfile
 import traceback
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from samza_dagster.config import ConfigError
+from samza_dagster.errors import SamzaError
 
 EXIT_OK = 0
 EXIT_FAILED = 1

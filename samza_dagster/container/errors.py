@@ -3,8 +3,9 @@ stream, partition and offset."""
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 from typing import Any
+
+from samza_dagster.errors import SamzaError
 
 
 def coordinates(envelope: Any) -> str:

@@ -8,9 +8,9 @@ cannot be decoded is a deserialization failure like any other, so the same handl
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 from typing import Any
 
+from samza_dagster.errors import SamzaError
 from samza_dagster.serde.serdes import SerdeError
 
 

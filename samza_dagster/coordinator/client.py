@@ -3,7 +3,6 @@ container's host on the coordinator stream, and notice when a newer JobModel is 
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import json
 import logging
 import os
@@ -17,6 +16,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.coordinator.messages import CoordinatorStreamMessage
 from samza_dagster.coordinator.stream import CoordinatorStreamWriter
+from samza_dagster.errors import SamzaError
 
 log = logging.getLogger(__name__)
 

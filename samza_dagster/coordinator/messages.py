@@ -12,13 +12,15 @@ the integer is always written.
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import getpass
 import json
 import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from samza_dagster.errors import SamzaError
+
 
 #: The only coordinator stream message format version there is.
 VERSION = 1

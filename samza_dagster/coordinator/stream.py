@@ -7,7 +7,6 @@ systems ignore): the stream is a key/value table whose latest value per key is t
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import logging
 import time
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from samza_dagster.coordinator.messages import (
     coordinator_stream_name,
 )
 from samza_dagster.coordinator.state import CoordinatorStreamState
+from samza_dagster.errors import SamzaError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import (
     OutgoingMessageEnvelope,

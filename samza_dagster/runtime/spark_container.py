@@ -15,7 +15,6 @@ first reported to the driver's control endpoint, which cancels the stage at once
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import json
 import logging
 import os
@@ -25,6 +24,9 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+
+from samza_dagster.errors import SamzaError
+
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,6 @@ again — with the new model's container count.
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import hmac
 import json
 import logging
@@ -45,6 +44,7 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.http import TOKEN_KEY
+from samza_dagster.errors import SamzaError
 from samza_dagster.runtime.common import MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS, prepare_job, secrets_of
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import json
 import struct
 from typing import Any, Protocol, runtime_checkable
+
+from samza_dagster.errors import SamzaError
 
 
 class SerdeError(SamzaError, ValueError):

@@ -9,12 +9,12 @@ passed in the ``config`` option instead: a JSON object of config keys to values,
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from samza_dagster.config.config import Config
+from samza_dagster.errors import SamzaError
 from samza_dagster.model import SystemStreamPartitionMetadata
 
 

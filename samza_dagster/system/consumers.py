@@ -39,8 +39,6 @@ from a poll on the run loop's thread is raised the same way at once.
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
-
 import logging
 import threading
 import time
@@ -48,6 +46,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from samza_dagster.errors import SamzaError
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.protocols import SystemConsumer

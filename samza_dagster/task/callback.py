@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from samza_dagster.errors import SamzaError
 
 
 class CallbackError(SamzaError, RuntimeError):

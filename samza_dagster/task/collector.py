@@ -3,10 +3,10 @@ bytes to the system's producer (the serialization boundary: producers only see b
 
 from __future__ import annotations
 
-from samza_dagster.errors import SamzaError
 from collections.abc import Mapping
 from typing import Any
 
+from samza_dagster.errors import SamzaError
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.serde.serdes import SerdeError
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
