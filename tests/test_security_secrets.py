@@ -159,3 +159,24 @@ def test_kafka_ssl_and_sasl_settings_pass_through_to_kafka_python():
     assert c.producer["ssl_password"] == "keypw"
     # the admin connects like the consumer (same security settings)
     assert c.admin["security_protocol"] == "SASL_SSL" and c.admin["sasl_plain_password"] == "pw"
+
+
+def test_a_container_that_quotes_a_secret_is_scrubbed_by_the_process_runner(tmp_path):
+    config = _config(tmp_path, **{"job.factory.class": "process", "task.class": "tests.apps.tasks:LeakySecretTask"})
+    create_stream(config, "log", "in", 1)
+    produce(config, "log", "in", [(0, None, b"x")])
+    result = run_job(config)
+    assert not result.succeeded
+    text = result.summary_line() + json.dumps([s.to_dict() for s in result.summaries], default=str)
+    assert "login failed for password ********" in text
+    for value in SECRETS.values():
+        assert value not in text
+
+
+def test_scrub_masks_every_secret_value_in_text():
+    from samza_dagster.config.secrets import scrub
+
+    text = "user=job pw-sasl-1f3a and tok-5b8e twice: tok-5b8e; short values like 'ab' stay"
+    assert scrub(text, {**SECRETS, "x.password": "ab"}) == (
+        "user=job ******** and ******** twice: ********; short values like 'ab' stay"
+    )

@@ -21,6 +21,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.secrets import scrub
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.runtime.common import prepare_job, secrets_of
 from samza_dagster.runtime.container_main import CONTAINER_ID_ENV, SUMMARY_PATH_ENV
@@ -100,7 +101,12 @@ class ProcessJobRunner:
             for t in readers:
                 t.join(5)
             for cid, proc in self.processes.items():
-                result.summaries.append(self._summary(cid, proc.returncode, paths[cid], stderr.get(cid, "")))
+                # a container's stderr or error may quote a config value: never hand a secret on
+                text = scrub(stderr.get(cid, ""), secrets_of(self.config))
+                summary = self._summary(cid, proc.returncode, paths[cid], text)
+                if summary.error:
+                    summary.error = scrub(summary.error, secrets_of(self.config))
+                result.summaries.append(summary)
             result._set_failure()
         finally:
             coordinator.stop()

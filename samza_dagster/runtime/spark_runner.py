@@ -41,6 +41,7 @@ from typing import Any
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.secrets import scrub
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.http import TOKEN_KEY
@@ -315,6 +316,11 @@ class SparkJobRunner:
         else:
             first = next((line for line in text.splitlines() if "Exception" in line or "Error" in line), text[:500])
             result.error = f"the Spark job failed: {first.strip()}"
+        # the error quotes the container's exception, which may quote a config value
+        result.error = scrub(result.error, secrets_of(self.config))
+        for summary in result.summaries:
+            if summary.error:
+                summary.error = scrub(summary.error, secrets_of(self.config))
         log.error("job %s: %s", self.job_name, result.error)
 
     def _install_sigint(self) -> Any:

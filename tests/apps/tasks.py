@@ -200,3 +200,17 @@ class ShutdownAfterTask(StreamTask):
         self.count += 1
         if self.count == self.limit:
             coordinator.shutdown(coordinator.ALL_TASKS_IN_CONTAINER)
+
+
+class LeakySecretTask(StreamTask, InitableTask):
+    """Fails quoting a secret config value in its exception and on stderr (as careless user code
+    might): the runners must not hand the value on."""
+
+    def init(self, context):
+        self.secret = context.config.get_str("systems.db.password")
+
+    def process(self, envelope, collector, coordinator):
+        import sys
+
+        print(f"connecting with password {self.secret}", file=sys.stderr)
+        raise RuntimeError(f"login failed for password {self.secret}")
