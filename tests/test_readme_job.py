@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -27,7 +29,10 @@ def _bash_blocks(section: str) -> list[str]:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
+    # this checkout on PYTHONPATH: its code is what runs (not another install's), and its own
+    # ``jobs/`` package is on the path — a user's ``jobs/`` in the working directory must still win
     env = {k: v for k, v in os.environ.items() if k not in ("SAMZA_LOG_PATH", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(REPO)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(tmp_path)
     return env
@@ -48,7 +53,8 @@ def test_the_readme_job_section_runs_verbatim(tmp_path):
     assert (tmp_path / "wordsplit" / ".samza-log" / "words.db").exists()
 
 
-def test_a_users_own_jobs_package_is_not_shadowed_by_the_examples(tmp_path):
+@pytest.mark.parametrize("runner", ["thread", "process", pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_users_own_jobs_package_is_not_shadowed_by_the_examples(tmp_path, runner):
     own = tmp_path / "jobs" / "wordcount"
     own.mkdir(parents=True)
     (tmp_path / "jobs" / "__init__.py").write_text("")
@@ -61,7 +67,7 @@ def test_a_users_own_jobs_package_is_not_shadowed_by_the_examples(tmp_path):
         "        collector.send(OutgoingMessageEnvelope(SystemStream('log', 'mine'), 'mine:' + envelope.message))\n"
     )
     (tmp_path / "job.properties").write_text(
-        "job.name=mine\njob.factory.class=thread\ntask.class=jobs.wordcount.task:WordSplitTask\n"
+        f"job.name=mine\njob.factory.class={runner}\ntask.class=jobs.wordcount.task:WordSplitTask\n"
         "task.inputs=log.sentences\nsystems.log.samza.msg.serde=string\nstreams.sentences.samza.bounded=true\n"
         "streams.sentences.partitions=1\nstreams.mine.partitions=1\n"
     )
