@@ -20,7 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
-from jobs.demo.report import print_report
+from jobs.demo.report import print_report, report_console
 
 DEFAULT_SIZE = 20_000
 RUNNERS = ("spark", "thread")
@@ -62,7 +62,7 @@ def run_demo(root: str | None = None, size: int | None = None, console: Console 
 
 def build_demo_report(root: str | None = None, size: int | None = None, console: Console | None = None, *,
                       runner: str = "spark", spark: Any = None) -> DemoReport:
-    console = console or Console()
+    console = console or report_console()
     size = size or DEFAULT_SIZE
     if runner not in RUNNERS:
         raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")

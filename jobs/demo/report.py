@@ -10,9 +10,20 @@ from rich.table import Table
 
 def _table(title: str) -> Table:
     t = Table(title=title, title_justify="left", show_header=True, header_style="bold")
-    t.add_column("")
-    t.add_column("value", justify="right")
+    t.add_column("", overflow="fold")
+    t.add_column("value", justify="right", no_wrap=True)
     return t
+
+
+def report_console() -> Console:
+    """A terminal's own width; 100 columns when the output is a file or a pipe (rich's 80
+    would cut the widest table), unless ``COLUMNS`` says otherwise."""
+    import os
+    import sys
+
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console()
+    return Console(width=100)
 
 
 def print_report(console: Console, report: Any, *, kept: bool) -> None:
@@ -22,7 +33,7 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
         t = Table(title="1. user_classification — streams with different latency SLAs (priority 1 vs 0)",
                   title_justify="left", header_style="bold")
         for col in ("stream", "messages", "p50 latency ms", "p99 latency ms", "max ms"):
-            t.add_column(col, justify="right" if col != "stream" else "left")
+            t.add_column(col, justify="right" if col != "stream" else "left", overflow="fold")
         for label, split in (("user_signups (real-time, priority 1)", uc.realtime),
                              ("  … served during the backfill flood", uc.realtime_during_flood),
                              ("reclassify_requests (batch, priority 0)", uc.batch)):
@@ -45,8 +56,11 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
         console.print(t)
     if ad is not None:
         t = Table(title="3. ad_ctr — time-aligned streams (5-minute join buffer)", title_justify="left", header_style="bold")
-        for col in ("chooser", "views → results", "clicks joined", "peak held (views+clicks)", "peak views", "peak clicks"):
-            t.add_column(col, justify="right" if col != "chooser" else "left")
+        # short headers and an unwrapped first column: the table fits 80 columns as well as 100
+        t.caption, t.caption_justify = "peak held: views and clicks waiting in the join buffer at once", "left"
+        t.add_column("chooser", no_wrap=True)
+        for col in ("views → results", "clicks joined", "peak held", "peak views", "peak clicks"):
+            t.add_column(col, justify="right", overflow="fold")
         for run in (ad.aligned, ad.round_robin):
             t.add_row(run.chooser, f"{run.outputs:,}", f"{run.clicks_joined:,}", f"{run.peak_buffered:,}",
                       f"{run.peak_views:,}", f"{run.peak_clicks:,}")

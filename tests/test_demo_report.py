@@ -1,0 +1,36 @@
+"""The demo's report fits the width it is given: nothing cut off with an ellipsis, no line wider
+than the console, at 80 columns (a narrow terminal) and 100 (the width used for a pipe or file)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from jobs.ad_ctr.scenario import AdCtrReport, ChooserRun
+from jobs.demo.main import DemoReport
+from jobs.demo.report import print_report, report_console
+
+
+def _run(chooser: str, peak: int) -> ChooserRun:
+    return ChooserRun(chooser, outputs=10_000, clicks_joined=1_002, no_click=8_998, orphan_clicks=0,
+                      peak_buffered=peak, peak_views=peak, peak_clicks=0, messages_processed=11_002, elapsed_s=1.0)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_ad_ctr_table_fits_without_cutting_a_value(width):
+    report = DemoReport(size=10_000, runner="spark", log_root="/tmp/x", elapsed_s=1.0)
+    report.ad_ctr = AdCtrReport(views=10_000, clicks=1_002, expected_clicked_views=1_002,
+                                aligned=_run("time-aligned", 278), round_robin=_run("round-robin", 900))
+    out = io.StringIO()
+    print_report(Console(file=out, width=width, color_system=None), report, kept=False)
+    text = out.getvalue()
+    assert "…" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "time-aligned" in text and "round-robin" in text and "peak held" in text
+
+
+def test_a_pipe_gets_100_columns(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert report_console().width == 100  # pytest captures stdout: not a terminal
