@@ -101,7 +101,10 @@ def run(config: Config, args: argparse.Namespace) -> int:
     provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
     for stream in provisioned.created:
         print(f"created stream {stream.name} ({stream.partitions} partitions)", file=sys.stderr)
-    result = run_job(config)
+    from samza_dagster.cli.progress import show_progress
+
+    with show_progress(config.get_str("job.name") or "job", config, [*provisioned.created, *provisioned.existing]):
+        result = run_job(config)
     print(result.summary_line())
     return EXIT_OK if result.succeeded else EXIT_FAILED
 

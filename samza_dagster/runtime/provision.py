@@ -27,12 +27,17 @@ from samza_dagster.system.factories import system_factory
 from samza_dagster.model import StreamSpec
 
 
+READ_ROLES = frozenset({"input", "bootstrap", "side-input"})
+
+
 @dataclass(frozen=True)
 class DeclaredStream:
     stream_id: str
     system: str
     physical_name: str
     partitions: int | None
+    #: the job reads it (an input, bootstrap or side input), as opposed to writing it
+    reads: bool = False
 
     @property
     def name(self) -> str:
@@ -86,10 +91,10 @@ def _planned(config: Config) -> list[DeclaredStream]:
         for ss in TaskConfig(config).inputs:
             ids = streams.stream_ids_for(ss, default_system)
             sid = ids[0] if ids else ss.stream
-            out.append(DeclaredStream(sid, ss.system, ss.stream, streams.partitions(sid)))
+            out.append(DeclaredStream(sid, ss.system, ss.stream, streams.partitions(sid), reads=True))
         return out
     return [
-        DeclaredStream(s.id, s.system, s.physical_name, s.partitions)
+        DeclaredStream(s.id, s.system, s.physical_name, s.partitions, reads=bool(s.roles & READ_ROLES))
         for s in plan.streams.values()
         if not s.is_intermediate
     ]

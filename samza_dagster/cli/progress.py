@@ -1,0 +1,191 @@
+"""What a running job has done, shown while ``samza-dagster run`` waits for it.
+
+Watched from outside, as any client would see it, so it works the same for every runner (the
+containers may be threads, processes or Spark tasks): messages of the inputs the job's
+checkpoints cover (processed), those they do not cover yet (lag), and messages appended to the
+streams it writes. A checkpoint is written at each commit (``task.commit.ms``), so processed and
+lag move in commit-sized steps.
+
+On a terminal it is a ``rich`` progress display, replaced by the run's summary line when the job
+ends; otherwise (a pipe, a file, CI) a plain line every ``PLAIN_INTERVAL_S`` seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, TextIO
+
+from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
+from samza_dagster.config import Config
+from samza_dagster.model import SystemStreamPartition
+from samza_dagster.planner.admins import fetch_metadata
+from samza_dagster.runtime.provision import DeclaredStream
+from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.factories import system_factory
+
+TTY_INTERVAL_S = 1.0
+PLAIN_INTERVAL_S = 10.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    processed: int
+    lag: int
+    written: int
+    elapsed_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def line(self, job: str) -> str:
+        return (f"{job}: {self.processed:,} processed ({self.rate:,.0f}/s), lag {self.lag:,}, "
+                f"{self.written:,} written, {self.elapsed_s:,.0f} s")
+
+
+class JobWatch:
+    """Samples a job's progress from its streams' offsets and its checkpoint stream."""
+
+    def __init__(self, config: Config, streams: Iterable[DeclaredStream]) -> None:
+        self.config = config
+        self.streams = list(streams)
+        self._admins: dict[str, Any] = {}
+        self._stack = ExitStack()
+        self._started = time.monotonic()
+        first = self._offsets()
+        #: where each partition stood: the head of a written stream, the checkpoint (else the
+        #: oldest offset) of a read one
+        self._baseline = {ssp: oldest for ssp, (oldest, _) in first.items()}
+        self._baseline.update(self._covered())
+        self._baseline.update({ssp: head for ssp, (_, head) in first.items() if not self._reads(ssp)})
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def sample(self) -> Sample:
+        covered = self._covered()
+        processed = lag = written = 0
+        for ssp, (oldest, head) in self._offsets().items():
+            start = self._baseline.get(ssp, oldest)
+            if self._reads(ssp):
+                done = covered.get(ssp, start)
+                processed += max(0, done - start)
+                lag += max(0, head - done)
+            else:
+                written += max(0, head - start)
+        return Sample(processed, lag, written, time.monotonic() - self._started)
+
+    def _reads(self, ssp: SystemStreamPartition) -> bool:
+        return any(s.reads and (s.system, s.physical_name) == (ssp.system, ssp.stream) for s in self.streams)
+
+    def _admin(self, system: str) -> Any:
+        if system not in self._admins:
+            admin = system_factory(self.config, system).get_admin(system, self.config)
+            close = getattr(admin, "stop", None) or getattr(admin, "close", None)
+            if callable(close):
+                self._stack.callback(close)
+            self._admins[system] = admin
+        return self._admins[system]
+
+    def _offsets(self) -> dict[SystemStreamPartition, tuple[int, int]]:
+        """partition → its oldest offset and the one the next message appended to it gets."""
+        by_system: dict[str, list[str]] = {}
+        for s in self.streams:
+            by_system.setdefault(s.system, []).append(s.physical_name)
+        out: dict[SystemStreamPartition, tuple[int, int]] = {}
+        for system, names in by_system.items():
+            for name, md in fetch_metadata(self._admin(system), system, names).items():
+                for p, m in md.partitions.items():
+                    out[SystemStreamPartition(system, name, p)] = (_int(m.oldest_offset), _int(m.upcoming_offset))
+        return out
+
+    def _covered(self) -> dict[SystemStreamPartition, int]:
+        """input partition → the offset after the last one its checkpoint covers."""
+        system = checkpoint_system(self.config)
+        factory = system_factory(self.config, system)
+        manager = CheckpointManager(self.config, self._admin(system), None,
+                                    lambda: factory.get_consumer(system, self.config))
+        try:
+            checkpoints = manager.read_last()
+        except StreamNotFoundError:  # the job has not committed yet
+            return {}
+        out: dict[SystemStreamPartition, int] = {}
+        for checkpoint in checkpoints.values():
+            for ssp, offset in checkpoint.offsets.items():
+                out[ssp] = _int(offset) + 1
+        return out
+
+
+def _int(offset: str | None) -> int:
+    try:
+        return int(offset) if offset is not None else 0
+    except ValueError:  # a system whose offsets are not numbers: no arithmetic on them
+        return 0
+
+
+@contextmanager
+def show_progress(job: str, config: Config, streams: Iterable[DeclaredStream], *,
+                  out: TextIO | None = None, interval_s: float | None = None) -> Iterator[None]:
+    """Show the job's progress while the body runs. Progress is a courtesy: a stream that cannot
+    be observed stops the display, never the job."""
+    out = out or sys.stderr
+    try:
+        watch = JobWatch(config, streams)
+    except Exception:  # noqa: BLE001 - the job itself reports a system it cannot reach
+        yield
+        return
+    tty = out.isatty()
+    interval = interval_s if interval_s is not None else (TTY_INTERVAL_S if tty else PLAIN_INTERVAL_S)
+    done = threading.Event()
+    render = _rich_display(job, out) if tty else _plain_display(job, out)
+    thread = threading.Thread(target=_loop, args=(watch, render, done, interval), name="samza-run-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(10)
+        render(None)
+        watch.close()
+
+
+def _loop(watch: JobWatch, render: Any, done: threading.Event, interval: float) -> None:
+    while not done.wait(interval):
+        try:
+            render(watch.sample())
+        except Exception:  # noqa: BLE001 - see show_progress
+            return
+
+
+def _plain_display(job: str, out: TextIO) -> Any:
+    def render(sample: Sample | None) -> None:
+        if sample is not None:
+            print(sample.line(job), file=out, flush=True)
+
+    return render
+
+
+def _rich_display(job: str, out: TextIO) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[line]}"),
+                        TimeElapsedColumn(), console=Console(file=out), transient=True)
+    task = progress.add_task(job, total=None, line="starting")
+    progress.start()
+
+    def render(sample: Sample | None) -> None:
+        if sample is None:
+            progress.stop()
+            return
+        # a bounded job's work is what it has done plus what is left; an unbounded one's grows
+        progress.update(task, completed=sample.processed, total=sample.processed + sample.lag or None,
+                        line=f"{sample.processed:,} processed ({sample.rate:,.0f}/s)  lag {sample.lag:,}  "
+                             f"{sample.written:,} written")
+
+    return render
