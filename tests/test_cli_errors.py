@@ -18,6 +18,14 @@ GOOD_JOB = (
     "streams.sentences.partitions=1\nstreams.sentences.samza.bounded=true\n"
 )
 
+STRAY_TASK = (
+    "from samza_dagster.system import OutgoingMessageEnvelope, SystemStream\n"
+    "from samza_dagster.task import StreamTask\n\n"
+    "class StrayTask(StreamTask):\n"
+    "    def process(self, envelope, collector, coordinator):\n"
+    "        collector.send(OutgoingMessageEnvelope(SystemStream('log', 'nowhere'), envelope.message))\n"
+)
+
 #: (id, files to write, argv, exit status, text the message must contain)
 CASES = [
     ("negative size", {}, ["demo", "--size", "-5"], 2, "--size: must be 1 or more, got -5"),
@@ -72,3 +80,22 @@ def test_produce_checks_every_line_before_sending_any(tmp_path):
     assert bad.returncode == 2 and "in.jsonl line 2: not a JSON value" in bad.stderr
     described = run("streams", "describe", "log.events")
     assert "0       -         0" in described.stdout.replace("  ", "  ")  # nothing was sent
+
+
+def test_a_failed_job_is_exit_1_and_a_short_message_naming_the_stream(tmp_path):
+    """A job that fails while running (its task writes to a stream that does not exist) is a job
+    failure, not a usage error: exit 1, the failure on stderr in a few lines, no trace."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("SAMZA_LOG_PATH", None)
+    (tmp_path / "stray.py").write_text(STRAY_TASK)
+    (tmp_path / "job.properties").write_text(GOOD_JOB.replace("tests.apps.tasks:NoOpTask", "stray:StrayTask"))
+    (tmp_path / "in.txt").write_text("a\n")
+    run = lambda *argv: subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+    assert run("streams", "create", "log.sentences", "--partitions", "1").returncode == 0
+    assert run("streams", "produce", "log.sentences", "--file", "in.txt").returncode == 0
+    done = run("run", "--config-path", "job.properties")
+    assert done.returncode == 1, done.stderr
+    assert "stream 'nowhere' does not exist on system 'log'" in done.stderr
+    assert "samza-dagster streams create log.nowhere" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 3, done.stderr

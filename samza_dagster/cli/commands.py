@@ -105,7 +105,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
 
     with show_progress(config.get_str("job.name") or "job", config, [*provisioned.created, *provisioned.existing]):
         result = run_job(config)
-    print(result.summary_line())
+    # a failure is an error message like any other: stderr, so `run ... > out` still shows it
+    print(result.summary_line(), file=sys.stdout if result.succeeded else sys.stderr)
     return EXIT_OK if result.succeeded else EXIT_FAILED
 
 
