@@ -34,7 +34,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SAMZA_LOG_PATH", "PYTHONPATH")}
     env["PYTHONPATH"] = str(REPO)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["HOME"] = str(tmp_path)
+    env["HOME"] = str(tmp_path)  # the README works in ~/wordsplit
     return env
 
 
@@ -49,8 +49,10 @@ def test_the_readme_job_section_runs_verbatim(tmp_path):
     assert "job wordsplit on thread: 1 containers completed, 2 messages" in done.stdout
     words = sorted(line.split("\t")[2] for line in done.stdout.splitlines() if re.match(r"^\d+:\d+\t", line))
     assert words == sorted("the quick brown fox jumps over the lazy dog".split())
-    # everything it made is in its own directory: the streams under ./.samza-log
+    # everything it made is in its own directory (the streams under ./.samza-log): started from a
+    # checkout, it leaves the checkout as it was
     assert (tmp_path / "wordsplit" / ".samza-log" / "words.db").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["wordsplit"]
 
 
 @pytest.mark.parametrize("runner", ["thread", "process", pytest.param("spark", marks=pytest.mark.spark)])
