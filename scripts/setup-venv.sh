@@ -20,7 +20,8 @@ pip_with_progress() {
   "$root/.venv/bin/python" -m pip "$@" >>"$root/.venv/pip.log" 2>&1 &
   local pid=$!
   tail -n +1 -f "$root/.venv/pip.log" --pid="$pid" 2>/dev/null \
-    | grep --line-buffered -E "^(Collecting|ERROR|error)" | sed -u 's/^Collecting /  fetching /' >&2 || true
+    | grep --line-buffered -E "^(Collecting|Installing collected|ERROR|error)" \
+    | sed -u -e 's/^Collecting /  fetching /' -e 's/^Installing collected packages: .*/  installing the fetched packages (pyspark is large: a minute or so)/' >&2 || true
   wait "$pid" || status=$?
   if [ "$status" -ne 0 ]; then
     grep -v "is ignored: it is neither a file nor a directory" "$root/.venv/pip.log" | tail -20 >&2
