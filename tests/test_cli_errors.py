@@ -99,3 +99,6 @@ def test_a_failed_job_is_exit_1_and_a_short_message_naming_the_stream(tmp_path):
     assert "samza-dagster streams create log.nowhere" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 3, done.stderr
+    # the full trace is in the run's log file, which the message names
+    log_file = Path(done.stderr.split("the run's log, with the full trace: ")[1].split(")")[0])
+    assert "Traceback" in log_file.read_text() and "StreamNotFoundError" in log_file.read_text()

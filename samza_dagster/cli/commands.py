@@ -8,21 +8,28 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
 from samza_dagster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from samza_dagster.config import Config, ConfigError, parse_overrides
 from samza_dagster.config.deployment import apply_deployment
+from samza_dagster.config.job_config import JobConfig
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def configure_logging(verbose: bool) -> None:
-    """Quiet by default — a command prints what it did; the engine's INFO lines are for --verbose."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    """Quiet by default — a command prints what it did; the engine's INFO lines (and the traces
+    logged with them) are for --verbose and for a run's log file."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT)
+    if not verbose:
+        for handler in logging.getLogger().handlers:
+            handler.setLevel(logging.WARNING)
     if not verbose:
         for noisy in ("py4j", "pyspark", "kafka"):
             logging.getLogger(noisy).setLevel(logging.ERROR)
@@ -103,11 +110,34 @@ def run(config: Config, args: argparse.Namespace) -> int:
         print(f"created stream {stream.name} ({stream.partitions} partitions)", file=sys.stderr)
     from samza_dagster.cli.progress import show_progress
 
-    with show_progress(config.get_str("job.name") or "job", config, [*provisioned.created, *provisioned.existing]):
+    job = JobConfig(config)
+    with show_progress(job.name, config, [*provisioned.created, *provisioned.existing]), run_log(job) as log_path:
         result = run_job(config)
+    if result.succeeded:
+        print(result.summary_line())
+        return EXIT_OK
     # a failure is an error message like any other: stderr, so `run ... > out` still shows it
-    print(result.summary_line(), file=sys.stdout if result.succeeded else sys.stderr)
-    return EXIT_OK if result.succeeded else EXIT_FAILED
+    print(result.summary_line(), file=sys.stderr)
+    print(f"  (the run's log, with the full trace: {log_path})", file=sys.stderr)
+    return EXIT_FAILED
+
+
+@contextmanager
+def run_log(job: JobConfig) -> Iterator[Path]:
+    """The run's log file: every INFO line of the run and the trace of a failure, whatever the
+    console shows. One per job (``$TMPDIR/samza-dagster-<job.name>-<job.id>.log``), rewritten
+    by each run."""
+    path = Path(tempfile.gettempdir()) / f"samza-dagster-{job.name}-{job.id}.log"
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield path
+    finally:
+        root.removeHandler(handler)
+        handler.close()
 
 
 def run_bench(argv: Sequence[str]) -> int:

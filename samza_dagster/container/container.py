@@ -132,6 +132,8 @@ class SamzaContainer:
             self.summary = self._summarize(status, time.monotonic() - started, error)
             log.info("%s", self.summary.one_line())
         if error is not None:
+            # the summary carries one line; the trace goes to the log (a run's log file, --verbose)
+            log.info("container %s failed", self.container_id, exc_info=error)
             raise error
         return self.summary
 
