@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import NoReturn
 
-DESCRIPTION = "Apache Samza's stream processing in Python: run jobs, inspect streams, run the demo."
+DESCRIPTION = "Apache Samza's stream processing in Python: run jobs, inspect streams."
 EPILOG = ("SAMZA_LOG_PATH sets the embedded log's root (default ./.samza-log) for every command. "
           "Run `samza-dagster COMMAND --help` for a command's options.")
 
@@ -57,17 +57,27 @@ def _config_args(parser: argparse.ArgumentParser, *, required: bool = True) -> N
                         help="override a config key (repeatable)")
 
 
+class _OneLineEach(argparse.HelpFormatter):
+    """Help text in column 31: room for the longest command name (coordinator-stream-writer,
+    indented 4) on the line of its help. argparse measures subcommands at the indent of their
+    group, 2 short of where it prints them, and would put that one's help on a line of its own."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=31)
+        self._action_max_length = 29
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="samza-dagster", description=DESCRIPTION, epilog=EPILOG)
+    parser = Parser(prog="samza-dagster", description=DESCRIPTION, epilog=EPILOG, formatter_class=_OneLineEach)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level and print full traces")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="the four example applications on the embedded log, on Spark")
+    demo = sub.add_parser("demo", help="the four example applications, on Spark")
     demo.add_argument("--root", default=None, metavar="DIR", help="keep the demo's streams here (default: a temp dir)")
     demo.add_argument("--size", type=positive_int, default=None, metavar="N",
                       help="messages per application (default 20000)")
 
-    run = sub.add_parser("run", help="run a job until it stops (bounded inputs) or Ctrl-C")
+    run = sub.add_parser("run", help="run a job until it ends (bounded) or Ctrl-C")
     _config_args(run)
     run.add_argument("--no-create-streams", action="store_true",
                      help="fail, naming them, instead of creating missing input/output streams")
@@ -77,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _streams_parser(sub)
 
-    writer = sub.add_parser("coordinator-stream-writer", help="set or delete a key on a job's coordinator stream")
+    writer = sub.add_parser("coordinator-stream-writer", help="set or delete a key of a job's config")
     _config_args(writer)
     writer.add_argument("--type", required=True, choices=["set-config", "delete"], dest="msg_type")
     writer.add_argument("--key", required=True)
@@ -90,12 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     coordinator.add_argument("--host", default="127.0.0.1")
     coordinator.add_argument("--port", type=port, default=0)
 
-    sub.add_parser("bench", add_help=False, help="run the benchmarks (python -m bench; from the repository root)")
+    sub.add_parser("bench", add_help=False, help="the benchmarks (python -m bench)")
     return parser
 
 
 def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    streams = sub.add_parser("streams", help="create, list, describe, produce to and tail streams")
+    streams = sub.add_parser("streams", help="create, list, describe, produce to, tail")
     actions = streams.add_subparsers(dest="streams_command", required=True, metavar="ACTION")
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
