@@ -46,6 +46,23 @@ def existing_file(text: str) -> str:
     return text
 
 
+def directory(text: str) -> str:
+    """A directory to write into: it may not exist yet, but may not be a file."""
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"not a directory: {text}")
+    return text
+
+
+def host(text: str) -> str:
+    import socket
+
+    try:
+        socket.getaddrinfo(text, None)
+    except (OSError, UnicodeError):
+        raise argparse.ArgumentTypeError(f"cannot resolve host {text!r}") from None
+    return text
+
+
 def input_file(text: str) -> str:
     return text if text == "-" else existing_file(text)
 
@@ -73,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="the four example applications, on Spark")
-    demo.add_argument("--root", default=None, metavar="DIR", help="keep the demo's streams here (default: a temp dir)")
+    demo.add_argument("--root", default=None, type=directory, metavar="DIR", help="keep the demo's streams here (default: a temp dir)")
     demo.add_argument("--size", type=positive_int, default=None, metavar="N",
                       help="messages per application (default 20000)")
 
@@ -97,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     coordinator = sub.add_parser("job-coordinator", help="serve a job's JobModel over HTTP")
     _config_args(coordinator)
-    coordinator.add_argument("--host", default="127.0.0.1")
+    coordinator.add_argument("--host", default="127.0.0.1", type=host)
     coordinator.add_argument("--port", type=port, default=0)
 
     sub.add_parser("bench", add_help=False, help="the benchmarks (python -m bench)")

@@ -63,6 +63,11 @@ def parse_stream(text: str, config: Config) -> SystemStream:
 
 @contextmanager
 def _admin(config: Config, system: str) -> Iterator[Any]:
+    if system != "log" and not config.get_str(f"systems.{system}.samza.factory"):
+        # the engine takes a system without a factory for the embedded log; here that would
+        # quietly put "kafka.orders" in ./.samza-log
+        raise UsageError(f"system {system!r} is not configured: give --config-path with "
+                         f"systems.{system}.samza.factory (or --config systems.{system}.samza.factory=...)")
     admin = system_factory(config, system).get_admin(system, config)
     try:
         yield admin
