@@ -1,4 +1,4 @@
-"""The benchmark runner: B1–B7 of issue 11 in one process tree, then docs/benchmarks.md rewritten.
+"""The benchmark runner: B1–B7 (each against its baseline, measured in the same run) in one process tree, then docs/benchmarks.md rewritten.
 
     python -m bench                          # everything, default sizes (~15 min on 2 cores)
     python -m bench --only B1,B4 --repetitions 3
