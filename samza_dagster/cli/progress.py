@@ -15,10 +15,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
 from samza_dagster.config import Config

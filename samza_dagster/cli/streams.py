@@ -20,7 +20,6 @@ from typing import Any, TextIO
 
 from samza_dagster.cli.errors import EXIT_OK, UsageError
 from samza_dagster.config import Config
-from samza_dagster.config.job_config import JobConfig
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
 from samza_dagster.system.errors import StreamNotFoundError
