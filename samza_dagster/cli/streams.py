@@ -22,6 +22,7 @@ from samza_dagster.cli.errors import EXIT_OK, UsageError
 from samza_dagster.config import Config
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
+from samza_dagster.system.factories import system_admin
 from samza_dagster.system.errors import StreamNotFoundError
 
 
@@ -67,13 +68,8 @@ def _admin(config: Config, system: str) -> Iterator[Any]:
         # quietly put "kafka.orders" in ./.samza-log
         raise UsageError(f"system {system!r} is not configured: give --config-path with "
                          f"systems.{system}.samza.factory (or --config systems.{system}.samza.factory=...)")
-    admin = system_factory(config, system).get_admin(system, config)
-    try:
+    with system_admin(config, system) as admin:
         yield admin
-    finally:
-        close = getattr(admin, "stop", None) or getattr(admin, "close", None)
-        if callable(close):
-            close()
 
 
 def create(config: Config, target: SystemStream, partitions: int) -> int:

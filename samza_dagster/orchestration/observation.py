@@ -8,8 +8,7 @@ version exactly when new messages arrived.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,7 @@ from samza_dagster.config import Config
 from samza_dagster.planner.admins import fetch_metadata as fetch_stream_metadata  # the planner's batched lookup
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import system_admin, system_factory
 from samza_dagster.model import SystemStreamPartition, SystemStreamPartitionMetadata
 
 log = logging.getLogger(__name__)
@@ -95,18 +94,6 @@ def observe_streams(config: Config, streams: Iterable[StreamInfo], *, with_lag: 
             for obs in result.values():
                 obs.lag = _lag(obs, processed)
     return result
-
-
-@contextmanager
-def system_admin(config: Config, system: str) -> Iterator[Any]:
-    """``system``'s admin, stopped (or closed) afterwards."""
-    admin = system_factory(config, system).get_admin(system, config)
-    try:
-        yield admin
-    finally:
-        close = getattr(admin, "stop", None) or getattr(admin, "close", None)
-        if callable(close):
-            close()
 
 
 def fetch_metadata(config: Config, system: str, names: list[str]) -> dict[str, Any]:

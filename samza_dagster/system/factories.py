@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.system.protocols import SystemFactory
@@ -38,3 +42,15 @@ def system_factory(config: Config, system_name: str) -> SystemFactory:
         if not callable(getattr(factory, method, None)):
             raise ConfigError(f"config key {key!r}: {path} is not a SystemFactory (no {method})", key=key)
     return factory
+
+
+@contextmanager
+def system_admin(config: Config, system: str) -> Iterator[Any]:
+    """``system``'s admin for the duration of a ``with`` block, stopped (or closed) afterwards."""
+    admin = system_factory(config, system).get_admin(system, config)
+    try:
+        yield admin
+    finally:
+        close = getattr(admin, "stop", None) or getattr(admin, "close", None)
+        if callable(close):
+            close()

@@ -28,6 +28,7 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
+from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.errors import unavailable
 
 BATCH_KEY = "fetch.batch.messages"
@@ -63,18 +64,8 @@ class ConfluentSystemConsumer:
 
     # -- lifecycle -------------------------------------------------------------------------
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
-        """Read ``ssp`` from ``offset`` (the first message to read); registered twice, the
-        earlier offset wins, as in Samza."""
-        if self._consumer is not None:
-            raise RuntimeError(f"{ssp} registered after the Kafka consumer of {self.system_name!r} started")
-        try:
-            position = int(offset)
-        except (TypeError, ValueError):
-            raise ValueError(f"{ssp}: offset {offset!r} is not a Kafka offset (an integer)") from None
-        if position < 0:
-            raise ValueError(f"{ssp}: offset {offset!r} is negative")
-        previous = self._start_offsets.get(ssp)
-        self._start_offsets[ssp] = position if previous is None else min(previous, position)
+        """Read ``ssp`` from ``offset`` (the first message to read); the earlier offset wins."""
+        register_start_offset(self._start_offsets, ssp, offset, self.system_name, self._consumer is not None)
 
     def start(self) -> None:
         from confluent_kafka import Consumer, KafkaException, TopicPartition

@@ -21,6 +21,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
+from samza_dagster.system.kafka.common import not_bytes_error
 from samza_dagster.system.kafka.errors import KafkaProducerError, unavailable
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
@@ -92,11 +93,7 @@ class ConfluentSystemProducer:
             producer.produce(topic, envelope.message, key, partition=partition, on_delivery=self._on_delivery,
                              timestamp=envelope.event_time or 0)
         except TypeError as exc:
-            raise TypeError(
-                f"Kafka system {self.system_name!r}, topic {topic!r}: key and message must be bytes "
-                f"(serialized by the container's serdes), got key {type(envelope.key).__name__}, "
-                f"message {type(envelope.message).__name__}: {exc}"
-            ) from exc
+            raise not_bytes_error(self.system_name, topic, envelope, exc) from exc
         self._unserved += 1
         if self._unserved >= SERVE_EVERY:
             self._unserved = 0

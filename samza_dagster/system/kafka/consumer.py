@@ -24,6 +24,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
+from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.errors import connect, unavailable
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
@@ -49,18 +50,8 @@ class KafkaSystemConsumer:
 
     # -- lifecycle -------------------------------------------------------------------------
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
-        """Read ``ssp`` from ``offset`` (the first message to read). Registered twice, the
-        earlier offset wins, as in Samza."""
-        if self._consumer is not None:
-            raise RuntimeError(f"{ssp} registered after the Kafka consumer of {self.system_name!r} started")
-        try:
-            position = int(offset)
-        except (TypeError, ValueError):
-            raise ValueError(f"{ssp}: offset {offset!r} is not a Kafka offset (an integer)") from None
-        if position < 0:
-            raise ValueError(f"{ssp}: offset {offset!r} is negative")
-        previous = self._start_offsets.get(ssp)
-        self._start_offsets[ssp] = position if previous is None else min(previous, position)
+        """Read ``ssp`` from ``offset`` (the first message to read); the earlier offset wins."""
+        register_start_offset(self._start_offsets, ssp, offset, self.system_name, self._consumer is not None)
 
     def start(self) -> None:
         from kafka import KafkaConsumer, TopicPartition

@@ -21,6 +21,7 @@ from kafka.errors import KafkaTimeoutError
 from samza_dagster.config.config import Config
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
+from samza_dagster.system.kafka.common import not_bytes_error
 from samza_dagster.system.kafka.errors import KafkaProducerError, connect, unavailable
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
@@ -104,11 +105,7 @@ class KafkaSystemProducer:
         try:
             future = producer.send(topic, envelope.message, envelope.key, None, partition, envelope.event_time)
         except TypeError as exc:
-            raise TypeError(
-                f"Kafka system {self.system_name!r}, topic {topic!r}: key and message must be bytes "
-                f"(serialized by the container's serdes), got key {type(envelope.key).__name__}, "
-                f"message {type(envelope.message).__name__}: {exc}"
-            ) from exc
+            raise not_bytes_error(self.system_name, topic, envelope, exc) from exc
         except KafkaTimeoutError as exc:  # no metadata for the topic within max.block.ms
             raise StreamNotFoundError(
                 self.system_name, topic, f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}"
