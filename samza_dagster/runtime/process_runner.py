@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,7 @@ class ProcessJobRunner:
             result._set_failure()
         finally:
             coordinator.stop()
+            shutil.rmtree(workdir, ignore_errors=True)  # the containers' summary files, read above
         result.elapsed_s = time.monotonic() - started
         log.info("%s", result.summary_line())
         return result
