@@ -44,8 +44,8 @@ def main(n: int = 50_000) -> None:
                                "task.inputs": "log.events,log.profiles,log.handmid",
                                "stores.left.factory": "inmemory", "stores.left.changelog": "log.hand-left",
                                "stores.right.factory": "inmemory", "stores.right.changelog": "log.hand-right",
-                               "stores.left.key.serde": "pickle", "stores.left.msg.serde": "pickle",
-                               "stores.right.key.serde": "pickle", "stores.right.msg.serde": "pickle",
+                               "stores.left.key.serde": "tagged-json", "stores.left.msg.serde": "tagged-json",
+                               "stores.right.key.serde": "tagged-json", "stores.right.msg.serde": "tagged-json",
                                "task.window.ms": "100", "task.commit.ms": "100"})
     model = build_job_model(hand).model
     containers = [SamzaContainer(cid, model) for cid in sorted(model.containers)]

@@ -119,10 +119,10 @@ def test_no_serde_unpickles_unless_named(tmp_path):
     assert isinstance(SerdeRegistry(Config({})).get("pickle", "stores.s.msg.serde"), PickleSerde)  # named: allowed
 
 
-def test_operator_runtime_pickles_only_its_internal_stores(tmp_path):
-    """The operator runtime names the pickle serde for the stores it owns (window/join state,
-    written and read only by the job; docs/reliability.md says so) — never for a stream."""
-    from samza_dagster.operators.prepare import prepare_application
+def test_operator_runtime_never_names_pickle_for_its_own_stores(tmp_path):
+    """The operator runtime keeps its own state (window/join/table stores) in tagged JSON: a
+    changelog stream's bytes cannot make a job run code at restore. Pickle only when named."""
+    from samza_dagster.operators.prepare import OPERATOR_STORE_SERDE, prepare_application
 
     config = Config({
         "job.name": "picklecheck", "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
@@ -130,9 +130,15 @@ def test_operator_runtime_pickles_only_its_internal_stores(tmp_path):
     })
     create_stream(config, "log", "words", 4)
     prepared = prepare_application(config)
-    pickled = {k for k, v in prepared.config.items() if v == "pickle"}
-    assert pickled, "expected the window store to use the pickle serde"
-    assert all(k.startswith("stores.") for k in pickled), pickled
+    assert "pickle" not in set(prepared.config.values())
+    store_serdes = {k: v for k, v in prepared.config.items() if k.startswith("stores.") and k.endswith(".serde")}
+    assert store_serdes and set(store_serdes.values()) == {OPERATOR_STORE_SERDE}, store_serdes
+
+    # a user who names pickle for one store gets it for that store only
+    store = next(iter(store_serdes)).split(".")[1]
+    named = prepare_application(config.with_overrides({f"stores.{store}.msg.serde": "pickle"}), create_streams=False)
+    assert named.config[f"stores.{store}.msg.serde"] == "pickle"
+    assert named.config[f"stores.{store}.key.serde"] == OPERATOR_STORE_SERDE
 
 
 def test_kafka_ssl_and_sasl_settings_pass_through_to_kafka_python():

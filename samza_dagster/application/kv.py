@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from samza_dagster.serde.tagged_json import register_type
+
 
 class KV(NamedTuple):
     """A (key, value) pair. A NamedTuple, so a plain ``(key, value)`` tuple is accepted
@@ -11,3 +13,6 @@ class KV(NamedTuple):
 
     key: Any
     value: Any
+
+
+register_type(KV, "samza.KV")  # operator state (join buffers, tables) holds KVs

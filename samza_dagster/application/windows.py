@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from samza_dagster.application.errors import ApplicationError
+from samza_dagster.serde.tagged_json import register_type
 
 TUMBLING = "tumbling"
 SESSION = "session"
@@ -41,6 +42,9 @@ class WindowPane(NamedTuple):
     end_ms: int
     value: Any
     trigger: str = "default"
+
+
+register_type(WindowPane, "samza.WindowPane")  # a downstream table or join may keep panes
 
 
 @dataclass(frozen=True, eq=False)

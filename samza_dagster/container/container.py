@@ -88,6 +88,10 @@ class SamzaContainer:
         self.consumers: Any = None
         self.checkpoints: CheckpointManager | None = None
         self._changelog_ssps: dict[str, dict[str, SystemStreamPartition]] = {}
+        #: every task's stores, opened before the task instances exist: closed at shutdown by
+        #: their TaskInstance, or here when start-up failed before it was built (a RocksDB store
+        #: left open keeps its lock, and the next start in this process could not open it)
+        self._task_stores: dict[str, TaskStores] = {}
         self._started_producers: list[Any] = []
         self._consumer_metrics: dict[str, Any] = {}
 
@@ -197,7 +201,7 @@ class SamzaContainer:
         last = self.checkpoints.read_last()
 
         # stores
-        task_stores: dict[str, TaskStores] = {}
+        task_stores = self._task_stores
         if specs:
             prepare_changelogs(specs, {s: self._admin(s) for s in systems}, self.job_model.max_change_log_stream_partitions)
             base = state_base_dir(config, default_system) / f"{job.name}-{job.id}"
@@ -205,6 +209,8 @@ class SamzaContainer:
                 task_stores[name] = TaskStores(name, tm.changelog_partition, specs, serdes, base, self.producers)
                 self._changelog_ssps[name] = task_stores[name].changelog_ssps()
             self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer, last)
+            for stores in task_stores.values():
+                stores.refuse_pickled_state()
 
         # task instances
         drop = task_cfg.drop_deserialization_errors
@@ -371,6 +377,9 @@ class SamzaContainer:
             attempt(self.consumers.stop)
         for ti in self.tasks.values():
             attempt(ti.close)
+        for name, stores in self._task_stores.items():
+            if name not in self.tasks:
+                attempt(stores.close)
         for producer in self._started_producers:
             attempt(producer.stop)
         if self.checkpoints is not None:

@@ -49,6 +49,8 @@ STAGE_KEY = "app.stage"
 ORIGINAL_JOB_NAME_KEY = "app.stage.application.job.name"
 STORE_FACTORY_KEY = "app.store.factory"
 JOIN_TIME_KEY = "app.join.time"
+#: serde of the operators' own stores (window, join, table state) unless stores.<s>.*.serde names one
+OPERATOR_STORE_SERDE = "tagged-json"
 
 
 @dataclass
@@ -198,8 +200,10 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
     factory = cfg.get_str(STORE_FACTORY_KEY) or "rocksdb"
     for name, logged in operator_stores(descriptor, op_ids).items():
         overrides[f"stores.{name}.factory"] = factory
-        overrides[f"stores.{name}.key.serde"] = "pickle"
-        overrides[f"stores.{name}.msg.serde"] = "pickle"
+        # the operators' own state: typed JSON, never pickle (which runs code named by the bytes
+        # it reads) unless the user names a serde for the store
+        for kind in ("key", "msg"):
+            overrides[f"stores.{name}.{kind}.serde"] = cfg.get_str(f"stores.{name}.{kind}.serde") or OPERATOR_STORE_SERDE
         if logged:
             overrides[f"stores.{name}.changelog"] = f"{default_system}.{run_name}-{descriptor.job_id}-{name}-changelog"
     if not cfg.get_str("task.window.ms"):

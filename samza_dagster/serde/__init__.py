@@ -1,4 +1,4 @@
-"""Serdes by name: json, string, bytes, integer, long, noop (and pickle, only when named)."""
+"""Serdes by name: json, string, bytes, integer, long, noop, tagged-json (and pickle, only when named)."""
 
 from samza_dagster.serde.registry import BUILTIN_SERDES, SerdeRegistry, load_class
 from samza_dagster.serde.serdes import (
@@ -12,6 +12,7 @@ from samza_dagster.serde.serdes import (
     SerdeError,
     StringSerde,
 )
+from samza_dagster.serde.tagged_json import PickledStateError, TaggedJsonSerde, register_type
 
 __all__ = [
     "BUILTIN_SERDES",
@@ -21,9 +22,12 @@ __all__ = [
     "LongSerde",
     "NoOpSerde",
     "PickleSerde",
+    "PickledStateError",
     "Serde",
     "SerdeError",
     "SerdeRegistry",
     "StringSerde",
+    "TaggedJsonSerde",
     "load_class",
+    "register_type",
 ]

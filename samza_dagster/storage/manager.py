@@ -28,7 +28,7 @@ from samza_dagster.model import StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.storage.cached import CachedStore
 from samza_dagster.storage.kv import DEFAULT_BLOCK_CACHE_BYTES, BlockCache, InMemoryRawStore, RocksDBRawStore
 from samza_dagster.storage.logged import LoggedStore
-from samza_dagster.storage.serialized import SerializedKeyValueStore
+from samza_dagster.storage.serialized import SerializedKeyValueStore, refuse_pickled_state
 
 DEFAULT_STORE_SERDE = "json"
 #: ``stores.<store>.object.cache.size``: entries of the write-back cache of one store in one
@@ -192,6 +192,11 @@ class TaskStores:
                 serdes.get(spec.key_serde, f"stores.{spec.name}.key.serde"),
                 serdes.get(spec.msg_serde, f"stores.{spec.name}.msg.serde"),
             )
+
+    def refuse_pickled_state(self) -> None:
+        """After restore: a tagged-json store must not hold an earlier version's pickles."""
+        for name, spec in self.specs.items():
+            refuse_pickled_state(name, self.raw[name], spec.key_serde, spec.msg_serde)
 
     def changelog_ssps(self) -> dict[str, SystemStreamPartition]:
         return {

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from samza_dagster.serde.serdes import SerdeError
+from samza_dagster.serde.serdes import SerdeError, _preview
+from samza_dagster.serde.tagged_json import PickledStateError
 
 
 class SerializedKeyValueStore:
@@ -24,9 +25,19 @@ class SerializedKeyValueStore:
         except SerdeError as exc:
             raise SerdeError(f"store {self.name!r}: cannot serialize key {key!r}: {exc}") from exc
 
+    def _decode_failed(self, exc: SerdeError, what: str) -> SerdeError:
+        if isinstance(exc, PickledStateError):
+            return PickledStateError(exc.preview, self.name)
+        return SerdeError(f"store {self.name!r}: cannot deserialize {what}: {exc}")
+
     def get(self, key: Any) -> Any:
         raw = self._inner.get(self._key(key))
-        return None if raw is None else self._vde(raw)
+        if raw is None:
+            return None
+        try:
+            return self._vde(raw)
+        except SerdeError as exc:
+            raise self._decode_failed(exc, f"the value of key {key!r}") from exc
 
     def put(self, key: Any, value: Any) -> None:
         if value is None:
@@ -61,17 +72,36 @@ class SerializedKeyValueStore:
 
     def range(self, from_key: Any, to_key: Any) -> Iterator[tuple[Any, Any]]:
         """Entries with ``from_key <= key < to_key`` in serialized-key order."""
-        kde, vde = self._kde, self._vde
-        for k, v in self._inner.range(self._key(from_key), self._key(to_key)):
-            yield kde(k), vde(v)
+        return self._decoded(self._inner.range(self._key(from_key), self._key(to_key)))
 
     def all(self) -> Iterator[tuple[Any, Any]]:
+        return self._decoded(self._inner.all())
+
+    def _decoded(self, entries: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[Any, Any]]:
         kde, vde = self._kde, self._vde
-        for k, v in self._inner.all():
-            yield kde(k), vde(v)
+        try:
+            for k, v in entries:
+                yield kde(k), vde(v)
+        except SerdeError as exc:
+            raise self._decode_failed(exc, "an entry") from exc
 
     def flush(self) -> None:
         self._inner.flush()
 
     def close(self) -> None:
         self._inner.close()
+
+
+def refuse_pickled_state(name: str, raw: Any, key_serde: str, msg_serde: str) -> None:
+    """Fail before the task's first message when a ``tagged-json`` store holds pickles (state of
+    an earlier version): the new serde would not find a single key, and a join or table read
+    would quietly see an empty store. JSON text never starts with byte 0x80; every pickle does,
+    so one seek (keys from 0x80 up) and one look at the first value decide it."""
+    if key_serde == "tagged-json":
+        for key, _ in raw.range(b"\x80", b"\xff" * 16):
+            raise PickledStateError(_preview(key), name)
+    if msg_serde == "tagged-json":
+        for _, value in raw.all():
+            if value[:1] == b"\x80":
+                raise PickledStateError(_preview(value), name)
+            break

@@ -1,0 +1,22 @@
+"""Waiting on a condition with a deadline: what tests and benchmarks do instead of sleeping."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout_s: float, what: str, poll_s: float = 0.02) -> T:
+    """Call ``condition`` until it returns something truthy and return that; TimeoutError naming
+    ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout_s:.0f}s for {what}")
+        time.sleep(poll_s)
