@@ -104,6 +104,10 @@ def run(config: Config, args: argparse.Namespace) -> int:
     from samza_dagster.runtime.preflight import check_job_config
     from samza_dagster.runtime.provision import provision_streams
 
+    if args.force_reset:
+        from samza_dagster.coordinator.partition_counts import FORCE_RESET_KEY
+
+        config = config.with_overrides({FORCE_RESET_KEY: "true"})
     check_job_config(config)
     provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
     for stream in provisioned.created:

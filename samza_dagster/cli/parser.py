@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     _config_args(run)
     run.add_argument("--no-create-streams", action="store_true",
                      help="fail, naming them, instead of creating missing input/output streams")
+    run.add_argument("--force-reset", action="store_true",
+                     help="accept changed set-once config or input partition counts of a stateful job "
+                          "(forgets its task-to-changelog assignment)")
 
     plan = sub.add_parser("plan", help="print a job's execution plan as JSON")
     _config_args(plan)

@@ -21,11 +21,17 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import mask_config
 from samza_dagster.coordinator.http import TOKEN_KEY, CoordinatorHttpServer, ServedModel
 from samza_dagster.coordinator.job_model import JobModel
-from samza_dagster.coordinator.messages import CoordinatorStreamMessage
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.messages import SET_CHANGELOG, SET_INPUT_PARTITIONS, CoordinatorStreamMessage
+from samza_dagster.coordinator.model_builder import JobModelBuild, build_job_model
 from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter, close_admin
-from samza_dagster.coordinator.submission import SubmissionResult, submit_job_config
+from samza_dagster.coordinator.partition_counts import (
+    FORCE_RESET_KEY,
+    InputPartitionCountChangedError,
+    check_input_partitions,
+    record_input_partitions,
+)
+from samza_dagster.coordinator.submission import SubmissionResult, is_stateful, submit_job_config
 from samza_dagster.model import SystemStream
 from samza_dagster.system.protocols import SystemAdmin
 
@@ -57,12 +63,15 @@ class JobCoordinator:
         submit: bool = True,
         admins: Mapping[str, SystemAdmin] | None = None,
     ) -> None:
+        # the reset applies to this launch only: it is not part of the job's config
+        self.force_reset = force_reset or config.get_bool(FORCE_RESET_KEY, False)
+        if FORCE_RESET_KEY in config:
+            config = Config({k: v for k, v in config.items() if k != FORCE_RESET_KEY})
         self.submitted_config = config
         self.host = host
         self.port = port
         self.input_streams = dict(input_streams) if input_streams is not None else None
         self.exclude = frozenset(exclude)
-        self.force_reset = force_reset
         self.submit = submit
         # Admins for input partition lookups, reused across rebuilds; those made here are closed at stop().
         self.admins: dict[str, SystemAdmin] = dict(admins or {})
@@ -185,15 +194,17 @@ class JobCoordinator:
     def _rebuild(self, version: int, raise_errors: bool) -> bool:
         config = Config(self._state.config)
         try:
-            build = build_job_model(
-                config,
-                changelog_partitions=self._state.changelog,
-                previous_hosts=self._state.host_assignments,
-                input_streams=self.input_streams,
-                exclude=self.exclude,
-                version=version,
-                admins=self.admins,
-            )
+            build = self._build(config, version)
+            if is_stateful(config):
+                try:
+                    check_input_partitions(self._state.input_partitions, build.input_partitions)
+                except InputPartitionCountChangedError as exc:
+                    if not (self.force_reset and version == 1):
+                        raise
+                    log.warning("force reset: %s -> %s partitions for %s; the task → changelog partition "
+                                "assignments are forgotten", exc.old, exc.new, exc.stream)
+                    self._forget_changelog_assignments()
+                    build = self._build(config, version)
         except Exception as exc:  # noqa: BLE001 - a bad reconfiguration must not kill a running job
             if raise_errors:
                 raise
@@ -204,17 +215,41 @@ class JobCoordinator:
             )
             return False
         self._failed_config = None
-        if build.new_changelog_partitions:
-            assert self._writer is not None
-            self._writer.send(*(
-                CoordinatorStreamMessage.set_changelog(SOURCE, task, partition)
-                for task, partition in sorted(build.new_changelog_partitions.items())
-            ))
+        assert self._writer is not None
+        messages = [
+            CoordinatorStreamMessage.set_changelog(SOURCE, task, partition)
+            for task, partition in sorted(build.new_changelog_partitions.items())
+        ]
+        if is_stateful(config):
+            messages += record_input_partitions(SOURCE, self._state.input_partitions, build.input_partitions)
+        if messages:
+            self._writer.send(*messages)
             self._state.changelog.update(build.new_changelog_partitions)
+            self._state.input_partitions.update(
+                (m.key, m.input_partitions) for m in messages if m.type == SET_INPUT_PARTITIONS
+            )
         self._publish(build.model)
         if version > 1:
             log.info("job coordinator rebuilt the JobModel: version %s", version)
         return True
+
+    def _build(self, config: Config, version: int) -> JobModelBuild:
+        return build_job_model(
+            config,
+            changelog_partitions=self._state.changelog,
+            previous_hosts=self._state.host_assignments,
+            input_streams=self.input_streams,
+            exclude=self.exclude,
+            version=version,
+            admins=self.admins,
+        )
+
+    def _forget_changelog_assignments(self) -> None:
+        assert self._writer is not None
+        self._writer.send(*(
+            CoordinatorStreamMessage.delete(SOURCE, SET_CHANGELOG, task) for task in sorted(self._state.changelog)
+        ))
+        self._state.changelog.clear()
 
     def _publish(self, model: JobModel) -> None:
         served = ServedModel(

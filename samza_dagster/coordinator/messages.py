@@ -28,7 +28,9 @@ VERSION = 1
 SET_CONFIG = "set-config"
 SET_CHANGELOG = "set-changelog"
 SET_CONTAINER_HOST_ASSIGNMENT = "set-container-host-assignment"
-MESSAGE_TYPES = (SET_CONFIG, SET_CHANGELOG, SET_CONTAINER_HOST_ASSIGNMENT)
+#: the partition count of an input stream (key ``<system>.<stream>``) a stateful job was grouped on
+SET_INPUT_PARTITIONS = "set-input-partitions"
+MESSAGE_TYPES = (SET_CONFIG, SET_CHANGELOG, SET_CONTAINER_HOST_ASSIGNMENT, SET_INPUT_PARTITIONS)
 
 _COMPACT = (",", ":")
 
@@ -125,6 +127,14 @@ class CoordinatorStreamMessage:
         )
 
     @classmethod
+    def set_input_partitions(
+        cls, source: str, stream: str, partitions: int, *, host: str | None = None,
+        username: str | None = None, timestamp: int | None = None,
+    ) -> CoordinatorStreamMessage:
+        """``stream`` is ``<system>.<stream>``; the count is a string, as set-changelog's partition."""
+        return cls._new(SET_INPUT_PARTITIONS, stream, {"partitions": str(int(partitions))}, source, host, username, timestamp)
+
+    @classmethod
     def delete(
         cls, source: str, type: str, key: str, *, host: str | None = None,  # noqa: A002 - Samza's name
         username: str | None = None, timestamp: int | None = None,
@@ -146,6 +156,16 @@ class CoordinatorStreamMessage:
         except ValueError:
             raise CoordinatorStreamFormatError(
                 f"set-changelog message for task {self.key!r} has a non-integer partition {raw!r}"
+            ) from None
+
+    @property
+    def input_partitions(self) -> int:
+        raw = self.values.get("partitions")
+        try:
+            return int(str(raw))
+        except ValueError:
+            raise CoordinatorStreamFormatError(
+                f"set-input-partitions message for stream {self.key!r} has a non-integer count {raw!r}"
             ) from None
 
     @property

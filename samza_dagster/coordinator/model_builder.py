@@ -27,6 +27,8 @@ class JobModelBuild:
 
     model: JobModel
     new_changelog_partitions: dict[str, int]
+    #: partition count of every stream the tasks were grouped on (side inputs excluded)
+    input_partitions: dict[SystemStream, int]
 
 
 def input_partition_counts(
@@ -93,6 +95,7 @@ def build_job_model(
     ``changelog_partitions`` is what the coordinator stream holds: existing tasks keep theirs.
     """
     job = JobConfig(config)
+    exclude = tuple(exclude)
     if input_streams is None:
         input_streams = input_partition_counts(config, TaskConfig(config).inputs, admins)
     groups = ssp_grouper(job.grouper)(input_ssps(input_streams, exclude))
@@ -106,4 +109,5 @@ def build_job_model(
     hosts = {cid: host for cid, host in (previous_hosts or {}).items() if cid in containers}
     model = JobModel(config=config, containers=containers, version=version, previous_hosts=hosts)
     new = {name: p for name, p in changelog.items() if existing.get(name) != p}
-    return JobModelBuild(model, new)
+    skip = set(exclude)
+    return JobModelBuild(model, new, {ss: count for ss, count in input_streams.items() if ss not in skip})

@@ -11,6 +11,7 @@ from samza_dagster.coordinator.messages import (
     SET_CHANGELOG,
     SET_CONFIG,
     SET_CONTAINER_HOST_ASSIGNMENT,
+    SET_INPUT_PARTITIONS,
     CoordinatorStreamFormatError,
     CoordinatorStreamMessage,
 )
@@ -29,6 +30,8 @@ class CoordinatorStreamState:
     config: dict[str, str] = field(default_factory=dict)
     changelog: dict[str, int] = field(default_factory=dict)
     host_assignments: dict[str, str] = field(default_factory=dict)
+    #: ``<system>.<stream>`` → the partition count a stateful job's tasks were grouped on
+    input_partitions: dict[str, int] = field(default_factory=dict)
     other: dict[tuple[str, str], CoordinatorStreamMessage] = field(default_factory=dict)
 
     def apply(self, message: CoordinatorStreamMessage, offset: str | None = None) -> None:
@@ -63,6 +66,14 @@ class CoordinatorStreamState:
                 )
                 return
             self.host_assignments[key] = hostname
+        elif msg_type == SET_INPUT_PARTITIONS:
+            if message.is_delete:
+                self.input_partitions.pop(key, None)
+                return
+            try:
+                self.input_partitions[key] = message.input_partitions
+            except CoordinatorStreamFormatError as exc:
+                log.warning("skipping coordinator stream message at offset %s: %s", offset, exc)
         else:
             if message.is_delete:
                 self.other.pop((msg_type, key), None)
@@ -78,5 +89,6 @@ class CoordinatorStreamState:
 
     def copy(self) -> CoordinatorStreamState:
         return CoordinatorStreamState(
-            dict(self.config), dict(self.changelog), dict(self.host_assignments), dict(self.other)
+            dict(self.config), dict(self.changelog), dict(self.host_assignments), dict(self.input_partitions),
+            dict(self.other),
         )
