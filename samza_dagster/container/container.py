@@ -32,6 +32,14 @@ from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.dead_letter import DeadLetterSender, dead_letter_stream, ensure_dead_letter_stream
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
+from samza_dagster.container.side_inputs import (
+    OFFSETS_FILE,
+    IdentityProcessor,
+    SideInputsManager,
+    SideInputStore,
+    processor_from_config,
+    side_input_streams,
+)
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.job_model import JobModel
@@ -92,6 +100,8 @@ class SamzaContainer:
         #: their TaskInstance, or here when start-up failed before it was built (a RocksDB store
         #: left open keeps its lock, and the next start in this process could not open it)
         self._task_stores: dict[str, TaskStores] = {}
+        self.side_inputs: SideInputsManager | None = None
+        self.side_inputs_restored: dict[str, int] = {}
         self._started_producers: list[Any] = []
         self._consumer_metrics: dict[str, Any] = {}
 
@@ -116,6 +126,8 @@ class SamzaContainer:
             monitor = threading.Thread(target=self._monitor, name=f"container-{self.container_id}-monitor", daemon=True)
             monitor.start()
             result = self.run_loop.run()
+            if self.side_inputs is not None and self.side_inputs.error is not None:
+                raise self.side_inputs.error
             if result == RunLoopStatus.COMPLETED:
                 status = ContainerStatus.COMPLETED
             elif self._watcher is not None and getattr(self._watcher, "new_version_available", False):
@@ -211,6 +223,8 @@ class SamzaContainer:
             self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer, last)
             for stores in task_stores.values():
                 stores.refuse_pickled_state()
+        self.side_inputs = self._side_inputs(task_stores, serdes, default_system, task_factory)
+        self.side_inputs_restored = self.side_inputs.bootstrap()
 
         # task instances
         drop = task_cfg.drop_deserialization_errors
@@ -265,8 +279,35 @@ class SamzaContainer:
             timer_enabled=config.get_bool("metrics.timer.enabled", True),
             shutdown_ms=task_cfg.shutdown_ms,
         )
+        self.side_inputs.start()
         if self.stop_event.is_set():
             self.run_loop.request_stop()
+
+    def _side_inputs(
+        self, task_stores: dict[str, TaskStores], serdes: SerdeRegistry, default_system: str, task_factory: Any
+    ) -> SideInputsManager:
+        """Each task's side-input stores, fed the side-input partitions with the task's
+        partition number (container/side_inputs.py)."""
+        supplied = getattr(task_factory, "side_inputs_processor", None)
+        stores: list[SideInputStore] = []
+        for task_name, ts in sorted(task_stores.items()):
+            partition = min((ssp.partition for ssp in self.container_model.tasks[task_name].ssps), default=0)
+            for name in ts.specs:
+                streams = side_input_streams(self.config, name, default_system)
+                if not streams:
+                    continue
+                processor = processor_from_config(self.config, name) or (supplied(name) if supplied else None)
+                ssps = []
+                for ss in streams:
+                    count = self._admin(ss.system).get_system_stream_metadata([ss.stream])[ss.stream].partition_count
+                    if partition < count:  # else: a task for a wider input owns no partition of it
+                        ssps.append(SystemStreamPartition(ss.system, ss.stream, partition))
+                path = ts.paths.get(name)
+                stores.append(SideInputStore(
+                    task_name, name, ts.stores[name], processor or IdentityProcessor(), ssps,
+                    None if path is None else path / OFFSETS_FILE,
+                ))
+        return SideInputsManager(stores, self._admin, self._new_consumer, serdes)
 
     def _chooser(self, metadata: dict[SystemStream, Any]) -> Any:
         from samza_dagster.system.chooser import DefaultChooser
@@ -323,6 +364,8 @@ class SamzaContainer:
                 offsets.setdefault(ssp, off)
         if ti.task_stores is not None:
             ti.task_stores.flush()
+        if self.side_inputs is not None:
+            self.side_inputs.flush(ti.task_name)
         for producer in self.producers.values():
             producer.flush(ti.task_name)
         changelog_offsets: dict[str, tuple[SystemStreamPartition, str | None]] = {}
@@ -358,6 +401,8 @@ class SamzaContainer:
                 break
             if self._watcher is not None and getattr(self._watcher, "new_version_available", False):
                 break
+            if self.side_inputs is not None and self.side_inputs.error is not None:
+                break  # run() raises it once the run loop has stopped
         if self.run_loop is not None and not getattr(self, "_finished", False):
             self.run_loop.request_stop()
 
@@ -375,6 +420,9 @@ class SamzaContainer:
 
         if self.consumers is not None:
             attempt(self.consumers.stop)
+        if self.side_inputs is not None:
+            attempt(self.side_inputs.stop)
+            attempt(self.side_inputs.flush)
         for ti in self.tasks.values():
             attempt(ti.close)
         for name, stores in self._task_stores.items():
@@ -409,6 +457,11 @@ class SamzaContainer:
             except Exception:  # noqa: BLE001 - informational
                 pass
         metrics["lag"] = self._lag(final)
+        if self.side_inputs is not None and self.side_inputs.stores:
+            metrics["side_inputs"] = {
+                "bootstrapped": dict(self.side_inputs_restored),
+                "applied": self.side_inputs.applied_counts(),
+            }
         return ContainerSummary(
             self.container_id, status, per_stream, final, elapsed,
             None if error is None else f"{type(error).__name__}: {error}", metrics,

@@ -39,7 +39,7 @@ from samza_dagster.application.specs import OperatorSpec, PartitionByOperatorSpe
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.control.watermark_source import DEFAULT_INTERVAL_MS, INTERVAL_KEY
-from samza_dagster.operators.analysis import operator_stores, topological, upstream_inputs
+from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
 from samza_dagster.planner import ExecutionPlan, plan_from_config
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
@@ -206,6 +206,10 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
             overrides[f"stores.{name}.{kind}.serde"] = cfg.get_str(f"stores.{name}.{kind}.serde") or OPERATOR_STORE_SERDE
         if logged:
             overrides[f"stores.{name}.changelog"] = f"{default_system}.{run_name}-{descriptor.job_id}-{name}-changelog"
+    for table in side_tables:  # filled and followed by the container's side-inputs manager
+        overrides[f"stores.{store_name('table-' + table.table_id)}.side.inputs"] = ",".join(
+            f"{table.side_input_systems[s]}.{table.side_input_physical_names[s]}" for s in table.side_inputs
+        )
     if not cfg.get_str("task.window.ms"):
         overrides["task.window.ms"] = str(cfg.get_int(INTERVAL_KEY, DEFAULT_INTERVAL_MS) or DEFAULT_INTERVAL_MS)
     if stage_id:

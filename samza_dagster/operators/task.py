@@ -42,7 +42,7 @@ from samza_dagster.control.watermark_source import ALLOWED_LATENESS_KEY, InputWa
 from samza_dagster.operators import impl
 from samza_dagster.operators.analysis import store_name
 from samza_dagster.operators.errors import OperatorError
-from samza_dagster.operators.side_inputs import load_side_inputs
+from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.model import SystemStream, SystemStreamPartition
@@ -158,8 +158,7 @@ class OperatorTask:
         order = {op.op_id: i for i, op in enumerate(prepared.order)}
         self.timed.sort(key=lambda pair: order.get(getattr(pair[0], "op_id", ""), 0))
 
-        # side inputs, then the checkpointed control bookkeeping
-        load_side_inputs(prepared, context, ssps)
+        # the checkpointed control bookkeeping (side-input tables were filled by the container)
         cp = container.last_checkpoints.get(self.task_name)
         if cp is not None:
             ended, marks = self.handler.restore(cp.end_of_stream, cp.watermarks)
@@ -344,6 +343,13 @@ class OperatorTaskFactory:
 
     def create_task(self, task_name: str) -> OperatorTask:
         return OperatorTask(self.prepared, task_name, self)
+
+    def side_inputs_processor(self, store: str) -> TableSideInputsProcessor | None:
+        """The container's side-inputs manager asks for the processor of a table's store."""
+        for table in self.prepared.side_input_tables:
+            if store_name("table-" + table.table_id) == store:
+                return TableSideInputsProcessor(table.side_input_fn)
+        return None
 
 
 DEFAULT_INTERMEDIATE_SERDE = JsonSerde

@@ -67,14 +67,25 @@ def store_specs(config: Config, default_system: str) -> list[StoreSpec]:
     storage = StorageConfig(config)
     specs = []
     for name in storage.store_names():
+        changelog = storage.changelog(name, default_system)
+        cache_sizes = _cache_sizes(config, name)
+        if storage.side_inputs(name):
+            if changelog is not None:
+                key = f"stores.{name}.changelog"
+                raise ConfigError(
+                    f"config key {key!r}: store {name!r} has side inputs (stores.{name}.side.inputs), which are its "
+                    "changelog already; remove one of the two", key=key,
+                )
+            # written by the side-inputs thread while the task reads: no write-back cache
+            cache_sizes = {"cache_size": 0, "batch_size": DEFAULT_WRITE_BATCH_SIZE}
         specs.append(
             StoreSpec(
                 name=name,
                 factory=storage.factory(name),
                 key_serde=storage.key_serde(name) or DEFAULT_STORE_SERDE,
                 msg_serde=storage.msg_serde(name) or DEFAULT_STORE_SERDE,
-                changelog=storage.changelog(name, default_system),
-                **_cache_sizes(config, name),
+                changelog=changelog,
+                **cache_sizes,
                 block_cache=BlockCache(storage.container_cache_size_bytes(name, DEFAULT_BLOCK_CACHE_BYTES)),
             )
         )
@@ -167,9 +178,11 @@ class TaskStores:
         self.stores: dict[str, SerializedKeyValueStore] = {}
         self.logged: dict[str, LoggedStore] = {}
         self.cached: dict[str, CachedStore] = {}
+        #: the directory of each persistent store (side-input offsets are kept beside it)
+        self.paths: dict[str, Path] = {}
         for spec in specs:
             if spec.factory == "rocksdb":
-                path = base_dir / _safe(spec.name) / _safe(task_name)
+                path = self.paths[spec.name] = base_dir / _safe(spec.name) / _safe(task_name)
                 if spec.changelog is not None and path.exists():
                     shutil.rmtree(path)  # rebuilt from the changelog below
                 path.parent.mkdir(parents=True, exist_ok=True)

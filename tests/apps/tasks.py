@@ -214,3 +214,27 @@ class LeakySecretTask(StreamTask, InitableTask):
 
         print(f"connecting with password {self.secret}", file=sys.stderr)
         raise RuntimeError(f"login failed for password {self.secret}")
+
+
+class ProfileLookupTask(StreamTask, InitableTask):
+    """For each user id read, sends ``{"user", "profile"}`` to ``log.enriched`` with the user's
+    entry in the side-input store ``profiles`` as the task sees it at that moment."""
+
+    def init(self, context):
+        self.profiles = context.get_store("profiles")
+        config = context.config
+        self.out = SystemStream(config.get_str("test.output.system", "log"), config.get_str("test.output.stream", "enriched"))
+
+    def process(self, envelope, collector, coordinator):
+        user = envelope.message
+        collector.send(OutgoingMessageEnvelope(self.out, {"user": user, "profile": self.profiles.get(user)}, key=user))
+
+
+class UpperNameProcessor:
+    """A side-inputs processor: stores the upper-cased ``name`` of a profile; ``{"deleted": true}``
+    removes the user."""
+
+    def process(self, envelope, store):
+        if envelope.message.get("deleted"):
+            return [(envelope.key, None)]
+        return [(envelope.key, {"name": envelope.message["name"].upper()})]

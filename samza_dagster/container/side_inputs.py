@@ -1,0 +1,294 @@
+"""Side inputs (Samza's SideInputsManager): stores filled from streams instead of by the task.
+
+A store with ``stores.<store>.side.inputs = system.stream,...`` is written only from those
+streams. Each task's copy of it is fed the partitions of the side-input streams with the task's
+partition number (the planner makes a table's side inputs co-partitioned with the streams joined
+with it). The container
+
+1. **bootstraps** before any task is initialised: every side-input partition is read to the
+   newest offset seen at that moment, so a task never sees a table older than what the stream
+   held when it started;
+2. **follows** the streams on a thread of its own for the container's life, so updates reach the
+   tables the task reads within a poll interval (``docs/benchmarks.md``, side inputs);
+3. keeps the offsets it applied **beside the store**, not in the checkpoint: a persistent store
+   (RocksDB) resumes after the offset in ``<store dir>/side-input-offsets.json``, written after
+   the store is flushed, at each commit and at shutdown. An in-memory store re-reads from the
+   oldest offset at every start.
+
+Each message goes through the store's side-inputs processor — ``process(envelope, store)``
+returning the ``(key, value)`` entries to write (a None value deletes) — which is
+``stores.<store>.side.inputs.processor.factory`` (``module:Class``; the class, or its
+``get_side_inputs_processor(config)``), or the one the task factory supplies (the high-level
+API's ``side_input_fn``), or the identity: the message's own key and value.
+
+Side-input stores have no changelog (the streams are their changelog) and no write-back cache:
+the following thread writes while the task reads, and only the raw store is safe for that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.errors import SamzaError
+from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.serde.registry import SerdeRegistry, load_class
+
+log = logging.getLogger(__name__)
+
+PROCESSOR_KEY = "stores.{store}.side.inputs.processor.factory"
+OFFSETS_FILE = "side-input-offsets.json"
+#: how long the following thread waits in one poll; bounds the delay of an update when idle
+FOLLOW_POLL_S = 0.05
+BOOTSTRAP_TIMEOUT_S = 600.0
+
+
+class SideInputsProcessor(Protocol):
+    def process(self, envelope: IncomingMessageEnvelope, store: Any) -> Iterable[tuple[Any, Any]]: ...
+
+
+class SideInputError(SamzaError):
+    """A side-input partition could not be read or applied; names the store and partition."""
+
+
+class IdentityProcessor:
+    """The message's key and value, as they are."""
+
+    def process(self, envelope: IncomingMessageEnvelope, store: Any) -> Iterable[tuple[Any, Any]]:
+        return ((envelope.key, envelope.message),)
+
+
+def processor_from_config(config: Config, store: str) -> SideInputsProcessor | None:
+    key = PROCESSOR_KEY.format(store=store)
+    path = config.get_str(key)
+    if not path:
+        return None
+    cls = load_class(path, key)
+    processor = cls.get_side_inputs_processor(config) if hasattr(cls, "get_side_inputs_processor") else cls()
+    if not callable(getattr(processor, "process", None)):
+        raise ConfigError(f"config key {key!r}: {path} gives no object with process(envelope, store)", key=key)
+    return processor
+
+
+def side_input_streams(config: Config, store: str, default_system: str) -> list[SystemStream]:
+    key = f"stores.{store}.side.inputs"
+    streams = []
+    for raw in config.get_list(key):
+        system, sep, stream = raw.partition(".")
+        if not sep:
+            system, stream = default_system, raw
+        if not system or not stream:
+            raise ConfigError(f"config key {key!r}: expected system.stream, got {raw!r}", key=key)
+        streams.append(SystemStream(system, stream))
+    return streams
+
+
+@dataclass
+class SideInputStore:
+    """One task's copy of a side-input store and the partitions that feed it."""
+
+    task_name: str
+    name: str
+    store: Any  # the user-facing (serialized) store
+    processor: SideInputsProcessor
+    ssps: list[SystemStreamPartition]
+    offsets_path: Path | None  # None: in-memory, nothing survives a restart
+    applied: dict[SystemStreamPartition, str] = field(default_factory=dict)
+    messages: int = 0
+
+    def stored_offsets(self) -> dict[SystemStreamPartition, str]:
+        if self.offsets_path is None or not self.offsets_path.exists():
+            return {}
+        try:
+            data = json.loads(self.offsets_path.read_text())
+        except (OSError, ValueError) as exc:
+            log.warning("side-input store %r of %s: ignoring unreadable %s (%s); reading from the oldest offset",
+                        self.name, self.task_name, self.offsets_path, exc)
+            return {}
+        return {ssp: data[_ssp_key(ssp)] for ssp in self.ssps if _ssp_key(ssp) in data}
+
+    def write_offsets(self, offsets: dict[SystemStreamPartition, str]) -> None:
+        if self.offsets_path is None or not offsets:
+            return
+        tmp = self.offsets_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({_ssp_key(s): o for s, o in sorted(offsets.items())}, sort_keys=True))
+        os.replace(tmp, self.offsets_path)
+
+
+def _ssp_key(ssp: SystemStreamPartition) -> str:
+    return f"{ssp.system}.{ssp.stream}.{ssp.partition}"
+
+
+class SideInputsManager:
+    """Bootstraps and then follows the side inputs of one container's tasks (module docstring)."""
+
+    def __init__(
+        self,
+        stores: list[SideInputStore],
+        admin_for: Callable[[str], Any],
+        consumer_for: Callable[[str], Any],
+        serdes: SerdeRegistry,
+    ) -> None:
+        self.stores = stores
+        self._admin_for = admin_for
+        self._consumer_for = consumer_for
+        self._serdes = serdes
+        self._by_ssp: dict[SystemStreamPartition, list[SideInputStore]] = {}
+        for s in stores:
+            for ssp in s.ssps:
+                self._by_ssp.setdefault(ssp, []).append(s)
+        self._consumers: dict[str, Any] = {}
+        self._decoders: dict[SystemStream, tuple[Any, Any]] = {}
+        self._lock = threading.Lock()  # applying vs. taking a consistent offsets snapshot to flush
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def bootstrap(self) -> dict[str, int]:
+        """Read every side-input partition to its newest offset now; messages applied per store."""
+        if not self._by_ssp:
+            return {}
+        heads = self._register()
+        remaining = {ssp for ssp, head in heads.items() if head is not None}
+        deadline = time.monotonic() + BOOTSTRAP_TIMEOUT_S
+        while remaining:
+            if time.monotonic() > deadline:
+                raise SideInputError(
+                    f"side inputs {sorted(map(str, remaining))} not read to their newest offsets within {BOOTSTRAP_TIMEOUT_S:.0f}s"
+                )
+            for system, consumer in self._consumers.items():
+                wanted = [ssp for ssp in remaining if ssp.system == system]
+                if not wanted:
+                    continue
+                for ssp, envelopes in consumer.poll(wanted, 0.1).items():
+                    self._apply(ssp, envelopes)
+                    head = heads[ssp]
+                    if any(e.is_end_of_stream for e in envelopes) or (
+                        envelopes and int(envelopes[-1].offset) >= int(head)
+                    ):
+                        remaining.discard(ssp)
+        return self.applied_counts()
+
+    def applied_counts(self) -> dict[str, int]:
+        """Messages applied so far in this container, per store name (all its tasks)."""
+        counts: dict[str, int] = {}
+        for s in self.stores:
+            counts[s.name] = counts.get(s.name, 0) + s.messages
+        return counts
+
+    def start(self) -> None:
+        """Follow the side inputs on a thread of their own until ``stop``."""
+        if not self._by_ssp or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._follow, name="side-inputs", daemon=True)
+        self._thread.start()
+
+    def flush(self, task_name: str | None = None) -> None:
+        """Flush the stores (of one task, or all), then record the offsets applied before the
+        flush: a restart never resumes past what the store holds."""
+        for s in self.stores:
+            if task_name is not None and s.task_name != task_name:
+                continue
+            with self._lock:
+                offsets = dict(s.applied)
+            s.store.flush()
+            s.write_offsets(offsets)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        for consumer in self._consumers.values():
+            consumer.stop()
+        self._consumers.clear()
+
+    # -- reading -------------------------------------------------------------------------------
+    def _register(self) -> dict[SystemStreamPartition, str | None]:
+        """Register every partition at its start (after the stored offset, else the oldest);
+        returns the newest offset of each now (None when there is nothing to read)."""
+        by_system: dict[str, set[str]] = {}
+        for ssp in self._by_ssp:
+            by_system.setdefault(ssp.system, set()).add(ssp.stream)
+        stored: dict[SystemStreamPartition, str] = {}
+        for s in self.stores:
+            for ssp, offset in s.stored_offsets().items():
+                s.applied[ssp] = offset
+                # two tasks never share a partition; one store per (task, stream partition)
+                stored[ssp] = offset
+        heads: dict[SystemStreamPartition, str | None] = {}
+        for system, streams in by_system.items():
+            admin = self._admin_for(system)
+            metadata = admin.get_system_stream_metadata(sorted(streams))
+            resume = admin.get_offsets_after({ssp: o for ssp, o in stored.items() if ssp.system == system})
+            consumer = self._consumers[system] = self._consumer_for(system)
+            for ssp in [s for s in self._by_ssp if s.system == system]:
+                pm = metadata[ssp.stream].partitions[ssp.partition]
+                start = resume.get(ssp, pm.oldest_offset)
+                consumer.register(ssp, start)
+                done = pm.newest_offset is None or admin.offset_comparator(start, pm.upcoming_offset) >= 0
+                heads[ssp] = None if done else pm.newest_offset
+        for consumer in self._consumers.values():
+            consumer.start()
+        return heads
+
+    def _follow(self) -> None:
+        ssps_by_system: dict[str, list[SystemStreamPartition]] = {}
+        for ssp in self._by_ssp:
+            ssps_by_system.setdefault(ssp.system, []).append(ssp)
+        per_consumer_s = FOLLOW_POLL_S / max(1, len(self._consumers))
+        try:
+            while not self._stop.is_set():
+                for system, consumer in list(self._consumers.items()):
+                    for ssp, envelopes in consumer.poll(ssps_by_system[system], per_consumer_s).items():
+                        self._apply(ssp, envelopes)
+        except BaseException as exc:  # noqa: BLE001 - reported by the container, which fails
+            self.error = exc
+            log.error("side inputs stopped: %s", exc)
+
+    def _apply(self, ssp: SystemStreamPartition, envelopes: list[IncomingMessageEnvelope]) -> None:
+        key_serde, msg_serde = self._decoders_of(ssp)
+        targets = self._by_ssp[ssp]
+        with self._lock:
+            for env in envelopes:
+                if env.is_end_of_stream:
+                    continue
+                key, message = env.key, env.message
+                try:
+                    if key_serde is not None and key is not None:
+                        key = key_serde.from_bytes(key)
+                    if msg_serde is not None and message is not None:
+                        message = msg_serde.from_bytes(message)
+                except Exception as exc:  # noqa: BLE001 - named with its coordinates below
+                    raise SideInputError(f"side input {ssp} offset {env.offset}: cannot deserialize: {exc}") from exc
+                decoded = IncomingMessageEnvelope(ssp, env.offset, key, message, env.size, env.event_time)
+                for target in targets:
+                    try:
+                        for k, v in target.processor.process(decoded, target.store):
+                            if v is None:
+                                target.store.delete(k)
+                            else:
+                                target.store.put(k, v)
+                    except Exception as exc:  # noqa: BLE001
+                        raise SideInputError(
+                            f"side-input store {target.name!r} of {target.task_name}: {ssp} offset {env.offset}: {exc}"
+                        ) from exc
+                    target.applied[ssp] = env.offset
+                    target.messages += 1
+
+    def _decoders_of(self, ssp: SystemStreamPartition) -> tuple[Any, Any]:
+        ss = ssp.system_stream
+        found = self._decoders.get(ss)
+        if found is None:
+            found = self._decoders[ss] = (self._serdes.key_serde(ss), self._serdes.msg_serde(ss))
+        return found

@@ -1,0 +1,173 @@
+"""Side inputs followed for the life of the container (Samza's SideInputsManager): read to the
+head before the task's first message, then followed on their own thread, offsets kept beside a
+persistent store so a restart resumes. On the embedded log and on Kafka."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from samza_dagster.config import Config, ConfigError
+from samza_dagster.container.side_inputs import OFFSETS_FILE
+from samza_dagster.runtime import create_runner, run_job
+from support.hl_harness import read_all
+from support.waiting import wait_until
+from tests.apps.harness import create_stream, produce
+
+
+def _config(base: Config, system: str, prefix: str = "", **extra: str) -> Config:
+    users, profiles, enriched = (f"{prefix}users", f"{prefix}profiles", f"{prefix}enriched")
+    return base.with_overrides({
+        "job.name": f"{prefix}enrich", "job.factory.class": "thread", "job.default.system": system,
+        "task.class": "tests.apps.tasks:ProfileLookupTask", "task.inputs": f"{system}.{users}",
+        "test.output.system": system, "test.output.stream": enriched,
+        f"systems.{system}.streams.{users}.samza.msg.serde": "string",
+        f"systems.{system}.streams.{profiles}.samza.key.serde": "string",
+        f"systems.{system}.streams.{profiles}.samza.msg.serde": "json",
+        f"systems.{system}.streams.{enriched}.samza.key.serde": "string",
+        f"systems.{system}.streams.{enriched}.samza.msg.serde": "json",
+        "stores.profiles.factory": "rocksdb", "stores.profiles.side.inputs": f"{system}.{profiles}",
+        "stores.profiles.key.serde": "string", "stores.profiles.msg.serde": "json",
+        "task.commit.ms": "200",
+        # Kafka: one record per batch (the test broker's high watermark, see support/kafka_broker.py)
+        f"systems.{system}.producer.batch.size": "0",
+        **extra,
+    })
+
+
+def _log_base(tmp_path: Path) -> Config:
+    return Config({"systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
+                   "job.logged.store.base.dir": str(tmp_path / "state")})
+
+
+def _streams(config: Config, system: str, prefix: str = "") -> None:
+    for stream in ("users", "profiles", "enriched"):
+        create_stream(config, system, f"{prefix}{stream}", 1)
+
+
+def _profile(config: Config, system: str, user: str, name: str | None, prefix: str = "") -> None:
+    value = {"deleted": True} if name is None else {"name": name}
+    produce(config, system, f"{prefix}profiles", [(0, user.encode(), json.dumps(value).encode())])
+
+
+def _user(config: Config, system: str, user: str, prefix: str = "") -> None:
+    produce(config, system, f"{prefix}users", [(0, None, user.encode())])
+
+
+def _seen(config: Config, system: str, prefix: str = "") -> list[dict]:
+    return [json.loads(v) for _, v in read_all(config, f"{prefix}enriched", system=system, decode=False)]
+
+
+def _follows_updates_while_running(config: Config, system: str, prefix: str = "") -> None:
+    _profile(config, system, "u1", "ann", prefix)
+    _user(config, system, "u1", prefix)
+    runner = create_runner(config)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        first = wait_until(lambda: _seen(config, system, prefix), 60, "the first enriched message")
+        # read to the head before the first message: never an empty table
+        assert first[0] == {"user": "u1", "profile": {"name": "ann"}}
+
+        _profile(config, system, "u1", "bea", prefix)
+
+        def sees_update() -> bool:
+            _user(config, system, "u1", prefix)
+            return any(m["profile"] == {"name": "bea"} for m in _seen(config, system, prefix))
+
+        wait_until(sees_update, 30, "the updated profile in the task's table", poll_s=0.2)
+        profiles = [m["profile"]["name"] for m in _seen(config, system, prefix)]
+        # the table moves forward only: ann until the update, bea after
+        assert profiles == sorted(profiles) and profiles[0] == "ann" and profiles[-1] == "bea"
+    finally:
+        runner.stop()
+        thread.join(60)
+
+
+def test_the_task_sees_side_input_updates_while_it_runs(tmp_path):
+    config = _config(_log_base(tmp_path), "log")
+    _streams(config, "log")
+    _follows_updates_while_running(config, "log")
+
+
+@pytest.mark.kafka
+@pytest.mark.timeout(180)
+def test_the_task_sees_side_input_updates_while_it_runs_on_kafka(kafka_config, kafka_topic_prefix, tmp_path):
+    prefix = kafka_topic_prefix + "-"
+    config = _config(kafka_config.with_overrides({"job.logged.store.base.dir": str(tmp_path / "state")}), "kafka", prefix)
+    _streams(config, "kafka", prefix)
+    _follows_updates_while_running(config, "kafka", prefix)
+
+
+def _bounded(config: Config) -> Config:
+    return config.with_overrides({"systems.log.streams.users.samza.bounded": "true"})
+
+
+def test_a_restart_resumes_after_the_stored_offsets(tmp_path):
+    config = _bounded(_config(_log_base(tmp_path), "log"))
+    _streams(config, "log")
+    for i in range(5):
+        _profile(config, "log", f"u{i}", f"n{i}")
+    _user(config, "log", "u0")
+    first = run_job(config)
+    assert first.succeeded, first.summary_line()
+    assert first.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 5}
+    offsets_file = tmp_path / "state" / "enrich-1" / "profiles" / "Partition_0" / OFFSETS_FILE
+    assert json.loads(offsets_file.read_text()) == {"log.profiles.0": "4"}
+
+    _profile(config, "log", "u0", "renamed")
+    _user(config, "log", "u0")
+    second = run_job(config)
+    assert second.succeeded, second.summary_line()
+    # only the one new profile message was read; the store kept the other four
+    assert second.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 1}
+    assert [m["profile"] for m in _seen(config, "log")] == [{"name": "n0"}, {"name": "renamed"}]
+
+
+def test_an_in_memory_side_input_store_is_read_again_from_the_oldest_offset(tmp_path):
+    config = _bounded(_config(_log_base(tmp_path), "log", **{"stores.profiles.factory": "inmemory"}))
+    _streams(config, "log")
+    for i in range(3):
+        _profile(config, "log", f"u{i}", f"n{i}")
+    for _ in range(2):
+        _user(config, "log", "u2")
+        result = run_job(config)
+        assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 3}
+    assert [m["profile"] for m in _seen(config, "log")] == [{"name": "n2"}] * 2
+
+
+def test_a_configured_processor_shapes_and_deletes_entries(tmp_path):
+    config = _bounded(_config(_log_base(tmp_path), "log", **{
+        "stores.profiles.side.inputs.processor.factory": "tests.apps.tasks:UpperNameProcessor"}))
+    _streams(config, "log")
+    _profile(config, "log", "u1", "ann")
+    _profile(config, "log", "u2", "bob")
+    _profile(config, "log", "u2", None)
+    for user in ("u1", "u2"):
+        _user(config, "log", user)
+    assert run_job(config).succeeded
+    assert [m["profile"] for m in _seen(config, "log")] == [{"name": "ANN"}, None]
+
+
+def test_a_side_input_store_with_a_changelog_is_a_config_error(tmp_path):
+    config = _bounded(_config(_log_base(tmp_path), "log", **{"stores.profiles.changelog": "log.profiles-changelog"}))
+    _streams(config, "log")
+    _user(config, "log", "u1")
+    result = run_job(config)
+    assert not result.succeeded
+    assert "stores.profiles.changelog" in result.error and "side inputs" in result.error
+
+
+def test_a_processor_that_fails_fails_the_job_naming_store_partition_and_offset(tmp_path):
+    config = _bounded(_config(_log_base(tmp_path), "log", **{
+        "stores.profiles.side.inputs.processor.factory": "tests.apps.tasks:UpperNameProcessor"}))
+    _streams(config, "log")
+    produce(config, "log", "profiles", [(0, b"u1", json.dumps({"nickname": "x"}).encode())])
+    _user(config, "log", "u1")
+    result = run_job(config)
+    assert not result.succeeded
+    assert "side-input store 'profiles' of Partition 0" in result.error
+    assert "SystemStreamPartition [log, profiles, 0] offset 0" in result.error and "'name'" in result.error
