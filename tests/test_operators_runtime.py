@@ -118,7 +118,8 @@ def test_session_windows_per_key_in_event_time(tmp_path):
     assert counter(result, "late_messages.sess-1-window-sessions") == 0
 
 
-def test_side_input_table_joined_with_stream(tmp_path):
+@pytest.mark.parametrize("runner", ["thread", "process"])
+def test_side_input_table_joined_with_stream(tmp_path, runner):
     cfg = bounded(base(tmp_path, "side", "SideInputJoinApp"), "views")
     cfg = cfg.with_overrides({"systems.log.streams.profiles.samza.msg.serde": "json"})
     for s in ("views", "profiles", "enriched"):
@@ -127,7 +128,7 @@ def test_side_input_table_joined_with_stream(tmp_path):
     profiles = [{"user": u, "name": f"n{u}"} for u in range(5)] + [{"user": 1, "name": "renamed"}, {"user": 4}]
     produce(cfg, "profiles", [(p["user"] % 2, None, p) for p in profiles])
     produce(cfg, "views", [(u % 2, None, {"user": u, "page": f"v{u}"}) for u in range(6)])
-    result = run(cfg)
+    result = run(cfg, runner)
     assert statuses(result) == {"completed"}
     got = sorted((k, v["page"], v["name"]) for k, v in read_all(cfg, "enriched"))
     assert got == [(0, "v0", "n0"), (1, "v1", "renamed"), (2, "v2", "n2"), (3, "v3", "n3")]

@@ -368,3 +368,21 @@ def test_the_control_endpoint_takes_the_coordinators_bearer_token(spark, log_roo
     _create(cfg, "out-token", PARTITIONS)
     result = run_spark_job(cfg, spark=spark)
     assert result.succeeded, result.summary_line()
+
+
+def test_side_input_stores_are_filled_on_spark_executors(spark, tmp_path):
+    """The side-inputs manager runs inside each Spark-hosted container: the table is read to its
+    head before the first message, and the offsets file is written beside the store."""
+    from samza_dagster.container.side_inputs import OFFSETS_FILE
+    from tests.test_side_inputs import _bounded, _config, _log_base, _profile, _seen, _streams, _user
+
+    cfg = _bounded(_config(_log_base(tmp_path), "log")).with_overrides({"job.factory.class": "spark"})
+    _streams(cfg, "log")
+    _profile(cfg, "log", "u1", "ann")
+    _profile(cfg, "log", "u1", "bea")
+    _user(cfg, "log", "u1")
+
+    result = run_spark_job(cfg, spark=spark)
+    assert result.succeeded, result.summary_line()
+    assert _seen(cfg, "log") == [{"user": "u1", "profile": {"name": "bea"}}]
+    assert (tmp_path / "state" / "enrich-1" / "profiles" / "Partition_0" / OFFSETS_FILE).exists()
