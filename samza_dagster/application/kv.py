@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from samza_dagster.serde.tagged_json import register_type
+from samza_dagster.serde.msgpack_serde import register_type
 
 
 class KV(NamedTuple):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from samza_dagster.application.errors import ApplicationError
-from samza_dagster.serde.tagged_json import register_type
+from samza_dagster.serde.msgpack_serde import register_type
 
 TUMBLING = "tumbling"
 SESSION = "session"

@@ -50,7 +50,7 @@ ORIGINAL_JOB_NAME_KEY = "app.stage.application.job.name"
 STORE_FACTORY_KEY = "app.store.factory"
 JOIN_TIME_KEY = "app.join.time"
 #: serde of the operators' own stores (window, join, table state) unless stores.<s>.*.serde names one
-OPERATOR_STORE_SERDE = "tagged-json"
+OPERATOR_STORE_SERDE = "msgpack"
 
 
 @dataclass

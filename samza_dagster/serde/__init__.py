@@ -1,4 +1,4 @@
-"""Serdes by name: json, string, bytes, integer, long, noop, tagged-json (and pickle, only when named)."""
+"""Serdes by name: json, string, bytes, integer, long, noop, msgpack (and pickle, only when named)."""
 
 from samza_dagster.serde.registry import BUILTIN_SERDES, SerdeRegistry, load_class
 from samza_dagster.serde.serdes import (
@@ -12,7 +12,7 @@ from samza_dagster.serde.serdes import (
     SerdeError,
     StringSerde,
 )
-from samza_dagster.serde.tagged_json import PickledStateError, TaggedJsonSerde, register_type
+from samza_dagster.serde.msgpack_serde import MsgpackSerde, PickledStateError, register_type
 
 __all__ = [
     "BUILTIN_SERDES",
@@ -20,6 +20,7 @@ __all__ = [
     "IntegerSerde",
     "JsonSerde",
     "LongSerde",
+    "MsgpackSerde",
     "NoOpSerde",
     "PickleSerde",
     "PickledStateError",
@@ -27,7 +28,6 @@ __all__ = [
     "SerdeError",
     "SerdeRegistry",
     "StringSerde",
-    "TaggedJsonSerde",
     "load_class",
     "register_type",
 ]

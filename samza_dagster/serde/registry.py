@@ -1,6 +1,6 @@
 """Serdes by name, and which serde applies to which stream's keys and messages.
 
-Names: json, string, bytes, integer, long, noop, tagged-json (operator state), pickle (explicit
+Names: json, string, bytes, integer, long, noop, msgpack (operator state), pickle (explicit
 only), plus any
 ``serializers.registry.<name>.class=module:Class`` (a Serde class, or a factory with
 ``get_serde(name, config)``).
@@ -24,7 +24,7 @@ from samza_dagster.serde.serdes import (
     Serde,
     StringSerde,
 )
-from samza_dagster.serde.tagged_json import TaggedJsonSerde
+from samza_dagster.serde.msgpack_serde import MsgpackSerde
 from samza_dagster.model import SystemStream
 
 BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
@@ -34,7 +34,7 @@ BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
     "integer": IntegerSerde,
     "long": LongSerde,
     "noop": NoOpSerde,
-    "tagged-json": TaggedJsonSerde,
+    "msgpack": MsgpackSerde,
     "pickle": PickleSerde,
 }
 

@@ -207,7 +207,7 @@ class TaskStores:
             )
 
     def refuse_pickled_state(self) -> None:
-        """After restore: a tagged-json store must not hold an earlier version's pickles."""
+        """After restore: a msgpack store must not hold an earlier version's pickles."""
         for name, spec in self.specs.items():
             refuse_pickled_state(name, self.raw[name], spec.key_serde, spec.msg_serde)
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from samza_dagster.serde.serdes import SerdeError, _preview
-from samza_dagster.serde.tagged_json import PickledStateError
+from samza_dagster.serde.msgpack_serde import PICKLE_KEY_RANGE, PickledStateError, is_pickle
 
 
 class SerializedKeyValueStore:
@@ -93,15 +93,15 @@ class SerializedKeyValueStore:
 
 
 def refuse_pickled_state(name: str, raw: Any, key_serde: str, msg_serde: str) -> None:
-    """Fail before the task's first message when a ``tagged-json`` store holds pickles (state of
-    an earlier version): the new serde would not find a single key, and a join or table read
-    would quietly see an empty store. JSON text never starts with byte 0x80; every pickle does,
-    so one seek (keys from 0x80 up) and one look at the first value decide it."""
-    if key_serde == "tagged-json":
-        for key, _ in raw.range(b"\x80", b"\xff" * 16):
+    """Fail before the task's first message when a ``msgpack`` store holds pickles (state of an
+    earlier version): the new serde would not find a single key, and a join or table read would
+    quietly see an empty store. One seek over the keys a pickle can start with, and one look at
+    the first value, decide it."""
+    if key_serde == "msgpack":
+        for key, _ in raw.range(*PICKLE_KEY_RANGE):
             raise PickledStateError(_preview(key), name)
-    if msg_serde == "tagged-json":
+    if msg_serde == "msgpack":
         for _, value in raw.all():
-            if value[:1] == b"\x80":
+            if is_pickle(value):
                 raise PickledStateError(_preview(value), name)
             break
