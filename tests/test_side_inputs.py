@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from samza_dagster.config import Config, ConfigError
+from samza_dagster.config import Config
 from samza_dagster.container.side_inputs import OFFSETS_FILE
 from samza_dagster.runtime import create_runner, run_job
 from support.hl_harness import read_all

@@ -5,8 +5,6 @@ message telling how to migrate."""
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import decimal
 import enum
 import pickle
 import threading

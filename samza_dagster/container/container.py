@@ -44,13 +44,7 @@ from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.storage.manager import (
-    TaskStores,
-    prepare_changelogs,
-    restore_stores,
-    state_base_dir,
-    store_specs,
-)
+from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir, store_specs
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests

@@ -1,0 +1,39 @@
+"""A store's changelog stream: one partition per task, created when missing, refused (naming both
+counts) when it exists with another count."""
+
+from __future__ import annotations
+
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.model import StreamSpec
+from samza_dagster.storage.specs import StoreSpec
+
+
+class ChangelogPartitionMismatchError(ConfigError):
+    """A store's changelog stream exists with a partition count other than the job needs."""
+
+
+def prepare_changelogs(specs: list[StoreSpec], admins: dict, partition_count: int) -> None:
+    """Create each changelog stream that does not exist with one partition per task
+    (``partition_count`` = the JobModel's max changelog partition + 1) and fail clearly when
+    an existing one has another count."""
+    for spec in specs:
+        if spec.changelog is None:
+            continue
+        admin = admins.get(spec.changelog.system)
+        if admin is None:
+            key = f"stores.{spec.name}.changelog"
+            raise ConfigError(f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key)
+        stream = spec.changelog.stream
+        try:
+            admin.create_stream(StreamSpec(stream, stream, spec.changelog.system, partition_count, {"cleanup.policy": "compact"}))
+        except Exception:  # noqa: BLE001 - exists with another count: reported below with both counts
+            pass
+        metadata = admin.get_system_stream_metadata([stream])[stream]
+        actual = metadata.partition_count
+        if actual != partition_count:
+            raise ChangelogPartitionMismatchError(
+                f"store {spec.name!r}: changelog stream {spec.changelog.system}.{stream} has {actual} partitions, "
+                f"but the job has {partition_count} tasks needing one changelog partition each "
+                f"(stores.{spec.name}.changelog)",
+                key=f"stores.{spec.name}.changelog",
+            )
