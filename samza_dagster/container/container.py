@@ -22,33 +22,24 @@ from collections.abc import Callable
 from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
-from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
+from samza_dagster.checkpoint.manager import CheckpointManager
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.config.job_config import JobConfig
-from samza_dagster.config.system_config import StreamConfig, SystemConfig
-from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.container.assembly import ContainerPlan, side_inputs_manager
+from samza_dagster.container.dead_letter import DeadLetterSender, ensure_dead_letter_stream
 from samza_dagster.container.gil import apply_switch_interval
-from samza_dagster.container.dead_letter import DeadLetterSender, dead_letter_stream, ensure_dead_letter_stream
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
-from samza_dagster.container.side_inputs import (
-    OFFSETS_FILE,
-    IdentityProcessor,
-    SideInputsManager,
-    SideInputStore,
-    processor_from_config,
-    side_input_streams,
-)
+from samza_dagster.container.side_inputs import SideInputsManager
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.job_model import JobModel
-from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir, store_specs
+from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests
-from samza_dagster.task.factory import TaskFactory, task_factory_from_config
+from samza_dagster.task.factory import TaskFactory
 
 log = logging.getLogger(__name__)
 
@@ -164,26 +155,30 @@ class SamzaContainer:
         return self._factory(system).get_consumer(system, self.config)
 
     def _start(self) -> None:
-        config = self.config
-        apply_switch_interval(config)
-        job = JobConfig(config)
-        task_cfg = TaskConfig(config)
-        serdes = SerdeRegistry(config)
-        default_system = job.default_system
-        task_factory = self.task_factory or task_factory_from_config(config)
-        specs = store_specs(config, default_system)
-        input_ssps = {ssp for t in self.container_model.tasks.values() for ssp in t.ssps}
-        input_systems = sorted({ssp.system for ssp in input_ssps})
-        cp_system = checkpoint_system(config)
-        systems = set(SystemConfig(config).system_names()) | {default_system, cp_system} | set(input_systems)
-        systems |= {s.changelog.system for s in specs if s.changelog is not None}
-        dlq = dead_letter_stream(config)
-        if dlq is not None:
-            systems.add(dlq.system)
+        """Assemble the container in Samza's order, one named step each: producers, input
+        metadata, checkpoints, stores (restored from changelogs), side inputs (read to their
+        head), task instances (initialised), consumers from the starting offsets, the run loop."""
+        apply_switch_interval(self.config)
+        plan = ContainerPlan.of(self.config, self.container_model, self.task_factory)
+        self._start_producers(plan)
+        metadata = self._input_metadata(plan)
+        last = self._start_checkpoints(plan)
+        self._open_stores(plan, last)
+        self.side_inputs = side_inputs_manager(
+            self.config, self.container_model, self._task_stores, plan, self._admin, self._new_consumer
+        )
+        self.side_inputs_restored = self.side_inputs.bootstrap()
+        self._create_tasks(plan, last)
+        self._start_consumers(plan, metadata, self._starting_offsets(plan.input_ssps, metadata, last))
+        self._create_run_loop(plan)
+        self.side_inputs.start()
+        if self.stop_event.is_set():
+            self.run_loop.request_stop()
 
-        # producers: one per system, every task registered as a source
-        for system in sorted(systems):
-            producer = self._factory(system).get_producer(system, config)
+    def _start_producers(self, plan: ContainerPlan) -> None:
+        """One producer per system, every task registered as a source."""
+        for system in sorted(plan.systems):
+            producer = self._factory(system).get_producer(system, self.config)
             for name in self.container_model.tasks:
                 producer.register(name)
             self.producers[system] = producer
@@ -191,48 +186,57 @@ class SamzaContainer:
             producer.start()
             self._started_producers.append(producer)
 
-        # input metadata (starting offsets, bootstrap chooser), one batched call per system
+    def _input_metadata(self, plan: ContainerPlan) -> dict[SystemStream, Any]:
+        """Offsets of every input stream (starting offsets, the bootstrap chooser), one batched
+        call per system."""
         metadata: dict[SystemStream, Any] = {}
-        for system in input_systems:
-            streams = sorted({ssp.stream for ssp in input_ssps if ssp.system == system})
+        for system in plan.input_systems:
+            streams = sorted({ssp.stream for ssp in plan.input_ssps if ssp.system == system})
             for name, md in self._admin(system).get_system_stream_metadata(streams).items():
                 metadata[SystemStream(system, name)] = md
+        return metadata
 
-        # checkpoints
+    def _start_checkpoints(self, plan: ContainerPlan) -> dict[str, Checkpoint]:
+        """Start the checkpoint manager; the last checkpoint of every task."""
+        system = plan.checkpoint_system
         self.checkpoints = CheckpointManager(
-            config, self._admin(cp_system), self._factory(cp_system).get_producer(cp_system, config),
-            lambda: self._new_consumer(cp_system),
+            self.config, self._admin(system), self._factory(system).get_producer(system, self.config),
+            lambda: self._new_consumer(system),
         )
         self.checkpoints.start()
-        last = self.checkpoints.read_last()
+        return self.checkpoints.read_last()
 
-        # stores
+    def _open_stores(self, plan: ContainerPlan, last: dict[str, Checkpoint]) -> None:
+        """Each task's stores, restored from their changelogs to the task's checkpoint."""
+        if not plan.store_specs:
+            return
+        job = plan.job
+        prepare_changelogs(
+            plan.store_specs, {s: self._admin(s) for s in plan.systems}, self.job_model.max_change_log_stream_partitions
+        )
+        base = state_base_dir(self.config, job.default_system) / f"{job.name}-{job.id}"
         task_stores = self._task_stores
-        if specs:
-            prepare_changelogs(specs, {s: self._admin(s) for s in systems}, self.job_model.max_change_log_stream_partitions)
-            base = state_base_dir(config, default_system) / f"{job.name}-{job.id}"
-            for name, tm in self.container_model.tasks.items():
-                task_stores[name] = TaskStores(name, tm.changelog_partition, specs, serdes, base, self.producers)
-                self._changelog_ssps[name] = task_stores[name].changelog_ssps()
-            self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer, last)
-            for stores in task_stores.values():
-                stores.refuse_pickled_state()
-        self.side_inputs = self._side_inputs(task_stores, serdes, default_system, task_factory)
-        self.side_inputs_restored = self.side_inputs.bootstrap()
+        for name, tm in self.container_model.tasks.items():
+            task_stores[name] = TaskStores(name, tm.changelog_partition, plan.store_specs, plan.serdes, base, self.producers)
+            self._changelog_ssps[name] = task_stores[name].changelog_ssps()
+        self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer, last)
+        for stores in task_stores.values():
+            stores.refuse_pickled_state()
 
-        # task instances
-        drop = task_cfg.drop_deserialization_errors
+    def _create_tasks(self, plan: ContainerPlan, last: dict[str, Checkpoint]) -> None:
+        """A TaskInstance per task of the container model, then every task's ``init``."""
         dead_letter = None
+        dlq = plan.dead_letter_stream
         if dlq is not None:
             ensure_dead_letter_stream(self._admin(dlq.system), dlq)
             dead_letter = DeadLetterSender(self.producers[dlq.system], dlq)
         for name, tm in sorted(self.container_model.tasks.items()):
-            task = task_factory.create_task(name)
             ti = TaskInstance(
-                name, task, tm.ssps, config=config, container_id=self.container_id, producers=self.producers,
-                serdes=serdes, container_requests=self.requests, stores=task_stores.get(name),
-                changelog_partition=tm.changelog_partition, drop_deserialization_errors=drop,
-                dead_letter=dead_letter,
+                name, plan.task_factory.create_task(name), tm.ssps, config=self.config,
+                container_id=self.container_id, producers=self.producers, serdes=plan.serdes,
+                container_requests=self.requests, stores=self._task_stores.get(name),
+                changelog_partition=tm.changelog_partition,
+                drop_deserialization_errors=plan.task.drop_deserialization_errors, dead_letter=dead_letter,
             )
             ti.context.container = self
             self.tasks[name] = ti
@@ -241,24 +245,27 @@ class SamzaContainer:
         for ti in self.tasks.values():
             ti.init()
 
-        # starting offsets
-        starting = self._starting_offsets(input_ssps, metadata, last)
-
-        # consumers and chooser
+    def _start_consumers(
+        self, plan: ContainerPlan, metadata: dict[SystemStream, Any], starting: dict[SystemStreamPartition, str]
+    ) -> None:
+        """SystemConsumers over one consumer per input system, with the chooser."""
         from samza_dagster.system.consumers import SystemConsumers
 
-        for system in input_systems:
+        for system in plan.input_systems:
             self._consumers_by_system[system] = self._new_consumer(system)
-        chooser = self._chooser(metadata)
         kwargs: dict[str, Any] = {}
-        buffer = config.get_int("samza.container.buffer.capacity.per.ssp")
+        buffer = self.config.get_int("samza.container.buffer.capacity.per.ssp")
         if buffer:
             kwargs["buffer_capacity_per_ssp"] = buffer
-        self.consumers = SystemConsumers(chooser, self._consumers_by_system, metrics=self._consumer_metrics, **kwargs)
-        for ssp in sorted(input_ssps):
+        self.consumers = SystemConsumers(
+            self._chooser(metadata), self._consumers_by_system, metrics=self._consumer_metrics, **kwargs
+        )
+        for ssp in sorted(plan.input_ssps):
             self.consumers.register(ssp, starting[ssp])
         self.consumers.start()
 
+    def _create_run_loop(self, plan: ContainerPlan) -> None:
+        task_cfg = plan.task
         self.run_loop = RunLoop(
             self.tasks,
             self.consumers,
@@ -266,42 +273,13 @@ class SamzaContainer:
             requests=self.requests,
             window_ms=task_cfg.window_ms,
             commit_ms=task_cfg.commit_ms,
-            thread_pool_size=job.thread_pool_size,
+            thread_pool_size=plan.job.thread_pool_size,
             max_concurrency=task_cfg.max_concurrency,
             callback_timeout_ms=task_cfg.callback_timeout_ms,
             metrics=self.metrics,
-            timer_enabled=config.get_bool("metrics.timer.enabled", True),
+            timer_enabled=self.config.get_bool("metrics.timer.enabled", True),
             shutdown_ms=task_cfg.shutdown_ms,
         )
-        self.side_inputs.start()
-        if self.stop_event.is_set():
-            self.run_loop.request_stop()
-
-    def _side_inputs(
-        self, task_stores: dict[str, TaskStores], serdes: SerdeRegistry, default_system: str, task_factory: Any
-    ) -> SideInputsManager:
-        """Each task's side-input stores, fed the side-input partitions with the task's
-        partition number (container/side_inputs.py)."""
-        supplied = getattr(task_factory, "side_inputs_processor", None)
-        stores: list[SideInputStore] = []
-        for task_name, ts in sorted(task_stores.items()):
-            partition = min((ssp.partition for ssp in self.container_model.tasks[task_name].ssps), default=0)
-            for name in ts.specs:
-                streams = side_input_streams(self.config, name, default_system)
-                if not streams:
-                    continue
-                processor = processor_from_config(self.config, name) or (supplied(name) if supplied else None)
-                ssps = []
-                for ss in streams:
-                    count = self._admin(ss.system).get_system_stream_metadata([ss.stream])[ss.stream].partition_count
-                    if partition < count:  # else: a task for a wider input owns no partition of it
-                        ssps.append(SystemStreamPartition(ss.system, ss.stream, partition))
-                path = ts.paths.get(name)
-                stores.append(SideInputStore(
-                    task_name, name, ts.stores[name], processor or IdentityProcessor(), ssps,
-                    None if path is None else path / OFFSETS_FILE,
-                ))
-        return SideInputsManager(stores, self._admin, self._new_consumer, serdes)
 
     def _chooser(self, metadata: dict[SystemStream, Any]) -> Any:
         from samza_dagster.system.chooser import DefaultChooser
