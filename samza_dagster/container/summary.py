@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from samza_dagster.codec import from_wire, to_wire
+
 
 class ContainerStatus(str, enum.Enum):
     COMPLETED = "completed"  # every task reached end of stream: exit 0
@@ -41,7 +43,7 @@ class ContainerSummary:
     messages_per_stream: dict[str, int] = field(default_factory=dict)
     #: task → "system.stream[partition]" → offset of the last processed message
     final_offsets: dict[str, dict[str, str]] = field(default_factory=dict)
-    elapsed_s: float = 0.0
+    elapsed_s: float = field(default=0.0, metadata={"round": 3})
     error: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
 
@@ -54,27 +56,11 @@ class ContainerSummary:
         return self.status is not ContainerStatus.FAILED
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "container_id": self.container_id,
-            "status": self.status.value,
-            "messages_per_stream": self.messages_per_stream,
-            "final_offsets": self.final_offsets,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "error": self.error,
-            "metrics": self.metrics,
-        }
+        return to_wire(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ContainerSummary:
-        return cls(
-            container_id=str(data["container_id"]),
-            status=ContainerStatus(data["status"]),
-            messages_per_stream=dict(data.get("messages_per_stream", {})),
-            final_offsets={k: dict(v) for k, v in data.get("final_offsets", {}).items()},
-            elapsed_s=float(data.get("elapsed_s", 0.0)),
-            error=data.get("error"),
-            metrics=dict(data.get("metrics", {})),
-        )
+        return from_wire(cls, data)
 
     def one_line(self) -> str:
         rate = self.messages_processed / self.elapsed_s if self.elapsed_s > 0 else 0.0

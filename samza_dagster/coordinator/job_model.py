@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from samza_dagster.codec import from_wire, to_wire
 from samza_dagster.config.config import Config
 from samza_dagster.model import SystemStreamPartition
 
@@ -16,26 +17,8 @@ class TaskModel:
     the input partitions it owns and the changelog partition its stores use."""
 
     task_name: str
-    ssps: frozenset[SystemStreamPartition]
+    ssps: frozenset[SystemStreamPartition] = field(metadata={"wire": "system_stream_partitions"})
     changelog_partition: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "task_name": self.task_name,
-            "system_stream_partitions": [
-                {"system": s.system, "stream": s.stream, "partition": s.partition}
-                for s in sorted(self.ssps)
-            ],
-            "changelog_partition": self.changelog_partition,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TaskModel:
-        ssps = frozenset(
-            SystemStreamPartition(d["system"], d["stream"], int(d["partition"]))
-            for d in data["system_stream_partitions"]
-        )
-        return cls(data["task_name"], ssps, int(data["changelog_partition"]))
 
 
 @dataclass(frozen=True)
@@ -45,18 +28,12 @@ class ContainerModel:
     id: str
     tasks: dict[str, TaskModel]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "tasks": {name: t.to_dict() for name, t in sorted(self.tasks.items())}}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ContainerModel:
-        return cls(str(data["id"]), {name: TaskModel.from_dict(t) for name, t in data["tasks"].items()})
-
 
 @dataclass(frozen=True)
 class JobModel:
     """Config plus containers → tasks → SSPs. ``version`` grows each time the job
-    coordinator rebuilds the model from a changed coordinator stream."""
+    coordinator rebuilds the model from a changed coordinator stream. Its JSON (``to_dict``,
+    served by the job coordinator) is the fields plus ``max_change_log_stream_partitions``."""
 
     config: Config
     containers: dict[str, ContainerModel]
@@ -72,25 +49,17 @@ class JobModel:
     def all_tasks(self) -> dict[str, TaskModel]:
         return {name: t for c in self.containers.values() for name, t in c.tasks.items()}
 
+    def wire_extras(self) -> dict[str, Any]:
+        return {"max_change_log_stream_partitions": self.max_change_log_stream_partitions}
+
     def to_dict(self, mask_secrets: bool = True) -> dict[str, Any]:
-        config = dict(self.config)
+        data = to_wire(self)
         if mask_secrets:
             from samza_dagster.config.secrets import mask_config
 
-            config = mask_config(config)
-        return {
-            "version": self.version,
-            "config": config,
-            "containers": {cid: c.to_dict() for cid, c in sorted(self.containers.items())},
-            "max_change_log_stream_partitions": self.max_change_log_stream_partitions,
-            "previous_hosts": dict(self.previous_hosts),
-        }
+            data["config"] = mask_config(data["config"])
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobModel:
-        return cls(
-            config=Config(data["config"]),
-            containers={cid: ContainerModel.from_dict(c) for cid, c in data["containers"].items()},
-            version=int(data.get("version", 1)),
-            previous_hosts=dict(data.get("previous_hosts", {})),
-        )
+        return from_wire(cls, data)

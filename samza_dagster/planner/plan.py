@@ -54,6 +54,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from samza_dagster.codec import to_wire
 from samza_dagster.model import StreamSpec
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class StreamInfo:
     system: str
     physical_name: str
     partitions: int | None
-    roles: set[str]
+    roles: set[str] = field(metadata={"wire": None})  # in wire_extras: in ROLE_ORDER, not sorted
     bootstrap: bool = False
     bounded: bool = False
     priority: int | None = None
@@ -87,22 +88,11 @@ class StreamInfo:
     def is_intermediate(self) -> bool:
         return "intermediate" in self.roles
 
+    def wire_extras(self) -> dict[str, Any]:
+        return {"role": self.role, "roles": sorted(self.roles, key=ROLE_ORDER.index)}
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "system": self.system,
-            "physical_name": self.physical_name,
-            "partitions": self.partitions,
-            "role": self.role,
-            "roles": sorted(self.roles, key=ROLE_ORDER.index),
-            "bootstrap": self.bootstrap,
-            "bounded": self.bounded,
-            "priority": self.priority,
-            "producers": sorted(self.producers),
-            "consumers": sorted(self.consumers),
-            "tables": sorted(self.tables),
-            "upstream": sorted(self.upstream),
-        }
+        return to_wire(self)
 
 
 @dataclass
@@ -127,21 +117,14 @@ class OperatorInfo:
 @dataclass
 class TableInfo:
     id: str
-    side_inputs: list[str]
+    side_inputs: list[str] = field(metadata={"sorted": True})
     written_by: set[str] = field(default_factory=set)
     joined_by: set[str] = field(default_factory=set)
     upstream: set[str] = field(default_factory=set)
     stage: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "side_inputs": sorted(self.side_inputs),
-            "written_by": sorted(self.written_by),
-            "joined_by": sorted(self.joined_by),
-            "upstream": sorted(self.upstream),
-            "stage": self.stage,
-        }
+        return to_wire(self)
 
 
 @dataclass
@@ -149,23 +132,22 @@ class JoinInfo:
     operator: str
     type: str
     table: str | None
-    streams: list[str]
-    partitions: int | None
+    streams: list[str] = field(metadata={"sorted": True})
+    partitions: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"operator": self.operator, "type": self.type, "table": self.table,
-                "streams": sorted(self.streams), "partitions": self.partitions}
+        return to_wire(self)
 
 
 @dataclass
 class Edge:
-    source: str
-    source_kind: str
-    target: str
-    target_kind: str
+    source: str = field(metadata={"wire": "from"})
+    source_kind: str = field(metadata={"wire": "from_kind"})
+    target: str = field(metadata={"wire": "to"})
+    target_kind: str = field(metadata={"wire": "to_kind"})
 
     def to_dict(self) -> dict[str, str]:
-        return {"from": self.source, "from_kind": self.source_kind, "to": self.target, "to_kind": self.target_kind}
+        return to_wire(self)
 
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.source_kind, self.source, self.target_kind, self.target)
@@ -176,45 +158,29 @@ class Stage:
     """A part of the job between partition_by boundaries."""
 
     id: str
-    inputs: list[str]
-    side_inputs: list[str]
-    outputs: list[str]
-    intermediate_outputs: list[str]
-    tables: list[str]
-    operators: list[str]
+    inputs: list[str] = field(metadata={"sorted": True})
+    side_inputs: list[str] = field(metadata={"sorted": True})
+    outputs: list[str] = field(metadata={"sorted": True})
+    intermediate_outputs: list[str] = field(metadata={"sorted": True})
+    tables: list[str] = field(metadata={"sorted": True})
+    operators: list[str] = field(metadata={"sorted": True})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "inputs": sorted(self.inputs),
-            "side_inputs": sorted(self.side_inputs),
-            "outputs": sorted(self.outputs),
-            "intermediate_outputs": sorted(self.intermediate_outputs),
-            "tables": sorted(self.tables),
-            "operators": sorted(self.operators),
-        }
+        return to_wire(self)
 
 
 @dataclass
 class JobInfo:
     name: str
     id: str
-    stages: list[Stage]
-    inputs: list[str]
-    side_inputs: list[str]
-    outputs: list[str]
-    intermediate_streams: list[str]
+    stages: list[Stage]  # in data-flow order
+    inputs: list[str] = field(metadata={"sorted": True})
+    side_inputs: list[str] = field(metadata={"sorted": True})
+    outputs: list[str] = field(metadata={"sorted": True})
+    intermediate_streams: list[str] = field(metadata={"sorted": True})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "id": self.id,
-            "inputs": sorted(self.inputs),
-            "side_inputs": sorted(self.side_inputs),
-            "outputs": sorted(self.outputs),
-            "intermediate_streams": sorted(self.intermediate_streams),
-            "stages": [stage.to_dict() for stage in self.stages],
-        }
+        return to_wire(self)
 
 
 @dataclass
