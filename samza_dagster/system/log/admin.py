@@ -8,7 +8,8 @@ from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
-from samza_dagster.system.log import storage
+from samza_dagster.system.log import retention, storage
+from samza_dagster.system.log.cleaner import CleanStats, clean_stream, read_policy
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.model import (
     StreamSpec,
@@ -22,6 +23,7 @@ class LogSystemAdmin:
     def __init__(self, system_name: str, config: Config) -> None:
         self.system_name = system_name
         self.log_config = LogSystemConfig.from_config(system_name, config)
+        self._config = config
         self._lock = threading.Lock()
         # stream -> (connection, partition count); a stream's partition count never changes
         self._streams: dict[str, tuple[storage.StreamConnection, int]] = {}
@@ -32,10 +34,20 @@ class LogSystemAdmin:
 
     def create_stream(self, spec: StreamSpec) -> bool:
         """Create the stream's file; False if it exists with the same partition count,
-        StreamExistsError naming both counts if it exists with another."""
+        StreamExistsError naming both counts if it exists with another. The file keeps the
+        stream's properties with its cleanup policy resolved from config (retention.py;
+        ConfigError naming a bad key); an existing file keeps the policy it was created with."""
+        properties = retention.stream_properties(self._config, self.system_name, spec.physical_name, spec.config)
         return storage.create_stream_file(
-            self.system_name, self.root, spec.physical_name, spec.partition_count, spec.config
+            self.system_name, self.root, spec.physical_name, spec.partition_count, properties
         )
+
+    def clean_stream(self, stream: str, now_ms: int | None = None) -> CleanStats:
+        """One cleaning pass over every partition of ``stream`` now, by its stored policy (the
+        producers' cleaners do this in the background; this is for tools and tests)."""
+        with self._lock:
+            conn, count = self._stream(stream)
+            return clean_stream(conn, range(count), read_policy(conn, stream), now_ms)
 
     def get_system_stream_metadata(self, stream_names: Iterable[str]) -> dict[str, SystemStreamMetadata]:
         """One statement per stream file gives every partition's oldest and newest offset."""
@@ -44,11 +56,10 @@ class LogSystemAdmin:
             for name in stream_names:
                 conn, count = self._stream(name)
                 partitions: dict[int, SystemStreamPartitionMetadata] = {}
-                for partition, oldest, newest in conn.log_format.bounds(conn, count):
-                    if newest is None:
-                        partitions[partition] = SystemStreamPartitionMetadata("0", None, "0")
-                    else:
-                        partitions[partition] = SystemStreamPartitionMetadata(str(oldest), str(newest), str(newest + 1))
+                for partition, oldest, newest, upcoming in conn.log_format.partition_offsets(conn, count):
+                    partitions[partition] = SystemStreamPartitionMetadata(
+                        str(oldest), None if newest is None else str(newest), str(upcoming)
+                    )
                 result[name] = SystemStreamMetadata(name, partitions)
         return result
 

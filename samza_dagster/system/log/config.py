@@ -14,6 +14,11 @@
   See the module docstring of :mod:`samza_dagster.system.log.storage` for what each means.
 * ``log.busy.timeout.ms`` — how long a writer waits for another process's batch to commit
   before failing (default 30000).
+* ``log.cleaner.interval.ms`` — the least time between two cleaning passes (retention,
+  compaction: cleaner.py) of one stream by one producer (default 30000; 0: after every batch).
+
+The cleanup keys of streams (``systems.<s>.streams.<stream>.retention.ms`` ...) are checked here
+too, so a bad one fails when the system is created: see retention.py.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from dataclasses import dataclass
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.system.log.retention import check_config
 
 DEFAULT_PATH = "./.samza-log"
 DEFAULT_BATCH_SIZE = 1000
 DEFAULT_FETCH_SIZE = 250
 DEFAULT_SYNCHRONOUS = "FULL"
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
+DEFAULT_CLEANER_INTERVAL_MS = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +46,7 @@ class LogSystemConfig:
     fetch_size: int
     synchronous: str
     busy_timeout_s: float
+    cleaner_interval_s: float = DEFAULT_CLEANER_INTERVAL_MS / 1000.0
 
     @classmethod
     def from_config(cls, system: str, config: Config) -> LogSystemConfig:
@@ -48,6 +56,11 @@ class LogSystemConfig:
         synchronous = (config.get_str(sync_key) or DEFAULT_SYNCHRONOUS).strip().upper()
         if synchronous not in ("FULL", "NORMAL", "OFF"):
             raise ConfigError(f"config key {sync_key!r} must be FULL, NORMAL or OFF, got {synchronous!r}", key=sync_key)
+        check_config(config, system)
+        interval_key = prefix + "cleaner.interval.ms"
+        interval = config.get_int(interval_key, DEFAULT_CLEANER_INTERVAL_MS)
+        if interval is None or interval < 0:
+            raise ConfigError(f"config key {interval_key!r} must be an integer >= 0, got {interval!r}", key=interval_key)
         return cls(
             system=system,
             path=os.path.abspath(os.path.expanduser(path)),
@@ -55,6 +68,7 @@ class LogSystemConfig:
             fetch_size=_positive(config, prefix + "fetch.size", DEFAULT_FETCH_SIZE),
             synchronous=synchronous,
             busy_timeout_s=_positive(config, prefix + "busy.timeout.ms", DEFAULT_BUSY_TIMEOUT_MS) / 1000.0,
+            cleaner_interval_s=interval / 1000.0,
         )
 
 

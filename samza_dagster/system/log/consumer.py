@@ -66,8 +66,7 @@ class LogSystemConsumer:
                     if not 0 <= ssp.partition < count:
                         raise ValueError(f"{ssp}: stream {stream!r} has {count} partitions")
                 if self._stream_config.is_bounded(ssps[0].system_stream):
-                    upcoming = {p: (-1 if newest is None else newest) + 1
-                                for p, _oldest, newest in conn.log_format.bounds(conn, count)}
+                    upcoming = {p: up for p, _oldest, _newest, up in conn.log_format.partition_offsets(conn, count)}
                     for ssp in ssps:
                         self._ends[ssp] = upcoming[ssp.partition]
 

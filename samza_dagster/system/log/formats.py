@@ -14,6 +14,10 @@ the rows live in.
   4.6 KB of disk with 4 KiB pages (measured; 126 B for a 100-byte one). Still read and written.
 
 A stream file says its format in ``meta`` (``format``); a file without it is format 1.
+
+Offsets are never reused. Cleaning (cleaner.py) may remove a partition's newest messages too (an
+expired tombstone, retention); each cleaning transaction first records the partition's next
+offset in ``meta`` as ``next_offset.<partition>``, which is where an empty partition continues.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from collections.abc import Iterable, Iterator
 #: A message row as the producer writes it and the consumer reads it back.
 Row = tuple[int, int, bytes | None, bytes | None, int]  # partition, offset, key, value, timestamp
 _PARTITION_SHIFT = 40
+#: ``meta`` row: where an emptied partition's next offset continues (see the module docstring)
+NEXT_OFFSET_META = "next_offset.{}"
+_NEXT_OFFSETS_SQL = "SELECT name, value FROM meta WHERE name >= 'next_offset.' AND name < 'next_offset/'"
+#: a message's size for ``retention.bytes``: its key and value bytes
+_SIZE = "coalesce(length(key), 0) + coalesce(length(value), 0)"
 
 
 class LogFormat:
@@ -39,7 +48,52 @@ class LogFormat:
         """Up to ``limit`` rows ``(offset, key, value, timestamp)`` of ``partition`` from ``position``."""
         raise NotImplementedError
 
+    def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
+        raise NotImplementedError
+
     def next_offset(self, conn: sqlite3.Connection, partition: int) -> int:
+        """The offset the partition's next message gets: after its last message, or where
+        cleaning left an emptied partition (the meta lookup only happens when it is empty)."""
+        last = self.last_offset(conn, partition)
+        if last is not None:
+            return last + 1
+        row = conn.execute("SELECT value FROM meta WHERE name = ?", (NEXT_OFFSET_META.format(partition),)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def next_offsets_of_empty(self, conn: sqlite3.Connection) -> dict[int, int]:
+        """Every ``next_offset.<partition>`` meta row (only meaningful for empty partitions)."""
+        return {int(name.split(".", 1)[1]): int(value) for name, value in conn.execute(_NEXT_OFFSETS_SQL)}
+
+    def partition_offsets(self, conn: sqlite3.Connection, partition_count: int) -> list[tuple[int, int, int | None, int]]:
+        """``(partition, oldest, newest, upcoming)`` of every partition, in one read snapshot. An
+        empty partition has no newest, and its oldest and upcoming are where it continues — 0 if
+        it never had a message (as Kafka reports a partition whose log retention emptied)."""
+        conn.execute("BEGIN")
+        try:
+            bounds = list(self.bounds(conn, partition_count))
+            floors = self.next_offsets_of_empty(conn) if any(n is None for _, _, n in bounds) else {}
+        finally:
+            conn.execute("COMMIT")
+        result = []
+        for partition, oldest, newest in bounds:
+            if newest is None:
+                start = floors.get(partition, 0)
+                result.append((partition, start, None, start))
+            else:
+                assert oldest is not None
+                result.append((partition, oldest, newest, newest + 1))
+        return result
+
+    def scan(self, conn: sqlite3.Connection, partition: int, descending: bool = False) -> sqlite3.Cursor:
+        """Cursor over ``(offset, key, value is null, size, timestamp)`` of every message of the
+        partition in offset order (newest first when ``descending``); values are not loaded."""
+        raise NotImplementedError
+
+    def delete_range(self, conn: sqlite3.Connection, partition: int, start: int, end: int) -> int:
+        """Remove the partition's messages with ``start <= offset < end``; the number removed."""
+        raise NotImplementedError
+
+    def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
         raise NotImplementedError
 
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
@@ -70,10 +124,25 @@ class RowidFormat(LogFormat):
         base = partition << _PARTITION_SHIFT
         return conn.execute(self.read_sql, (base + position, base + (1 << _PARTITION_SHIFT), limit)).fetchall()
 
-    def next_offset(self, conn: sqlite3.Connection, partition: int) -> int:
+    def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
         base = partition << _PARTITION_SHIFT
         last = conn.execute(self._max_sql, (base, base + (1 << _PARTITION_SHIFT))).fetchone()[0]
-        return 0 if last is None else last - base + 1
+        return None if last is None else last - base
+
+    def scan(self, conn: sqlite3.Connection, partition: int, descending: bool = False) -> sqlite3.Cursor:
+        base = partition << _PARTITION_SHIFT
+        return conn.execute(
+            f'SELECT "offset", key, value IS NULL, {_SIZE}, timestamp FROM messages WHERE id >= ? AND id < ? '
+            f'ORDER BY id {"DESC" if descending else "ASC"}', (base, base + (1 << _PARTITION_SHIFT)),
+        )
+
+    def delete_range(self, conn: sqlite3.Connection, partition: int, start: int, end: int) -> int:
+        base = partition << _PARTITION_SHIFT
+        return conn.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (base + start, base + end)).rowcount
+
+    def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
+        base = partition << _PARTITION_SHIFT
+        conn.executemany("DELETE FROM messages WHERE id = ?", [(base + o,) for o in offsets])
 
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
         conn.executemany(self.insert_sql, [(p << _PARTITION_SHIFT | o, p, o, k, v, t) for p, o, k, v, t in rows])
@@ -105,9 +174,22 @@ class WithoutRowidFormat(LogFormat):
     def read(self, conn: sqlite3.Connection, partition: int, position: int, limit: int) -> list[tuple]:
         return conn.execute(self.read_sql, (partition, position, limit)).fetchall()
 
-    def next_offset(self, conn: sqlite3.Connection, partition: int) -> int:
-        last = conn.execute(self._max_sql, (partition,)).fetchone()[0]
-        return 0 if last is None else last + 1
+    def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
+        return conn.execute(self._max_sql, (partition,)).fetchone()[0]
+
+    def scan(self, conn: sqlite3.Connection, partition: int, descending: bool = False) -> sqlite3.Cursor:
+        return conn.execute(
+            f'SELECT "offset", key, value IS NULL, {_SIZE}, timestamp FROM messages WHERE "partition" = ? '
+            f'ORDER BY "offset" {"DESC" if descending else "ASC"}', (partition,),
+        )
+
+    def delete_range(self, conn: sqlite3.Connection, partition: int, start: int, end: int) -> int:
+        return conn.execute(
+            'DELETE FROM messages WHERE "partition" = ? AND "offset" >= ? AND "offset" < ?', (partition, start, end)
+        ).rowcount
+
+    def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
+        conn.executemany('DELETE FROM messages WHERE "partition" = ? AND "offset" = ?', [(partition, o) for o in offsets])
 
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
         conn.executemany(self.insert_sql, rows)

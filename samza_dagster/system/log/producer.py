@@ -5,7 +5,9 @@ buffer (a deque: appends from several task threads need no lock). When the buffe
 ``log.batch.size`` rows, or on ``flush``, the rows are written in one ``BEGIN IMMEDIATE``
 transaction: it takes SQLite's write lock before reading each partition's last offset, so
 writers in several processes serialize and offsets stay dense (last offset + 1). A stream must
-exist (``create_stream``) before it is produced to; producing does not create it.
+exist (``create_stream``) before it is produced to; producing does not create it. After each
+batch the producer's LogCleaner (cleaner.py) is told which partitions it wrote: it applies the
+stream's retention and compaction on its own thread.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import deque
 
 from samza_dagster.config.config import Config
 from samza_dagster.system.log import storage
+from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
@@ -59,6 +62,8 @@ class LogSystemProducer:
         self._batch_size = self.log_config.batch_size
         self._round_robin = RoundRobin()
         self._sources: set[str] = set()
+        cfg = self.log_config
+        self._cleaner = LogCleaner(system_name, cfg.path, cfg.synchronous, cfg.busy_timeout_s, cfg.cleaner_interval_s)
 
     def register(self, source: str) -> None:
         self._sources.add(source)
@@ -98,8 +103,14 @@ class LogSystemProducer:
         for writer in list(self._writers.values()):
             self._write(writer)
 
+    @property
+    def cleaner(self) -> LogCleaner:
+        """The thread that applies the streams' retention and compaction (cleaner.py)."""
+        return self._cleaner
+
     def stop(self) -> None:
         self.flush("")
+        self._cleaner.stop()
         with self._writers_lock:
             for writer in self._writers.values():
                 writer.conn.close()
@@ -132,7 +143,8 @@ class LogSystemProducer:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 log_format = conn.log_format
-                next_offset = {partition: log_format.next_offset(conn, partition) for partition in {row[0] for row in batch}}
+                partitions = {row[0] for row in batch}
+                next_offset = {partition: log_format.next_offset(conn, partition) for partition in partitions}
                 rows = []
                 append = rows.append
                 for partition, key, value, timestamp in batch:
@@ -151,3 +163,4 @@ class LogSystemProducer:
                         f"({storage.stream_file(self.log_config.path, writer.name)}) failed: {exc}"
                     ) from exc
                 raise
+            self._cleaner.note_write(writer.name, partitions)

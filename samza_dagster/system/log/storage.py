@@ -5,8 +5,12 @@
 * ``messages("partition", "offset", key, value, timestamp)``, stored so that each partition's
   rows are contiguous in offset order and a range read is one b-tree seek then a sequential scan
   (the table layouts, formats 1 and 2, are in formats.py);
-* ``meta(name, value)``: ``partition_count``, ``format`` and the stream's properties
-  (``property.<k>``).
+* ``meta(name, value)``: ``partition_count``, ``format``, the stream's properties
+  (``property.<k>``, among them its cleanup policy: retention.py) and where an emptied partition
+  continues (``next_offset.<partition>``, formats.py).
+
+Files created now use ``auto_vacuum=INCREMENTAL``, so pages freed by retention and compaction
+(cleaner.py) are given back to the file system; older files reuse them for new messages.
 
 Files are in WAL mode: readers never block writers and see only committed transactions, so a
 producer's batch (one transaction) is visible all at once or not at all, in every process.
@@ -122,6 +126,9 @@ def create_stream_file(
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
+                # before the first table: freed pages can then go back to the file system
+                # (cleaner.py); a file's vacuum mode is fixed once it has tables
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 conn.execute("PRAGMA journal_mode=WAL")
                 for statement in (META_SCHEMA, *CURRENT.schema):
                     conn.execute(statement)

@@ -1,0 +1,297 @@
+"""Retention and compaction of log stream files, applied by the log itself.
+
+There is no broker: every LogSystemProducer owns a LogCleaner thread that, at most every
+``systems.<s>.log.cleaner.interval.ms`` and only after the producer wrote to a stream, cleans the
+partitions of that stream this producer has written to (each process cleans what it writes, so a
+changelog partition whose task is down is left as its task left it; see docs/decisions.md).
+
+A pass reads the stream's policy from the file (retention.py) and, per partition:
+
+* **delete** — removes the oldest messages while they are older than ``retention.ms`` (by
+  message timestamp, stopping at the first younger one) and while the partition holds more than
+  ``retention.bytes`` of keys and values. The partition's start moves up; nothing in the middle.
+* **compact** — in the *cleanable section* (from the oldest message up to the first one younger
+  than ``min.compaction.lag.ms``) removes every keyed message that a newer message of the same key
+  supersedes, and a newest-of-its-key tombstone older than ``delete.retention.ms``. Messages with
+  no key are kept. Offsets are kept: compaction leaves gaps, which range reads step over.
+
+Scans run in a read snapshot and never block anyone (WAL). Deletions run in transactions of at
+most ``CHUNK`` messages each, so a producer's batch waits for one short transaction at most and a
+reader sees each chunk whole or not at all. Each deleting transaction first records the
+partition's next offset in ``meta`` (formats.NEXT_OFFSET_META): an emptied partition goes on
+where it was. Freed pages go back to the file system by ``PRAGMA incremental_vacuum`` in steps,
+in files created with ``auto_vacuum=INCREMENTAL`` (storage.py); older files reuse them instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from samza_dagster.system.log import storage
+from samza_dagster.system.log.formats import NEXT_OFFSET_META, LogFormat
+from samza_dagster.system.log.retention import CleanupPolicy
+
+#: messages removed per transaction
+CHUNK = 5000
+#: pages returned to the file system per incremental_vacuum transaction
+VACUUM_PAGES = 2048
+#: the cleaner's connection truncates the WAL back to this size after checkpoints (a large
+#: deletion would otherwise leave a WAL file as large as everything it deleted)
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CleanStats:
+    """What one pass over one stream did."""
+
+    deleted: int = 0
+    #: pages given back to the file system
+    vacuumed_pages: int = 0
+
+
+def read_policy(conn: sqlite3.Connection, stream: str) -> CleanupPolicy:
+    """The policy stored in the stream file's ``property.*`` meta rows."""
+    rows = conn.execute("SELECT name, value FROM meta WHERE name >= 'property.' AND name < 'property/'")
+    properties = {name[len("property."):]: value for name, value in rows}
+    return CleanupPolicy.from_properties(properties, f"stream {stream!r} (stored property) ")
+
+
+def clean_stream(
+    conn: storage.StreamConnection,
+    partitions: Iterable[int],
+    policy: CleanupPolicy,
+    now_ms: int | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> CleanStats:
+    """One cleaning pass over ``partitions`` of the stream behind ``conn``."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    stats = CleanStats()
+    fmt = conn.log_format
+    for partition in sorted(partitions):
+        if stopping():
+            break
+        if policy.delete:
+            cut = _retention_cut(conn, fmt, partition, policy, now)
+            if cut is not None:
+                stats.deleted += _delete_prefix(conn, fmt, partition, cut, stopping)
+        if policy.compact:
+            stats.deleted += _delete_offsets(conn, fmt, partition, _compactable(conn, fmt, partition, policy, now), stopping)
+    if stats.deleted and not stopping():
+        stats.vacuumed_pages = _vacuum(conn, stopping)
+    return stats
+
+
+def _retention_cut(conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int) -> int | None:
+    """The first offset retention keeps (everything before it goes), or None: nothing to delete."""
+    cut: int | None = None
+    if policy.retention_ms >= 0:
+        horizon = now - policy.retention_ms
+        cursor = fmt.scan(conn, partition)
+        try:
+            first = True
+            for offset, _key, _tombstone, _size, timestamp in cursor:
+                if timestamp >= horizon:
+                    cut = None if first else offset
+                    break
+                first = False
+            else:
+                cut = None if first else fmt.next_offset(conn, partition)  # every message expired
+        finally:
+            cursor.close()
+    if policy.retention_bytes >= 0:
+        total = 0
+        cursor = fmt.scan(conn, partition, descending=True)
+        try:
+            for offset, _key, _tombstone, size, _timestamp in cursor:
+                total += size
+                if total > policy.retention_bytes:
+                    cut = max(cut or 0, offset + 1)
+                    break
+        finally:
+            cursor.close()
+    return cut
+
+
+def _compactable(conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int) -> list[int]:
+    """Offsets compaction removes: superseded keyed messages and expired newest tombstones."""
+    lag_horizon = now - policy.min_compaction_lag_ms
+    tombstone_horizon = now - policy.delete_retention_ms
+    newest: dict[bytes, int] = {}
+    tombstones: dict[bytes, tuple[int, int]] = {}  # key -> (offset, timestamp) of a newest tombstone
+    removable: list[int] = []
+    cursor = fmt.scan(conn, partition)
+    try:
+        for offset, key, tombstone, _size, timestamp in cursor:
+            if timestamp > lag_horizon:
+                break  # the end of the cleanable section
+            if key is None:
+                continue
+            previous = newest.get(key)
+            if previous is not None:
+                removable.append(previous)
+            newest[key] = offset
+            if tombstone:
+                tombstones[key] = (offset, timestamp)
+            elif previous is not None:
+                tombstones.pop(key, None)
+    finally:
+        cursor.close()
+    removable.extend(offset for offset, timestamp in tombstones.values() if timestamp < tombstone_horizon)
+    removable.sort()
+    return removable
+
+
+def _in_transaction(conn: sqlite3.Connection, fmt: LogFormat, partition: int, delete: Callable[[], int]) -> int:
+    """Run ``delete`` in its own write transaction, after recording the partition's next offset."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (NEXT_OFFSET_META.format(partition), str(fmt.next_offset(conn, partition))),
+        )
+        removed = delete()
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return removed
+
+
+def _delete_prefix(conn: sqlite3.Connection, fmt: LogFormat, partition: int, cut: int, stopping: Callable[[], bool]) -> int:
+    cursor = fmt.scan(conn, partition)
+    try:
+        first = cursor.fetchone()
+    finally:
+        cursor.close()
+    if first is None:
+        return 0
+    removed, start = 0, first[0]
+    while start < cut and not stopping():
+        end = min(start + CHUNK, cut)
+        removed += _in_transaction(conn, fmt, partition, lambda s=start, e=end: fmt.delete_range(conn, partition, s, e))
+        start = end
+    return removed
+
+
+def _delete_offsets(conn: sqlite3.Connection, fmt: LogFormat, partition: int, offsets: list[int], stopping: Callable[[], bool]) -> int:
+    removed = 0
+    for i in range(0, len(offsets), CHUNK):
+        if stopping():
+            break
+        chunk = offsets[i:i + CHUNK]
+
+        def delete(chunk: list[int] = chunk) -> int:
+            fmt.delete_offsets(conn, partition, chunk)
+            return len(chunk)
+
+        removed += _in_transaction(conn, fmt, partition, delete)
+    return removed
+
+
+def _vacuum(conn: sqlite3.Connection, stopping: Callable[[], bool]) -> int:
+    """Give free pages back in steps of VACUUM_PAGES (one short transaction each)."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:  # 2: INCREMENTAL
+        return 0
+    vacuumed = 0
+    while not stopping():
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        if free == 0:
+            break
+        conn.execute(f"PRAGMA incremental_vacuum({VACUUM_PAGES})").fetchall()
+        vacuumed += min(free, VACUUM_PAGES)
+    return vacuumed
+
+
+class LogCleaner:
+    """The cleaning thread of one producer. ``note_write`` (after each committed batch) marks a
+    stream due; the thread cleans a due stream at most once per ``interval_s``."""
+
+    def __init__(self, system: str, root: str, synchronous: str, busy_timeout_s: float, interval_s: float) -> None:
+        self._open = lambda stream: storage.open_stream(system, root, stream, synchronous, busy_timeout_s)[0]
+        self._interval_s = interval_s
+        self._cond = threading.Condition()
+        self._written: dict[str, set[int]] = {}  # stream -> partitions this producer wrote
+        self._pending: set[str] = set()
+        self._last: dict[str, float] = {}
+        self._skip: set[str] = set()  # streams whose policy never removes anything
+        self._conns: dict[str, storage.StreamConnection] = {}
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        #: stream -> stats of its last pass (for tests and benchmarks)
+        self.passes: dict[str, CleanStats] = {}
+        self.pass_count = 0
+
+    def note_write(self, stream: str, partitions: Iterable[int]) -> None:
+        if stream in self._skip:
+            return
+        with self._cond:
+            if self._stopped:
+                return
+            self._written.setdefault(stream, set()).update(partitions)
+            self._pending.add(stream)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="log-cleaner", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+    def _due(self) -> tuple[str | None, float | None]:
+        """A due stream, or how long until the next one is due (None: none pending)."""
+        now = time.monotonic()
+        wait: float | None = None
+        for stream in self._pending:
+            left = self._last.get(stream, -float("inf")) + self._interval_s - now
+            if left <= 0:
+                return stream, None
+            wait = left if wait is None else min(wait, left)
+        return None, wait
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                stream, wait = self._due()
+                while stream is None and not self._stopped:
+                    self._cond.wait(wait)
+                    stream, wait = self._due()
+                if self._stopped or stream is None:
+                    return
+                self._pending.discard(stream)
+                self._last[stream] = time.monotonic()
+                partitions = set(self._written[stream])
+            try:
+                self._clean(stream, partitions)
+            except Exception:  # noqa: BLE001 - the next write retries; producing goes on
+                log.warning("log cleaner: cleaning stream %r failed; retrying after the next write", stream, exc_info=True)
+
+    def _clean(self, stream: str, partitions: set[int]) -> None:
+        conn = self._conns.get(stream)
+        if conn is None:
+            conn = self._conns[stream] = self._open(stream)
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+        policy = read_policy(conn, stream)
+        if not policy.cleans:
+            self._skip.add(stream)  # a file's policy never changes
+            return
+        stats = clean_stream(conn, partitions, policy, stopping=lambda: self._stopped)
+        self.passes[stream] = stats
+        self.pass_count += 1
+        if stats.deleted:
+            log.debug("log cleaner: stream %r: removed %d messages, freed %d pages", stream, stats.deleted, stats.vacuumed_pages)

@@ -1,0 +1,125 @@
+"""A log stream's cleanup policy: Kafka's topic settings, kept in the stream file.
+
+Keys (Kafka's names and meanings, per stream; a stream's file keeps them in ``meta`` as
+``property.<key>``, written when the stream is created, so every process that cleans the file
+applies the same policy):
+
+* ``cleanup.policy`` — ``delete`` (default), ``compact`` or ``compact,delete``.
+* ``retention.ms`` — with ``delete``: messages whose timestamp is older than this are removed,
+  oldest first (default -1: kept forever; see docs/decisions.md for why not Kafka's 7 days).
+* ``retention.bytes`` — with ``delete``: a partition keeps at most this many bytes of keys and
+  values, oldest removed first (default -1: no limit).
+* ``delete.retention.ms`` — with ``compact``: how long a tombstone (a null value) is kept once
+  it is the newest message of its key (default 86400000, Kafka's).
+* ``min.compaction.lag.ms`` — with ``compact``: messages younger than this are neither removed
+  nor count as superseding older ones (default 0; changelogs get a lag, see storage/manager.py).
+
+Where a created stream's value comes from, first found wins: ``streams.<id>.<key>`` or
+``systems.<s>.streams.<stream>.<key>``; the value the engine asks for when it creates the
+stream (a changelog's ``cleanup.policy=compact``); ``systems.<s>.default.stream.<key>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.model import SystemStream
+
+POLICY_KEY = "cleanup.policy"
+#: every key this module reads, with the value used when it is unset
+DEFAULTS: dict[str, str] = {
+    POLICY_KEY: "delete",
+    "retention.ms": "-1",
+    "retention.bytes": "-1",
+    "delete.retention.ms": "86400000",
+    "min.compaction.lag.ms": "0",
+}
+_POLICIES = {"delete": (True, False), "compact": (False, True), "compact,delete": (True, True), "delete,compact": (True, True)}
+#: keys that may be -1 ("no limit"); the others must be >= 0
+_UNLIMITED_ALLOWED = ("retention.ms", "retention.bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupPolicy:
+    delete: bool
+    compact: bool
+    retention_ms: int  # -1: no time limit
+    retention_bytes: int  # -1: no size limit
+    delete_retention_ms: int
+    min_compaction_lag_ms: int
+
+    @property
+    def cleans(self) -> bool:
+        """False when a cleaning pass could never remove anything (skip the stream)."""
+        return self.compact or (self.delete and (self.retention_ms >= 0 or self.retention_bytes >= 0))
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str], where: str) -> CleanupPolicy:
+        """The policy of stream properties (unset keys take DEFAULTS). ``where`` names the
+        source in errors (a config prefix, or the stream file)."""
+        values = {k: str(properties.get(k, default)).strip() for k, default in DEFAULTS.items()}
+        policy = values[POLICY_KEY].replace(" ", "").lower()
+        if policy not in _POLICIES:
+            raise ConfigError(
+                f"{where}{POLICY_KEY}: unknown cleanup policy {values[POLICY_KEY]!r}; "
+                "expected delete, compact or compact,delete", key=where + POLICY_KEY,
+            )
+        numbers = {k: _number(where, k, values[k]) for k in DEFAULTS if k != POLICY_KEY}
+        delete, compact = _POLICIES[policy]
+        return cls(delete, compact, numbers["retention.ms"], numbers["retention.bytes"],
+                   numbers["delete.retention.ms"], numbers["min.compaction.lag.ms"])
+
+
+def _number(where: str, key: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    lowest = -1 if key in _UNLIMITED_ALLOWED else 0
+    if value is None or value < lowest:
+        allowed = "an integer >= 0, or -1 for no limit" if lowest == -1 else "an integer >= 0"
+        raise ConfigError(f"{where}{key}: expected {allowed}, got {raw!r}", key=where + key)
+    return value
+
+
+def stream_properties(config: Config, system: str, stream: str, requested: Mapping[str, str] | None) -> dict[str, str]:
+    """The properties a new stream file stores: ``requested`` (the StreamSpec's) with the
+    cleanup keys resolved as the module docstring says, checked (ConfigError naming the key)."""
+    result = {k: str(v) for k, v in (requested or {}).items()}
+    streams = StreamConfig(config)
+    system_stream = SystemStream(system, stream)
+    default_system = config.get_str("job.default.system") or "log"
+    for key in DEFAULTS:
+        explicit = None
+        for sid in streams.stream_ids_for(system_stream, default_system):
+            explicit = config.get_str(f"streams.{sid}.{key}")
+            if explicit is not None:
+                break
+        if explicit is None:
+            explicit = config.get_str(f"systems.{system}.streams.{stream}.{key}")
+        if explicit is not None:
+            result[key] = explicit
+        elif key not in result:
+            fallback = config.get_str(f"systems.{system}.default.stream.{key}")
+            if fallback is not None:
+                result[key] = fallback
+    CleanupPolicy.from_properties(result, f"stream {system}.{stream}: ")
+    return result
+
+
+def check_config(config: Config, system: str) -> None:
+    """ConfigError naming the first bad cleanup key set for ``system`` (per stream or default)."""
+    prefix = f"systems.{system}."
+    for full_key in config:
+        if not full_key.startswith(prefix):
+            continue
+        for key in DEFAULTS:
+            if full_key.endswith("." + key) and (
+                full_key == f"{prefix}default.stream.{key}" or full_key.startswith(prefix + "streams.")
+            ):
+                where = full_key[: -len(key)]
+                CleanupPolicy.from_properties({key: config.get_str(full_key) or ""}, where)
