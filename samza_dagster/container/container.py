@@ -4,7 +4,8 @@ RunLoop until the tasks end, ask to stop, the container is stopped, or a task fa
 Start-up order (each step needs the one before): system admins → input metadata → the
 checkpoint stream (read back) → stores (changelogs validated, restored) → task instances
 (``init`` after restore, so a task sees its state) → starting offsets (checkpoint, else
-``samza.offset.default``; ``samza.reset.offset`` ignores the checkpoint) → SystemConsumers and
+``samza.offset.default``; ``samza.reset.offset`` ignores the checkpoint; a checkpoint before the
+oldest offset resets by ``samza.offset.default``: offset_reset.py) → SystemConsumers and
 chooser → RunLoop.
 
 Commit order for a task (RunLoop guarantees nothing is in flight): snapshot offsets
@@ -30,6 +31,7 @@ from samza_dagster.container.assembly import ContainerPlan, side_inputs_manager
 from samza_dagster.container.dead_letter import DeadLetterSender, ensure_dead_letter_stream
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
+from samza_dagster.container.offset_reset import reset_out_of_range
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
@@ -319,8 +321,10 @@ class SamzaContainer:
                     f"input {ssp.system}.{ssp.stream} has no partition {ssp.partition} (task.inputs)", key="task.inputs"
                 )
             result[ssp] = pm.upcoming_offset if streams.offset_default(ss) == "upcoming" else pm.oldest_offset
+        after: dict[SystemStreamPartition, str] = {}
         for system, offsets in resume.items():
-            result.update(self._admin(system).get_offsets_after(offsets))
+            after.update(self._admin(system).get_offsets_after(offsets))
+        result.update(reset_out_of_range(after, metadata, lambda s: self._admin(s).offset_comparator, streams))
         return result
 
     # -- commit --------------------------------------------------------------------------------

@@ -205,7 +205,8 @@ def _vacuum(conn: sqlite3.Connection, stopping: Callable[[], bool]) -> int:
         free = conn.execute("PRAGMA freelist_count").fetchone()[0]
         if free == 0:
             break
-        conn.execute(f"PRAGMA incremental_vacuum({VACUUM_PAGES})").fetchall()
+        # executescript steps the pragma to completion; execute() would free one page per call
+        conn.executescript(f"PRAGMA incremental_vacuum({VACUUM_PAGES});")
         vacuumed += min(free, VACUUM_PAGES)
     return vacuumed
 
