@@ -8,6 +8,15 @@ from samza_dagster.model import StreamSpec
 from samza_dagster.storage.specs import StoreSpec
 
 
+#: Properties of a changelog the engine creates. Compacted (Samza's and Kafka's default for
+#: changelogs), and with a compaction lag: a change younger than the lag never removes an older
+#: one, so changes written after the last checkpoint (work a crash then discards, see restore.py)
+#: cannot remove the committed values a restore needs, as long as a container commits more often
+#: than the lag (``task.commit.ms``, 60 s by default). Kafka gets the same from never cleaning the
+#: active segment. See docs/decisions.md "## Stores".
+CHANGELOG_PROPERTIES = {"cleanup.policy": "compact", "min.compaction.lag.ms": "600000"}
+
+
 class ChangelogPartitionMismatchError(ConfigError):
     """A store's changelog stream exists with a partition count other than the job needs."""
 
@@ -25,7 +34,9 @@ def prepare_changelogs(specs: list[StoreSpec], admins: dict, partition_count: in
             raise ConfigError(f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key)
         stream = spec.changelog.stream
         try:
-            admin.create_stream(StreamSpec(stream, stream, spec.changelog.system, partition_count, {"cleanup.policy": "compact"}))
+            admin.create_stream(StreamSpec(stream, stream, spec.changelog.system, partition_count, dict(CHANGELOG_PROPERTIES)))
+        except ConfigError:
+            raise  # a bad cleanup setting for the changelog, naming the key
         except Exception:  # noqa: BLE001 - exists with another count: reported below with both counts
             pass
         metadata = admin.get_system_stream_metadata([stream])[stream]

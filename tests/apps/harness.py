@@ -22,15 +22,18 @@ def create_stream(config: Config, system: str, stream: str, partitions: int) -> 
     admin.create_stream(StreamSpec(stream, stream, system, partitions))
 
 
-def produce(config: Config, system: str, stream: str, messages: Iterable[tuple[int, Any, Any]]) -> int:
-    """Write (partition, key, message) triples; returns how many."""
+def produce(
+    config: Config, system: str, stream: str, messages: Iterable[tuple[int, Any, Any]], event_time: int | None = None
+) -> int:
+    """Write (partition, key, message) triples (with ``event_time`` as their timestamp, else
+    now); returns how many."""
     producer = system_factory(config, system).get_producer(system, config)
     producer.register("test")
     producer.start()
     ss = SystemStream(system, stream)
     n = 0
     for partition, key, message in messages:
-        producer.send("test", OutgoingMessageEnvelope(ss, message, key=key, partition=partition))
+        producer.send("test", OutgoingMessageEnvelope(ss, message, key=key, partition=partition, event_time=event_time))
         n += 1
     producer.flush("test")
     producer.stop()

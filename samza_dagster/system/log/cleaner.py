@@ -1,7 +1,8 @@
 """Retention and compaction of log stream files, applied by the log itself.
 
 There is no broker: every LogSystemProducer owns a LogCleaner thread that, at most every
-``systems.<s>.log.cleaner.interval.ms`` and only after the producer wrote to a stream, cleans the
+``systems.<s>.log.cleaner.interval.ms`` (the first time one interval after its first write) and
+only after the producer wrote to a stream, cleans the
 partitions of that stream this producer has written to (each process cleans what it writes, so a
 changelog partition whose task is down is left as its task left it; see docs/decisions.md).
 
@@ -213,7 +214,8 @@ def _vacuum(conn: sqlite3.Connection, stopping: Callable[[], bool]) -> int:
 
 class LogCleaner:
     """The cleaning thread of one producer. ``note_write`` (after each committed batch) marks a
-    stream due; the thread cleans a due stream at most once per ``interval_s``."""
+    stream pending; the thread cleans a pending stream once ``interval_s`` has passed since its
+    last pass (or since the producer's first write to it)."""
 
     def __init__(self, system: str, root: str, synchronous: str, busy_timeout_s: float, interval_s: float) -> None:
         self._open = lambda stream: storage.open_stream(system, root, stream, synchronous, busy_timeout_s)[0]
@@ -237,6 +239,9 @@ class LogCleaner:
             if self._stopped:
                 return
             self._written.setdefault(stream, set()).update(partitions)
+            # the first pass one interval after the first write: a short-lived producer (a CLI
+            # call, a test) does not clean at all, a long-lived one regularly
+            self._last.setdefault(stream, time.monotonic())
             self._pending.add(stream)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="log-cleaner", daemon=True)
@@ -259,7 +264,7 @@ class LogCleaner:
         now = time.monotonic()
         wait: float | None = None
         for stream in self._pending:
-            left = self._last.get(stream, -float("inf")) + self._interval_s - now
+            left = self._last[stream] + self._interval_s - now
             if left <= 0:
                 return stream, None
             wait = left if wait is None else min(wait, left)
