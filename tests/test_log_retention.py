@@ -301,3 +301,32 @@ def test_a_bad_requested_policy_is_refused_before_the_file_exists(tmp_path):
     with pytest.raises(ConfigError, match=r"cleanup.policy.*'forever'"):
         _create(config, "s", **{"cleanup.policy": "forever"})
     assert not os.path.exists(storage.stream_file(str(tmp_path), "s"))
+
+
+def test_files_of_format_1_are_cleaned_too_and_keep_their_freed_pages(tmp_path):
+    import sqlite3
+
+    from samza_dagster.system.log.formats import FORMATS
+
+    root = str(tmp_path)
+    conn = sqlite3.connect(storage.stream_file(root, "legacy"), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(storage.META_SCHEMA)
+    for statement in FORMATS[1].schema:
+        conn.execute(statement)
+    conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)", [
+        ("partition_count", "1"), ("property.cleanup.policy", "compact,delete"), ("property.retention.ms", "1000"),
+    ])
+    now = int(time.time() * 1000)
+    conn.executemany(FORMATS[1].insert_sql, [
+        (0, 0, b"a", b"1", now - 5000), (0, 1, b"b", b"1", now), (0, 2, b"a", b"2", now), (0, 3, b"b", b"2", now),
+    ])
+    conn.close()
+    config = _config(tmp_path)
+    stats = _clean(config, "legacy", now + 1)
+    assert stats.deleted == 2 and stats.vacuumed_pages == 0  # auto_vacuum is off in old files
+    assert _read(config, "legacy") == [(2, "a", "2"), (3, "b", "2")]
+    assert _clean(config, "legacy", now + 10_000).deleted == 2
+    assert _metadata(config, "legacy").upcoming_offset == "4"
+    _produce(config, "legacy", [("c", "1", now)])
+    assert _read(config, "legacy") == [(4, "c", "1")]

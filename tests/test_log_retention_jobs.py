@@ -132,3 +132,25 @@ def test_a_compacted_changelog_restores_the_same_store(tmp_path):
     assert second.run().messages_processed == 0
     assert 0 < second.restored["counts"] <= 2 * len(WORDS)  # at most one entry per word per task
     assert _store_counts(tmp_path) == expected
+
+
+def test_the_reset_is_the_same_for_kafka_offsets(caplog):
+    """The tansu test broker has no DeleteRecords, so a Kafka log start cannot be moved in a test;
+    the reset only needs the admin's metadata and comparator, given here as Kafka's admin reports
+    a partition whose log start moved past the checkpoint."""
+    from samza_dagster.config.system_config import StreamConfig
+    from samza_dagster.container.offset_reset import reset_out_of_range
+    from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition, SystemStreamPartitionMetadata
+    from samza_dagster.system.kafka.admin import KafkaSystemAdmin
+
+    ssp0, ssp1 = SystemStreamPartition("kafka", "t", 0), SystemStreamPartition("kafka", "t", 1)
+    metadata = {SystemStream("kafka", "t"): SystemStreamMetadata("t", {
+        0: SystemStreamPartitionMetadata("100", "149", "150"),
+        1: SystemStreamPartitionMetadata("0", "9", "10"),
+    })}
+    streams = StreamConfig(Config({"systems.kafka.streams.t.samza.offset.default": "upcoming"}))
+    with caplog.at_level(logging.WARNING, logger="samza_dagster.container.offset_reset"):
+        result = reset_out_of_range({ssp0: "40", ssp1: "5"}, metadata, lambda _s: KafkaSystemAdmin.offset_comparator, streams)
+    assert result == {ssp0: "150", ssp1: "5"}
+    (record,) = [r for r in caplog.records if r.name == "samza_dagster.container.offset_reset"]
+    assert "system kafka, stream t, partition 0" in record.getMessage() and "[40, 150)" in record.getMessage()
