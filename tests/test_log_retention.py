@@ -330,3 +330,18 @@ def test_files_of_format_1_are_cleaned_too_and_keep_their_freed_pages(tmp_path):
     assert _metadata(config, "legacy").upcoming_offset == "4"
     _produce(config, "legacy", [("c", "1", now)])
     assert _read(config, "legacy") == [(4, "c", "1")]
+
+
+def test_the_cli_cleans_a_stream_by_its_stored_policy(tmp_path, capsys):
+    from samza_dagster.cli import main
+
+    config = _config(tmp_path)
+    args = ["--config", f"systems.{SYSTEM}.log.path={tmp_path}"]
+    assert main(["streams", "create", "log.s", "--partitions", "1", *args,
+                 "--config", f"systems.{SYSTEM}.streams.s.cleanup.policy=compact"]) == 0
+    _produce(config, "s", [("a", "1", 0), ("a", "2", 0)])
+    capsys.readouterr()
+    assert main(["streams", "clean", "log.s", *args]) == 0
+    assert "log.s: removed 1 messages" in capsys.readouterr().out
+    assert _read(config, "s") == [(1, "a", "2")]
+    assert main(["streams", "clean", "log.nowhere", *args]) == 1

@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    streams = sub.add_parser("streams", help="create, list, describe, produce to, tail")
+    streams = sub.add_parser("streams", help="create, list, describe, produce to, tail, clean")
     actions = streams.add_subparsers(dest="streams_command", required=True, metavar="ACTION")
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -148,6 +148,9 @@ def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     produce.add_argument("--file", required=True, type=input_file, metavar="FILE")
     produce.add_argument("--key-field", default=None, metavar="NAME",
                          help="for JSON lines: use this field as the message key")
+
+    clean = action("clean", "apply the stream's retention and compaction now (embedded log)")
+    clean.add_argument("stream", metavar="[SYSTEM.]STREAM")
 
     tail = action("tail", "print the last messages of a stream")
     tail.add_argument("stream", metavar="[SYSTEM.]STREAM")

@@ -45,6 +45,8 @@ def run_streams_command(args: argparse.Namespace, config: Config) -> int:
             return produce(config, target, lines, args.file, args.key_field)
     if action == "tail":
         return tail(config, target, args.lines)
+    if action == "clean":
+        return clean(config, target)
     raise AssertionError(action)
 
 
@@ -117,6 +119,21 @@ def describe(config: Config, target: SystemStream) -> int:
     for p, m in sorted(md.partitions.items()):
         print(f"  {p:>9}  {m.oldest_offset:>6}  {m.newest_offset if m.newest_offset is not None else '-':>6}  "
               f"{m.upcoming_offset:>8}")
+    return EXIT_OK
+
+
+def clean(config: Config, target: SystemStream) -> int:
+    """One retention/compaction pass now, by the policy stored in the stream's file (the log's
+    producers run them in the background; a stream nobody writes any more is cleaned here)."""
+    with _admin(config, target.system) as admin:
+        cleaner = getattr(admin, "clean_stream", None)
+        if cleaner is None:
+            raise UsageError(f"system {target.system!r} applies its own retention (a Kafka broker does); "
+                             "streams clean is for the embedded log")
+        _metadata(admin, target)
+        stats = cleaner(target.stream)
+    print(f"{target.system}.{target.stream}: removed {stats.deleted} messages, "
+          f"gave {stats.vacuumed_pages} pages back to the file system")
     return EXIT_OK
 
 
