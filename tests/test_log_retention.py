@@ -345,3 +345,15 @@ def test_the_cli_cleans_a_stream_by_its_stored_policy(tmp_path, capsys):
     assert "log.s: removed 1 messages" in capsys.readouterr().out
     assert _read(config, "s") == [(1, "a", "2")]
     assert main(["streams", "clean", "log.nowhere", *args]) == 1
+
+
+def test_only_streams_that_are_cleaned_give_pages_back(tmp_path):
+    config = _config(tmp_path)
+    _create(config, "kept")
+    _create(config, "cleaned", **{"retention.bytes": "1000000"})
+    modes = {}
+    for stream in ("kept", "cleaned"):
+        conn, _ = storage.open_stream(SYSTEM, str(tmp_path), stream, "NORMAL", 5)
+        modes[stream] = conn.execute("PRAGMA auto_vacuum").fetchone()[0]
+        conn.close()
+    assert modes == {"kept": 0, "cleaned": 2}  # NONE, INCREMENTAL

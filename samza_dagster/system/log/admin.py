@@ -38,8 +38,9 @@ class LogSystemAdmin:
         stream's properties with its cleanup policy resolved from config (retention.py;
         ConfigError naming a bad key); an existing file keeps the policy it was created with."""
         properties = retention.stream_properties(self._config, self.system_name, spec.physical_name, spec.config)
+        policy = retention.CleanupPolicy.from_properties(properties, f"stream {self.system_name}.{spec.physical_name}: ")
         return storage.create_stream_file(
-            self.system_name, self.root, spec.physical_name, spec.partition_count, properties
+            self.system_name, self.root, spec.physical_name, spec.partition_count, properties, reclaim=policy.cleans
         )
 
     def clean_stream(self, stream: str, now_ms: int | None = None) -> CleanStats:

@@ -21,7 +21,8 @@ most ``CHUNK`` messages each, so a producer's batch waits for one short transact
 reader sees each chunk whole or not at all. Each deleting transaction first records the
 partition's next offset in ``meta`` (formats.NEXT_OFFSET_META): an emptied partition goes on
 where it was. Freed pages go back to the file system by ``PRAGMA incremental_vacuum`` in steps,
-in files created with ``auto_vacuum=INCREMENTAL`` (storage.py); older files reuse them instead.
+in files created with ``auto_vacuum=INCREMENTAL`` (storage.py: streams created with a policy that
+removes messages); other files reuse them for new messages instead.
 """
 
 from __future__ import annotations

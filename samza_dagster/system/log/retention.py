@@ -107,7 +107,7 @@ def stream_properties(config: Config, system: str, stream: str, requested: Mappi
             fallback = config.get_str(f"systems.{system}.default.stream.{key}")
             if fallback is not None:
                 result[key] = fallback
-    CleanupPolicy.from_properties(result, f"stream {system}.{stream}: ")
+    CleanupPolicy.from_properties(result, f"stream {system}.{stream}: ")  # fails naming a bad value
     return result
 
 

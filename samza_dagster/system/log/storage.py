@@ -9,8 +9,9 @@
   (``property.<k>``, among them its cleanup policy: retention.py) and where an emptied partition
   continues (``next_offset.<partition>``, formats.py).
 
-Files created now use ``auto_vacuum=INCREMENTAL``, so pages freed by retention and compaction
-(cleaner.py) are given back to the file system; older files reuse them for new messages.
+Files of streams whose policy removes messages are created with ``auto_vacuum=INCREMENTAL``, so
+pages freed by retention and compaction (cleaner.py) are given back to the file system; other
+files (and files created before) reuse freed pages for new messages.
 
 Files are in WAL mode: readers never block writers and see only committed transactions, so a
 producer's batch (one transaction) is visible all at once or not at all, in every process.
@@ -110,11 +111,13 @@ def open_stream(system: str, root: str, stream: str, synchronous: str, busy_time
 
 
 def create_stream_file(
-    system: str, root: str, stream: str, partition_count: int, properties: dict[str, str] | None
+    system: str, root: str, stream: str, partition_count: int, properties: dict[str, str] | None,
+    reclaim: bool = False,
 ) -> bool:
     """Create the stream's file with ``partition_count`` partitions; False if it exists with
     that count. Safe against other processes creating it at once: the file is built under a
-    temporary name and hard-linked into place, which fails if the name is taken."""
+    temporary name and hard-linked into place, which fails if the name is taken. ``reclaim``:
+    the stream's policy removes messages, so the file gives freed pages back (auto_vacuum)."""
     if partition_count < 1:
         raise ValueError(
             f"stream {stream!r} on system {system!r}: partition count must be at least 1, got {partition_count}"
@@ -126,9 +129,11 @@ def create_stream_file(
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
-                # before the first table: freed pages can then go back to the file system
-                # (cleaner.py); a file's vacuum mode is fixed once it has tables
-                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                if reclaim:
+                    # before the first table: freed pages can then go back to the file system
+                    # (cleaner.py); a file's vacuum mode is fixed once it has tables. Only for
+                    # streams that are cleaned: the mode costs appends ~10-20% (docs/benchmarks.md)
+                    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 conn.execute("PRAGMA journal_mode=WAL")
                 for statement in (META_SCHEMA, *CURRENT.schema):
                     conn.execute(statement)
