@@ -132,7 +132,7 @@ def create_stream_file(
                 if reclaim:
                     # before the first table: freed pages can then go back to the file system
                     # (cleaner.py); a file's vacuum mode is fixed once it has tables. Only for
-                    # streams that are cleaned: the mode costs appends ~10-20% (docs/benchmarks.md)
+                    # streams that are cleaned: the mode slows appends (docs/decisions.md)
                     conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 conn.execute("PRAGMA journal_mode=WAL")
                 for statement in (META_SCHEMA, *CURRENT.schema):
