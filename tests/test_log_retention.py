@@ -294,6 +294,9 @@ def test_bad_cleanup_config_is_an_error_naming_key_and_value(tmp_path, key, valu
     with pytest.raises(ConfigError) as err:
         LogSystemFactory().get_admin(SYSTEM, _config(tmp_path, **{key: value}))
     assert key in str(err.value) and value in str(err.value)
+    assert err.value.key == key
+    if key.endswith("delete.retention.ms"):
+        assert "-1 for no limit" not in str(err.value)  # checked as itself, not as retention.ms
 
 
 def test_a_bad_requested_policy_is_refused_before_the_file_exists(tmp_path):

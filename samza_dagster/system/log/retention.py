@@ -117,9 +117,11 @@ def check_config(config: Config, system: str) -> None:
     for full_key in config:
         if not full_key.startswith(prefix):
             continue
-        for key in DEFAULTS:
+        # longest first: "delete.retention.ms" also ends with ".retention.ms"
+        for key in sorted(DEFAULTS, key=len, reverse=True):
             if full_key.endswith("." + key) and (
                 full_key == f"{prefix}default.stream.{key}" or full_key.startswith(prefix + "streams.")
             ):
                 where = full_key[: -len(key)]
                 CleanupPolicy.from_properties({key: config.get_str(full_key) or ""}, where)
+                break
