@@ -360,3 +360,14 @@ def test_only_streams_that_are_cleaned_give_pages_back(tmp_path):
         modes[stream] = conn.execute("PRAGMA auto_vacuum").fetchone()[0]
         conn.close()
     assert modes == {"kept": 0, "cleaned": 2}  # NONE, INCREMENTAL
+
+
+def test_a_producer_of_streams_that_are_never_cleaned_starts_no_cleaner(tmp_path):
+    config = _config(tmp_path, **{f"systems.{SYSTEM}.log.cleaner.interval.ms": "0"})
+    _create(config, "plain")
+    producer = LogSystemFactory().get_producer(SYSTEM, config)
+    producer.register("t")
+    producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, "plain"), b"v", b"k"))
+    producer.flush("t")
+    assert not producer.cleaner.started
+    producer.stop()

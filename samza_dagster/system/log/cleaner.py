@@ -233,6 +233,21 @@ class LogCleaner:
         self.passes: dict[str, CleanStats] = {}
         self.pass_count = 0
 
+    @property
+    def started(self) -> bool:
+        """Whether the cleaning thread was started (by a write to a stream that is cleaned)."""
+        return self._thread is not None
+
+    def watch(self, stream: str, conn: sqlite3.Connection) -> None:
+        """Called when the producer opens ``stream``: a stream whose stored policy never removes
+        anything is never cleaned (and starts no thread)."""
+        try:
+            if not read_policy(conn, stream).cleans:
+                self._skip.add(stream)
+        except ValueError:
+            log.warning("log cleaner: stream %r has a bad stored cleanup policy; it is not cleaned", stream, exc_info=True)
+            self._skip.add(stream)
+
     def note_write(self, stream: str, partitions: Iterable[int]) -> None:
         if stream in self._skip:
             return

@@ -128,6 +128,7 @@ class LogSystemProducer:
                 conn, count = storage.open_stream(
                     self.system_name, cfg.path, system_stream.stream, cfg.synchronous, cfg.busy_timeout_s
                 )
+                self._cleaner.watch(system_stream.stream, conn)
                 writer = self._writers[system_stream.stream] = _StreamWriter(system_stream.stream, conn, count)
         return writer
 
