@@ -25,7 +25,9 @@ from pathlib import Path
 from bench.report import command_line, fmt_rate, machine_line, summarize, write_section
 from samza_dagster.config import Config
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.storage.manager import StoreSpec, TaskStores, restore_stores
+from samza_dagster.storage.restore import restore_stores
+from samza_dagster.storage.specs import StoreSpec
+from samza_dagster.storage.task_stores import TaskStores
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.system.log import LogSystemFactory, storage
 from samza_dagster.system.log.formats import CURRENT

@@ -249,7 +249,8 @@ def test_streams_without_a_policy_are_left_alone_and_changelogs_default_to_compa
     now = int(time.time() * 1000)
     _produce(config, "plain", [("a", "1", 0), ("a", "2", 0)])
     assert _clean(config, "plain", now).deleted == 0
-    from samza_dagster.storage.manager import StoreSpec, prepare_changelogs
+    from samza_dagster.storage.changelog import prepare_changelogs
+    from samza_dagster.storage.specs import StoreSpec
 
     admin = LogSystemFactory().get_admin(SYSTEM, config)
     spec = StoreSpec("st", "inmemory", "string", "string", SystemStream(SYSTEM, "st-changelog"))

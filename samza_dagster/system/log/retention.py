@@ -12,7 +12,7 @@ applies the same policy):
 * ``delete.retention.ms`` — with ``compact``: how long a tombstone (a null value) is kept once
   it is the newest message of its key (default 86400000, Kafka's).
 * ``min.compaction.lag.ms`` — with ``compact``: messages younger than this are neither removed
-  nor count as superseding older ones (default 0; changelogs get a lag, see storage/manager.py).
+  nor count as superseding older ones (default 0; changelogs get a lag, see storage/changelog.py).
 
 Where a created stream's value comes from, first found wins: ``streams.<id>.<key>`` or
 ``systems.<s>.streams.<stream>.<key>``; the value the engine asks for when it creates the
