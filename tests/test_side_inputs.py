@@ -171,3 +171,35 @@ def test_a_processor_that_fails_fails_the_job_naming_store_partition_and_offset(
     assert not result.succeeded
     assert "side-input store 'profiles' of Partition 0" in result.error
     assert "SystemStreamPartition [log, profiles, 0] offset 0" in result.error and "'name'" in result.error
+
+
+def test_stored_offsets_that_retention_removed_continue_from_the_oldest_with_a_warning(tmp_path, caplog):
+    """The store left off at offset 1; retention then removed offsets 0-2. A restart continues
+    from the oldest offset the stream still holds (3), naming the skipped range — never silently
+    and never from a position the log no longer has."""
+    from samza_dagster.system.factories import system_factory
+
+    config = _bounded(_config(_log_base(tmp_path), "log"))
+    _streams(config, "log")
+    _profile(config, "log", "u0", "a")
+    _profile(config, "log", "u1", "b")
+    _user(config, "log", "u0")
+    assert run_job(config).succeeded
+    for name in ("c", "d", "e"):
+        _profile(config, "log", "u1", name)
+    admin = system_factory(config, "log").get_admin("log", config)
+    path = admin.root
+    admin.stop()
+    import sqlite3
+
+    from samza_dagster.system.log.storage import stream_file
+
+    with sqlite3.connect(stream_file(path, "profiles")) as conn:  # what a retention pass leaves: offsets 3, 4
+        conn.execute('DELETE FROM messages WHERE "offset" < 3')
+    _user(config, "log", "u1")
+    with caplog.at_level("WARNING"):
+        result = run_job(config)
+    assert result.succeeded, result.summary_line()
+    assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 2}
+    assert any("skipping [2, 3)" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert _seen(config, "log")[-1]["profile"] == {"name": "e"}

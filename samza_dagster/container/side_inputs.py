@@ -235,6 +235,15 @@ class SideInputsManager:
             for ssp in [s for s in self._by_ssp if s.system == system]:
                 pm = metadata[ssp.stream].partitions[ssp.partition]
                 start = resume.get(ssp, pm.oldest_offset)
+                if ssp in resume and admin.offset_comparator(start, pm.oldest_offset) < 0:
+                    # retention removed where the store left off: the table is a view of the
+                    # stream, so it continues from what the stream still holds
+                    log.warning(
+                        "side input %s: the stored offsets resume at %s, before the oldest offset %s (retention "
+                        "removed it); skipping [%s, %s) and continuing from %s",
+                        ssp, start, pm.oldest_offset, start, pm.oldest_offset, pm.oldest_offset,
+                    )
+                    start = pm.oldest_offset
                 consumer.register(ssp, start)
                 done = pm.newest_offset is None or admin.offset_comparator(start, pm.upcoming_offset) >= 0
                 heads[ssp] = None if done else pm.newest_offset
