@@ -125,8 +125,8 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
 
 #: kafka-python settings for throughput (see the B2/B3 profiles in docs/benchmarks.md)
 KAFKA_TUNING: dict[str, str] = {
-    # kafka-python's default 16 KiB batches cost a request per ~150 records; measured at 200k
-    # messages (B3): 18.4k msgs/s (19.1k per core) with defaults, 21.0k (25.1k per core) with these
+    # kafka-python's default 16 KiB batches cost a request per ~150 records (the gain of these
+    # settings: docs/benchmarks.md, "Measurements behind defaults in the code")
     "systems.kafka.producer.batch.size": "1048576",
     "systems.kafka.producer.linger.ms": "50",
 }

@@ -2,13 +2,14 @@
 
 A container runs its tasks on the run-loop thread and polls each system on a poller thread of
 its own (SystemConsumers) — except the embedded log, which is polled on the run-loop thread
-since (the history below was measured with a log poller thread; it still holds for Kafka's). With CPython's default 5 ms switch interval a CPU-bound task keeps
+(the history below was measured with a log poller thread; it still holds for Kafka's). With
+CPython's default 5 ms switch interval a CPU-bound task keeps
 the GIL for up to 5 ms every time a poller thread returns from I/O (each SQLite row step, each
 socket read releases and re-takes it), so the poller fetches slowly and new messages reach the
-chooser seconds late: measured in benchmark B4, real-time p99 fell from ~2,500 ms to ~240 ms with
-0.5 ms, and priority over a batch flood only works once messages reach the chooser. The cost on a
-no-op task's throughput was within noise (B1). The setting is process-wide, so it is only ever
-lowered, never raised above what the process already uses.
+chooser seconds late; priority over a batch flood only works once messages reach the chooser.
+0.5 ms cut benchmark B4's real-time p99 by an order of magnitude at no measurable cost to B1
+(numbers: docs/benchmarks.md, "Measurements behind defaults in the code"). The setting is
+process-wide, so it is only ever lowered, never raised above what the process already uses.
 """
 
 from __future__ import annotations

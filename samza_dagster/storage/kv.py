@@ -75,8 +75,8 @@ class BlockCache:
     default cache, and a store flushed at every commit writes a new SST file each time whose
     blocks are read into the cache; the blocks of files removed by compaction are never
     evicted early, only by LRU. So the process's memory grew with the number of commits (with
-    the number of messages, in a steady stream) until 32 MiB *per task per store* — ~20 MB
-    per million messages in the soak benchmark before the plateau."""
+    the number of messages, in a steady stream) until 32 MiB *per task per store* (the soak
+    benchmark's growth: docs/benchmarks.md, "soak")."""
 
     __slots__ = ("capacity", "_cache")
 

@@ -66,7 +66,7 @@ _INLINE_IDLE_BACKOFF_MAX_S = 0.05
 #: to win the GIL back and the network's jitter. A partition polled on the run loop's thread is
 #: topped up within a millisecond, so its buffer only needs to cover that, and a small one keeps
 #: an envelope in the CPU's cache between the poll that builds it and the process call that
-#: reads it: B1 went from 0.54x to 0.65x of the raw loop (median of 5 A/B runs) with 500.
+#: reads it (B1's gain with 500: docs/benchmarks.md, "Measurements behind defaults in the code").
 _THREADED_BUFFER_CAPACITY = 2000
 _INLINE_BUFFER_CAPACITY = 500
 

@@ -19,8 +19,8 @@ from samza_dagster.model import OutgoingMessageEnvelope
 
 @lru_cache(maxsize=65536)
 def _positive_murmur2(key_bytes: bytes) -> int:
-    # kafka-python's murmur2 is pure Python (~2 µs for a short key, the bulk of a keyed send's
-    # partitioning); keys repeat in keyed streams (users, sessions), and a cache hit is one lookup.
+    # kafka-python's murmur2 is pure Python (the bulk of a keyed send's partitioning; cost in
+    # docs/benchmarks.md); keys repeat in keyed streams (users, sessions), and a hit is one lookup.
     return murmur2(key_bytes) & 0x7FFFFFFF
 
 

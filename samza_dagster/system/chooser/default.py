@@ -58,8 +58,9 @@ BATCH_SIZE_KEY = "task.consumer.batch.size"
 #: A bootstrap stream's tier batches this many envelopes of one partition per decision unless
 #: ``task.consumer.batch.size`` is set (1 restores Samza's choose-one-at-a-time). A bootstrap
 #: stream is read to its head before anything else, so nothing waits behind its batches; and
-#: one decision per 250 envelopes is what made B5 reach the raw log's speed (250 is also the
-#: log's fetch size). A deliberate difference from Samza, whose default is 1 for every stream.
+#: one decision per 250 envelopes instead of one per envelope is what lifted B5 (see
+#: docs/benchmarks.md; 250 is also the log's fetch size). A deliberate difference from Samza,
+#: whose default is 1 for every stream.
 DEFAULT_BOOTSTRAP_BATCH_SIZE = 250
 
 

@@ -7,9 +7,9 @@
   transaction (default 1000); ``flush`` writes whatever is buffered.
 * ``log.fetch.size`` — most envelopes one ``poll`` returns per partition (default 250). Small on
   purpose: one poll covers every partition the poller serves, so a large fetch from a flooded
-  batch stream delays a real-time partition's new messages by the whole poll. Measured with
-  benchmark B4's setup, real-time p99 with priority: 54 ms at 100, 96 ms at 250, 543 ms at 1000;
-  B1's engine/raw ratio: 0.44 at 100, 0.61 at 250, 0.51–0.54 at 1000 (noisy).
+  batch stream delays a real-time partition's new messages by the whole poll; 250 keeps B4's
+  real-time latency low without costing B1's throughput (numbers: docs/benchmarks.md,
+  "Measurements behind defaults in the code").
 * ``log.synchronous`` — SQLite's ``PRAGMA synchronous``: FULL (default), NORMAL or OFF.
   See the module docstring of :mod:`samza_dagster.system.log.storage` for what each means.
 * ``log.busy.timeout.ms`` — how long a writer waits for another process's batch to commit

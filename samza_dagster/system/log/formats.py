@@ -10,8 +10,9 @@ the rows live in.
   partition.
 * **Format 1** (files written before): ``PRIMARY KEY ("partition", "offset") WITHOUT ROWID``.
   Its rows live in an index b-tree, where SQLite keeps at most about a quarter of a page of
-  payload in place and spills the rest to overflow pages of its own: a 1 KiB message took
-  4.6 KB of disk with 4 KiB pages (measured; 126 B for a 100-byte one). Still read and written.
+  payload in place and spills the rest to overflow pages of its own, so a 1 KiB message took
+  several times its size on disk (numbers: docs/benchmarks.md, "Measurements behind defaults in
+  the code"). Still read and written.
 
 A stream file says its format in ``meta`` (``format``); a file without it is format 1.
 
