@@ -1,71 +1,140 @@
 """The rules the code's shape follows, checked on the source itself (AST, no imports run):
 
+* no import cycle between the engine's modules, nor between its packages — every import counts,
+  lazy ones inside functions and ``TYPE_CHECKING`` ones included;
+* a package imports only packages at or below its own layer, in the order of the "Layers"
+  table of docs/architecture.md (this test reads the table, so the document stays the truth);
 * the engine (``samza_dagster``) never imports the applications (``jobs``), the Dagster
-  resources (``resources``), the benchmarks (``bench``) or the tests (``tests``);
+  resources (``resources``), the benchmarks (``bench``), their shared support (``support``) or
+  the tests (``tests``); the benchmarks and ``support`` never import the tests;
 * only ``samza_dagster.orchestration`` imports dagster;
-* ``errors``, ``model`` (the stream model), ``config`` and ``serde`` sit at the bottom: config and
-  serde import nothing of the engine's higher layers at module level;
 * every exception class the engine defines is a ``SamzaError``, so ``except SamzaError`` catches
   any of them, and none shadows a builtin's name.
+
+Each rule also gets a synthetic graph that breaks it, so a checker that stopped finding
+anything would fail here.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import importlib
 import inspect
 import pkgutil
+import re
 from pathlib import Path
 
 import samza_dagster
 from samza_dagster.errors import SamzaError
+from support.import_graph import (
+    Source,
+    find_cycle,
+    imported_names,
+    module_graph,
+    package_graph,
+    read_package,
+    upward_edges,
+)
 
 ENGINE = Path(samza_dagster.__file__).resolve().parent
-UPWARD = ("jobs", "resources", "bench", "tests", "definitions")
-#: what each bottom layer may import of the engine at module level
-BOTTOM = {"config": {"config", "errors", "model"}, "serde": {"serde", "errors", "config", "model"}}
+REPO = ENGINE.parent
+UPWARD = ("jobs", "resources", "bench", "support", "tests", "definitions")
+ARCHITECTURE_MD = REPO / "docs" / "architecture.md"
 
 
-def _modules() -> dict[str, ast.Module]:
-    return {str(p.relative_to(ENGINE.parent)): ast.parse(p.read_text(), str(p)) for p in ENGINE.rglob("*.py")}
+def _engine() -> dict[str, Source]:
+    return read_package(ENGINE)
 
 
-def _imports(tree: ast.Module, *, module_level_only: bool = False) -> list[str]:
-    nodes = tree.body if module_level_only else list(ast.walk(tree))
-    names = []
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-    return names
+def _layer_ranks(markdown: str) -> dict[str, int]:
+    """``samza_dagster.<package>`` -> its row in the Layers table (packages of one row share it)."""
+    section = markdown.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    ranks: dict[str, int] = {}
+    rows = [line for line in section.splitlines() if line.startswith("|") and "`" in line]
+    for row, line in enumerate(rows):
+        cell = line.split("|")[2]
+        for name in re.findall(r"`([\w]+)(?:/|\.py)`", cell):
+            ranks[f"samza_dagster.{name}"] = row
+    return ranks
+
+
+# -- the checkers, on synthetic graphs: each must be able to fail ---------------------------------
+
+def _synthetic(**modules: str) -> dict[str, Source]:
+    return {name.replace("__", "."): Source(text, is_package=not name.count("__")) for name, text in modules.items()}
+
+
+def test_a_cycle_through_a_lazy_import_is_found():
+    sources = _synthetic(
+        pkg="",
+        pkg__a="from pkg.b import thing\n",
+        pkg__b="def f():\n    from pkg import c\n",
+        pkg__c="from . import a\n",
+    )
+    cycle = find_cycle(module_graph(sources))
+    assert cycle is not None and cycle[0] == cycle[-1]
+    assert set(cycle) == {"pkg.a", "pkg.b", "pkg.c"}
+    for importer, imported in zip(cycle, cycle[1:]):  # listed in the direction of the imports
+        assert imported in module_graph(sources)[importer]
+
+
+def test_a_type_checking_import_counts_and_an_acyclic_graph_passes():
+    cyclic = _synthetic(pkg="", pkg__a="import pkg.b\n",
+                        pkg__b="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n")
+    assert find_cycle(module_graph(cyclic)) is not None
+    acyclic = _synthetic(pkg="", pkg__a="import pkg.b\n", pkg__b="import os\n")
+    assert find_cycle(module_graph(acyclic)) is None
+
+
+def test_package_cycles_and_upward_imports_are_found():
+    sources = _synthetic(top="", top__low="", top__low__x="from top.high.y import Y\n",
+                         top__high="", top__high__y="from ..low import x\n")
+    packages = package_graph(module_graph(sources))
+    assert find_cycle(packages) is not None
+    ranks = {"top.low": 0, "top.high": 1}
+    assert upward_edges(packages, ranks) == [("top.low", "top.high")]
+
+
+def test_the_layer_table_is_read():
+    ranks = _layer_ranks(ARCHITECTURE_MD.read_text())
+    assert ranks["samza_dagster.errors"] < ranks["samza_dagster.config"] < ranks["samza_dagster.system"]
+    assert ranks["samza_dagster.planner"] == ranks["samza_dagster.operators"]
+    assert ranks["samza_dagster.container"] < ranks["samza_dagster.runtime"] < ranks["samza_dagster.orchestration"]
+
+
+def test_imported_names_resolves_relative_imports():
+    names = imported_names(Source("from .. import a\nfrom .b import c\n"), "pkg.sub.mod")
+    assert names == ["pkg.a", "pkg.sub.b.c"]
+
+
+# -- the rules, on the engine ---------------------------------------------------------------------
+
+def test_no_import_cycle_between_engine_modules():
+    assert find_cycle(module_graph(_engine())) is None
+
+
+def test_no_import_cycle_between_engine_packages():
+    assert find_cycle(package_graph(module_graph(_engine()))) is None
+
+
+def test_every_package_has_a_layer_and_imports_none_above_it():
+    ranks = _layer_ranks(ARCHITECTURE_MD.read_text())
+    packages = package_graph(module_graph(_engine()))
+    unranked = sorted(p for p in packages if p != "samza_dagster" and p not in ranks)
+    assert not unranked, f"add these to the Layers table of docs/architecture.md: {unranked}"
+    assert not upward_edges(packages, ranks)
 
 
 def test_the_engine_never_imports_applications_resources_benchmarks_or_tests():
-    bad = [(path, name) for path, tree in _modules().items() for name in _imports(tree)
+    bad = [(module, name) for module, source in _engine().items() for name in imported_names(source, module)
            if name.split(".")[0] in UPWARD]
     assert not bad, bad
 
 
 def test_only_orchestration_imports_dagster():
-    bad = [(path, name) for path, tree in _modules().items() for name in _imports(tree)
-           if name.split(".")[0] in ("dagster", "dagster_graphql") and not path.startswith("samza_dagster/orchestration/")]
-    assert not bad, bad
-
-
-def test_config_and_serde_are_the_bottom_layers():
-    bad = []
-    for path, tree in _modules().items():
-        parts = path.split("/")
-        layer = parts[1] if len(parts) > 2 else None
-        allowed = BOTTOM.get(layer)
-        if allowed is None:
-            continue
-        for name in _imports(tree, module_level_only=True):
-            top = name.split(".")
-            if top[0] == "samza_dagster" and len(top) > 1 and top[1] not in allowed:
-                bad.append((path, name))
+    bad = [(module, name) for module, source in _engine().items() for name in imported_names(source, module)
+           if name.split(".")[0] in ("dagster", "dagster_graphql", "dagster_pyspark")
+           and not module.startswith("samza_dagster.orchestration")]
     assert not bad, bad
 
 
@@ -89,11 +158,6 @@ def test_every_engine_error_is_a_samza_error_and_none_shadows_a_builtin():
 
 
 def test_benchmarks_and_their_support_never_import_the_tests():
-    repo = ENGINE.parent
-    bad = []
-    for folder in ("bench", "support"):
-        for path in (repo / folder).rglob("*.py"):
-            for name in _imports(ast.parse(path.read_text(), str(path))):
-                if name.split(".")[0] == "tests":
-                    bad.append((str(path.relative_to(repo)), name))
+    bad = [(module, name) for folder in ("bench", "support") for module, source in read_package(REPO / folder).items()
+           for name in imported_names(source, module) if name.split(".")[0] == "tests"]
     assert not bad, bad

@@ -11,7 +11,7 @@ after ``partition_by`` messages are ``KV(key, value)``; after ``window`` they ar
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from samza_dagster.application.descriptors import TableDescriptor
 from samza_dagster.application.errors import ApplicationError
@@ -40,8 +40,23 @@ from samza_dagster.application.specs import (
 )
 from samza_dagster.application.windows import WindowDefinition
 
-if TYPE_CHECKING:
-    from samza_dagster.application.app import StreamApplicationDescriptor
+
+
+class ApplicationGraph(Protocol):
+    """What a stream handle needs of the application descriptor that owns it (implemented by
+    :class:`samza_dagster.application.app.StreamApplicationDescriptor`). A protocol here, so this
+    module does not import ``app`` — which imports this one to hand out streams."""
+
+    def _next_op_id(self, op_code: str, user_op_id: str | None) -> str: ...
+
+    def _register_operator(self, spec: OperatorSpec) -> None: ...
+
+    def _check_same_app(self, other: ApplicationGraph, op_id: str) -> None: ...
+
+    def _defined_table(self, table: Table | TableDescriptor, op_id: str, verb: str) -> TableSpec: ...
+
+    def _partition_by(self, stream: MessageStream, key_fn: Callable[[Any], Any], value_fn: Callable[[Any], Any] | None,
+                      user_op_id: str | None, serde: Any, key_serde: Any) -> MessageStream: ...
 
 
 class OutputStream:
@@ -49,7 +64,7 @@ class OutputStream:
 
     __slots__ = ("app", "impl")
 
-    def __init__(self, app: StreamApplicationDescriptor, impl: OutputStreamImpl) -> None:
+    def __init__(self, app: ApplicationGraph, impl: OutputStreamImpl) -> None:
         self.app = app
         self.impl = impl
 
@@ -66,7 +81,7 @@ class Table:
 
     __slots__ = ("app", "spec")
 
-    def __init__(self, app: StreamApplicationDescriptor, spec: TableSpec) -> None:
+    def __init__(self, app: ApplicationGraph, spec: TableSpec) -> None:
         self.app = app
         self.spec = spec
 
@@ -88,7 +103,7 @@ class MessageStream:
 
     __slots__ = ("app", "spec")
 
-    def __init__(self, app: StreamApplicationDescriptor, spec: OperatorSpec) -> None:
+    def __init__(self, app: ApplicationGraph, spec: OperatorSpec) -> None:
         self.app = app
         self.spec = spec
 
