@@ -4,6 +4,7 @@ at end-of-stream / has a watermark once those partitions of the task have), and 
 
 from __future__ import annotations
 
+import graphlib
 import re
 from collections.abc import Iterable
 
@@ -17,20 +18,19 @@ from samza_dagster.application.specs import (
 
 
 def topological(specs: Iterable[OperatorSpec]) -> list[OperatorSpec]:
+    """``specs`` in data-flow order (graphlib): upstream before downstream, ties in the order
+    given and then in each operator's registration order. Edges to operators outside ``specs``
+    are ignored; a cycle raises ``graphlib.CycleError`` (the descriptor refuses one when built)."""
     specs = list(specs)
-    ids = {id(s) for s in specs}
-    waiting = {id(s): sum(1 for u in s.upstream_specs if id(u) in ids) for s in specs}
-    ready = [s for s in specs if waiting[id(s)] == 0]
-    order: list[OperatorSpec] = []
-    while ready:
-        spec = ready.pop(0)
-        order.append(spec)
+    members = {id(s) for s in specs}
+    sorter: graphlib.TopologicalSorter[OperatorSpec] = graphlib.TopologicalSorter()
+    for spec in specs:  # first, so operators with no upstream are ready in the order given
+        sorter.add(spec)
+    for spec in specs:
         for down in spec.registered_operator_specs:
-            if id(down) in waiting:
-                waiting[id(down)] -= 1
-                if waiting[id(down)] == 0:
-                    ready.append(down)
-    return order
+            if id(down) in members:
+                sorter.add(down, spec)
+    return list(sorter.static_order())
 
 
 def upstream_inputs(app: StreamApplicationDescriptor) -> dict[str, set[str]]:

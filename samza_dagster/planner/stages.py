@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+import graphlib
 
 from samza_dagster.application.app import StreamApplicationDescriptor
 from samza_dagster.application.specs import (
@@ -93,22 +93,22 @@ def split_stages(app: StreamApplicationDescriptor) -> tuple[list[Stage], dict[st
 
 
 def _topological(roots: list[int], deps: dict[int, set[int]]) -> list[int]:
-    """Kahn's algorithm, ties broken by first operator; stages on a cycle follow in order."""
-    waiting = {r: len(deps[r]) for r in roots}
-    dependents: dict[int, list[int]] = {r: [] for r in roots}
-    for r in roots:
-        for d in deps[r]:
-            dependents[d].append(r)
-    ready = deque(r for r in roots if waiting[r] == 0)
+    """Stages in dependency order (graphlib), ties broken by first operator: every stage whose
+    dependencies are all placed becomes ready in ``roots`` order, level by level. Stages on a
+    cycle, and those after one, follow in ``roots`` order."""
+    sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
+    for root in roots:  # first, so stages that depend on nothing are ready in roots order
+        sorter.add(root)
+    for root in roots:  # in order, so each stage's dependents become ready in roots order
+        sorter.add(root, *sorted(deps[root]))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError:
+        pass  # get_ready() still hands out every stage not blocked by the cycle
     order: list[int] = []
-    done: set[int] = set()
-    while ready:
-        r = ready.popleft()
-        order.append(r)
-        done.add(r)
-        for nxt in sorted(dependents[r]):
-            waiting[nxt] -= 1
-            if waiting[nxt] == 0:
-                ready.append(nxt)
-    order.extend(r for r in roots if r not in done)
+    while ready := sorter.get_ready():
+        order.extend(ready)
+        sorter.done(*ready)
+    placed = set(order)
+    order.extend(r for r in roots if r not in placed)
     return order
