@@ -1,4 +1,8 @@
-"""Waiting on a condition with a deadline: what tests and benchmarks do instead of sleeping."""
+"""Waiting on a condition with a deadline: what tests and benchmarks do instead of sleeping.
+
+A fixed ``time.sleep`` is either too short on a loaded machine (a flaky test) or longer than
+needed everywhere else (a slow suite); a condition polled until a deadline is neither.
+"""
 
 from __future__ import annotations
 
@@ -20,3 +24,9 @@ def wait_until(condition: Callable[[], T], timeout_s: float, what: str, poll_s: 
         if time.monotonic() > deadline:
             raise TimeoutError(f"waited {timeout_s:.0f}s for {what}")
         time.sleep(poll_s)
+
+
+def wait_for(condition: Callable[[], T], what: str = "the condition", timeout_s: float = 60.0,
+             interval_s: float = 0.02) -> T:
+    """:func:`wait_until` with the deadline optional (60 s)."""
+    return wait_until(condition, timeout_s, what, interval_s)

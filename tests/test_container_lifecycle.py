@@ -133,3 +133,45 @@ def test_thread_runner_restarts_containers_on_a_new_job_model_without_reprocessi
     # the job's count is every message once
     assert sum(s.messages_processed for s in result.summaries) == 0, "the restarted container reprocessed"
     assert result.messages_processed == 20
+
+
+def test_process_runner_restarts_containers_on_a_new_job_model_without_reprocessing(tmp_path):
+    from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+    from samza_dagster.runtime.process_runner import ProcessJobRunner
+    from samza_dagster.system.factories import system_factory
+    from support.waiting import wait_for
+
+    config = Config({
+        "job.name": "reconf-process", "job.factory.class": "process",
+        "job.default.system": "log", "systems.log.samza.factory": "log",
+        "systems.log.log.path": str(tmp_path / "log"), "task.inputs": "log.input",
+        "task.class": "tests.apps.tasks:CopyTask", "task.commit.ms": "100",
+        "job.coordinator.monitor.interval.ms": "100", "job.coordinator.watch.interval.ms": "100",
+    })
+    create_stream(config, "log", "input", 1)
+    create_stream(config, "log", "output", 1)
+    produce(config, "log", "input", [(0, None, b"x") for _ in range(20)])
+    admin = system_factory(config, "log").get_admin("log", config)
+
+    def copied() -> int:
+        newest = admin.get_system_stream_metadata(["output"])["output"].partitions
+        return sum(int(pm.newest_offset) + 1 for pm in newest.values() if pm.newest_offset is not None)
+
+    runner = ProcessJobRunner(config)
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
+    t.start()
+    try:
+        wait_for(lambda: copied() == 20, "the first 20 messages copied")
+        run_coordinator_stream_writer(config, "set-config", "test.new.key", "1")
+        wait_for(lambda: runner.runs == 2, "the containers started again on the new JobModel")
+        produce(config, "log", "input", [(0, None, b"y") for _ in range(10)])
+        wait_for(lambda: copied() == 30, "the next 10 messages copied by the restarted container")
+    finally:
+        runner.stop()
+        t.join(60)
+    result = box["r"]
+    assert result.succeeded, result.summary_line()
+    assert result.runs == 2 and result.model_version == 2
+    # the restarted container resumed after the graceful commit: every message copied once
+    assert result.messages_processed == 30 and copied() == 30

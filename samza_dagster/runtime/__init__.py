@@ -3,18 +3,19 @@
 (``runner.stop()`` from any thread while ``runner.run()`` blocks) or watch its job coordinator
 (``runner.coordinator``, set once ``run()`` has started it).
 
-Adding a runner is one entry in :data:`RUNNERS` (``"name": "module:Class"``, the class taken the
-config and keyword arguments, with ``run()`` returning a JobResult-like object with
-``succeeded``/``summary_line()`` and ``stop()``).
+Adding a runner is a :class:`JobRunner` subclass (it supplies how its containers start, are
+awaited and stop; the base holds the restart loop) and one entry in :data:`RUNNERS`
+(``"name": "module:Class"``, the class taking the config and keyword arguments).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.runtime.result import JobResult
+from samza_dagster.runtime.runner import JobRunner
 
 RUNNERS: dict[str, str] = {
     "thread": "samza_dagster.runtime.thread_runner:ThreadJobRunner",
@@ -25,19 +26,7 @@ RUNNERS: dict[str, str] = {
 FACTORY_KEY = "job.factory.class"
 
 
-class JobRunner(Protocol):
-    """What every runner offers: ``run()`` blocks until the job ends; ``stop()`` (any thread)
-    asks every container to finish in-flight work, commit and exit; ``coordinator`` is the
-    JobCoordinator serving the job's model while ``run()`` runs (None before)."""
-
-    coordinator: Any
-
-    def run(self) -> Any: ...
-
-    def stop(self) -> None: ...
-
-
-def run_job(config: Config, **kwargs: Any) -> Any:
+def run_job(config: Config, **kwargs: Any) -> JobResult:
     """Run the job to its end (bounded inputs) or until stopped; returns the runner's result."""
     return create_runner(config, **kwargs).run()
 

@@ -2,119 +2,104 @@
 
 The runner starts the JobCoordinator, then ``python -m samza_dagster.runtime.container_main``
 per container with ``SAMZA_COORDINATOR_URL`` and ``SAMZA_CONTAINER_ID``; each process fetches
-its JobModel over HTTP. The runner restarts none: it reports each container's exit (status and
-summary). ``stop()`` sends SIGTERM, which each container turns into a graceful stop.
+its JobModel over HTTP. The runner reports each container's exit (status and summary); when the
+containers stop for a newer JobModel it starts them again on it, as every runner does
+(:mod:`samza_dagster.runtime.runner`). ``stop()`` sends SIGTERM, which each container turns into
+a graceful stop.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.secrets import scrub
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
-from samza_dagster.runtime.common import prepare_job, secrets_of
+from samza_dagster.runtime.common import secrets_of
 from samza_dagster.runtime.container_main import CONTAINER_ID_ENV, SUMMARY_PATH_ENV
 from samza_dagster.runtime.result import JobResult
+from samza_dagster.runtime.runner import JobRunner
 
-log = logging.getLogger(__name__)
 
+class ProcessJobRunner(JobRunner):
+    runner_name = "process"
 
-class ProcessJobRunner:
     def __init__(self, config: Config, *, host: str = "127.0.0.1", python: str | None = None) -> None:
-        self.config = config
-        self.host = host
+        super().__init__(config, host=host)
         self.python = python or sys.executable
         self.processes: dict[str, subprocess.Popen] = {}
-        self._stopped = threading.Event()
-        self.coordinator: Any = None
+        self._workdir: Path | None = None
 
-    def _token(self) -> str | None:
-        """The coordinator's bearer token, if the job configures one."""
-        from samza_dagster.coordinator.http import TOKEN_KEY
-
-        return self.config.get_str(TOKEN_KEY) or None
-
-    def stop(self) -> None:
-        self._stopped.set()
+    def _stop_containers(self) -> None:
         for p in list(self.processes.values()):
             if p.poll() is None:
                 p.terminate()
 
-    def run(self) -> JobResult:
-        from samza_dagster.coordinator.client import TOKEN_ENV, URL_ENV
-        from samza_dagster.coordinator.job_coordinator import JobCoordinator
+    def _open(self, result: JobResult, url: str) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="samza-process-runner-"))
 
-        started = time.monotonic()
-        result = JobResult(JobConfig(self.config).name, "process")
-        prepared = prepare_job(self.config)
-        coordinator = self.coordinator = JobCoordinator(
-            prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
+    def _close(self) -> None:
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)  # the containers' summary files, read already
+            self._workdir = None
+
+    def _run_containers(self, model: Any, url: str, result: JobResult) -> list[ContainerSummary]:
+        assert self._workdir is not None
+        secrets = secrets_of(self.config)
+        paths = {cid: self._workdir / f"run-{result.runs}-container-{cid}.json" for cid in model.containers}
+        self.processes = {cid: self._launch(cid, url, paths[cid], secrets)
+                          for cid in sorted(model.containers, key=lambda c: (len(c), c))}
+        if self.stop_requested:
+            self._stop_containers()
+        stderr: dict[str, str] = {}
+        readers = [
+            threading.Thread(target=lambda c=cid, p=proc: stderr.__setitem__(c, p.stderr.read()), daemon=True)
+            for cid, proc in self.processes.items()
+        ]
+        for t in readers:
+            t.start()
+        for proc in self.processes.values():
+            proc.wait()
+        for t in readers:
+            t.join(5)
+        summaries = []
+        for cid, proc in self.processes.items():
+            # a container's stderr or error may quote a config value: never hand a secret on
+            text = scrub(stderr.get(cid, ""), secrets)
+            summary = self._summary(cid, proc.returncode, paths[cid], text)
+            if summary.error:
+                summary.error = scrub(summary.error, secrets)
+            summaries.append(summary)
+        return summaries
+
+    def _launch(self, cid: str, url: str, summary_path: Path, secrets: dict[str, str]) -> subprocess.Popen:
+        from samza_dagster.coordinator.client import TOKEN_ENV, URL_ENV
+
+        env = dict(os.environ)
+        env[URL_ENV] = url
+        env[CONTAINER_ID_ENV] = cid
+        env[SUMMARY_PATH_ENV] = str(summary_path)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.getcwd(), env.get("PYTHONPATH", "")] if p)
+        token = self._token()
+        if token:
+            env[TOKEN_ENV] = token
+        proc = subprocess.Popen(
+            [self.python, "-m", "samza_dagster.runtime.container_main"],
+            env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        url = coordinator.start()
-        secrets = json.dumps(secrets_of(self.config))
-        workdir = Path(tempfile.mkdtemp(prefix="samza-process-runner-"))
-        try:
-            model = coordinator.job_model
-            result.model_version = model.version
-            result.runs = 1
-            token = self._token()
-            paths: dict[str, Path] = {}
-            root = str(Path(__file__).resolve().parents[2])
-            for cid in sorted(model.containers, key=lambda c: (len(c), c)):
-                env = dict(os.environ)
-                env[URL_ENV] = url
-                env[CONTAINER_ID_ENV] = cid
-                env[SUMMARY_PATH_ENV] = str(paths.setdefault(cid, workdir / f"container-{cid}.json"))
-                env["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.getcwd(), env.get("PYTHONPATH", "")] if p)
-                if token:
-                    env[TOKEN_ENV] = token
-                proc = subprocess.Popen(
-                    [self.python, "-m", "samza_dagster.runtime.container_main"],
-                    env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                )
-                assert proc.stdin is not None
-                proc.stdin.write(secrets)
-                proc.stdin.close()
-                self.processes[cid] = proc
-            if self._stopped.is_set():
-                self.stop()
-            stderr: dict[str, str] = {}
-            readers = [
-                threading.Thread(target=lambda c=cid, p=proc: stderr.__setitem__(c, p.stderr.read()), daemon=True)
-                for cid, proc in self.processes.items()
-            ]
-            for t in readers:
-                t.start()
-            for cid, proc in self.processes.items():
-                proc.wait()
-            for t in readers:
-                t.join(5)
-            for cid, proc in self.processes.items():
-                # a container's stderr or error may quote a config value: never hand a secret on
-                text = scrub(stderr.get(cid, ""), secrets_of(self.config))
-                summary = self._summary(cid, proc.returncode, paths[cid], text)
-                if summary.error:
-                    summary.error = scrub(summary.error, secrets_of(self.config))
-                result.summaries.append(summary)
-            result._set_failure()
-        finally:
-            coordinator.stop()
-            shutil.rmtree(workdir, ignore_errors=True)  # the containers' summary files, read above
-        result.elapsed_s = time.monotonic() - started
-        log.info("%s", result.summary_line())
-        return result
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(secrets))
+        proc.stdin.close()
+        return proc
 
     @staticmethod
     def _summary(cid: str, code: int, path: Path, stderr: str) -> ContainerSummary:

@@ -46,8 +46,9 @@ from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.errors import SamzaError
-from samza_dagster.runtime.common import MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS, prepare_job, secrets_of
+from samza_dagster.runtime.common import secrets_of
 from samza_dagster.runtime.result import JobResult
+from samza_dagster.runtime.runner import JobRunner
 from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure
 
 log = logging.getLogger(__name__)
@@ -152,27 +153,29 @@ class _ControlServer:
 
 
 # -- the runner -------------------------------------------------------------------------------
-class SparkJobRunner:
+class SparkJobRunner(JobRunner):
     """Runs one job on Spark. ``run()`` blocks until the job ends; ``stop()`` from any thread."""
 
+    runner_name = "spark"
+
     def __init__(self, config: Config, *, spark: Any = None) -> None:
-        self.config = config
-        job = JobConfig(config)
-        self.job_name = job.name
-        self.container_count = job.container_count
+        super().__init__(config, host=config.get_str(HOST_KEY, "127.0.0.1") or "127.0.0.1")
+        self.container_count = JobConfig(config).container_count
         retry = config.get_int(RETRY_KEY, DEFAULT_RETRY_COUNT)
         if retry is None or retry < 0:
             raise ConfigError(f"{RETRY_KEY} must be 0 or more, got {retry}", key=RETRY_KEY)
         self.max_attempts = retry + 1
         self.shutdown_s = TaskConfig(config).shutdown_ms / 1000
-        self.host = config.get_str(HOST_KEY, "127.0.0.1") or "127.0.0.1"
         self._spark = spark
-        self._stop = threading.Event()
         self._group: str | None = None
         self._sc: Any = None
-        self.coordinator: Any = None
-        #: stage runs so far (readable from other threads while ``run()`` blocks)
-        self.stage_runs = 0
+        self._control: _ControlServer | None = None
+        self._restore_sigint: Any = None
+
+    @property
+    def stage_runs(self) -> int:
+        """Stage runs so far (readable from other threads while ``run()`` blocks)."""
+        return self.runs
 
     # -- session ------------------------------------------------------------------------------
     def spark_settings(self) -> Config:
@@ -211,58 +214,39 @@ class SparkJobRunner:
                 )
 
     # -- running ------------------------------------------------------------------------------
-    def stop(self) -> None:
-        """Ask every container to finish in-flight work, commit and exit (any thread). If they
-        have not within ``task.shutdown.ms``, the Spark job group is cancelled."""
-        self._stop.set()
+    def _stop_containers(self) -> None:
+        """Nothing to do here: the stage's watch loop (:meth:`_run_stage`) sees the request, asks
+        the containers through the control endpoint and cancels the Spark job group if they have
+        not stopped within ``task.shutdown.ms``."""
 
-    def run(self) -> SparkJobResult:
-        started = time.monotonic()
-        result = SparkJobResult(self.job_name, "spark")
-        prepared = prepare_job(self.config)
+    def _new_result(self) -> SparkJobResult:
+        return SparkJobResult(self.job_name, self.runner_name)
+
+    def _open(self, result: JobResult, url: str) -> None:
+        assert isinstance(result, SparkJobResult)
         spark, result.spark_startup_s = self.session()
-        sc = self._sc = spark.sparkContext
-        from samza_dagster.coordinator.job_coordinator import JobCoordinator
+        self._sc = spark.sparkContext
+        self._control = _ControlServer(self.host, token=self._token())
+        self._restore_sigint = self._install_sigint()
 
-        self.coordinator = JobCoordinator(
-            prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
-        )
-        url = self.coordinator.start()
-        control = _ControlServer(self.host, token=self.config.get_str(TOKEN_KEY) or None)
-        secrets = secrets_of(self.config)
-        restore_sigint = self._install_sigint()
-        try:
-            max_restarts = self.config.get_int(MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS) or DEFAULT_MAX_RESTARTS
-            while True:
-                model = self.coordinator.job_model
-                result.model_version = model.version
-                result.runs += 1
-                self.stage_runs = result.runs
-                containers = len(model.containers)
-                self._check_session(sc, containers)
-                fn = container_partition_fn(url, control.url, secrets)
-                outcome = self._run_stage(sc, containers, fn, control)
-                if isinstance(outcome, BaseException):
-                    self._fail(result, outcome)
-                    break
-                result.record_run(sorted(
-                    (ContainerSummary.from_dict(json.loads(s)) for s in outcome), key=lambda s: int(s.container_id)
-                ))
-                again = any(s.status is ContainerStatus.NEW_JOB_MODEL for s in result.summaries)
-                if not again or self._stop.is_set():
-                    break
-                if result.runs > max_restarts:
-                    result.error = f"the JobModel changed more than {max_restarts} times ({MAX_RESTARTS_KEY})"
-                    break
-                log.info("job %s: new JobModel; running the containers again", self.job_name)
-                self.coordinator.refresh()
-        finally:
-            restore_sigint()
-            control.close()
-            self.coordinator.stop()
-        result.elapsed_s = time.monotonic() - started
-        log.info("%s", result.summary_line())
-        return result
+    def _close(self) -> None:
+        if self._restore_sigint is not None:
+            self._restore_sigint()
+            self._restore_sigint = None
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+
+    def _run_containers(self, model: Any, url: str, result: JobResult) -> list[ContainerSummary] | None:
+        assert self._control is not None
+        containers = len(model.containers)
+        self._check_session(self._sc, containers)
+        fn = container_partition_fn(url, self._control.url, secrets_of(self.config))
+        outcome = self._run_stage(self._sc, containers, fn, self._control)
+        if isinstance(outcome, BaseException):
+            self._fail(result, outcome)
+            return None
+        return sorted((ContainerSummary.from_dict(json.loads(s)) for s in outcome), key=lambda s: int(s.container_id))
 
     def _run_stage(self, sc: Any, containers: int, fn: Any, control: _ControlServer) -> list[str] | BaseException:
         """Runs the barrier stage in a helper thread (the driver's main thread stays free for
@@ -303,7 +287,7 @@ class SparkJobRunner:
                     return SparkJobError("stopped: the Spark job was cancelled after task.shutdown.ms")
         return box["error"] if "error" in box else box.get("value", [])
 
-    def _fail(self, result: SparkJobResult, exc: BaseException) -> None:
+    def _fail(self, result: JobResult, exc: BaseException) -> None:
         text = str(exc)
         found = (exc.container_id, exc.error) if isinstance(exc, FatalContainerError) else find_container_failure(text)
         if found is not None:

@@ -8,88 +8,44 @@ the new model (up to ``job.max.model.restarts`` times).
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.config.job_config import JobConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
-from samza_dagster.runtime.common import (
-    DEFAULT_MAX_RESTARTS,
-    MAX_RESTARTS_KEY,
-    new_container,
-    prepare_job,
-    secrets_of,
-    unmask,
-    watch_interval_s,
-)
+from samza_dagster.runtime.common import new_container, secrets_of, unmask, watch_interval_s
 from samza_dagster.runtime.result import JobResult
+from samza_dagster.runtime.runner import JobRunner
 
-log = logging.getLogger(__name__)
 
+class ThreadJobRunner(JobRunner):
+    runner_name = "thread"
 
-class ThreadJobRunner:
     def __init__(self, config: Config, *, host: str = "127.0.0.1") -> None:
-        self.config = config
-        self.host = host
-        self.stop_event = threading.Event()
+        super().__init__(config, host=host)
         self.containers: list[Any] = []
-        self.coordinator: Any = None
+        self._secrets = secrets_of(config)
 
-    def _token(self) -> str | None:
-        """The coordinator's bearer token, if the job configures one."""
-        from samza_dagster.coordinator.http import TOKEN_KEY
-
-        return self.config.get_str(TOKEN_KEY) or None
-
-    def stop(self) -> None:
-        """Graceful stop of every container (any thread)."""
-        self.stop_event.set()
+    def _stop_containers(self) -> None:
         for c in list(self.containers):
             c.stop()
 
-    def run(self) -> JobResult:
-        from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
-        from samza_dagster.coordinator.job_coordinator import JobCoordinator
+    def _job_model(self, url: str) -> Any:
+        # the served model masks secrets; containers in this process get them back from here
+        from samza_dagster.coordinator.client import fetch_job_model
 
-        started = time.monotonic()
-        result = JobResult(JobConfig(self.config).name, "thread")
-        prepared = prepare_job(self.config)
-        self.coordinator = JobCoordinator(
-            prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
-        )
-        url = self.coordinator.start()
-        secrets = secrets_of(self.config)
-        max_restarts = self.config.get_int(MAX_RESTARTS_KEY, DEFAULT_MAX_RESTARTS) or DEFAULT_MAX_RESTARTS
+        return unmask(fetch_job_model(url, token=self._token()), self._secrets)
+
+    def _run_containers(self, model: Any, url: str, result: JobResult) -> list[ContainerSummary]:
+        from samza_dagster.coordinator.client import JobModelWatcher
+
+        watcher = JobModelWatcher(url, model.version, watch_interval_s(model.config), token=self._token()).start()
         try:
-            while True:
-                model = unmask(fetch_job_model(url, token=self._token()), secrets)
-                result.model_version = model.version
-                result.runs += 1
-                watcher = JobModelWatcher(url, model.version, watch_interval_s(model.config),
-                                          token=self._token()).start()
-                try:
-                    result.record_run(self._run_containers(model, watcher))
-                finally:
-                    watcher.stop()
-                result._set_failure()
-                again = any(s.status is ContainerStatus.NEW_JOB_MODEL for s in result.summaries)
-                if result.error is not None or not again or self.stop_event.is_set():
-                    break
-                if result.runs > max_restarts:
-                    result.error = f"the JobModel changed more than {max_restarts} times ({MAX_RESTARTS_KEY})"
-                    break
-                log.info("job %s: new JobModel; starting the containers again", result.job_name)
-                self.coordinator.refresh()
+            return self._run_threads(model, watcher)
         finally:
-            self.coordinator.stop()
-        result.elapsed_s = time.monotonic() - started
-        log.info("%s", result.summary_line())
-        return result
+            watcher.stop()
 
-    def _run_containers(self, model: Any, watcher: Any) -> list[ContainerSummary]:
+    def _run_threads(self, model: Any, watcher: Any) -> list[ContainerSummary]:
         ids = sorted(model.containers, key=lambda c: (len(c), c))
         errors: dict[str, BaseException] = {}
         summaries: dict[str, ContainerSummary] = {}
@@ -100,7 +56,7 @@ class ThreadJobRunner:
             except BaseException as exc:  # noqa: BLE001 - reported as that container's failure
                 errors[cid] = exc
                 summaries[cid] = ContainerSummary(cid, ContainerStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-        if self.stop_event.is_set():
+        if self.stop_requested:
             for c in self.containers:
                 c.stop()
 
