@@ -12,7 +12,7 @@ Two modes share the scheduling rules:
   (``task.consumer.batch.size`` > 1) the loop takes runs of one partition's envelopes per chooser
   decision (SystemConsumers.choose_run) and still checks requests and timers after every one.
 * **scheduled** (``job.container.thread.pool.size > 1``, an AsyncStreamTask, or
-  ``task.max.concurrency > 1``): as Samza's AsyncRunLoop, each task keeps a queue of chosen
+  ``task.max.concurrency > 1``; :mod:`samza_dagster.container.scheduled`): as Samza's AsyncRunLoop, each task keeps a queue of chosen
   envelopes (``TaskInstance.pending``) and starts one when it has capacity; synchronous
   process/window run in the thread pool, async tasks complete through callbacks from any
   thread. Completions come back through a deque drained on the loop's thread, which alone
@@ -36,16 +36,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from samza_dagster.container.errors import CallbackTimeoutError, ContainerError, TaskProcessError, coordinates
+from samza_dagster.container.completions import Completion
 from samza_dagster.container.metrics import ContainerMetrics
+from samza_dagster.container.scheduled import ScheduledMode
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
-from samza_dagster.task.callback import CallbackError, TaskCallback
+from samza_dagster.task.callback import TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
 
 log = logging.getLogger(__name__)
-
-_PROCESS, _WINDOW, _FAIL = 0, 1, 2
 
 
 class RunLoopStatus:
@@ -53,7 +52,7 @@ class RunLoopStatus:
     SHUTDOWN = "shutdown"  # a task asked, or the container was told to stop
 
 
-class RunLoop:
+class RunLoop(ScheduledMode):
     def __init__(
         self,
         tasks: dict[str, TaskInstance],
@@ -95,7 +94,7 @@ class RunLoop:
         )
         self._stop = False
         self._pool: ThreadPoolExecutor | None = None
-        self._completions: deque = deque()
+        self._completions: deque[Completion] = deque()
         self._wakeup = threading.Event()
         self._callbacks: set[TaskCallback] = set()
         now = time.monotonic()
@@ -361,213 +360,3 @@ class RunLoop:
             if not ti.done:
                 self._commit(ti)
         return RunLoopStatus.SHUTDOWN
-
-    # -- scheduled mode ------------------------------------------------------------------------
-    def _run_scheduled(self) -> str:
-        choose = self.consumers.choose
-        task_for = self._task_for
-        tasks = list(self.tasks.values())
-        completions = self._completions
-        wakeup = self._wakeup
-        metrics = self.metrics
-        max_conc = self.max_concurrency
-        limit = self.pending_limit
-        stopping = False
-        stopping_since = 0.0
-        while True:
-            wakeup.clear()
-            if completions:
-                self._drain_completions()
-            now = time.monotonic()
-            if self.requests.pending or now >= self._next_deadline:
-                self.requests.pending = False
-                self._fire_timers(now)
-                if (self._stop or self.requests.shutdown_all) and not stopping:
-                    stopping = True
-                    stopping_since = now
-            if stopping and now - stopping_since > self.shutdown_s:
-                busy = {ti.task_name: ti.in_flight for ti in tasks if ti.in_flight or ti.exclusive_running}
-                raise ContainerError(
-                    f"tasks did not finish their in-flight work within task.shutdown.ms={int(self.shutdown_s * 1000)} "
-                    f"of a shutdown request (in flight per task: {busy}); nothing was committed for them"
-                )
-            if self._callbacks and self.callback_timeout_s is not None:
-                self._check_callback_timeouts(now)
-            progress = False
-            total_in_flight = 0
-            can_choose = not stopping
-            for ti in tasks:
-                if ti.done:
-                    continue
-                if ti.window_due or ti.commit_due or ti.end_of_stream_due:
-                    if self._run_due(ti):
-                        progress = True
-                    if ti.done or ti.exclusive_running or ti.window_due or ti.commit_due or ti.end_of_stream_due:
-                        total_in_flight += ti.in_flight + ti.exclusive_running
-                        if len(ti.pending) >= limit:
-                            can_choose = False
-                        continue
-                if not stopping:
-                    while ti.pending and ti.in_flight < max_conc and not ti.exclusive_running:
-                        env = ti.pending.popleft()
-                        if env.offset == END_OF_STREAM_OFFSET:
-                            ti.mark_end_of_stream(env.ssp)
-                            if ti.end_of_stream_due:
-                                break
-                            continue
-                        self._start(ti, env)
-                        progress = True
-                    if ti.end_of_stream_due and not ti.in_flight:
-                        progress = True  # run it on the next pass
-                total_in_flight += ti.in_flight + ti.exclusive_running
-                if len(ti.pending) >= limit:
-                    can_choose = False
-            if stopping and total_in_flight == 0 and not any(ti.exclusive_running for ti in tasks):
-                self._stop = True
-                status = self._check_finished()
-                return status or RunLoopStatus.SHUTDOWN
-            finished = self._check_finished_scheduled()
-            if finished is not None:
-                return finished
-            if progress:
-                continue
-            # (1) choose, or (6) block until a completion when nothing can be chosen
-            if can_choose:
-                if total_in_flight:
-                    env = choose(0.0)
-                    if env is None:
-                        metrics.blocked_waits += 1
-                        wakeup.wait(0.002)
-                        continue
-                else:
-                    timeout = min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic()))
-                    env = choose(timeout)
-                if env is not None:
-                    metrics.chooses += 1
-                    task_for[env.ssp].pending.append(env)
-                else:
-                    metrics.null_chooses += 1
-            else:
-                metrics.blocked_waits += 1
-                wakeup.wait(min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic())))
-
-    def _check_finished_scheduled(self) -> str | None:
-        tasks = self.tasks.values()
-        if all(ti.done for ti in tasks):
-            return RunLoopStatus.COMPLETED
-        if all(ti.done or ti.coordinator.shutdown_requested for ti in tasks):
-            self.requests.shutdown_all = True
-            self.requests.pending = True
-        return None
-
-    def _start(self, ti: TaskInstance, envelope: Any) -> None:
-        """Start processing ``envelope``: deserialize on the loop thread, then process inline
-        (no pool), in the pool (sync task) or via process_async (async task)."""
-        ssp = envelope.ssp
-        entry = [envelope.offset, False]
-        ti.in_flight_offsets[ssp].append(entry)
-        ti.in_flight += 1
-        ti.uncommitted = True
-        try:
-            env = ti.prepare(envelope)
-        except Exception:
-            ti.in_flight -= 1
-            raise
-        if env is None or env.offset == END_OF_STREAM_OFFSET:
-            if env is not None:
-                ti.mark_end_of_stream(env.ssp)
-            self._complete(ti, ssp, entry)
-            return
-        if ti.is_async:
-            callback = TaskCallback(ti.task_name, env, self._make_on_done(ti, ssp, entry), time.monotonic())
-            self._callbacks.add(callback)
-            try:
-                ti.call_process(env, callback)
-            except Exception as exc:
-                raise ti.process_error(env, exc) from exc
-        elif self._pool is not None:
-            self._pool.submit(self._process_in_pool, ti, env, ssp, entry)
-        else:
-            t0 = time.perf_counter()
-            try:
-                ti.call_process(env)
-            except Exception as exc:
-                raise ti.process_error(env, exc) from exc
-            ti.metrics.process_s += time.perf_counter() - t0
-            self._complete(ti, ssp, entry)
-
-    def _process_in_pool(self, ti: TaskInstance, env: Any, ssp: SystemStreamPartition, entry: list) -> None:
-        t0 = time.perf_counter()
-        exc: BaseException | None = None
-        try:
-            ti.call_process(env)
-        except BaseException as e:  # noqa: BLE001 - reported on the loop thread
-            exc = ti.process_error(env, e)
-            exc.__cause__ = e
-        ti.metrics.process_s += time.perf_counter() - t0
-        self._completions.append((_PROCESS, ti, ssp, entry, exc))
-        self._wakeup.set()
-
-    def _window_in_pool(self, ti: TaskInstance) -> None:
-        exc: BaseException | None = None
-        try:
-            ti.window()
-        except BaseException as e:  # noqa: BLE001
-            exc = e
-        self._completions.append((_WINDOW, ti, None, None, exc))
-        self._wakeup.set()
-
-    def _make_on_done(self, ti: TaskInstance, ssp: SystemStreamPartition, entry: list):
-        completions, wakeup = self._completions, self._wakeup
-
-        def on_done(callback: TaskCallback, exc: BaseException | None) -> None:
-            if isinstance(exc, CallbackError):
-                completions.append((_FAIL, ti, ssp, callback, TaskProcessError(str(exc), ti.task_name, callback.envelope)))
-            else:
-                if exc is not None:
-                    exc = ti.process_error(callback.envelope, exc)
-                completions.append((_PROCESS, ti, ssp, entry, exc, callback))
-            wakeup.set()
-
-        return on_done
-
-    def _drain_completions(self) -> None:
-        completions = self._completions
-        while completions:
-            item = completions.popleft()
-            kind, ti, ssp, entry, exc = item[0], item[1], item[2], item[3], item[4]
-            if kind == _PROCESS:
-                if len(item) > 5:
-                    self._callbacks.discard(item[5])
-                if exc is not None:
-                    raise exc
-                self._complete(ti, ssp, entry)
-            elif kind == _WINDOW:
-                ti.exclusive_running = False
-                if exc is not None:
-                    raise exc
-            else:
-                raise exc
-
-    @staticmethod
-    def _complete(ti: TaskInstance, ssp: SystemStreamPartition, entry: list) -> None:
-        entry[1] = True
-        ti.in_flight -= 1
-        ti.metrics.processed[ssp] += 1
-        queue = ti.in_flight_offsets[ssp]
-        last = None
-        while queue and queue[0][1]:
-            last = queue.popleft()[0]
-        if last is not None:
-            ti.last_processed[ssp] = last
-
-    def _check_callback_timeouts(self, now: float) -> None:
-        limit = self.callback_timeout_s
-        for cb in list(self._callbacks):
-            if now - cb.started_at > limit and cb.expire():  # type: ignore[operator]
-                raise CallbackTimeoutError(
-                    f"task {cb.task_name!r} did not complete the message at {coordinates(cb.envelope)} within "
-                    f"task.callback.timeout.ms={int(limit * 1000)}",  # type: ignore[operator]
-                    cb.task_name,
-                    cb.envelope,
-                )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from samza_dagster.container.errors import DeserializationError, TaskProcessError, coordinates
@@ -43,6 +44,15 @@ from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
 
 
 _perf_counter = time.perf_counter
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A message the scheduled run loop started, in its task's per-partition queue (offset
+    order) until it and every message before it have completed."""
+
+    offset: str
+    completed: bool = False
 
 
 class SerdeDecoder:
@@ -116,8 +126,8 @@ class TaskInstance:
         # -- run loop scheduling state (owned by the run loop's thread) -------------------------
         self.pending: deque[IncomingMessageEnvelope] = deque()
         self.in_flight = 0
-        #: per SSP, [offset, done] entries of started messages in start (= offset) order
-        self.in_flight_offsets: dict[SystemStreamPartition, deque[list]] = {ssp: deque() for ssp in ssps}
+        #: per SSP, the started messages in start (= offset) order
+        self.in_flight_offsets: dict[SystemStreamPartition, deque[InFlight]] = {ssp: deque() for ssp in ssps}
         self.exclusive_running = False  # window running in the pool
         self.window_due = False
         self.commit_due = False
