@@ -13,20 +13,15 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str, poll_s: float = 0.02) -> T:
+def wait_until(condition: Callable[[], T], timeout_s: float = 60.0, what: str = "the condition",
+               poll_s: float = 0.02) -> T:
     """Call ``condition`` until it returns something truthy and return that; TimeoutError naming
-    ``what`` after ``timeout_s``."""
+    ``what`` (and the last value seen) after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
         result = condition()
         if result:
             return result
         if time.monotonic() > deadline:
-            raise TimeoutError(f"waited {timeout_s:.0f}s for {what}")
+            raise TimeoutError(f"waited {timeout_s:.0f}s for {what} (last: {result!r})")
         time.sleep(poll_s)
-
-
-def wait_for(condition: Callable[[], T], what: str = "the condition", timeout_s: float = 60.0,
-             interval_s: float = 0.02) -> T:
-    """:func:`wait_until` with the deadline optional (60 s)."""
-    return wait_until(condition, timeout_s, what, interval_s)

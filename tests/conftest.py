@@ -5,8 +5,20 @@ from __future__ import annotations
 import pytest
 
 from samza_dagster.config import Config
+from support.session_tmp import SessionTmp
 
 pytest_plugins = ["support.kafka_broker"]
+
+_SESSION_TMP = SessionTmp()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test or fixture asks for a temporary directory: the session's own."""
+    _SESSION_TMP.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _SESSION_TMP.remove()
 
 
 @pytest.fixture

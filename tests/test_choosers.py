@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 import sys
 import types
 
@@ -29,6 +28,7 @@ from samza_dagster.system.chooser import (
     TimeAlignedChooser,
 )
 from samza_dagster.system.chooser.bootstrapping import BootstrappingChooser as _BC  # noqa: F401
+from support.waiting import wait_until
 
 RT = SystemStream("s", "realtime")
 BATCH = SystemStream("s", "batch")
@@ -596,8 +596,9 @@ def test_time_aligned_waits_briefly_for_an_absent_partition_then_treats_it_as_id
     h.add(env(b, 1, 150))                      # ...and it does
     assert h.choose().event_time == 150
     assert h.choose() is None
-    time.sleep(0.06)                           # b stays quiet past the idle timeout
-    assert [e.event_time for e in h.drain()] == [200, 300, 400, 500]
+    # b stays quiet: once the idle timeout has passed the chooser stops waiting for it
+    first = wait_until(h.choose, what="b to be treated as idle", timeout_s=10, poll_s=0.005)
+    assert [first.event_time] + [e.event_time for e in h.drain()] == [200, 300, 400, 500]
 
 
 def test_time_aligned_does_not_wait_for_an_absent_partition_within_the_skew():

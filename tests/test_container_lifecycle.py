@@ -4,7 +4,6 @@ stop through the thread runner, the shutdown timeout."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -13,6 +12,7 @@ from samza_dagster.container import ContainerError, ContainerStatus, SamzaContai
 from samza_dagster.runtime.thread_runner import ThreadJobRunner
 from samza_dagster.storage import ChangelogPartitionMismatchError
 from samza_dagster.system import inmemory
+from support.waiting import wait_until
 from tests.apps.harness import FnTaskFactory, create_stream, inmemory_config, job_model, produce
 from tests.apps.tasks import Recorder, ThreadedAsyncTask
 
@@ -61,11 +61,8 @@ def test_thread_runner_stop_is_graceful(tmp_path):
     box = {}
     t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
     t.start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and sum(
-        ti.metrics.envelopes_processed for c in runner.containers for ti in list(c.tasks.values())
-    ) < 100:
-        time.sleep(0.02)
+    wait_until(lambda: sum(ti.metrics.envelopes_processed for c in runner.containers
+                         for ti in list(c.tasks.values())) == 100, what="every message processed")
     runner.stop()
     t.join(20)
     result = box["r"]
@@ -91,8 +88,7 @@ def test_shutdown_timeout_fails_when_in_flight_work_never_completes():
 
     t = threading.Thread(target=run)
     t.start()
-    while not rec.of("start"):
-        time.sleep(0.01)
+    wait_until(lambda: rec.of("start"), what="the task started its message")
     container.stop()
     t.join(10)
     assert isinstance(box.get("e"), ContainerError)
@@ -115,15 +111,11 @@ def test_thread_runner_restarts_containers_on_a_new_job_model_without_reprocessi
     box = {}
     t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
     t.start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not any(
-        ti.metrics.envelopes_processed == 20 for c in runner.containers for ti in list(c.tasks.values())
-    ):
-        time.sleep(0.02)
+    wait_until(lambda: any(ti.metrics.envelopes_processed == 20 for c in runner.containers
+                         for ti in list(c.tasks.values())), what="every message processed")
     run_coordinator_stream_writer(config, "set-config", "test.new.key", "1")
-    while time.monotonic() < deadline and runner.containers and runner.containers[0].config.get_str("test.new.key") != "1":
-        time.sleep(0.05)
-    time.sleep(0.3)
+    wait_until(lambda: runner.containers and runner.containers[0].config.get_str("test.new.key") == "1",
+             what="the containers running on the new JobModel")
     runner.stop()
     t.join(20)
     result = box["r"]
@@ -139,8 +131,6 @@ def test_process_runner_restarts_containers_on_a_new_job_model_without_reprocess
     from samza_dagster.coordinator.commands import run_coordinator_stream_writer
     from samza_dagster.runtime.process_runner import ProcessJobRunner
     from samza_dagster.system.factories import system_factory
-    from support.waiting import wait_for
-
     config = Config({
         "job.name": "reconf-process", "job.factory.class": "process",
         "job.default.system": "log", "systems.log.samza.factory": "log",
@@ -162,11 +152,11 @@ def test_process_runner_restarts_containers_on_a_new_job_model_without_reprocess
     t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
     t.start()
     try:
-        wait_for(lambda: copied() == 20, "the first 20 messages copied")
+        wait_until(lambda: copied() == 20, what="the first 20 messages copied")
         run_coordinator_stream_writer(config, "set-config", "test.new.key", "1")
-        wait_for(lambda: runner.runs == 2, "the containers started again on the new JobModel")
+        wait_until(lambda: runner.runs == 2, what="the containers started again on the new JobModel")
         produce(config, "log", "input", [(0, None, b"y") for _ in range(10)])
-        wait_for(lambda: copied() == 30, "the next 10 messages copied by the restarted container")
+        wait_until(lambda: copied() == 30, what="the next 10 messages copied by the restarted container")
     finally:
         runner.stop()
         t.join(60)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import Counter
 
 import pytest
@@ -17,16 +16,11 @@ from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from support.hl_harness import base, bounded, counter, create, produce, read_all, run, statuses, task_names
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def _wait_for(predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.1)
 
 
 def _count_rows(cfg, stream: str) -> int:
@@ -57,10 +51,14 @@ def test_event_time_windows_fire_once_after_watermark_and_count_late(tmp_path):
     runner.start()
     try:
         # window [0, 1000) closes once every partition's watermark passed 1000 (min is 1100)
-        _wait_for(lambda: _count_rows(cfg, "panes") >= 2)
+        wait_until(lambda: _count_rows(cfg, "panes") >= 2)
         write(batch2)  # x@500 is now late: its pane has fired
-        _wait_for(lambda: _count_rows(cfg, "panes") >= 4)
-        time.sleep(0.5)  # anything wrongly fired would show up by now
+        wait_until(lambda: _count_rows(cfg, "panes") >= 4)
+        # a pane fired wrongly would be written while its message is processed: once every
+        # message is, the graceful stop's commit flushes whatever was fired
+        total = len(batch1) + len(batch2)
+        wait_until(lambda: sum(ti.metrics.envelopes_processed for c in job.containers
+                              for ti in list(c.tasks.values())) >= total, what="every message processed")
     finally:
         job.stop()
         runner.join(30)
@@ -103,11 +101,14 @@ def test_split_jobs_run_at_the_same_time(tmp_path):
     expected = _setup_words(cfg)
     # the downstream job starts first and waits for the upstream job's end-of-stream messages
     out = {}
-    down = threading.Thread(target=lambda: out.setdefault("down", run(cfg.with_overrides({"app.stage": "1"}))))
+    downstream = ThreadJobRunner(cfg.with_overrides({"app.stage": "1", "job.factory.class": "thread"}))
+    down = threading.Thread(target=lambda: out.setdefault("down", downstream.run()))
     down.start()
-    time.sleep(0.5)
+    wait_until(lambda: downstream.containers and all(c.run_loop is not None for c in downstream.containers),
+              what="the downstream job's containers running")
     up = run(cfg.with_overrides({"app.stage": "0"}))
     down.join(60)
+    assert out["down"].succeeded, out["down"].summary_line()
     assert statuses(up) == statuses(out["down"]) == {"completed"}
     assert dict(read_all(cfg, "counts")) == dict(expected)
 

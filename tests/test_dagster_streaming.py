@@ -9,8 +9,6 @@ run queue: tests/test_ui_dagster.py.)"""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 import dagster as dg
 import pytest
@@ -24,6 +22,7 @@ from samza_dagster.orchestration import JOB_INSTANCE_TAG, application_definition
 from samza_dagster.orchestration.observation import checkpointed_offsets, observe_streams
 from samza_dagster.orchestration.assets import stream_key
 from samza_dagster.planner.plan import StreamInfo
+from support.waiting import wait_until
 
 #: wordcount made unbounded and quick to react: the coordinator checks its stream every 300 ms,
 #: containers their JobModel every 200 ms, the op materializes every second
@@ -38,14 +37,6 @@ STREAMING = {
 }
 
 
-def wait_for(condition: Callable[[], object], what: str, timeout_s: float = 60.0) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 @pytest.fixture
@@ -99,12 +90,12 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
     runner.start()
     live = None
     try:
-        live = wait_for(
+        live = wait_until(
             lambda: instance.get_runs(dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"},
                                                     statuses=[dg.DagsterRunStatus.STARTED])),
-            "the live run to start",
+            what="the live run to start",
         )[0]
-        wait_for(lambda: _words_written(config) == word_count(SENTENCES), "the sample's words to be written")
+        wait_until(lambda: _words_written(config) == word_count(SENTENCES), what="the sample's words to be written")
         baseline = _tick(defs, instance, config, None)
         assert not baseline.run_requests
 
@@ -122,14 +113,14 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
         assert observed.asset_key == stream_key("wordcount", "words")
         assert observed.metadata["applied_by_run"].value == live.run_id
         assert observed.metadata["changed_keys"].value == "task.commit.ms"
-        wait_for(lambda: any("applying JobModel version 2" in m and "task.commit.ms" in m
-                             for m in _messages(instance, live.run_id)), "the live run to apply the change")
+        wait_until(lambda: any("applying JobModel version 2" in m and "task.commit.ms" in m
+                             for m in _messages(instance, live.run_id)), what="the live run to apply the change")
 
         # the running job keeps processing and materializes while it runs
         load_sentences(config, ["late words arrive"])
-        wait_for(lambda: _words_written(config) == word_count(SENTENCES) + 3, "the late words")
-        wait_for(lambda: any(m.metadata.get("job_status") and m.metadata["job_status"].value == "running"
-                             for m in _materializations(instance, live.run_id)), "a live materialization")
+        wait_until(lambda: _words_written(config) == word_count(SENTENCES) + 3, what="the late words")
+        wait_until(lambda: any(m.metadata.get("job_status") and m.metadata["job_status"].value == "running"
+                             for m in _materializations(instance, live.run_id)), what="a live materialization")
     finally:
         # terminate: Dagster marks the run CANCELING; the op stops the job gracefully
         if live is not None:

@@ -18,6 +18,7 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.inmemory import InMemorySystemFactory, reset
+from support.waiting import wait_until
 
 CONFIG = Config({"systems.mem.samza.factory": "inmemory", "systems.other.samza.factory": "inmemory"})
 
@@ -113,10 +114,11 @@ def test_stop_wakes_a_blocked_poll():
     consumer = factory.get_consumer("mem", CONFIG)
     consumer.register(ssp, "0")
     consumer.start()
+    # a poll that waited out its timeout (10 minutes) instead would fail the deadline below
+    box = {}
+    poller = threading.Thread(target=lambda: box.setdefault("polled", consumer.poll([ssp], 600.0)), daemon=True)
+    poller.start()
     timer = threading.Timer(0.1, consumer.stop)
     timer.start()
-    import time
-
-    started = time.monotonic()
-    assert consumer.poll([ssp], 5.0) == {}
-    assert time.monotonic() - started < 2.0
+    wait_until(lambda: "polled" in box, what="the stopped consumer's poll to return")
+    assert box["polled"] == {}

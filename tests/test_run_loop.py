@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -15,6 +14,8 @@ from samza_dagster.container import (
     TaskProcessError,
 )
 from samza_dagster.system import inmemory
+from samza_dagster.task import StreamTask
+from support.waiting import wait_until
 from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
 from tests.apps.tasks import Recorder, RecordingTask, ThreadedAsyncTask
 
@@ -130,20 +131,20 @@ def test_async_out_of_order_completion_commit_covers_only_a_completed_prefix():
     assert read_checkpoints(config)["Partition 0"].offsets == {("mem", "input", 0): "59"}
 
 
-def test_pool_of_four_is_meaningfully_faster_for_blocking_tasks():
-    def elapsed(pool: str) -> float:
-        inmemory.reset()
-        config = _config(**{"job.container.thread.pool.size": pool, "task.class": "tests.apps.tasks:SleepTask",
-                            "test.sleep.ms": "4"})
-        _setup(config, 4, 20)
-        t0 = time.perf_counter()
-        summary = SamzaContainer("0", job_model(config)).run()
-        assert summary.messages_processed == 80
-        return time.perf_counter() - t0
+def test_a_pool_of_four_runs_four_tasks_process_calls_at_the_same_time():
+    # each process call waits until four are running at once: a loop that ran them one at a
+    # time would break the barrier (its timeout is only the test's deadline)
+    barrier = threading.Barrier(4, timeout=30)
 
-    single = elapsed("0")
-    pooled = elapsed("4")
-    assert single / pooled >= 2.0, f"pool of 4 took {pooled:.3f}s vs {single:.3f}s on one thread"
+    class MeetingTask(StreamTask):
+        def process(self, envelope, collector, coordinator):
+            barrier.wait()
+
+    config = _config(**{"job.container.thread.pool.size": "4"})
+    _setup(config, 4, 20)
+    container, _ = _run(config, lambda name: MeetingTask())
+    assert container.summary.messages_processed == 80
+    assert not barrier.broken
 
 
 def test_callback_completed_twice_fails_the_job_clearly():
@@ -211,7 +212,8 @@ def test_stop_event_stops_an_unbounded_container_gracefully():
     container = SamzaContainer("0", job_model(config), stop_event=stop)
     t = threading.Thread(target=container.run)
     t.start()
-    time.sleep(0.3)
+    wait_until(lambda: sum(ti.metrics.envelopes_processed for ti in list(container.tasks.values())) == 20,
+             what="every message processed")
     stop.set()
     t.join(5)
     assert not t.is_alive()

@@ -28,6 +28,7 @@ from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
 from resources import SamzaSystemsResource
 from samza_dagster.config import Config
+from support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -160,7 +161,7 @@ def test_materialize_wordcount_from_the_ui(dagster_dev):
                     break
                 time.sleep(0.5)
             page.goto(f"{base}/runs/{run['runId']}" if run else f"{base}/runs", wait_until="domcontentloaded")
-            page.wait_for_timeout(1500)
+            page.wait_for_load_state("networkidle", timeout=30000)
         finally:
             page.screenshot(path=str(ARTIFACTS / "dagster-ui-wordcount-run.png"), full_page=True)
             browser.close()
@@ -181,15 +182,6 @@ def _status_of(client, run_id: str) -> str:
     return client.get_run_status(run_id).value
 
 
-def _until(condition, what: str, timeout_s: float):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagster_dev):
     from dagster import DagsterEventType, DagsterInstance
     from dagster._core.instance.ref import InstanceRef
@@ -208,18 +200,18 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
     client = DagsterGraphQLClient("127.0.0.1", port_number=port)
     launch = dict(repository_location_name="definitions.py", repository_name="__repository__")
     first = client.submit_job_execution("user_classification_job", **launch)
-    _until(lambda: _status_of(client, first) == "STARTED", "the first run to start", 120)
+    wait_until(lambda: _status_of(client, first) == "STARTED", what="the first run to start", timeout_s=120)
     second = client.submit_job_execution("user_classification_job", **launch)
     instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
     try:
         # the live run works (it classifies the signups) while the second waits in the queue
         from samza_dagster.system.streams import read_stream
 
-        _until(lambda: len(read_stream(config, "user_country")) == 300, "the live run to classify the signups", 120)
+        wait_until(lambda: len(read_stream(config, "user_country")) == 300, what="the live run to classify the signups", timeout_s=120)
         assert _status_of(client, second) == "QUEUED"
 
         client.terminate_run(first)
-        _until(lambda: _status_of(client, first) in ("CANCELED", "FAILURE", "SUCCESS"), "the first run to end", 120)
+        wait_until(lambda: _status_of(client, first) in ("CANCELED", "FAILURE", "SUCCESS"), what="the first run to end", timeout_s=120)
         assert _status_of(client, first) == "CANCELED"
         events = instance.all_logs(first)
         assert not [e for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_FAILURE]
@@ -229,9 +221,9 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
         assert final[-1].metadata["messages_processed"].value == 300
 
         # the queued launch starts once the live run has ended; terminate it too
-        _until(lambda: _status_of(client, second) == "STARTED", "the queued run to start", 120)
+        wait_until(lambda: _status_of(client, second) == "STARTED", what="the queued run to start", timeout_s=120)
         client.terminate_run(second)
-        _until(lambda: _status_of(client, second) == "CANCELED", "the second run to be canceled", 120)
+        wait_until(lambda: _status_of(client, second) == "CANCELED", what="the second run to be canceled", timeout_s=120)
     finally:
         for run_id in (first, second):
             if _status_of(client, run_id) in ("QUEUED", "STARTING", "STARTED"):
