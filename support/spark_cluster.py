@@ -82,6 +82,8 @@ def start_cluster(work_dir: Path, *, cores: int = 2, memory: str = "2g", timeout
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join([*(python_path or []), os.environ.get("PYTHONPATH", "")]).strip(os.pathsep),
+        # the JVM ignores TMPDIR: the daemons' temporary files (native libraries) go to the cluster's dir
+        "SPARK_DAEMON_JAVA_OPTS": f"-Djava.io.tmpdir={work_dir}",
     }
     cluster = SparkStandaloneCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", work_dir)
     commands = [

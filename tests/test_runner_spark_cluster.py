@@ -45,6 +45,7 @@ def spark(cluster):
         "spark.executorEnv.PYTHONPATH": str(REPO),
         "spark.executor.memory": "1g",
         "spark.sql.shuffle.partitions": "1",
+        "spark.executor.extraJavaOptions": f"-Djava.io.tmpdir={cluster.work_dir}",  # not /tmp
     }, master=cluster.master_url, app_name="test-spark-cluster")
     yield session
     session.stop()
