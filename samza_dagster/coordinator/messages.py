@@ -30,7 +30,9 @@ SET_CHANGELOG = "set-changelog"
 SET_CONTAINER_HOST_ASSIGNMENT = "set-container-host-assignment"
 #: the partition count of an input stream (key ``<system>.<stream>``) a stateful job was grouped on
 SET_INPUT_PARTITIONS = "set-input-partitions"
-MESSAGE_TYPES = (SET_CONFIG, SET_CHANGELOG, SET_CONTAINER_HOST_ASSIGNMENT, SET_INPUT_PARTITIONS)
+#: A startpoint (``startpoint.py``): values name the partition (and task) and hold the startpoint.
+SET_STARTPOINT = "set-startpoint"
+MESSAGE_TYPES = (SET_CONFIG, SET_CHANGELOG, SET_CONTAINER_HOST_ASSIGNMENT, SET_INPUT_PARTITIONS, SET_STARTPOINT)
 
 _COMPACT = (",", ":")
 
@@ -133,6 +135,15 @@ class CoordinatorStreamMessage:
     ) -> CoordinatorStreamMessage:
         """``stream`` is ``<system>.<stream>``; the count is a string, as set-changelog's partition."""
         return cls._new(SET_INPUT_PARTITIONS, stream, {"partitions": str(int(partitions))}, source, host, username, timestamp)
+
+    @classmethod
+    def set_startpoint(
+        cls, source: str, key: str, values: dict[str, Any], *, host: str | None = None,
+        username: str | None = None, timestamp: int | None = None,
+    ) -> CoordinatorStreamMessage:
+        """``values``: the partition (``system``, ``stream``, ``partition``, optional ``taskName``)
+        and ``startpoint``, the startpoint's compact JSON (see startpoint_manager.py)."""
+        return cls._new(SET_STARTPOINT, key, dict(values), source, host, username, timestamp)
 
     @classmethod
     def delete(

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
-from samza_dagster.system.log import retention, storage
+from samza_dagster.system.log import retention, storage, time_index
 from samza_dagster.system.log.cleaner import CleanStats, clean_stream, read_policy
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.model import (
@@ -74,6 +74,24 @@ class LogSystemAdmin:
 
     def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
         return offsets_after(offsets)
+
+    def offsets_for_times(self, timestamps: dict[SystemStreamPartition, int]) -> dict[SystemStreamPartition, str | None]:
+        """Kafka's ``offsetsForTimes``: per partition, the earliest offset whose message timestamp
+        (ms) is at or after the given one; None when no message is. Indexed (time_index.py)."""
+        result: dict[SystemStreamPartition, str | None] = {}
+        with self._lock:
+            for ssp, ts in timestamps.items():
+                conn, count = self._stream(ssp.stream)
+                if not 0 <= ssp.partition < count:
+                    raise ValueError(
+                        f"log system {self.system_name!r}: stream {ssp.stream!r} has no partition {ssp.partition} "
+                        f"(it has {count})"
+                    )
+                bounds = {p: (old, new) for p, old, new in conn.log_format.bounds(conn, count)}
+                oldest, newest = bounds[ssp.partition]
+                found = time_index.offset_for_time(conn, ssp.partition, int(ts), oldest, newest)
+                result[ssp] = None if found is None else str(found)
+        return result
 
     def list_streams(self) -> list[str]:
         return storage.list_stream_names(self.root)
