@@ -3,10 +3,10 @@ RunLoop until the tasks end, ask to stop, the container is stopped, or a task fa
 
 Start-up order (each step needs the one before): system admins → input metadata → the
 checkpoint stream (read back) → stores (changelogs validated, restored) → task instances
-(``init`` after restore, so a task sees its state) → starting offsets (checkpoint, else
-``samza.offset.default``; ``samza.reset.offset`` ignores the checkpoint; a checkpoint before the
-oldest offset resets by ``samza.offset.default``: offset_reset.py) → SystemConsumers and
-chooser → RunLoop.
+(``init`` after restore, so a task sees its state) → starting offsets (a startpoint, else the
+checkpoint, else ``samza.offset.default``; ``samza.reset.offset`` ignores the checkpoint; a
+checkpoint before the oldest offset resets by ``samza.offset.default``: offset_reset.py) →
+SystemConsumers and chooser → RunLoop.
 
 Commit order for a task (RunLoop guarantees nothing is in flight): snapshot offsets
 processed → flush stores → flush every producer for the task's source (its output and its
@@ -34,6 +34,7 @@ from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import reset_out_of_range
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
+from samza_dagster.container.startpoints import ContainerStartpoints
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.job_model import JobModel
@@ -91,6 +92,7 @@ class SamzaContainer:
         self.side_inputs_restored: dict[str, int] = {}
         self._started_producers: list[Any] = []
         self._consumer_metrics: dict[str, Any] = {}
+        self.startpoints: ContainerStartpoints | None = None
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -171,7 +173,16 @@ class SamzaContainer:
         )
         self.side_inputs_restored = self.side_inputs.bootstrap()
         self._create_tasks(plan, last)
-        self._start_consumers(plan, metadata, self._starting_offsets(plan.input_ssps, metadata, last))
+        starting = self._starting_offsets(plan.input_ssps, metadata, last)
+        # startpoints (read from the coordinator stream) win over checkpoints
+        self.startpoints = ContainerStartpoints(self.config, self.container_id)
+        self.startpoints.load(self.container_model.tasks)
+        starting.update(self.startpoints.starting_offsets(
+            self._admin, metadata, lambda system, a, b: self._admin(system).offset_comparator(a, b)
+        ))
+        for name in self.startpoints.applied:
+            self.tasks[name].uncommitted = True  # the first commit must cover the startpoint
+        self._start_consumers(plan, metadata, starting)
         self._create_run_loop(plan)
         self.side_inputs.start()
         if self.stop_event.is_set():
@@ -335,6 +346,11 @@ class SamzaContainer:
         # since the last checkpoint means there is nothing new to commit
         if not ti.uncommitted and previous is not None and all(previous.offsets.get(s) == o for s, o in offsets.items()):
             return
+        startpoints = self.startpoints
+        if startpoints is not None and startpoints.pending(ti.task_name):
+            # a startpoint's partition not processed yet: checkpoint "before the startpoint"
+            for ssp, off in startpoints.checkpoint_positions(ti.task_name).items():
+                offsets.setdefault(ssp, off)
         if previous is not None:  # partitions not processed since keep their checkpointed offset
             for ssp, off in previous.offsets.items():
                 offsets.setdefault(ssp, off)
@@ -366,6 +382,8 @@ class SamzaContainer:
         self.checkpoints.write(ti.task_name, checkpoint)
         self.last_checkpoints[ti.task_name] = checkpoint
         ti.uncommitted = False
+        if startpoints is not None and startpoints.pending(ti.task_name):
+            startpoints.committed(ti.task_name, checkpoint.offsets, set(ti.last_processed))
         if log.isEnabledFor(logging.DEBUG):
             log.debug("committed %s: %s %s", ti.task_name, checkpoint.offsets, ti.metrics.snapshot())
 
@@ -408,6 +426,8 @@ class SamzaContainer:
             attempt(producer.stop)
         if self.checkpoints is not None:
             attempt(self.checkpoints.stop)
+        if self.startpoints is not None:
+            attempt(self.startpoints.close)
         for admin in self.admins.values():
             stop = getattr(admin, "stop", None)
             if callable(stop):

@@ -23,6 +23,7 @@ from samza_dagster.coordinator.http import TOKEN_KEY, CoordinatorHttpServer, Ser
 from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.coordinator.messages import SET_CHANGELOG, SET_INPUT_PARTITIONS, CoordinatorStreamMessage
 from samza_dagster.coordinator.model_builder import JobModelBuild, build_job_model
+from samza_dagster.coordinator.startpoint_manager import StartpointManager, startpoints_in_state
 from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter, close_admin
 from samza_dagster.coordinator.partition_counts import (
@@ -228,6 +229,7 @@ class JobCoordinator:
             self._state.input_partitions.update(
                 (m.key, m.input_partitions) for m in messages if m.type == SET_INPUT_PARTITIONS
             )
+        self._fan_out_startpoints(build.model)
         self._publish(build.model)
         if version > 1:
             log.info("job coordinator rebuilt the JobModel: version %s", version)
@@ -250,6 +252,15 @@ class JobCoordinator:
             CoordinatorStreamMessage.delete(SOURCE, SET_CHANGELOG, task) for task in sorted(self._state.changelog)
         ))
         self._state.changelog.clear()
+
+    def _fan_out_startpoints(self, model: JobModel) -> None:
+        """Partition-level startpoints become one per task that reads the partition, written
+        before the model is served, so every container started on it finds its tasks' own."""
+        startpoints = startpoints_in_state(self._state)
+        if not any(key.task_name is None for key in startpoints):
+            return
+        tasks = {name: task.ssps for name, task in model.all_tasks().items()}
+        StartpointManager(model.config, SOURCE, writer=self._writer).fan_out(tasks, startpoints)
 
     def _publish(self, model: JobModel) -> None:
         served = ServedModel(

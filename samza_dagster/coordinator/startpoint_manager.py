@@ -62,12 +62,14 @@ def startpoints_in_state(state: CoordinatorStreamState) -> dict[StartpointKey, S
 
 class StartpointManager:
     """Startpoints of one job. Reads fold the whole coordinator stream (it is small and
-    compacted); writes go through one writer, opened on first use and closed by :meth:`close`."""
+    compacted); writes go through one writer, opened on first use and closed by :meth:`close`
+    (or ``writer``, someone else's, which :meth:`close` leaves open)."""
 
-    def __init__(self, config: Config, source: str = SOURCE) -> None:
+    def __init__(self, config: Config, source: str = SOURCE, *, writer: CoordinatorStreamWriter | None = None) -> None:
         self.config = config
         self.source = source
-        self._writer: CoordinatorStreamWriter | None = None
+        self._writer = writer
+        self._owns_writer = writer is None
 
     # -- writing -----------------------------------------------------------------------------
     def _send(self, *messages: CoordinatorStreamMessage) -> None:
@@ -152,7 +154,7 @@ class StartpointManager:
         return written
 
     def close(self) -> None:
-        if self._writer is not None:
+        if self._writer is not None and self._owns_writer:
             self._writer.close()
             self._writer = None
 

@@ -178,6 +178,32 @@ class KafkaSystemAdmin:
             result[topic] = SystemStreamMetadata(topic, partitions)
         return result
 
+    def offsets_for_times(self, timestamps: dict[SystemStreamPartition, int]) -> dict[SystemStreamPartition, str | None]:
+        """The client's offsets-for-times (ListOffsets with a timestamp, one request per leader):
+        per partition the earliest offset whose record timestamp is at or after the given one
+        (ms); None when no record is (the broker answers -1)."""
+        from kafka import TopicPartition
+
+        if not timestamps:
+            return {}
+        counts = self._partition_counts(sorted({ssp.stream for ssp in timestamps}))
+        for ssp in timestamps:
+            if not 0 <= ssp.partition < counts[ssp.stream]:
+                raise ValueError(
+                    f"kafka system {self.system_name!r}: stream {ssp.stream!r} has no partition {ssp.partition} "
+                    f"(it has {counts[ssp.stream]})"
+                )
+        tps = {ssp: TopicPartition(ssp.stream, ssp.partition) for ssp in timestamps}
+        found = self._call(
+            "list offsets for times", self._client().list_partition_offsets,
+            {tps[ssp]: int(ts) for ssp, ts in timestamps.items()},
+        )
+        result: dict[SystemStreamPartition, str | None] = {}
+        for ssp, tp in tps.items():
+            offset = found[tp].offset
+            result[ssp] = None if offset is None or offset < 0 else str(offset)
+        return result
+
     #: dense integer offsets; the very function, so the bootstrapping chooser can see it
     #: compares integers and skip the call per envelope (Kafka offsets are integers too)
     offset_comparator = staticmethod(compare_int_offsets)
