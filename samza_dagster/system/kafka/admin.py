@@ -181,7 +181,7 @@ class KafkaSystemAdmin:
     def offsets_for_times(self, timestamps: dict[SystemStreamPartition, int]) -> dict[SystemStreamPartition, str | None]:
         """The client's offsets-for-times (ListOffsets with a timestamp, one request per leader):
         per partition the earliest offset whose record timestamp is at or after the given one
-        (ms); None when no record is (the broker answers -1)."""
+        (ms); None when no record is."""
         from kafka import TopicPartition
 
         if not timestamps:
@@ -200,8 +200,11 @@ class KafkaSystemAdmin:
         )
         result: dict[SystemStreamPartition, str | None] = {}
         for ssp, tp in tps.items():
-            offset = found[tp].offset
-            result[ssp] = None if offset is None or offset < 0 else str(offset)
+            offset, ts = found[tp].offset, found[tp].timestamp
+            # no record: offset -1 and timestamp -1; some brokers (tansu) answer offset 0 with
+            # timestamp -1, and a record that matches always has a timestamp >= the one asked for
+            missing = offset is None or offset < 0 or (ts is not None and ts < 0)
+            result[ssp] = None if missing else str(offset)
         return result
 
     #: dense integer offsets; the very function, so the bootstrapping chooser can see it
