@@ -84,6 +84,10 @@ def dispatch(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.command == "run":
         return run(config, args)
+    if args.command == "startpoint":
+        from samza_dagster.cli.startpoints import run_startpoint_command
+
+        return run_startpoint_command(args, config)
     if args.command == "coordinator-stream-writer":
         from samza_dagster.coordinator.commands import run_coordinator_stream_writer
 

@@ -30,6 +30,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def partition_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a partition number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def port(text: str) -> int:
     try:
         value = int(text)
@@ -106,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config_args(plan)
 
     _streams_parser(sub)
+    _startpoint_parser(sub)
 
     writer = sub.add_parser("coordinator-stream-writer", help="set or delete a key of a job's config")
     _config_args(writer)
@@ -155,3 +166,29 @@ def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     tail = action("tail", "print the last messages of a stream")
     tail.add_argument("stream", metavar="[SYSTEM.]STREAM")
     tail.add_argument("-n", "--lines", type=positive_int, default=10, metavar="N", help="per partition (default 10)")
+
+
+def _startpoint_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    startpoint = sub.add_parser("startpoint", help="set, list or delete where inputs start next time")
+    actions = startpoint.add_subparsers(dest="startpoint_command", required=True, metavar="ACTION")
+
+    setter = actions.add_parser("set", help="start a stream's partitions here at the job's next start")
+    _config_args(setter)
+    setter.add_argument("--stream", required=True, metavar="SYSTEM.STREAM", help="an input of the job")
+    setter.add_argument("--partition", type=partition_number, action="append", default=None, metavar="N",
+                        help="only this partition (repeatable; default: every partition)")
+    where = setter.add_mutually_exclusive_group(required=True)
+    where.add_argument("--oldest", action="store_true", help="the oldest offset")
+    where.add_argument("--upcoming", action="store_true", help="the next offset to be written")
+    where.add_argument("--offset", metavar="O", help="this offset")
+    where.add_argument("--timestamp", metavar="TS",
+                       help="the earliest message at or after this time: epoch ms or ISO 8601 (UTC if no zone)")
+
+    listing = actions.add_parser("list", help="the startpoints waiting for the next start")
+    _config_args(listing)
+
+    delete = actions.add_parser("delete", help="remove startpoints before they are applied")
+    _config_args(delete)
+    delete.add_argument("--stream", default=None, metavar="SYSTEM.STREAM", help="default: every stream")
+    delete.add_argument("--partition", type=partition_number, action="append", default=None, metavar="N",
+                        help="only this partition (repeatable)")
