@@ -169,7 +169,7 @@ def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _startpoint_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    startpoint = sub.add_parser("startpoint", help="set, list or delete where inputs start next time")
+    startpoint = sub.add_parser("startpoint", help="set, list, delete input startpoints")
     actions = startpoint.add_subparsers(dest="startpoint_command", required=True, metavar="ACTION")
 
     setter = actions.add_parser("set", help="start a stream's partitions here at the job's next start")
