@@ -1,11 +1,13 @@
 """Dagster factories shared by the applications (the only engine package importing dagster):
 stream assets from an execution plan, the job op, the coordinator-stream and observation sensors,
-the failure sensor, the daily reprocessing backfill (:func:`reprocessing_backfill`), and an application's whole
+the failure sensor, the daily reprocessing backfills (:func:`reprocessing_backfill` re-sends a day,
+:func:`rewind_backfill` rewinds an input to a day by startpoints), and an application's whole
 definitions."""
 
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill, resend_window
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, asset_role, stream_assets, stream_key
+from samza_dagster.orchestration.rewind import rewind_backfill, rewind_to_time
 from samza_dagster.orchestration.observation import StreamObservation, observe_streams
 from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
 from samza_dagster.orchestration.sensors import (
@@ -34,6 +36,8 @@ __all__ = [
     "op_name",
     "reprocessing_backfill",
     "resend_window",
+    "rewind_backfill",
+    "rewind_to_time",
     "samza_job_failure_sensor",
     "samza_job_asset",
     "stream_assets",

@@ -74,7 +74,8 @@ def application_definitions(
         )
         fed_by: dict[str, list[dg.AssetKey]] = {}
         for backfill in backfills:
-            fed_by.setdefault(backfill.batch.id, []).append(backfill.key)
+            if backfill.source.id != backfill.batch.id:  # a rewind reads its stream, it does not feed it
+                fed_by.setdefault(backfill.batch.id, []).append(backfill.key)
         read_specs = [
             spec.merge_attributes(deps=fed_by[spec.key.path[-1]]) if spec.key.path[-1] in fed_by else spec
             for spec in streams.read_specs

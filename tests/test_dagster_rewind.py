@@ -1,0 +1,115 @@
+"""The rewind backfill on a real log and a real Dagster instance: materializing a day's partition
+writes timestamp startpoints for every partition of the job's input, the job's next run reads
+that input again from the day's first offset (per partition), and the startpoints are gone after
+it. Over several days the earliest pending rewind is kept, whatever order the runs ran in. A day
+no message is at or after fails the run naming the time, and moves no offset."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from resources import SamzaSystemsResource
+from samza_dagster.config import Config
+from samza_dagster.coordinator.startpoint import StartpointTimestamp
+from samza_dagster.coordinator.startpoint_tool import list_startpoints
+from samza_dagster.orchestration import application_definitions, rewind_backfill
+from samza_dagster.runtime import run_job
+from samza_dagster.system.streams import create_streams, produce, read_stream
+
+
+def _ms(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp() * 1000)
+
+
+#: two messages a day from 2024-03-01 to 03-04, alternating between the two partitions
+EVENTS = [(f"{day}T{hour:02d}", _ms(f"2024-03-{day[-2:]}T{hour:02d}:00:00"))
+          for day in ("2024-03-01", "2024-03-02", "2024-03-03", "2024-03-04") for hour in (6, 18)]
+
+BASE = {
+    "job.name": "rewinder",
+    "job.factory.class": "thread",
+    "job.default.system": "log",
+    "systems.log.samza.factory": "log",
+    "systems.log.samza.msg.serde": "string",
+    "task.class": "tests.apps.tasks:CopyTask",
+    "task.inputs": "log.events",
+    "streams.events.samza.system": "log",
+    "streams.events.partitions": "2",
+    "streams.events.samza.bounded": "true",
+    "test.output.stream": "copied",
+}
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
+    config = systems.apply(Config(BASE))
+    create_streams(config, {"events": 2, "copied": 1})
+    produce(config, "events", [(None, name.encode(), ts) for name, ts in EVENTS])
+    assert run_job(config).succeeded  # everything read and checkpointed once
+    assert len(read_stream(config, "copied")) == len(EVENTS)
+    backfill = rewind_backfill("rewinder", Config(BASE), stream="events", start_date="2024-03-01")
+    return config, backfill, {"samza_systems": systems}
+
+
+def _copied_since(config: Config, seen: int) -> list[str]:
+    return [r.value.decode() for r in read_stream(config, "copied")][seen:]
+
+
+def test_a_days_partition_rewinds_the_input_to_that_day(setup):
+    config, backfill, resources = setup
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([backfill.asset], partition_key="2024-03-03", resources=resources, instance=instance)
+    assert result.success
+    (mat,) = result.get_asset_materialization_events()
+    offsets = mat.materialization.metadata["starting_offsets"].value
+    day = _ms("2024-03-03T00:00:00")
+    events = read_stream(config, "events")
+    expected = {str(p): str(min(r.offset for r in events if r.partition == p and r.timestamp >= day)) for p in (0, 1)}
+    assert offsets == expected
+    assert {k.ssp.partition: sp for k, sp in list_startpoints(config).items()} == {
+        p: StartpointTimestamp(day, creation_timestamp=sp.creation_timestamp)
+        for p, sp in ((k.ssp.partition, sp) for k, sp in list_startpoints(config).items())
+    }
+
+    assert run_job(config).succeeded
+    again = sorted(_copied_since(config, len(EVENTS)))
+    assert again == sorted(name for name, ts in EVENTS if ts >= day)
+    assert list_startpoints(config) == {}
+    assert run_job(config).succeeded  # the next start resumes from the checkpoint
+    assert _copied_since(config, len(EVENTS) + len(again)) == []
+
+
+def test_a_backfill_over_days_keeps_the_earliest_rewind(setup):
+    config, backfill, resources = setup
+    instance = dg.DagsterInstance.ephemeral()
+    for day in ("2024-03-03", "2024-03-02", "2024-03-04"):  # runs of a backfill, in any order
+        assert dg.materialize([backfill.asset], partition_key=day, resources=resources, instance=instance).success
+    assert {sp.timestamp for sp in list_startpoints(config).values()} == {_ms("2024-03-02T00:00:00")}
+    assert run_job(config).succeeded
+    assert sorted(_copied_since(config, len(EVENTS))) == sorted(n for n, ts in EVENTS if ts >= _ms("2024-03-02T00:00:00"))
+
+
+def test_a_day_after_every_message_fails_naming_it_and_moves_nothing(setup):
+    config, backfill, resources = setup
+    result = dg.materialize([backfill.asset], partition_key="2024-03-05", resources=resources,
+                            instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    text = str(failure.event_specific_data.error)
+    assert "2024-03-05T00:00:00+00:00" in text and "no message at or after" in text
+    assert list_startpoints(config) == {}
+
+
+def test_application_definitions_take_a_rewind_backfill(tmp_path):
+    backfill = rewind_backfill("rewinder", Config(BASE), stream="log.events", start_date="2024-03-01")
+    defs = application_definitions("rewinder", Config(BASE), declared_outputs=["log.copied"], backfills=[backfill])
+    assert backfill.key in defs.assets[-1].keys  # drawn as reading events, not feeding it (no cycle)
+    (rewind,) = [a for a in defs.assets if getattr(a, "keys", None) and backfill.key in a.keys]
+    assert rewind.asset_deps[backfill.key] == {dg.AssetKey(["rewinder", "events"])}
+    with pytest.raises(ValueError, match="not an input of job rewinder"):
+        rewind_backfill("rewinder", Config(BASE), stream="log.copied", start_date="2024-03-01")
