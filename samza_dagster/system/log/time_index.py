@@ -73,8 +73,8 @@ def ensure_schema(conn: StreamConnection) -> None:
 
 def catch_up(conn: StreamConnection, partition: int, head: int | None) -> None:
     """Index ``partition`` up to and including offset ``head`` (its newest offset; None: empty)."""
-    if head is None:
-        return
+    if head is None or _indexed_through(conn, partition) > head:
+        return  # up to date: no write transaction (it would wait for producers' write lock)
     version = conn.log_format.version
     index_sql = _index_sql(version)
     while True:
@@ -107,6 +107,15 @@ def catch_up(conn: StreamConnection, partition: int, head: int | None) -> None:
             raise
         if end > head:
             return
+
+
+def _indexed_through(conn: StreamConnection, partition: int) -> int:
+    """The first offset of ``partition`` not indexed yet (0 before the index exists)."""
+    try:
+        row = conn.execute('SELECT next_offset FROM time_index_state WHERE "partition" = ?', (partition,)).fetchone()
+    except sqlite3.OperationalError:  # no such table: a file no lookup has touched yet
+        return 0
+    return 0 if row is None else int(row[0])
 
 
 def offset_for_time(conn: StreamConnection, partition: int, timestamp: int, oldest: int | None, head: int | None) -> int | None:
