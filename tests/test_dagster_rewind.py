@@ -1,8 +1,9 @@
 """The rewind backfill on a real log and a real Dagster instance: materializing a day's partition
 writes timestamp startpoints for every partition of the job's input, the job's next run reads
 that input again from the day's first offset (per partition), and the startpoints are gone after
-it. Over several days the earliest pending rewind is kept, whatever order the runs ran in. A day
-no message is at or after fails the run naming the time, and moves no offset."""
+it. Over several days the earliest pending rewind is kept, whatever order the runs ran in. A
+partition with nothing that day starts at its upcoming offset; a day no message is at or after
+fails the run naming the time, and moves no offset."""
 
 from __future__ import annotations
 
@@ -94,6 +95,18 @@ def test_a_backfill_over_days_keeps_the_earliest_rewind(setup):
     assert sorted(_copied_since(config, len(EVENTS))) == sorted(n for n, ts in EVENTS if ts >= _ms("2024-03-02T00:00:00"))
 
 
+def test_a_quiet_partition_starts_at_its_upcoming_offset(setup):
+    config, backfill, resources = setup
+    produce(config, "events", [(None, b"2024-03-05T12", _ms("2024-03-05T12:00:00"))])  # partition 0 only
+    upcoming_1 = str(max(r.offset for r in read_stream(config, "events") if r.partition == 1) + 1)
+    result = dg.materialize([backfill.asset], partition_key="2024-03-05", resources=resources,
+                            instance=dg.DagsterInstance.ephemeral())
+    (mat,) = result.get_asset_materialization_events()
+    assert mat.materialization.metadata["starting_offsets"].value == {"0": "4", "1": upcoming_1}
+    assert run_job(config).succeeded
+    assert _copied_since(config, len(EVENTS)) == ["2024-03-05T12"]
+
+
 def test_a_day_after_every_message_fails_naming_it_and_moves_nothing(setup):
     config, backfill, resources = setup
     result = dg.materialize([backfill.asset], partition_key="2024-03-05", resources=resources,
@@ -101,7 +114,7 @@ def test_a_day_after_every_message_fails_naming_it_and_moves_nothing(setup):
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     text = str(failure.event_specific_data.error)
-    assert "2024-03-05T00:00:00+00:00" in text and "no message at or after" in text
+    assert "2024-03-05T00:00:00+00:00" in text and "is at or after 1709596800000 (2024-03-05T00:00:00.000Z)" in text
     assert list_startpoints(config) == {}
 
 

@@ -14,8 +14,9 @@ after it, ahead of its checkpoint, and reads on from there. Usage::
 
 A backfill over several days launches one run per day; each run keeps an earlier pending rewind
 of the same partition (a rewind never moves a pending one forward), so the job starts at the
-range's first day whatever order the runs finish in. A day no message is at or after fails the
-run naming the time, and moves no offset.
+range's first day whatever order the runs finish in. A partition with nothing at or after the day
+starts at its upcoming offset; a day no message of any partition is at or after fails the run
+naming the time, and moves no offset.
 """
 
 # no "from __future__ import annotations": Dagster reads the context annotation at definition time
@@ -25,8 +26,8 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.startpoint import StartpointError, StartpointTimestamp
-from samza_dagster.coordinator.startpoint_resolver import resolve_startpoints
+from samza_dagster.coordinator.startpoint import Startpoint, StartpointError, StartpointSpecific, StartpointTimestamp
+from samza_dagster.coordinator.startpoint_resolver import format_timestamp, resolve_startpoints
 from samza_dagster.coordinator.startpoint_tool import input_stream, list_startpoints, set_startpoints
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration.assets import _group_name, stream_key
@@ -37,27 +38,45 @@ from samza_dagster.system.factories import system_admin
 
 
 def rewind_to_time(config: Config, stream: str, timestamp_ms: int) -> dict[SystemStreamPartition, str]:
-    """Set a timestamp startpoint for every partition of ``stream`` (an input of the job),
-    keeping a pending timestamp startpoint of a partition that is earlier. Returns the offset
-    each partition will start at (as resolved now). StartpointError, and nothing written, when a
-    partition has no message at or after ``timestamp_ms``."""
+    """Rewind every partition of ``stream`` (an input of the job) to its earliest offset whose
+    timestamp is at or after ``timestamp_ms``, by startpoints applied at the job's next start.
+
+    A partition already holding an earlier pending timestamp startpoint keeps it. A partition
+    with no message at or after the time (a quiet one) starts at its upcoming offset as of now —
+    what arrives later is read, nothing before the time is. StartpointError, with nothing
+    written, when no partition has a message at or after the time. Returns the offset each
+    partition will start at (as resolved now)."""
     target = input_stream(config, stream)
-    with system_admin(config, target.system) as admin:
-        partitions = sorted(admin.get_system_stream_metadata([target.stream])[target.stream].partitions)
-    earlier = {
-        key.ssp.partition for key, sp in list_startpoints(config).items()
-        if key.task_name is None and (key.ssp.system, key.ssp.stream) == (target.system, target.stream)
-        and isinstance(sp, StartpointTimestamp) and sp.timestamp <= timestamp_ms
-    }
-    moved = [p for p in partitions if p not in earlier]
-    if moved:
-        set_startpoints(config, stream, StartpointTimestamp(timestamp_ms), moved)
-    mine = {
+    pending = {
         key.ssp: sp for key, sp in list_startpoints(config).items()
         if key.task_name is None and (key.ssp.system, key.ssp.stream) == (target.system, target.stream)
     }
     with system_admin(config, target.system) as admin:
-        return resolve_startpoints(mine, lambda _system: admin)
+        partitions = admin.get_system_stream_metadata([target.stream])[target.stream].partitions
+        ssps = [SystemStreamPartition(target.system, target.stream, p) for p in sorted(partitions)]
+        found = admin.offsets_for_times(dict.fromkeys(ssps, timestamp_ms))
+    if all(found[ssp] is None for ssp in ssps):
+        raise StartpointError(
+            f"no message of {target.system}.{target.stream} (partitions {', '.join(str(s.partition) for s in ssps)}) "
+            f"is at or after {format_timestamp(timestamp_ms)}"
+        )
+    rewind = StartpointTimestamp(timestamp_ms)
+    by_kind: dict[Startpoint, list[int]] = {}
+    for ssp in ssps:
+        mine = pending.get(ssp)
+        if isinstance(mine, StartpointTimestamp) and mine.timestamp <= timestamp_ms:
+            continue  # an earlier rewind is waiting: keep it
+        startpoint: Startpoint = (rewind if found[ssp] is not None
+                                  else StartpointSpecific(partitions[ssp.partition].upcoming_offset))
+        by_kind.setdefault(startpoint, []).append(ssp.partition)
+    for startpoint, parts in by_kind.items():
+        set_startpoints(config, stream, startpoint, parts)
+    current = {
+        key.ssp: sp for key, sp in list_startpoints(config).items()
+        if key.task_name is None and key.ssp in set(ssps)
+    }
+    with system_admin(config, target.system) as admin:
+        return resolve_startpoints(current, lambda _system: admin)
 
 
 def rewind_backfill(
