@@ -1,5 +1,5 @@
-"""Startpoints on a real job (thread runner, bounded input, CopyTask into an output stream), on
-the embedded log and on Kafka (the tansu broker, both clients): each of the four kinds is
+"""Startpoints on a real job (bounded input, CopyTask into an output stream), on the embedded log
+(thread, process and Spark runners) and on Kafka (the tansu broker, both clients; thread runner): each of the four kinds is
 applied once ahead of the checkpoint, the first commit removes it so a restart resumes from the
 checkpoint, and a crash before that commit applies it again."""
 
@@ -48,13 +48,13 @@ def produce_timed(config: Config, system: str, stream: str, values: list[tuple[s
 
 
 class Scenario:
-    def __init__(self, config: Config, system: str, prefix: str) -> None:
+    def __init__(self, config: Config, system: str, prefix: str, runner: str = "thread") -> None:
         self.system = system
         self.input = f"{prefix}in"
         self.output = f"{prefix}out"
         self.ssp = SystemStreamPartition(system, self.input, 0)
         self.config = config.with_overrides({
-            "job.factory.class": "thread",
+            "job.factory.class": runner,
             "job.default.system": system,
             "job.coordinator.system": system,
             "task.inputs": f"{system}.{self.input}",
@@ -138,13 +138,14 @@ def run_scenario(s: Scenario) -> None:
     assert s.run() == _m(12)
 
 
-def test_startpoints_on_the_embedded_log(tmp_path: Path):
+@pytest.mark.parametrize("runner", ["thread", "process", pytest.param("spark", marks=pytest.mark.spark)])
+def test_startpoints_on_the_embedded_log(tmp_path: Path, runner: str):
     config = Config({
         "job.name": "startpoints",
         "systems.log.samza.factory": "log",
         "systems.log.log.path": str(tmp_path / "log"),
     })
-    run_scenario(Scenario(config, "log", ""))
+    run_scenario(Scenario(config, "log", "", runner))
 
 
 @pytest.mark.kafka
