@@ -1,7 +1,8 @@
 """Startpoints on a real job (bounded input, CopyTask into an output stream), on the embedded log
-(thread, process and Spark runners) and on Kafka (the tansu broker, both clients; thread runner): each of the four kinds is
-applied once ahead of the checkpoint, the first commit removes it so a restart resumes from the
-checkpoint, and a crash before that commit applies it again."""
+(thread, process and Spark runners) and on Kafka (the tansu broker, both clients; thread
+runner): each of the four kinds is applied once ahead of the checkpoint, the first commit removes
+it so a restart resumes from the checkpoint, and a crash before that commit applies it again.
+On Kafka also: bad startpoints are refused naming the value, with nothing written."""
 
 from __future__ import annotations
 
@@ -16,13 +17,20 @@ from samza_dagster.coordinator.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
+from samza_dagster.coordinator.startpoint import StartpointError
 from samza_dagster.coordinator.startpoint_manager import StartpointManager
+from samza_dagster.coordinator.startpoint_tool import set_startpoints
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory
 from samza_dagster.system.streams import read_stream
 from samza_dagster.task import StreamTask
 from tests.apps.harness import read_checkpoints
+
+
+#: 2100-01-01: after every record's timestamp, and (for the tansu broker, which compares with the
+#: time it appended the records: support/kafka_broker.py) after that too
+AFTER_ALL = 4_102_444_800_000
 
 
 class CrashingTask(StreamTask):
@@ -111,8 +119,8 @@ def run_scenario(s: Scenario) -> None:
     assert s.checkpoint() == "9"
 
     # timestamp, with a crash before the first commit: applied again by the next start. Between
-    # m6 and m7 the earliest at or after is m7; the tansu broker answers only timestamps at or
-    # before a partition's first record (support/kafka_broker.py), so on Kafka: m0's.
+    # m6 and m7 the earliest at or after is m7; the tansu broker answers that right only for
+    # timestamps at or before a partition's first record (support/kafka_broker.py): on Kafka, m0's.
     s.set(StartpointTimestamp(s.first_ts if s.system == "kafka" else 1_000_000 + 6500))
     result = run_job(s.config.with_overrides({"task.class": "tests.test_startpoints:CrashingTask"}))
     assert not result.succeeded
@@ -157,3 +165,34 @@ def test_startpoints_on_kafka(kafka_config: Config, kafka_topic_prefix: str):
         "systems.kafka.producer.batch.size": "0",
     })
     run_scenario(Scenario(config, "kafka", f"{kafka_topic_prefix}-"))
+
+
+@pytest.mark.kafka
+def test_bad_startpoints_on_kafka_are_refused_and_write_nothing(kafka_config: Config, kafka_topic_prefix: str):
+    config = kafka_config.with_overrides({
+        "job.name": kafka_topic_prefix.replace("-", "_")[-40:],
+        "systems.kafka.producer.batch.size": "0",  # one record per batch (support/kafka_broker.py)
+    })
+    s = Scenario(config, "kafka", f"{kafka_topic_prefix}-")
+    produce_timed(s.config, "kafka", s.input, [(f"m{i}", 1_000_000 + 1000 * i) for i in range(3)])
+    admin = system_factory(s.config, "kafka").get_admin("kafka", s.config)
+    try:
+        assert admin.offsets_for_times({s.ssp: 1_000_000}) == {s.ssp: "0"}
+        assert admin.offsets_for_times({s.ssp: AFTER_ALL}) == {s.ssp: None}
+        with pytest.raises(ValueError, match=f"stream '{s.input}' has no partition 3"):
+            admin.offsets_for_times({SystemStreamPartition("kafka", s.input, 3): 0})
+    finally:
+        admin.close()
+    bad = [
+        (StartpointTimestamp(AFTER_ALL), None, "no message at or after that time"),
+        (StartpointSpecific("4"), None, r"offset 4 is not in .* \(it holds 0\.\.3, 3 being the next to be written\)"),
+        (StartpointOldest(), [2], f"kafka.{s.input} has no partition 2"),
+    ]
+    set_startpoints(s.config, f"kafka.{s.input}", StartpointSpecific("3"))  # upcoming itself is allowed
+    before = s.remaining()
+    for startpoint, partitions, named in bad:
+        with pytest.raises(StartpointError, match=named):
+            set_startpoints(s.config, f"kafka.{s.input}", startpoint, partitions)
+    with pytest.raises(StartpointError, match=f"stream 'kafka.{s.output}' is not an input"):
+        set_startpoints(s.config, f"kafka.{s.output}", StartpointOldest())
+    assert s.remaining() == before
