@@ -176,12 +176,7 @@ class SamzaContainer:
         starting = self._starting_offsets(plan.input_ssps, metadata, last)
         # startpoints (read from the coordinator stream) win over checkpoints
         self.startpoints = ContainerStartpoints(self.config, self.container_id)
-        self.startpoints.load(self.container_model.tasks)
-        starting.update(self.startpoints.starting_offsets(
-            self._admin, metadata, lambda system, a, b: self._admin(system).offset_comparator(a, b)
-        ))
-        for name in self.startpoints.applied:
-            self.tasks[name].uncommitted = True  # the first commit must cover the startpoint
+        starting.update(self.startpoints.apply(self.container_model.tasks, self.tasks, self._admin, metadata))
         self._start_consumers(plan, metadata, starting)
         self._create_run_loop(plan)
         self.side_inputs.start()
@@ -346,11 +341,8 @@ class SamzaContainer:
         # since the last checkpoint means there is nothing new to commit
         if not ti.uncommitted and previous is not None and all(previous.offsets.get(s) == o for s, o in offsets.items()):
             return
-        startpoints = self.startpoints
-        if startpoints is not None and startpoints.pending(ti.task_name):
-            # a startpoint's partition not processed yet: checkpoint "before the startpoint"
-            for ssp, off in startpoints.checkpoint_positions(ti.task_name).items():
-                offsets.setdefault(ssp, off)
+        if self.startpoints is not None:  # before the previous checkpoint's offsets: they are older
+            self.startpoints.fill_checkpoint(ti.task_name, offsets)
         if previous is not None:  # partitions not processed since keep their checkpointed offset
             for ssp, off in previous.offsets.items():
                 offsets.setdefault(ssp, off)
@@ -382,8 +374,8 @@ class SamzaContainer:
         self.checkpoints.write(ti.task_name, checkpoint)
         self.last_checkpoints[ti.task_name] = checkpoint
         ti.uncommitted = False
-        if startpoints is not None and startpoints.pending(ti.task_name):
-            startpoints.committed(ti.task_name, checkpoint.offsets, set(ti.last_processed))
+        if self.startpoints is not None:
+            self.startpoints.committed(ti.task_name, checkpoint.offsets, set(ti.last_processed))
         if log.isEnabledFor(logging.DEBUG):
             log.debug("committed %s: %s %s", ti.task_name, checkpoint.offsets, ti.metrics.snapshot())
 

@@ -42,6 +42,21 @@ class ContainerStartpoints:
         #: task → partition → the offset to checkpoint for it while nothing was processed
         self._positions: dict[str, dict[SystemStreamPartition, str]] = {}
 
+    def apply(
+        self, models: Mapping[str, TaskModel], tasks: Mapping[str, Any], admin_for: Callable[[str], Any],
+        metadata: Mapping[SystemStream, SystemStreamMetadata],
+    ) -> dict[SystemStreamPartition, str]:
+        """Load the startpoints of ``models``' tasks and resolve them: the starting offsets that
+        replace the checkpoint's. Each task with one is marked uncommitted, so its first commit
+        writes a checkpoint even when nothing was read."""
+        self.load(models)
+        offsets = self.starting_offsets(
+            admin_for, metadata, lambda system, a, b: admin_for(system).offset_comparator(a, b)
+        )
+        for name in self.applied:
+            tasks[name].uncommitted = True
+        return offsets
+
     def load(self, tasks: Mapping[str, TaskModel]) -> None:
         for task, startpoints in self._manager.task_startpoints(tasks).items():
             own = tasks[task].ssps
@@ -77,15 +92,20 @@ class ContainerStartpoints:
     def pending(self, task: str) -> bool:
         return bool(self.applied.get(task))
 
-    def checkpoint_positions(self, task: str) -> dict[SystemStreamPartition, str]:
-        return dict(self._positions.get(task, {}))
+    def fill_checkpoint(self, task: str, offsets: dict[SystemStreamPartition, str]) -> None:
+        """A startpoint's partition nothing was processed from yet: checkpoint "before the
+        startpoint" (processed offsets, already in ``offsets``, win)."""
+        if self.pending(task):
+            for ssp, offset in self._positions.get(task, {}).items():
+                offsets.setdefault(ssp, offset)
 
     def committed(self, task: str, checkpointed: Mapping[SystemStreamPartition, str], processed: set[SystemStreamPartition]) -> None:
         """After ``task`` wrote a checkpoint: delete the startpoints it covers."""
         applied = self.applied.get(task)
         if not applied:
             return
-        covered = [ssp for ssp in applied if ssp in processed or ssp in self._positions.get(task, {}) and ssp in checkpointed]
+        positions = self._positions.get(task, {})
+        covered = [ssp for ssp in applied if ssp in processed or (ssp in positions and ssp in checkpointed)]
         if not covered:
             return
         self._manager.remove_task_startpoints(task, covered)
