@@ -35,6 +35,9 @@ def _before(offset: str) -> str | None:
 
 
 class ContainerStartpoints:
+    """The startpoints of one container's tasks, from :meth:`apply` at start to the commits
+    that cover them (:meth:`fill_checkpoint`, :meth:`committed`)."""
+
     def __init__(self, config: Config, container_id: str) -> None:
         self._manager = StartpointManager(config, source=f"SamzaContainer-{container_id}")
         #: task → partition → the startpoint applied (until the task's commit covers it)
@@ -50,9 +53,7 @@ class ContainerStartpoints:
         replace the checkpoint's. Each task with one is marked uncommitted, so its first commit
         writes a checkpoint even when nothing was read."""
         self.load(models)
-        offsets = self.starting_offsets(
-            admin_for, metadata, lambda system, a, b: admin_for(system).offset_comparator(a, b)
-        )
+        offsets = self.starting_offsets(admin_for, metadata)
         for name in self.applied:
             tasks[name].uncommitted = True
         return offsets
@@ -68,10 +69,7 @@ class ContainerStartpoints:
                                 startpoint.describe(), task, ssp)
 
     def starting_offsets(
-        self,
-        admin_for: Callable[[str], Any],
-        metadata: Mapping[SystemStream, SystemStreamMetadata],
-        compare: Callable[[str, str, str], int],
+        self, admin_for: Callable[[str], Any], metadata: Mapping[SystemStream, SystemStreamMetadata]
     ) -> dict[SystemStreamPartition, str]:
         """The offsets the startpoints resolve to, per partition. A partition two tasks of this
         container read with different startpoints starts at the earlier (each task still
@@ -85,7 +83,7 @@ class ContainerStartpoints:
                 before = _before(offset)
                 if before is not None:
                     self._positions.setdefault(task, {})[ssp] = before
-                if ssp not in result or compare(ssp.system, offset, result[ssp]) < 0:
+                if ssp not in result or admin_for(ssp.system).offset_comparator(offset, result[ssp]) < 0:
                     result[ssp] = offset
         return result
 

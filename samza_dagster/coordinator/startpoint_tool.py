@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
@@ -21,7 +22,7 @@ from samza_dagster.coordinator.startpoint import (
 )
 from samza_dagster.coordinator.startpoint_manager import StartpointManager
 from samza_dagster.coordinator.startpoint_resolver import resolve_startpoints
-from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamPartition, SystemStreamPartitionMetadata
 from samza_dagster.system.factories import system_admin
 
 
@@ -87,9 +88,10 @@ def set_startpoints(
     return SetResult(offsets, startpoint)
 
 
-def _check_offset(admin: object, ssp: SystemStreamPartition, offset: str, pm: object) -> None:
-    compare = admin.offset_comparator  # type: ignore[attr-defined]
-    oldest, upcoming = pm.oldest_offset, pm.upcoming_offset  # type: ignore[attr-defined]
+def _check_offset(admin: Any, ssp: SystemStreamPartition, offset: str, pm: SystemStreamPartitionMetadata) -> None:
+    """A specific offset must be one the partition holds, or its upcoming one."""
+    compare = admin.offset_comparator
+    oldest, upcoming = pm.oldest_offset, pm.upcoming_offset
     try:
         inside = compare(oldest, offset) <= 0 and compare(offset, upcoming) <= 0
     except (TypeError, ValueError):
