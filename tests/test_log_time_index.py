@@ -110,3 +110,26 @@ def test_unknown_partition_and_stream_are_named(log):
         admin.offsets_for_times({SystemStreamPartition("log", "s", 5): 0})
     with pytest.raises(StreamNotFoundError, match="nope"):
         admin.offsets_for_times({SystemStreamPartition("log", "nope", 0): 0})
+
+
+def test_after_the_log_cleaner_removed_indexed_rows(log):
+    """The real cleaner (retention by time, then compaction) removes rows the index points at."""
+    factory, config, admin, root = log
+    hour = 3_600_000
+    admin.create_stream(StreamSpec("c", "c", "log", 1, {"cleanup.policy": "compact,delete", "retention.ms": str(hour),
+                                                         "min.compaction.lag.ms": "0"}))
+    producer = factory.get_producer("log", config)
+    producer.register("t")
+    now = 100 * hour
+    # keys a/b/c repeat: compaction keeps the newest of each; the first two are past retention
+    rows = [(b"a", now - 3 * hour), (b"b", now - 2 * hour), (b"a", now - 30_000), (b"c", now - 20_000),
+            (b"b", now - 25_000), (b"a", now - 10_000), (b"d", now - 15_000), (b"c", now - 5_000)]
+    for key, ts in rows:
+        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", "c"), b"v", key=key, partition=0, event_time=ts))
+    producer.stop()
+    probes = [0, now - 3 * hour, now - hour, now - 30_000, now - 25_000, now - 21_000, now - 12_000, now - 5_000, now]
+    _check_all(admin, root, "c", 0, probes)  # indexes every row
+    stats = admin.clean_stream("c", now_ms=now)
+    assert stats.deleted > 0
+    assert len(_rows(root, "c", 0)) < len(rows)
+    _check_all(admin, root, "c", 0, probes)
