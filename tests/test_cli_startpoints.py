@@ -18,7 +18,7 @@ from samza_dagster.coordinator.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from samza_dagster.coordinator.startpoint_tool import list_startpoints
+from samza_dagster.runtime.startpoints import list_startpoints
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime import run_job
 from samza_dagster.system.streams import create_streams, produce, read_stream

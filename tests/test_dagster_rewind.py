@@ -16,7 +16,7 @@ import pytest
 from resources import SamzaSystemsResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.startpoint import StartpointTimestamp
-from samza_dagster.coordinator.startpoint_tool import list_startpoints
+from samza_dagster.runtime.startpoints import list_startpoints
 from samza_dagster.orchestration import application_definitions, rewind_backfill
 from samza_dagster.runtime import run_job
 from samza_dagster.system.streams import create_streams, produce, read_stream

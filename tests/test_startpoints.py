@@ -19,7 +19,7 @@ from samza_dagster.coordinator.startpoint import (
 )
 from samza_dagster.coordinator.startpoint import StartpointError
 from samza_dagster.coordinator.startpoint_manager import StartpointManager
-from samza_dagster.coordinator.startpoint_tool import set_startpoints
+from samza_dagster.runtime.startpoints import set_startpoints
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory

@@ -19,7 +19,7 @@ from samza_dagster.coordinator.startpoint import (
     parse_timestamp_value,
 )
 from samza_dagster.coordinator.startpoint_resolver import format_timestamp
-from samza_dagster.coordinator.startpoint_tool import delete_startpoints, list_startpoints, set_startpoints
+from samza_dagster.runtime.startpoints import delete_startpoints, list_startpoints, set_startpoints
 
 
 def run_startpoint_command(args: argparse.Namespace, config: Config) -> int:

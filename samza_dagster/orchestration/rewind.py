@@ -28,7 +28,7 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.coordinator.startpoint import Startpoint, StartpointError, StartpointSpecific, StartpointTimestamp
 from samza_dagster.coordinator.startpoint_resolver import format_timestamp, resolve_startpoints
-from samza_dagster.coordinator.startpoint_tool import input_stream, list_startpoints, set_startpoints
+from samza_dagster.runtime.startpoints import input_stream, list_startpoints, set_startpoints
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, _stream
