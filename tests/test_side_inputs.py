@@ -203,3 +203,31 @@ def test_stored_offsets_that_retention_removed_continue_from_the_oldest_with_a_w
     assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 2}
     assert any("skipping [2, 3)" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
     assert _seen(config, "log")[-1]["profile"] == {"name": "e"}
+
+
+def test_tasks_sharing_a_side_input_partition_resume_from_the_earliest_store(tmp_path):
+    """Grouped by stream partition, two tasks read partition 0 of the side input, each into its
+    own store. When one store is lost (its directory deleted), the restart reads the partition
+    from where that store needs it — the oldest offset — not from where the other left off."""
+    import shutil
+
+    config = _bounded(_config(_log_base(tmp_path), "log", **{
+        "task.inputs": "log.users,log.clicks",
+        "job.systemstreampartition.grouper.factory": "group-by-system-stream-partition",
+        "systems.log.streams.clicks.samza.msg.serde": "string",
+        "systems.log.streams.clicks.samza.bounded": "true",
+    }))
+    _streams(config, "log")
+    create_stream(config, "log", "clicks", 1)
+    _profile(config, "log", "u1", "ann")
+    _user(config, "log", "u1")
+    produce(config, "log", "clicks", [(0, None, b"u1")])
+    assert run_job(config).succeeded
+
+    lost = tmp_path / "state" / "enrich-1" / "profiles" / "SystemStreamPartition_log_clicks_0_"
+    assert (lost / OFFSETS_FILE).exists(), sorted(p.name for p in lost.parent.iterdir())
+    shutil.rmtree(lost)
+    produce(config, "log", "clicks", [(0, None, b"u1")])
+    result = run_job(config)
+    assert result.succeeded, result.summary_line()
+    assert [m["profile"] for m in _seen(config, "log")][-1] == {"name": "ann"}

@@ -220,17 +220,13 @@ class SideInputsManager:
         by_system: dict[str, set[str]] = {}
         for ssp in self._by_ssp:
             by_system.setdefault(ssp.system, set()).add(ssp.stream)
-        stored: dict[SystemStreamPartition, str] = {}
         for s in self.stores:
-            for ssp, offset in s.stored_offsets().items():
-                s.applied[ssp] = offset
-                # two tasks never share a partition; one store per (task, stream partition)
-                stored[ssp] = offset
+            s.applied.update(s.stored_offsets())
         heads: dict[SystemStreamPartition, str | None] = {}
         for system, streams in by_system.items():
             admin = self._admin_for(system)
             metadata = admin.get_system_stream_metadata(sorted(streams))
-            resume = admin.get_offsets_after({ssp: o for ssp, o in stored.items() if ssp.system == system})
+            resume = admin.get_offsets_after(self._stored_positions(system, admin.offset_comparator))
             consumer = self._consumers[system] = self._consumer_for(system)
             for ssp in [s for s in self._by_ssp if s.system == system]:
                 pm = metadata[ssp.stream].partitions[ssp.partition]
@@ -250,6 +246,23 @@ class SideInputsManager:
         for consumer in self._consumers.values():
             consumer.start()
         return heads
+
+    def _stored_positions(self, system: str, compare: Callable[[str, str], int]) -> dict[SystemStreamPartition, str]:
+        """Per partition of ``system``, where every store it feeds has got to: the earliest of
+        their stored offsets (re-applying a message is harmless, skipping one is not); none
+        when a store it feeds has no stored offset (it reads from the oldest)."""
+        positions: dict[SystemStreamPartition, str] = {}
+        for ssp, targets in self._by_ssp.items():
+            if ssp.system != system:
+                continue
+            offsets = [t.applied.get(ssp) for t in targets]
+            if offsets and None not in offsets:
+                earliest = offsets[0]
+                for offset in offsets[1:]:
+                    if compare(offset, earliest) < 0:
+                        earliest = offset
+                positions[ssp] = earliest
+        return positions
 
     def _follow(self) -> None:
         ssps_by_system: dict[str, list[SystemStreamPartition]] = {}
