@@ -10,7 +10,12 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.orchestration import SYSTEMS_RESOURCE_KEY, application_definitions, reprocessing_backfill
+from samza_dagster.orchestration import (
+    SYSTEMS_RESOURCE_KEY,
+    application_definitions,
+    reprocessing_backfill,
+    rewind_backfill,
+)
 
 APPLICATION = "user_classification"
 CONFIG_PATH = Path(__file__).with_name("user_classification.properties")
@@ -63,6 +68,13 @@ def daily_reprocessing():
                                  keep_event_time=False)
 
 
+def daily_rewind():
+    # Samza's other way to reprocess a day: rewind the batch input itself (a timestamp startpoint
+    # per partition), read again from that day's first message at the job's next start
+    return rewind_backfill(APPLICATION, CONFIG_PATH, stream="reclassify_requests", start_date="2024-01-01")
+
+
 def definitions() -> dg.Definitions:
     return application_definitions(APPLICATION, CONFIG_PATH, declared_outputs=["log.user_country"],
-                                   jobs=[load_sample_job, backfill_job], backfills=[daily_reprocessing()])
+                                   jobs=[load_sample_job, backfill_job],
+                                   backfills=[daily_reprocessing(), daily_rewind()])
