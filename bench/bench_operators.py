@@ -4,6 +4,7 @@ stores with changelogs). python -m bench.bench_operators [N]"""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
@@ -30,6 +31,13 @@ def _setup(root: Path, n: int) -> Config:
 
 def main(n: int = 50_000) -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-ops-"))
+    try:
+        _run(root, n)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(root: Path, n: int) -> None:
     cfg = _setup(root, n)
     bounded = {f"systems.log.streams.{s}.samza.bounded": "true" for s in ("events", "profiles")}
     app_cfg = cfg.with_overrides({**bounded, "app.class": "tests.hl_apps.bench_apps:PipelineApp",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import shutil
 import sys
 import tempfile
 import threading
@@ -78,6 +79,13 @@ def _measure(config: Config, updates: int, visible) -> list[float]:
 
 def main(updates: int = 300) -> str:
     root = Path(tempfile.mkdtemp(prefix="bench-side-inputs-"))
+    try:
+        return _run(root, updates)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(root: Path, updates: int) -> str:
     config = _config(root)
     admin = system_factory(config, "log").get_admin("log", config)
     from samza_dagster.model import StreamSpec

@@ -30,6 +30,8 @@ LAUNCHES: list[tuple[str, str | None]] = [
     ("user_classification_load_sample", None),
     ("user_classification_reprocessing_backfill", None),
     ("user_classification_reprocess_reclassify_requests", "2024-01-01"),
+    # after the re-sends, the batch stream holds messages: the day's first offset exists
+    ("user_classification_rewind_reclassify_requests", "2024-01-01"),
 ]
 UNBOUNDED = "user_classification_job"
 

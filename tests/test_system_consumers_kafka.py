@@ -397,7 +397,7 @@ def test_restart_with_both_streams_behind_processes_the_realtime_backlog_first_o
         sc.register(registered_ssp, str(offset))
     sc.start()
     try:
-        out = drain(sc, backlog + 300, timeout_s=30)
+        out = drain(sc, backlog + 1000, timeout_s=60)
     finally:
         sc.stop()
         admin.close()
@@ -406,5 +406,7 @@ def test_restart_with_both_streams_behind_processes_the_realtime_backlog_first_o
         f"batch message chosen at position {streams.index(batch.stream)} of a {backlog}-message real-time backlog")
     assert {(e.ssp.partition, int(e.offset)) for e in out[:backlog]} == {
         (p, o) for p in range(4) for o in range(checkpoint[ssp(rt, p)], heads[p])}
-    assert streams[backlog:] == [batch.stream] * 300
-    assert {e.ssp.partition for e in out[backlog:]} == {0, 1}   # both batch partitions, round-robin
+    assert streams[backlog:] == [batch.stream] * 1000
+    # both batch partitions are served (round-robin over what the client has fetched: which
+    # partition's records librdkafka hands over first depends on its fetches, not the chooser)
+    assert {e.ssp.partition for e in out[backlog:]} == {0, 1}
