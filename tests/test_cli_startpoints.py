@@ -78,6 +78,28 @@ def test_set_list_delete_each_kind(job, capsys):
     assert list_startpoints(config) == {}
 
 
+def test_list_and_delete_handle_a_task_startpoint_beside_a_partition_one(job, capsys):
+    """What a killed run leaves: the fanned-out ``--oldest`` of a task, then a new partition-level
+    ``--offset`` for the same partition. Listing and deleting both work and say both."""
+    from samza_dagster.coordinator.startpoint_manager import StartpointManager
+
+    path, config = job
+    ssp0 = SystemStreamPartition("log", "words", 0)
+    with StartpointManager(config) as manager:
+        manager.write_startpoint(ssp0, StartpointOldest(), "Partition 0")
+    assert _cli(path, "set", "--stream", "log.words", "--partition", "0", "--offset", "3") == 0
+    capsys.readouterr()
+    assert _cli(path, "list") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "log.words partition 0: offset 3", "log.words partition 0 of task 'Partition 0': oldest",
+    ]
+    assert _cli(path, "delete", "--stream", "log.words") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "deleted startpoint of log.words partition 0", "deleted startpoint of log.words partition 0 of task 'Partition 0'",
+    ]
+    assert list_startpoints(config) == {}
+
+
 @pytest.mark.parametrize(
     "argv, named",
     [

@@ -163,6 +163,23 @@ def test_an_emptied_partition_never_reuses_offsets(tmp_path):
     assert _read(config, "t") == [(2, "a", "2")]
 
 
+def test_compaction_removing_the_newest_message_never_moves_the_upcoming_offset_back(tmp_path):
+    # a=1, b=2, then b's tombstone at offset 2; the expired tombstone is the partition's newest
+    # message but a:1 stays: the next write must still get offset 3, never 1 (a consumer or
+    # checkpoint at 3 would skip anything written at 1 and 2)
+    config = _config(tmp_path)
+    _create(config, "s", **{"cleanup.policy": "compact", "delete.retention.ms": "0"})
+    now = int(time.time() * 1000)
+    _produce(config, "s", [("a", "1", now - 10), ("b", "2", now - 10), ("b", None, now - 10)])
+    _clean(config, "s", now)
+    assert _read(config, "s") == [(0, "a", "1")]
+    pm = _metadata(config, "s")
+    assert (pm.oldest_offset, pm.newest_offset, pm.upcoming_offset) == ("0", "0", "3")
+    _produce(config, "s", [("c", "3", now), ("d", "4", now)])
+    assert _read(config, "s", start="3") == [(3, "c", "3"), (4, "d", "4")]
+    assert _metadata(config, "s").upcoming_offset == "5"
+
+
 def test_a_pass_gives_disk_back_in_new_files(tmp_path):
     config = _config(tmp_path, **{f"systems.{SYSTEM}.log.synchronous": "OFF"})
     _create(config, "s", **{"cleanup.policy": "compact"})

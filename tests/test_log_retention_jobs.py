@@ -84,14 +84,46 @@ def test_a_checkpoint_before_the_oldest_offset_resets_by_offset_default_with_one
     warnings = [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.offset_reset"]
     start = 15 if default == "oldest" else 20
     assert sorted(warnings) == sorted(
-        f"system log, stream words, partition {p}: the checkpoint resumes at offset 10, before the oldest offset 15 "
-        f"(retention or compaction removed it); skipping offsets [10, {start}) and starting at {start} "
+        f"system log, stream words, partition {p}: the checkpoint resumes at offset 10, outside the partition's "
+        f"offsets [15, 20] (retention removed it); skipping offsets [10, {start}) and starting at {start} "
         f"(samza.offset.default={default})"
         for p in (0, 1)
     )
     if processed:
         for p in (0, 1):
             assert read_checkpoints(config)[f"Partition {p}"].offsets[("log", "words", p)] == "19"
+
+
+@pytest.mark.parametrize(("default", "processed"), [("oldest", 3), ("upcoming", 0)])
+def test_a_checkpoint_past_the_end_of_a_recreated_stream_resets_by_offset_default_with_one_warning(
+    tmp_path, caplog, default, processed
+):
+    """The stream was deleted and created again with fewer messages than the checkpoint covered:
+    Kafka's offset out of range, reset the same way — never a job that silently waits at offset
+    10 while the new messages sit at 0-2."""
+    from samza_dagster.system.log.storage import stream_file
+
+    config = _config(tmp_path)
+    create_stream(config, "log", "words", 1)
+    produce(config, "log", "words", [(0, None, b"w00")] * 10)
+    assert SamzaContainer("0", job_model(config)).run().messages_processed == 10  # checkpoint: offset 9
+    Path(stream_file(str(tmp_path / "log"), "words")).unlink()
+    create_stream(config, "log", "words", 1)
+    produce(config, "log", "words", [(0, None, b"w01")] * 3)
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="samza_dagster.container.offset_reset"):
+        config = config.with_overrides({"systems.log.samza.offset.default": default})
+        summary = SamzaContainer("0", job_model(config)).run()
+    assert summary.status is ContainerStatus.COMPLETED
+    assert summary.messages_processed == processed
+    skipped = "reading it again from the oldest offset" if default == "oldest" else "skipping offsets [0, 3)"
+    start = 0 if default == "oldest" else 3
+    assert [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.offset_reset"] == [
+        "system log, stream words, partition 0: the checkpoint resumes at offset 10, outside the partition's "
+        "offsets [0, 3] (the stream holds fewer messages than that: was it deleted and created again?); "
+        f"{skipped} and starting at {start} (samza.offset.default={default})"
+    ]
 
 
 def test_a_checkpoint_inside_the_log_resumes_without_a_warning(tmp_path, caplog):
@@ -143,14 +175,19 @@ def test_the_reset_is_the_same_for_kafka_offsets(caplog):
     from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition, SystemStreamPartitionMetadata
     from samza_dagster.system.kafka.admin import KafkaSystemAdmin
 
-    ssp0, ssp1 = SystemStreamPartition("kafka", "t", 0), SystemStreamPartition("kafka", "t", 1)
+    ssp0, ssp1, ssp2 = (SystemStreamPartition("kafka", "t", p) for p in (0, 1, 2))
     metadata = {SystemStream("kafka", "t"): SystemStreamMetadata("t", {
         0: SystemStreamPartitionMetadata("100", "149", "150"),
         1: SystemStreamPartitionMetadata("0", "9", "10"),
+        2: SystemStreamPartitionMetadata("0", "9", "10"),
     })}
     streams = StreamConfig(Config({"systems.kafka.streams.t.samza.offset.default": "upcoming"}))
     with caplog.at_level(logging.WARNING, logger="samza_dagster.container.offset_reset"):
-        result = reset_out_of_range({ssp0: "40", ssp1: "5"}, metadata, lambda _s: KafkaSystemAdmin.offset_comparator, streams)
-    assert result == {ssp0: "150", ssp1: "5"}
-    (record,) = [r for r in caplog.records if r.name == "samza_dagster.container.offset_reset"]
-    assert "system kafka, stream t, partition 0" in record.getMessage() and "[40, 150)" in record.getMessage()
+        result = reset_out_of_range(
+            {ssp0: "40", ssp1: "5", ssp2: "11"}, metadata, lambda _s: KafkaSystemAdmin.offset_comparator, streams
+        )
+    assert result == {ssp0: "150", ssp1: "5", ssp2: "10"}
+    before, past = [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.offset_reset"]
+    assert "system kafka, stream t, partition 0" in before and "[40, 150)" in before
+    # one past the high watermark is out of range too (the topic was deleted and created again)
+    assert "system kafka, stream t, partition 2: the checkpoint resumes at offset 11, outside the partition's offsets [0, 10]" in past

@@ -201,7 +201,8 @@ def test_stored_offsets_that_retention_removed_continue_from_the_oldest_with_a_w
         result = run_job(config)
     assert result.succeeded, result.summary_line()
     assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 2}
-    assert any("skipping [2, 3)" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert any("resumes at offset 2, outside the partition's offsets [3, 5]" in r.getMessage()
+               and "skipping offsets [2, 3) and starting at 3" in r.getMessage() for r in caplog.records), caplog.text
     assert _seen(config, "log")[-1]["profile"] == {"name": "e"}
 
 
@@ -231,3 +232,95 @@ def test_tasks_sharing_a_side_input_partition_resume_from_the_earliest_store(tmp
     result = run_job(config)
     assert result.succeeded, result.summary_line()
     assert [m["profile"] for m in _seen(config, "log")][-1] == {"name": "ann"}
+
+
+def _store_offsets_file(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "enrich-1" / "profiles" / "Partition_0" / OFFSETS_FILE
+
+
+def _first_run_with_profiles(tmp_path: Path, *names: str) -> Config:
+    config = _bounded(_config(_log_base(tmp_path), "log"))
+    _streams(config, "log")
+    for i, name in enumerate(names):
+        _profile(config, "log", f"u{i}", name)
+    _user(config, "log", "u0")
+    assert run_job(config).succeeded
+    return config
+
+
+def _offset_reset_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.offset_reset"]
+
+
+def test_stored_offsets_past_the_end_of_the_stream_are_read_again_from_the_oldest_with_a_warning(tmp_path, caplog):
+    """A stored offset beyond what the partition holds (the stream was deleted and created again):
+    as Kafka's offset-out-of-range, never a silent stale table that ignores every later update."""
+    config = _first_run_with_profiles(tmp_path, "a", "b")
+    _store_offsets_file(tmp_path).write_text(json.dumps({"log.profiles.0": "40"}))
+    _profile(config, "log", "u1", "c")  # offset 2: before the stored 40, and the table must see it
+    _user(config, "log", "u1")
+    with caplog.at_level("WARNING"):
+        result = run_job(config)
+    assert result.succeeded, result.summary_line()
+    assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 3}
+    warnings = _offset_reset_warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert "stream profiles, partition 0: side-input store 'profiles' of Partition 0 resumes at offset 41, " \
+           "outside the partition's offsets [0, 3]" in warnings[0]
+    assert _seen(config, "log")[-1]["profile"] == {"name": "c"}
+
+
+def test_stored_offsets_before_a_compacted_prefix_say_no_live_record_was_skipped(tmp_path, caplog):
+    config = _first_run_with_profiles(tmp_path, "a")  # the store left off at offset 0
+    from samza_dagster.system.factories import system_factory
+
+    for name in ("b", "c", "d"):
+        _profile(config, "log", "u0", name)
+    admin = system_factory(config, "log").get_admin("log", config)
+    try:
+        import sqlite3
+
+        from samza_dagster.system.log.storage import stream_file
+
+        with sqlite3.connect(stream_file(admin.root, "profiles")) as conn:
+            # what compaction leaves of a compacted stream: the superseded u0 values 0-2 are gone
+            conn.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('property.cleanup.policy', 'compact')")
+            conn.execute('DELETE FROM messages WHERE "offset" < 3')
+    finally:
+        admin.stop()
+    _store_offsets_file(tmp_path).write_text(json.dumps({"log.profiles.0": "0"}))
+    _user(config, "log", "u0")
+    with caplog.at_level("WARNING"):
+        assert run_job(config).succeeded
+    (warning,) = _offset_reset_warnings(caplog)
+    assert "compaction removed only superseded records and expired tombstones there; no live record is skipped" in warning
+    assert _seen(config, "log")[-1]["profile"] == {"name": "d"}
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"log.profiles.0": "abc"}', "the offset of log.profiles.0 is 'abc', not an offset of system 'log'"),
+        ('"log.profiles.0"', "expected a JSON object of partition -> offset, found a JSON str"),
+        ('["log.profiles.0", "1"]', "expected a JSON object of partition -> offset, found a JSON list"),
+        ('{"log.profiles.0": null}', "the offset of log.profiles.0 is null, not an offset string"),
+        ('{"log.profiles.0": 1}', "the offset of log.profiles.0 is 1, not an offset string"),
+        ('{"log.profiles.0": "1"', "not JSON"),
+    ],
+)
+def test_a_malformed_offsets_file_is_one_warning_naming_it_and_the_store_is_read_again(tmp_path, caplog, content, problem):
+    config = _first_run_with_profiles(tmp_path, "a", "b")
+    offsets_file = _store_offsets_file(tmp_path)
+    offsets_file.write_text(content)
+    _user(config, "log", "u1")
+    with caplog.at_level("WARNING", logger="samza_dagster.container.side_inputs"):
+        result = run_job(config)
+    assert result.succeeded, result.summary_line()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.side_inputs"]
+    assert len(warnings) == 1, warnings
+    assert f"side-input store 'profiles' of Partition 0: ignoring {offsets_file}: {problem}" in warnings[0], warnings
+    assert "reading its side inputs again from the oldest offsets" in warnings[0]
+    # read again from the oldest offset: both profiles, and the file is whole again
+    assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 2}
+    assert _seen(config, "log")[-1]["profile"] == {"name": "b"}
+    assert json.loads(offsets_file.read_text()) == {"log.profiles.0": "1"}

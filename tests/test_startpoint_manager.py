@@ -95,5 +95,6 @@ def test_a_malformed_set_startpoint_is_skipped_naming_its_key(config, caplog):
                                                                                    "partition": "0", "startpoint": "{"}))
     with caplog.at_level(logging.WARNING), StartpointManager(config) as manager:
         manager.write_startpoint(_ssp("y", 0), StartpointOldest())
-        assert list(manager.read_all()) == [StartpointKey(_ssp("y", 0))]
-    assert "skipping set-startpoint 'log.x.0'" in caplog.text
+        for _ in range(3):  # a run folds the stream at start, fan-out and each commit: one warning
+            assert list(manager.read_all()) == [StartpointKey(_ssp("y", 0))]
+    assert caplog.text.count("skipping set-startpoint 'log.x.0'") == 1

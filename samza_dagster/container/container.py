@@ -31,7 +31,7 @@ from samza_dagster.container.assembly import ContainerPlan, side_inputs_manager
 from samza_dagster.container.dead_letter import DeadLetterSender, ensure_dead_letter_stream
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
-from samza_dagster.container.offset_reset import reset_out_of_range
+from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
 from samza_dagster.container.startpoints import ContainerStartpoints
@@ -330,7 +330,10 @@ class SamzaContainer:
         after: dict[SystemStreamPartition, str] = {}
         for system, offsets in resume.items():
             after.update(self._admin(system).get_offsets_after(offsets))
-        result.update(reset_out_of_range(after, metadata, lambda s: self._admin(s).offset_comparator, streams))
+        result.update(reset_out_of_range(
+            after, metadata, lambda s: self._admin(s).offset_comparator, streams,
+            lambda ss: admin_cleanup_policy(self._admin(ss.system), ss.stream),
+        ))
         return result
 
     # -- commit --------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.container.offset_reset import admin_cleanup_policy, out_of_range_start
 from samza_dagster.errors import SamzaError
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry, load_class
@@ -105,16 +106,44 @@ class SideInputStore:
     applied: dict[SystemStreamPartition, str] = field(default_factory=dict)
     messages: int = 0
 
-    def stored_offsets(self) -> dict[SystemStreamPartition, str]:
+    def stored_offsets(self, check_offset: Callable[[SystemStreamPartition, str], object]) -> dict[SystemStreamPartition, str]:
+        """The offsets kept beside the store for its partitions. ``check_offset(ssp, offset)``
+        raises ValueError or TypeError for a value that is not an offset of ``ssp``'s system.
+        A file that is malformed in any way is one WARNING naming it and what was wrong, and
+        no offsets at all: the store is read again from the oldest offsets, which rebuilds
+        it (re-applying a message is harmless; resuming from a guess could skip one)."""
         if self.offsets_path is None or not self.offsets_path.exists():
             return {}
         try:
-            data = json.loads(self.offsets_path.read_text())
-        except (OSError, ValueError) as exc:
-            log.warning("side-input store %r of %s: ignoring unreadable %s (%s); reading from the oldest offset",
+            return self._parse_offsets(self.offsets_path.read_text(), check_offset)
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("side-input store %r of %s: ignoring %s: %s; reading its side inputs again from the oldest offsets",
                         self.name, self.task_name, self.offsets_path, exc)
             return {}
-        return {ssp: data[_ssp_key(ssp)] for ssp in self.ssps if _ssp_key(ssp) in data}
+
+    def _parse_offsets(
+        self, text: str, check_offset: Callable[[SystemStreamPartition, str], object]
+    ) -> dict[SystemStreamPartition, str]:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"not JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object of partition -> offset, found a JSON {type(data).__name__}")
+        offsets: dict[SystemStreamPartition, str] = {}
+        for ssp in self.ssps:
+            key = _ssp_key(ssp)
+            if key not in data:
+                continue
+            value = data[key]
+            if not isinstance(value, str):
+                raise ValueError(f"the offset of {key} is {json.dumps(value)}, not an offset string")
+            try:
+                check_offset(ssp, value)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"the offset of {key} is {value!r}, not an offset of system {ssp.system!r} ({exc})") from exc
+            offsets[ssp] = value
+        return offsets
 
     def write_offsets(self, offsets: dict[SystemStreamPartition, str]) -> None:
         if self.offsets_path is None or not offsets:
@@ -220,8 +249,11 @@ class SideInputsManager:
         by_system: dict[str, set[str]] = {}
         for ssp in self._by_ssp:
             by_system.setdefault(ssp.system, set()).add(ssp.stream)
+        def check_offset(ssp: SystemStreamPartition, offset: str) -> object:
+            return self._admin_for(ssp.system).offset_comparator(offset, offset)
+
         for s in self.stores:
-            s.applied.update(s.stored_offsets())
+            s.applied.update(s.stored_offsets(check_offset))
         heads: dict[SystemStreamPartition, str | None] = {}
         for system, streams in by_system.items():
             admin = self._admin_for(system)
@@ -231,21 +263,25 @@ class SideInputsManager:
             for ssp in [s for s in self._by_ssp if s.system == system]:
                 pm = metadata[ssp.stream].partitions[ssp.partition]
                 start = resume.get(ssp, pm.oldest_offset)
-                if ssp in resume and admin.offset_comparator(start, pm.oldest_offset) < 0:
-                    # retention removed where the store left off: the table is a view of the
-                    # stream, so it continues from what the stream still holds
-                    log.warning(
-                        "side input %s: the stored offsets resume at %s, before the oldest offset %s (retention "
-                        "removed it); skipping [%s, %s) and continuing from %s",
-                        ssp, start, pm.oldest_offset, start, pm.oldest_offset, pm.oldest_offset,
+                if ssp in resume:
+                    # the store is a view of the stream: out of range, it is read again from
+                    # what the stream holds (offset_reset.py)
+                    reset = out_of_range_start(
+                        ssp, start, pm, admin.offset_comparator, "oldest",
+                        what=f"side-input store {self._store_names(ssp)}", why="a side-input store is a view of the whole stream",
+                        cleanup_policy=admin_cleanup_policy(admin, ssp.stream),
                     )
-                    start = pm.oldest_offset
+                    start = start if reset is None else reset
                 consumer.register(ssp, start)
                 done = pm.newest_offset is None or admin.offset_comparator(start, pm.upcoming_offset) >= 0
                 heads[ssp] = None if done else pm.newest_offset
         for consumer in self._consumers.values():
             consumer.start()
         return heads
+
+    def _store_names(self, ssp: SystemStreamPartition) -> str:
+        """The stores (and tasks) ``ssp`` feeds, for messages."""
+        return ", ".join(f"{t.name!r} of {t.task_name}" for t in self._by_ssp.get(ssp, []))
 
     def _stored_positions(self, system: str, compare: Callable[[str, str], int]) -> dict[SystemStreamPartition, str]:
         """Per partition of ``system``, where every store it feeds has got to: the earliest of

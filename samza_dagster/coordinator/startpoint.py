@@ -157,14 +157,23 @@ def parse_timestamp_value(raw: Any) -> int:
     return value
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class StartpointKey:
     """What a startpoint applies to: ``ssp`` for every task that reads it, or only for
     ``task_name``. Its coordinator stream key is ``<system>.<stream>.<partition>``, with
-    ``;<task name>`` appended for a task's own (fanned-out) startpoint."""
+    ``;<task name>`` appended for a task's own (fanned-out) startpoint.
+
+    Keys sort by partition, a partition's own startpoint before its tasks' (a task name is
+    None for the first kind, so the dataclass's field order cannot compare the two)."""
 
     ssp: SystemStreamPartition
     task_name: str | None = None
+
+    def _order(self) -> tuple[SystemStreamPartition, bool, str]:
+        return self.ssp, self.task_name is not None, self.task_name or ""
+
+    def __lt__(self, other: StartpointKey) -> bool:
+        return self._order() < other._order()
 
     def coordinator_key(self) -> str:
         base = f"{self.ssp.system}.{self.ssp.stream}.{self.ssp.partition}"

@@ -34,6 +34,9 @@ from samza_dagster.model import SystemStreamPartition
 log = logging.getLogger(__name__)
 
 SOURCE = "startpoint-manager"
+#: malformed set-startpoint messages already warned about in this process: the coordinator
+#: stream is folded again at every start, fan-out and commit, and one warning is enough
+_warned: set[tuple[str, object, str]] = set()
 
 
 def startpoint_message(source: str, key: StartpointKey, startpoint: Startpoint) -> CoordinatorStreamMessage:
@@ -44,7 +47,8 @@ def startpoint_message(source: str, key: StartpointKey, startpoint: Startpoint) 
 
 def startpoints_in_state(state: CoordinatorStreamState) -> dict[StartpointKey, Startpoint]:
     """Every startpoint a folded coordinator stream holds. One that does not parse is skipped
-    with a WARNING naming its key (the stream is shared; one bad writer must not stop a job)."""
+    with a WARNING naming its key, once per process (the stream is shared; one bad writer must
+    not stop a job)."""
     found: dict[StartpointKey, Startpoint] = {}
     for (msg_type, coordinator_key), message in state.other.items():
         if msg_type != SET_STARTPOINT:
@@ -56,7 +60,10 @@ def startpoints_in_state(state: CoordinatorStreamState) -> dict[StartpointKey, S
                 raise StartpointError("no \"startpoint\" in values")
             found[key] = Startpoint.from_dict(raw) if isinstance(raw, dict) else Startpoint.from_json(str(raw))
         except StartpointError as exc:
-            log.warning("skipping set-startpoint %r on the coordinator stream: %s", coordinator_key, exc)
+            seen = (coordinator_key, message.timestamp, str(exc))
+            if seen not in _warned:
+                _warned.add(seen)
+                log.warning("skipping set-startpoint %r on the coordinator stream: %s", coordinator_key, exc)
     return found
 
 

@@ -114,13 +114,13 @@ def delete_startpoints(config: Config, stream: str | None = None, partitions: It
     wanted_partitions = None if partitions is None else set(partitions)
     target = None if stream is None else _named_stream(config, stream)
     with StartpointManager(config) as manager:
-        doomed = [
+        doomed = sorted(
             key for key in manager.read_all()
             if (target is None or (key.ssp.system, key.ssp.stream) == (target.system, target.stream))
             and (wanted_partitions is None or key.ssp.partition in wanted_partitions)
-        ]
+        )
         manager.delete_keys(doomed)
-    return sorted(doomed)
+    return doomed
 
 
 def _named_stream(config: Config, name: str) -> SystemStream:

@@ -50,6 +50,13 @@ class LogSystemAdmin:
             conn, count = self._stream(stream)
             return clean_stream(conn, range(count), read_policy(conn, stream), now_ms)
 
+    def cleanup_policy(self, stream: str) -> str:
+        """The stream's stored ``cleanup.policy`` (what may have removed messages from it)."""
+        with self._lock:
+            conn, _count = self._stream(stream)
+            policy = read_policy(conn, stream)
+        return ",".join(name for name, on in (("compact", policy.compact), ("delete", policy.delete)) if on)
+
     def get_system_stream_metadata(self, stream_names: Iterable[str]) -> dict[str, SystemStreamMetadata]:
         """One statement per stream file gives every partition's oldest and newest offset."""
         result: dict[str, SystemStreamMetadata] = {}

@@ -244,8 +244,8 @@ class LogCleaner:
         try:
             if not read_policy(conn, stream).cleans:
                 self._skip.add(stream)
-        except ValueError:
-            log.warning("log cleaner: stream %r has a bad stored cleanup policy; it is not cleaned", stream, exc_info=True)
+        except ValueError as exc:
+            log.warning("log cleaner: stream %r is not cleaned: its stored cleanup policy is bad (%s)", stream, exc)
             self._skip.add(stream)
 
     def note_write(self, stream: str, partitions: Iterable[int]) -> None:
@@ -300,8 +300,10 @@ class LogCleaner:
                 partitions = set(self._written[stream])
             try:
                 self._clean(stream, partitions)
-            except Exception:  # noqa: BLE001 - the next write retries; producing goes on
-                log.warning("log cleaner: cleaning stream %r failed; retrying after the next write", stream, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - the next write retries; producing goes on
+                log.warning("log cleaner: cleaning stream %r failed (%s: %s); retrying after the next write",
+                            stream, type(exc).__name__, exc)
+                log.debug("log cleaner: the failure's trace", exc_info=True)
 
     def _clean(self, stream: str, partitions: set[int]) -> None:
         conn = self._conns.get(stream)

@@ -16,9 +16,12 @@ the rows live in.
 
 A stream file says its format in ``meta`` (``format``); a file without it is format 1.
 
-Offsets are never reused. Cleaning (cleaner.py) may remove a partition's newest messages too (an
-expired tombstone, retention); each cleaning transaction first records the partition's next
-offset in ``meta`` as ``next_offset.<partition>``, which is where an empty partition continues.
+Offsets are never reused, and a partition's upcoming offset never goes back. Cleaning
+(cleaner.py) may remove a partition's newest messages (an expired tombstone at its end, or
+retention emptying it); each cleaning transaction first records the partition's next offset in
+``meta`` as ``next_offset.<partition>``, and the next offset is always the larger of that floor
+and the newest remaining message + 1. (Kafka gets the same guarantee by never cleaning the
+active segment; here the floor makes it hold whatever the cleaner removes.)
 """
 
 from __future__ import annotations
@@ -53,36 +56,45 @@ class LogFormat:
         raise NotImplementedError
 
     def next_offset(self, conn: sqlite3.Connection, partition: int) -> int:
-        """The offset the partition's next message gets: after its last message, or where
-        cleaning left an emptied partition (the meta lookup only happens when it is empty)."""
-        last = self.last_offset(conn, partition)
-        if last is not None:
-            return last + 1
-        row = conn.execute("SELECT value FROM meta WHERE name = ?", (NEXT_OFFSET_META.format(partition),)).fetchone()
-        return 0 if row is None else int(row[0])
+        """The offset the partition's next message gets (module docstring: never below the floor
+        cleaning recorded, so an offset is never given out twice)."""
+        return self.next_offsets(conn, (partition,))[partition]
 
-    def next_offsets_of_empty(self, conn: sqlite3.Connection) -> dict[int, int]:
-        """Every ``next_offset.<partition>`` meta row (only meaningful for empty partitions)."""
+    def next_offsets(self, conn: sqlite3.Connection, partitions: Iterable[int]) -> dict[int, int]:
+        """``next_offset`` of each of ``partitions``: one lookup of the last offset per
+        partition, one read of the recorded floors for all of them."""
+        floors = self.recorded_next_offsets(conn)
+        result = {}
+        for partition in partitions:
+            last = self.last_offset(conn, partition)
+            after_last = 0 if last is None else last + 1
+            result[partition] = max(after_last, floors.get(partition, 0))
+        return result
+
+    def recorded_next_offsets(self, conn: sqlite3.Connection) -> dict[int, int]:
+        """Every ``next_offset.<partition>`` floor cleaning recorded (none: never cleaned)."""
         return {int(name.split(".", 1)[1]): int(value) for name, value in conn.execute(_NEXT_OFFSETS_SQL)}
 
     def partition_offsets(self, conn: sqlite3.Connection, partition_count: int) -> list[tuple[int, int, int | None, int]]:
-        """``(partition, oldest, newest, upcoming)`` of every partition, in one read snapshot. An
-        empty partition has no newest, and its oldest and upcoming are where it continues — 0 if
-        it never had a message (as Kafka reports a partition whose log retention emptied)."""
+        """``(partition, oldest, newest, upcoming)`` of every partition, in one read snapshot.
+        ``newest`` is the newest message the partition still holds (None when it holds none);
+        ``upcoming`` is where the next message goes, which cleaning may have left past
+        ``newest + 1``. An empty partition's oldest is its upcoming offset — 0 if it never had
+        a message (as Kafka reports a partition whose log retention emptied)."""
         conn.execute("BEGIN")
         try:
             bounds = list(self.bounds(conn, partition_count))
-            floors = self.next_offsets_of_empty(conn) if any(n is None for _, _, n in bounds) else {}
+            floors = self.recorded_next_offsets(conn)
         finally:
             conn.execute("COMMIT")
         result = []
         for partition, oldest, newest in bounds:
+            floor = floors.get(partition, 0)
             if newest is None:
-                start = floors.get(partition, 0)
-                result.append((partition, start, None, start))
+                result.append((partition, floor, None, floor))
             else:
                 assert oldest is not None
-                result.append((partition, oldest, newest, newest + 1))
+                result.append((partition, oldest, newest, max(newest + 1, floor)))
         return result
 
     def scan(self, conn: sqlite3.Connection, partition: int, descending: bool = False) -> sqlite3.Cursor:

@@ -145,7 +145,7 @@ class LogSystemProducer:
                 conn.execute("BEGIN IMMEDIATE")
                 log_format = conn.log_format
                 partitions = {row[0] for row in batch}
-                next_offset = {partition: log_format.next_offset(conn, partition) for partition in partitions}
+                next_offset = log_format.next_offsets(conn, partitions)
                 rows = []
                 append = rows.append
                 for partition, key, value, timestamp in batch:
