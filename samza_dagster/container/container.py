@@ -101,6 +101,19 @@ class SamzaContainer:
         if self.run_loop is not None:
             self.run_loop.request_stop()
 
+    def uncommitted(self) -> dict[str, dict[SystemStreamPartition, tuple[str | None, str]]]:
+        """Per task, the partitions processed past their last checkpoint: ``ssp -> (checkpointed
+        offset or None, last processed offset)``. Read from another thread, for a person
+        (what an exit now would leave to be processed again), not for correctness."""
+        result: dict[str, dict[SystemStreamPartition, tuple[str | None, str]]] = {}
+        for name, ti in list(self.tasks.items()):
+            checkpoint = self.last_checkpoints.get(name)
+            committed = checkpoint.offsets if checkpoint is not None else {}
+            for ssp, offset in list(ti.last_processed.items()):
+                if committed.get(ssp) != offset:
+                    result.setdefault(name, {})[ssp] = (committed.get(ssp), offset)
+        return result
+
     def run(self) -> ContainerSummary:
         """Run to the end. Returns the summary; on failure the summary (status FAILED) is kept
         in ``self.summary`` and the error is raised."""

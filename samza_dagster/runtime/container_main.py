@@ -6,7 +6,10 @@ as JSON). Secret config values, masked in the served model, arrive as a JSON obj
 (never in the environment or argv, which other users can read).
 
 Exit status: 0 completed or shut down, 3 stopped for a newer JobModel, 1 failed, 2 bad config.
-SIGTERM/SIGINT stop the container gracefully (finish in-flight work, commit, exit).
+The first SIGTERM/SIGINT stops the container gracefully (finish in-flight work, commit, exit); a
+second one exits at once with status 130, naming what was not committed. With
+``SAMZA_PARENT_PID`` set (the process runner sets it), the container also stops gracefully when
+that process is gone: a runner killed with SIGKILL leaves no container running on.
 """
 
 from __future__ import annotations
@@ -14,14 +17,32 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sys
+import threading
 
 from samza_dagster.config.errors import ConfigError
 
 CONTAINER_ID_ENV = "SAMZA_CONTAINER_ID"
 SUMMARY_PATH_ENV = "SAMZA_SUMMARY_PATH"
+PARENT_PID_ENV = "SAMZA_PARENT_PID"
 EXIT_BAD_CONFIG = 2
+#: how often a container checks that its runner process is still there
+PARENT_CHECK_S = 1.0
+
+
+def _stop_when_parent_exits(container: object, parent_pid: int) -> None:
+    """Stop ``container`` gracefully once this process is no longer ``parent_pid``'s child (the
+    parent died and the process was re-parented)."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            if container.stop_event.wait(PARENT_CHECK_S):  # type: ignore[attr-defined]
+                return
+        logging.getLogger(__name__).warning("container %s: its runner process %d is gone; stopping gracefully",
+                                            container.container_id, parent_pid)  # type: ignore[attr-defined]
+        container.stop()  # type: ignore[attr-defined]
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def main() -> int:
@@ -30,6 +51,7 @@ def main() -> int:
     from samza_dagster.container.summary import ContainerStatus, ContainerSummary
     from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
     from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
+    from samza_dagster.runtime.interrupts import describe_uncommitted, exit_now, install_stop_handlers
 
     container_id = os.environ.get(CONTAINER_ID_ENV)
     summary_path = os.environ.get(SUMMARY_PATH_ENV)
@@ -48,8 +70,15 @@ def main() -> int:
         model = unmask(fetch_job_model(), secrets)
         watcher = JobModelWatcher(None, model.version, watch_interval_s(model.config)).start()
         container = new_container(container_id, model, watcher)
-        signal.signal(signal.SIGTERM, lambda *_: container.stop())
-        signal.signal(signal.SIGINT, lambda *_: container.stop())
+        running = container
+        install_stop_handlers(
+            lambda _name: running.stop(),
+            lambda name: exit_now(f"container {container_id}: {name} again: exiting at once, without the final "
+                                  f"commit. {describe_uncommitted([running])}"),
+        )
+        parent = os.environ.get(PARENT_PID_ENV)
+        if parent:
+            _stop_when_parent_exits(container, int(parent))
         summary = container.run()
         status_code = summary.status.exit_code
     except ConfigError as exc:

@@ -4,8 +4,10 @@ The runner starts the JobCoordinator, then ``python -m samza_dagster.runtime.con
 per container with ``SAMZA_COORDINATOR_URL`` and ``SAMZA_CONTAINER_ID``; each process fetches
 its JobModel over HTTP. The runner reports each container's exit (status and summary); when the
 containers stop for a newer JobModel it starts them again on it, as every runner does
-(:mod:`samza_dagster.runtime.runner`). ``stop()`` sends SIGTERM, which each container turns into
-a graceful stop.
+(:mod:`samza_dagster.runtime.runner`). ``stop()`` (and so the first Ctrl-C or SIGTERM of the
+runner's process) sends SIGTERM, which each container turns into a graceful stop; a second
+signal kills the container processes and exits. A container whose runner process is gone (killed
+with SIGKILL) stops gracefully by itself (container_main.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import scrub
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.runtime.common import secrets_of
-from samza_dagster.runtime.container_main import CONTAINER_ID_ENV, SUMMARY_PATH_ENV
+from samza_dagster.runtime.container_main import CONTAINER_ID_ENV, PARENT_PID_ENV, SUMMARY_PATH_ENV
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 
@@ -42,6 +44,12 @@ class ProcessJobRunner(JobRunner):
         for p in list(self.processes.values()):
             if p.poll() is None:
                 p.terminate()
+
+    def _abort(self, name: str) -> None:
+        for p in list(self.processes.values()):
+            if p.poll() is None:
+                p.kill()
+        super()._abort(name)
 
     def _open(self, result: JobResult, url: str) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="samza-process-runner-"))
@@ -87,6 +95,7 @@ class ProcessJobRunner(JobRunner):
         env[URL_ENV] = url
         env[CONTAINER_ID_ENV] = cid
         env[SUMMARY_PATH_ENV] = str(summary_path)
+        env[PARENT_PID_ENV] = str(os.getpid())
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.getcwd(), env.get("PYTHONPATH", "")] if p)
         token = self._token()

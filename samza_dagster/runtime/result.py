@@ -21,6 +21,8 @@ class JobResult:
     #: summaries of the container runs before the latest JobModel (a reconfigured job restarts
     #: its containers; what they processed before still counts)
     earlier_summaries: list[ContainerSummary] = field(default_factory=list)
+    #: the signal (``"SIGINT"``, ``"SIGTERM"``) that stopped the job gracefully, if one did
+    stopped_by: str | None = None
 
     def record_run(self, summaries: list[ContainerSummary]) -> None:
         """The summaries of the latest container run; the previous run's become earlier ones."""
@@ -54,9 +56,10 @@ class JobResult:
             return f"job {self.job_name} failed (container {self.failed_container}): {self.error}"
         rate = self.messages_processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
         statuses = ",".join(sorted({s.status.value for s in self.summaries})) or "none"
+        stopped = f"; stopped by {self.stopped_by}, everything processed committed" if self.stopped_by else ""
         return (
             f"job {self.job_name} on {self.runner}: {len(self.summaries)} containers {statuses}, "
-            f"{self.messages_processed} messages in {self.elapsed_s:.2f} s ({rate:,.0f}/s)"
+            f"{self.messages_processed} messages in {self.elapsed_s:.2f} s ({rate:,.0f}/s){stopped}"
         )
 
     def _set_failure(self) -> None:

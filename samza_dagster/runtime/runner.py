@@ -11,6 +11,11 @@ yields the summaries (:meth:`JobRunner._run_containers`), how ``stop()`` reaches
 containers (:meth:`JobRunner._stop_containers`), and optionally what it opens around the
 whole job (:meth:`JobRunner._open` / :meth:`JobRunner._close`: the Spark session, its control
 endpoint) and how it reads the model (:meth:`JobRunner._job_model`).
+
+Run in the main thread, the first SIGINT or SIGTERM is a ``stop()`` and a second one ends the
+process at once (:mod:`samza_dagster.runtime.interrupts`); a runner may say more precisely what
+was not committed (:meth:`JobRunner._uncommitted`) or end its containers its own way
+(:meth:`JobRunner._abort`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.runtime.common import DEFAULT_MAX_RESTARTS, MAX_RESTARTS_KEY, prepare_job
+from samza_dagster.runtime.interrupts import exit_now, install_stop_handlers
 from samza_dagster.runtime.result import JobResult
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,8 @@ class JobRunner(ABC):
         self.coordinator: Any = None
         self.runs = 0
         self._stop = threading.Event()
+        #: the signal that stopped the job (``"SIGINT"``, ``"SIGTERM"``), if one did
+        self.stopped_by: str | None = None
 
     # -- what every runner shares ----------------------------------------------------------------
     def stop(self) -> None:
@@ -69,12 +77,16 @@ class JobRunner(ABC):
         url = self.coordinator.start()
         try:
             self._open(result, url)
+            # after _open: a SparkContext created there installs a SIGINT handler of its own
+            restore_signals = install_stop_handlers(self._on_stop_signal, self._abort)
             try:
                 self._run_until_done(result, url)
             finally:
+                restore_signals()
                 self._close()
         finally:
             self.coordinator.stop()
+        result.stopped_by = self.stopped_by
         result.elapsed_s = time.monotonic() - started
         log.info("%s", result.summary_line())
         return result
@@ -100,6 +112,22 @@ class JobRunner(ABC):
                 return
             log.info("job %s: new JobModel; starting the containers again", self.job_name)
             self.coordinator.refresh()
+
+    def _on_stop_signal(self, name: str) -> None:
+        log.warning("job %s: %s: stopping gracefully; in-flight work finishes and is committed "
+                    "(%s again exits at once, without the final commit)", self.job_name, name, name)
+        self.stopped_by = name
+        self.stop()
+
+    def _abort(self, name: str) -> None:
+        """A second stop signal: end the process now, saying what was not committed."""
+        exit_now(f"job {self.job_name}: {name} again: exiting at once, without the final commit. {self._uncommitted()}")
+
+    def _uncommitted(self) -> str:
+        """What an exit now leaves uncommitted, for a person (runners that can see their
+        containers say it per task)."""
+        return ("Messages processed since each task's last checkpoint are not committed; the next start "
+                "processes them again.")
 
     def _token(self) -> str | None:
         """The coordinator's bearer token, if the job configures one."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import signal
 import threading
 import time
 import uuid
@@ -170,7 +169,6 @@ class SparkJobRunner(JobRunner):
         self._group: str | None = None
         self._sc: Any = None
         self._control: _ControlServer | None = None
-        self._restore_sigint: Any = None
 
     @property
     def stage_runs(self) -> int:
@@ -227,12 +225,8 @@ class SparkJobRunner(JobRunner):
         spark, result.spark_startup_s = self.session()
         self._sc = spark.sparkContext
         self._control = _ControlServer(self.host, token=self._token())
-        self._restore_sigint = self._install_sigint()
 
     def _close(self) -> None:
-        if self._restore_sigint is not None:
-            self._restore_sigint()
-            self._restore_sigint = None
         if self._control is not None:
             self._control.close()
             self._control = None
@@ -307,22 +301,15 @@ class SparkJobRunner(JobRunner):
                 summary.error = scrub(summary.error, secrets_of(self.config))
         log.error("job %s: %s", self.job_name, result.error)
 
-    def _install_sigint(self) -> Any:
-        """In the main thread, Ctrl-C asks for a graceful stop (PySpark's own handler would cancel
-        every job at once); a second Ctrl-C cancels the Spark job group."""
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        previous = signal.getsignal(signal.SIGINT)
-
-        def on_sigint(signum: int, frame: Any) -> None:
-            if self._stop.is_set() and self._sc is not None and self._group is not None:
-                self._sc.cancelJobGroup(self._group)
-                return
-            log.warning("job %s: stopping (Ctrl-C again to cancel)", self.job_name)
-            self.stop()
-
-        signal.signal(signal.SIGINT, on_sigint)
-        return lambda: signal.signal(signal.SIGINT, previous)
+    def _abort(self, name: str) -> None:
+        """A second stop signal cancels the Spark job group: Spark kills the containers' tasks
+        (PySpark's own handler would have cancelled every job at the first)."""
+        if self._sc is None or self._group is None:
+            super()._abort(name)
+            return
+        log.warning("job %s: %s again: cancelling the Spark job group without the final commit. %s",
+                    self.job_name, name, self._uncommitted())
+        self._sc.cancelJobGroup(self._group)
 
 
 def run_spark_job(config: Config | Mapping[str, str], *, spark: Any = None) -> SparkJobResult:

@@ -14,6 +14,7 @@ from typing import Any
 from samza_dagster.config.config import Config
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.runtime.common import new_container, secrets_of, unmask, watch_interval_s
+from samza_dagster.runtime.interrupts import describe_uncommitted
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 
@@ -29,6 +30,9 @@ class ThreadJobRunner(JobRunner):
     def _stop_containers(self) -> None:
         for c in list(self.containers):
             c.stop()
+
+    def _uncommitted(self) -> str:
+        return describe_uncommitted(self.containers)
 
     def _job_model(self, url: str) -> Any:
         # the served model masks secrets; containers in this process get them back from here

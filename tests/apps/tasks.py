@@ -238,3 +238,20 @@ class UpperNameProcessor:
         if envelope.message.get("deleted"):
             return [(envelope.key, None)]
         return [(envelope.key, {"name": envelope.message["name"].upper()})]
+
+
+class ProgressCopyTask(CopyTask):
+    """CopyTask that first sleeps ``test.sleep.ms`` and then appends each processed offset to
+    ``test.progress.file`` (one line per message, written at once): a test watches a running job
+    from outside, in any runner's processes, without waiting for a commit."""
+
+    def init(self, context):
+        super().init(context)
+        self.sleep_s = (context.config.get_int("test.sleep.ms", 0) or 0) / 1000.0
+        self.progress = open(context.config.get_str("test.progress.file"), "a", buffering=1)
+
+    def process(self, envelope, collector, coordinator):
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        super().process(envelope, collector, coordinator)
+        self.progress.write(f"{envelope.offset}\n")

@@ -1,0 +1,75 @@
+"""Ctrl-C and SIGTERM while a job runs in the foreground: the first stops it gracefully, a
+second ends the process at once.
+
+The first SIGINT or SIGTERM asks every container to stop as ``runner.stop()`` does: in-flight
+work finishes, every task commits, the summary is printed, and ``samza-dagster run`` exits 0 (a
+job stopped on request with everything committed ended as asked). A second one, for a stop
+that takes too long, ends the process at once with status 130 (128 + SIGINT, the shell's
+convention) after saying what was not committed: the messages processed since each task's last
+checkpoint, which the next start processes again (at-least-once, as after a crash).
+
+Handlers are installed only in the main thread (Python delivers signals there), never over a
+signal the process was started with ignored (``nohup``, a background job of a
+non-interactive shell), and restored when the run ends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
+
+#: the exit status of a process ended by a second interrupt
+EXIT_INTERRUPTED = 130
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def install_stop_handlers(on_first: Callable[[str], None], on_second: Callable[[str], None]) -> Callable[[], None]:
+    """Route the first stop signal to ``on_first(signal name)`` and later ones to
+    ``on_second``; returns what restores the previous handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    received: list[str] = []
+
+    def handler(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        received.append(name)
+        (on_first if len(received) == 1 else on_second)(name)
+
+    previous = {}
+    for sig in STOP_SIGNALS:
+        current = signal.getsignal(sig)
+        if current is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+def exit_now(message: str) -> NoReturn:
+    """Say ``message`` on stderr and end the process without unwinding (threads that are still
+    processing are not waited for: that is what the second signal asks)."""
+    sys.stderr.write(message.rstrip() + "\n")
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
+def describe_uncommitted(containers: Iterable[Any]) -> str:
+    """What exiting now leaves uncommitted in ``containers`` (SamzaContainers of this process),
+    partition by partition: the next start processes those messages again."""
+    parts = []
+    for container in containers:
+        for task, ssps in sorted(container.uncommitted().items()):
+            for ssp, (committed, processed) in sorted(ssps.items()):
+                since = "nothing committed yet" if committed is None else f"after the checkpoint at {committed}"
+                parts.append(f"container {container.container_id}, task {task}: {ssp.system}.{ssp.stream} "
+                             f"partition {ssp.partition} processed up to offset {processed}, {since}")
+    if not parts:
+        return "Every processed message was committed."
+    return "Not committed (processed again at the next start): " + "; ".join(parts) + "."
