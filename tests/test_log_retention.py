@@ -389,3 +389,20 @@ def test_a_producer_of_streams_that_are_never_cleaned_starts_no_cleaner(tmp_path
     producer.flush("t")
     assert not producer.cleaner.started
     producer.stop()
+
+
+def test_a_corrupt_stored_policy_is_one_warning_line_and_the_stream_is_left_alone(tmp_path, caplog):
+    import sqlite3
+
+    config = _config(tmp_path, **{f"systems.{SYSTEM}.log.cleaner.interval.ms": "0"})
+    _create(config, "s", **{"cleanup.policy": "compact"})
+    with sqlite3.connect(storage.stream_file(str(tmp_path), "s")) as conn:
+        conn.execute("UPDATE meta SET value = 'compcat' WHERE name = 'property.cleanup.policy'")
+    now = int(time.time() * 1000)
+    with caplog.at_level("WARNING", logger="samza_dagster.system.log.cleaner"):
+        _produce(config, "s", [("a", "1", now), ("a", "2", now)])
+    (record,) = [r for r in caplog.records if r.name == "samza_dagster.system.log.cleaner"]
+    assert record.exc_info is None and "\n" not in record.getMessage()
+    assert "stream 's' is not cleaned: its stored cleanup policy is bad" in record.getMessage()
+    assert "'compcat'" in record.getMessage()
+    assert [o for o, _, _ in _read(config, "s")] == [0, 1]
