@@ -249,6 +249,7 @@ class SideInputsManager:
         by_system: dict[str, set[str]] = {}
         for ssp in self._by_ssp:
             by_system.setdefault(ssp.system, set()).add(ssp.stream)
+
         def check_offset(ssp: SystemStreamPartition, offset: str) -> object:
             return self._admin_for(ssp.system).offset_comparator(offset, offset)
 

@@ -19,8 +19,12 @@ import logging
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from samza_dagster.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from samza_dagster.container.container import SamzaContainer
 
 CONTAINER_ID_ENV = "SAMZA_CONTAINER_ID"
 SUMMARY_PATH_ENV = "SAMZA_SUMMARY_PATH"
@@ -30,17 +34,17 @@ EXIT_BAD_CONFIG = 2
 PARENT_CHECK_S = 1.0
 
 
-def _stop_when_parent_exits(container: object, parent_pid: int) -> None:
+def _stop_when_parent_exits(container: SamzaContainer, parent_pid: int) -> None:
     """Stop ``container`` gracefully once this process is no longer ``parent_pid``'s child (the
     parent died and the process was re-parented)."""
 
     def watch() -> None:
         while os.getppid() == parent_pid:
-            if container.stop_event.wait(PARENT_CHECK_S):  # type: ignore[attr-defined]
+            if container.stop_event.wait(PARENT_CHECK_S):
                 return
         logging.getLogger(__name__).warning("container %s: its runner process %d is gone; stopping gracefully",
-                                            container.container_id, parent_pid)  # type: ignore[attr-defined]
-        container.stop()  # type: ignore[attr-defined]
+                                            container.container_id, parent_pid)
+        container.stop()
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
