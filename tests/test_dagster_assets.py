@@ -14,7 +14,7 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
-from resources import SamzaSystemsResource, SparkResource
+from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.application import StreamApplication, SystemDescriptor
 from samza_dagster.config import Config
 from samza_dagster.orchestration import application_definitions, stream_assets

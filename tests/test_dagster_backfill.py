@@ -14,7 +14,7 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import load_sentences, word_count
-from resources import SamzaSystemsResource, SparkResource
+from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
 from samza_dagster.system.streams import produce, read_stream
 from samza_dagster.orchestration import application_definitions, reprocessing_backfill

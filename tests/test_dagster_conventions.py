@@ -13,7 +13,7 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import load_sentences
-from resources import SamzaSystemsResource
+from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.coordinator.commands import run_coordinator_stream_writer
 from samza_dagster.orchestration import DagsterSettings, application_definitions

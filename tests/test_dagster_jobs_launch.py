@@ -82,7 +82,7 @@ def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location
     from samza_dagster.orchestration.observation import observe_streams
     from samza_dagster.planner.plan import StreamInfo
     from jobs.user_classification import definitions as user_classification
-    from resources import SamzaSystemsResource
+    from samza_dagster.orchestration import SamzaSystemsResource
 
     config = SamzaSystemsResource().apply(Config.from_properties(user_classification.CONFIG_PATH))
     out = StreamInfo("user_country", "log", "user_country", 2, {"output"})

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from resources import CoordinatorStreamResource, KafkaAdminResource, SamzaSystemsResource
+from samza_dagster.orchestration import CoordinatorStreamResource, KafkaAdminResource, SamzaSystemsResource
 from samza_dagster.config import Config
 from samza_dagster.system import SystemUnavailableError
 

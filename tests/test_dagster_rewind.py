@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from resources import SamzaSystemsResource
+from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.startpoint import StartpointTimestamp
 from samza_dagster.runtime.startpoints import list_startpoints

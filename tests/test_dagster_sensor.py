@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from jobs.wordcount import definitions as wordcount
-from resources import SamzaSystemsResource, SparkResource
+from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.commands import run_coordinator_stream_writer
 from samza_dagster.coordinator.stream import CoordinatorStreamLocation

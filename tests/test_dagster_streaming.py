@@ -15,7 +15,7 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
-from resources import SamzaSystemsResource
+from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.commands import run_coordinator_stream_writer
 from samza_dagster.orchestration import JOB_INSTANCE_TAG, application_definitions

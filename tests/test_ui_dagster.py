@@ -26,7 +26,7 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
-from resources import SamzaSystemsResource
+from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config
 from support.waiting import wait_until
 
@@ -143,7 +143,7 @@ def test_materialize_wordcount_from_the_ui(dagster_dev):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(f"{base}/locations/definitions.py/asset-groups/wordcount", wait_until="domcontentloaded")
+            page.goto(f"{base}/locations/samza_dagster/asset-groups/wordcount", wait_until="domcontentloaded")
             skip = page.get_by_role("button", name="Skip")
             try:
                 skip.click(timeout=8000)  # the "Join the Dagster community" dialog of a fresh profile
@@ -198,7 +198,7 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
     base = f"http://127.0.0.1:{port}"
     _wait_for_code_location(base, 60)
     client = DagsterGraphQLClient("127.0.0.1", port_number=port)
-    launch = dict(repository_location_name="definitions.py", repository_name="__repository__")
+    launch = dict(repository_location_name="samza_dagster", repository_name="__repository__")
     first = client.submit_job_execution("user_classification_job", **launch)
     wait_until(lambda: _status_of(client, first) == "STARTED", what="the first run to start", timeout_s=120)
     second = client.submit_job_execution("user_classification_job", **launch)

@@ -6,20 +6,20 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.orchestration import SYSTEMS_RESOURCE_KEY, application_definitions
+from samza_dagster.orchestration import SamzaSystemsResource, application_definitions
 
 APPLICATION = "ad_ctr"
 CONFIG_PATH = Path(__file__).with_name("ad_ctr.properties")
 
 
-@dg.op(required_resource_keys={SYSTEMS_RESOURCE_KEY})
-def load_ad_sample(context: dg.OpExecutionContext) -> int:
+@dg.op
+def load_ad_sample(context: dg.OpExecutionContext, samza_systems: SamzaSystemsResource) -> int:
     import json
 
     from jobs.ad_ctr.data import ad_traffic
     from samza_dagster.system.streams import create_streams, produce
 
-    config = context.resources.samza_systems.apply(Config.from_properties(CONFIG_PATH))
+    config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"ad_views": 2, "ad_clicks": 2, "ad_click_through": 2, "ad_ctr_stats": 1})
     views, clicks = ad_traffic(10_000)
     produce(config, "ad_views", [(v["view_id"].encode(), json.dumps(v).encode(), v["ts"]) for v in views])

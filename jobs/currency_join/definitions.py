@@ -6,20 +6,20 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.orchestration import SYSTEMS_RESOURCE_KEY, application_definitions
+from samza_dagster.orchestration import SamzaSystemsResource, application_definitions
 
 APPLICATION = "currency_join"
 CONFIG_PATH = Path(__file__).with_name("currency_join.properties")
 
 
-@dg.op(required_resource_keys={SYSTEMS_RESOURCE_KEY})
-def load_currency_sample(context: dg.OpExecutionContext) -> int:
+@dg.op
+def load_currency_sample(context: dg.OpExecutionContext, samza_systems: SamzaSystemsResource) -> int:
     import json
 
     from jobs.currency_join.data import CURRENCIES, transactions
     from samza_dagster.system.streams import create_streams, produce
 
-    config = context.resources.samza_systems.apply(Config.from_properties(CONFIG_PATH))
+    config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"currency_codes": 4, "transactions": 4, "transactions_with_symbol": 4})
     n = produce(config, "transactions", [(t["country"].encode(), json.dumps(t).encode(), None) for t in transactions(2000)])
     produce(config, "currency_codes", [(c.encode(), json.dumps({"code": c, "symbol": s}).encode(), None) for c, s in CURRENCIES])

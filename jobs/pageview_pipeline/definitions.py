@@ -7,20 +7,20 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.orchestration import SYSTEMS_RESOURCE_KEY, application_definitions
+from samza_dagster.orchestration import SamzaSystemsResource, application_definitions
 
 APPLICATION = "pageview_pipeline"
 CONFIG_PATH = Path(__file__).with_name("pageview_pipeline.properties")
 
 
-@dg.op(required_resource_keys={SYSTEMS_RESOURCE_KEY})
-def load_pageview_sample(context: dg.OpExecutionContext) -> int:
+@dg.op
+def load_pageview_sample(context: dg.OpExecutionContext, samza_systems: SamzaSystemsResource) -> int:
     import json
 
     from jobs.pageview_pipeline.data import page_views, profiles
     from samza_dagster.system.streams import create_streams, produce
 
-    config = context.resources.samza_systems.apply(Config.from_properties(CONFIG_PATH))
+    config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"page_views": 2, "user_profiles": 4, "country_counts": 2})
     people = profiles(500)
     produce(config, "user_profiles", [(json.dumps(p["user_id"]).encode(), json.dumps(p).encode(), None) for p in people])

@@ -11,7 +11,8 @@ import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.orchestration import (
-    SYSTEMS_RESOURCE_KEY,
+    SamzaSystemsResource,
+    SparkResource,
     application_definitions,
     reprocessing_backfill,
     rewind_backfill,
@@ -21,30 +22,32 @@ APPLICATION = "user_classification"
 CONFIG_PATH = Path(__file__).with_name("user_classification.properties")
 
 
-def _config(context: dg.OpExecutionContext) -> Config:
-    return context.resources.samza_systems.apply(Config.from_properties(CONFIG_PATH))
+def _config(samza_systems: SamzaSystemsResource) -> Config:
+    return samza_systems.apply(Config.from_properties(CONFIG_PATH))
 
 
-@dg.op(required_resource_keys={SYSTEMS_RESOURCE_KEY})
-def load_signup_sample(context: dg.OpExecutionContext) -> int:
+@dg.op
+def load_signup_sample(context: dg.OpExecutionContext, samza_systems: SamzaSystemsResource) -> int:
     import json
 
     from jobs.user_classification.data import signups
     from samza_dagster.system.streams import create_streams, produce
 
-    config = _config(context)
+    config = _config(samza_systems)
     create_streams(config, {"user_signups": 2, "reclassify_requests": 2, "user_country": 2})
     n = produce(config, "user_signups", [(u["user_id"].encode(), json.dumps(u).encode(), None) for u in signups(5000)])
     context.log.info(f"wrote {n} signups")
     return n
 
 
-@dg.op(required_resource_keys={SYSTEMS_RESOURCE_KEY, "spark"})
-def resend_past_signups(context: dg.OpExecutionContext) -> int:
+@dg.op
+def resend_past_signups(
+    context: dg.OpExecutionContext, samza_systems: SamzaSystemsResource, spark: SparkResource
+) -> int:
     """The reprocessing backfill: every signup in ``user_signups`` re-sent as a batch request."""
     from jobs.user_classification.scenario import backfill_with_spark
 
-    n = backfill_with_spark(context.resources.spark.get_session(), _config(context))
+    n = backfill_with_spark(spark.get_session(), _config(samza_systems))
     context.log.info(f"re-sent {n} past signups into reclassify_requests")
     return n
 

@@ -7,18 +7,18 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.orchestration import SYSTEMS_RESOURCE_KEY, application_definitions, reprocessing_backfill
+from samza_dagster.orchestration import SamzaSystemsResource, application_definitions, reprocessing_backfill
 
 APPLICATION = "wordcount"
 CONFIG_PATH = Path(__file__).with_name("wordcount.properties")
 
 
-@dg.op(required_resource_keys={SYSTEMS_RESOURCE_KEY})
-def load_sample_sentences(context: dg.OpExecutionContext) -> int:
+@dg.op
+def load_sample_sentences(context: dg.OpExecutionContext, samza_systems: SamzaSystemsResource) -> int:
     """Append the sample sentences to ``sentences`` (creating it)."""
     from jobs.wordcount.sample import load_sentences
 
-    config = context.resources.samza_systems.apply(Config.from_properties(CONFIG_PATH))
+    config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     n = load_sentences(config)
     context.log.info(f"wrote {n} sentences to log.sentences")
     return n

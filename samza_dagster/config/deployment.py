@@ -1,11 +1,13 @@
 """Where the systems are, from the environment: the deployment's half of a job's config.
 
 A job's .properties describes the application; where its systems live belongs to the machine it
-runs on. ``SAMZA_LOG_PATH`` names the embedded log's root directory: it applies to every system
-whose factory is ``log`` (a system named ``log`` with no factory is one) and wins over the
-.properties, as the Dagster code location's ``samza_systems`` resource does — so the command line
-and the Dagster UI started in the same shell read and write the same log. ``--config`` overrides
-on the command line still win over it.
+runs on. The one rule for where the embedded log lives, used by the command line and by the
+Dagster resource ``SamzaSystemsResource`` alike: the deployment's log root — the resource's
+``log_path`` when set, else ``SAMZA_LOG_PATH`` — applies to every system whose factory is ``log``
+(a system named ``log`` with no factory is one) and wins over the .properties, so the command
+line and the Dagster UI started in the same shell read and write the same log. With neither, the
+.properties' ``systems.<s>.log.path`` applies, else the log's default ``./.samza-log``.
+``--config`` overrides on the command line still win over it.
 """
 
 from __future__ import annotations
@@ -28,16 +30,26 @@ def log_systems(config: Config) -> list[str]:
     return sorted(names)
 
 
-def deployment_overrides(config: Config, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``systems.<s>.log.path`` for every log system, when ``SAMZA_LOG_PATH`` is set."""
+def log_root(log_path: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The deployment's log root as an absolute path: ``log_path``, else ``SAMZA_LOG_PATH``;
+    None when the deployment names none."""
     env = os.environ if environ is None else environ
-    root = env.get(LOG_PATH_ENV, "").strip()
-    if not root:
+    root = (log_path or "").strip() or env.get(LOG_PATH_ENV, "").strip()
+    return os.path.abspath(os.path.expanduser(root)) if root else None
+
+
+def deployment_overrides(
+    config: Config, environ: Mapping[str, str] | None = None, *, log_path: str | None = None
+) -> dict[str, str]:
+    """``systems.<s>.log.path`` for every log system, when the deployment names a log root."""
+    root = log_root(log_path, environ)
+    if root is None:
         return {}
-    path = os.path.abspath(os.path.expanduser(root))
-    return {f"systems.{system}.log.path": path for system in log_systems(config)}
+    return {f"systems.{system}.log.path": root for system in log_systems(config)}
 
 
-def apply_deployment(config: Config, environ: Mapping[str, str] | None = None) -> Config:
-    overrides = deployment_overrides(config, environ)
+def apply_deployment(
+    config: Config, environ: Mapping[str, str] | None = None, *, log_path: str | None = None
+) -> Config:
+    overrides = deployment_overrides(config, environ, log_path=log_path)
     return config.with_overrides(overrides) if overrides else config

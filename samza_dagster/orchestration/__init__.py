@@ -1,8 +1,16 @@
-"""Dagster factories shared by the applications (the only engine package importing dagster):
-stream assets from an execution plan, the job op, the coordinator-stream and observation sensors,
-the failure sensor, the daily reprocessing backfills (:func:`reprocessing_backfill` re-sends a day,
-:func:`rewind_backfill` rewinds an input to a day by startpoints), and an application's whole
-definitions."""
+"""samza-dagster's Dagster integration (the only package of samza_dagster importing dagster),
+installed with it: what a user's own Dagster project imports.
+
+* :class:`SamzaJobComponent` — the dg component: one job's whole definitions from a ``defs.yaml``
+  (``type: samza_dagster.orchestration.SamzaJobComponent``);
+* the resources — :class:`SamzaSystemsResource`, :class:`SparkResource`,
+  :class:`KafkaAdminResource`, :class:`CoordinatorStreamResource`;
+* the factories the component is made of, for a project building definitions in Python: stream
+  assets from an execution plan, the job's multi-asset, the coordinator-stream, observation and
+  failure sensors, the daily reprocessing backfills (:func:`reprocessing_backfill` re-sends a day,
+  :func:`rewind_backfill` rewinds an input to a day by startpoints), and an application's whole
+  definitions (:func:`application_definitions`).
+"""
 
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill, resend_window
@@ -15,10 +23,25 @@ from samza_dagster.orchestration.sensors import (
     samza_job_failure_sensor,
     stream_observation_sensor,
 )
+from samza_dagster.orchestration.resources import (
+    CoordinatorStreamResource,
+    KafkaAdminResource,
+    SamzaSystemsResource,
+    SparkResource,
+)
 from samza_dagster.orchestration.settings import DagsterSettings
+from samza_dagster.orchestration.component import SamzaBackfill, SamzaComponentError, SamzaJobComponent, default_resources
 from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
 
 __all__ = [
+    "CoordinatorStreamResource",
+    "KafkaAdminResource",
+    "SamzaBackfill",
+    "SamzaComponentError",
+    "SamzaJobComponent",
+    "SamzaSystemsResource",
+    "SparkResource",
+    "default_resources",
     "JOB_INSTANCE_TAG",
     "SYSTEMS_RESOURCE_KEY",
     "DagsterSettings",

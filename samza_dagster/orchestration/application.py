@@ -50,11 +50,13 @@ def application_definitions(
     sensors: Sequence[Any] = (),
     schedules: Sequence[Any] = (),
     backfills: Sequence[ReprocessingBackfill] = (),
+    contain_errors: bool = True,
 ) -> dg.Definitions:
     """Definitions of one application (``config`` a Config or a .properties path). Extra
     assets/jobs/sensors/schedules of the application are added as they are; each
     :func:`~samza_dagster.orchestration.reprocessing_backfill` adds its daily asset, job and
-    schedule, and its batch stream's asset is drawn downstream of it."""
+    schedule, and its batch stream's asset is drawn downstream of it. With ``contain_errors``
+    a rejected config or plan becomes :func:`failed_application_definitions`; without, it raises."""
     try:
         cfg = config if isinstance(config, Config) else Config.from_properties(config)
         settings = DagsterSettings.from_config(cfg)
@@ -93,6 +95,8 @@ def application_definitions(
             schedules=[*schedules, *(b.schedule for b in backfills)],
         )
     except Exception as exc:  # noqa: BLE001 - one broken application must not hide the others
+        if not contain_errors:
+            raise
         log.error("application %s is not loaded: its plan was rejected: %s: %s", application, type(exc).__name__, exc)
         return failed_application_definitions(application, exc)
 

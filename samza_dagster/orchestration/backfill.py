@@ -40,7 +40,8 @@ then reshape the day's rows into the batch stream's messages; what is re-sent is
 column (``key_column`` picks the partition by Kafka's murmur2; ``keep_event_time`` keeps the
 ``timestamp`` column so the batch record carries the original event time).
 
-Resources: ``samza_systems`` (where the systems are) and ``spark`` (the session).
+Resources: ``samza_systems`` (a :class:`SamzaSystemsResource`: where the systems are) and
+``spark`` (a :class:`SparkResource`: the session).
 
 Limitations: each partition scans the whole source stream (the data source has no time index);
 re-running a partition re-sends its records again (the batch stream is a queue of work, not a
@@ -61,7 +62,7 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.observation import fetch_metadata, observe_streams, system_admin
-from samza_dagster.orchestration.ops import SPARK_RESOURCE_KEY, SYSTEMS_RESOURCE_KEY
+from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.planner import configured_plan
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.model import StreamSpec, SystemStream
@@ -146,7 +147,6 @@ def reprocessing_backfill(
         deps=[stream_key(application, source.id)],
         partitions_def=partitions_def,
         group_name=f"{group}_reprocessing",
-        required_resource_keys={SYSTEMS_RESOURCE_KEY, SPARK_RESOURCE_KEY},
         kinds={"spark", "samza"},
         description=(
             f"Re-sends one day of {source.system}.{source.physical_name} into the batch stream "
@@ -160,15 +160,16 @@ def reprocessing_backfill(
         # Dagster marks backfill_policy beta: only set it when asked for more than a day per run
         **({"backfill_policy": dg.BackfillPolicy.multi_run(days_per_run)} if days_per_run > 1 else {}),
     )
-    def _reprocess(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def _reprocess(
+        context: dg.AssetExecutionContext, samza_systems: SamzaSystemsResource, spark: SparkResource
+    ) -> dg.MaterializeResult:
         window = context.partition_time_window  # one day, or several with days_per_run
         keys = context.partition_key_range
         days = keys.start if keys.start == keys.end else f"{keys.start}..{keys.end}"
         start_ms, end_ms = int(window.start.timestamp() * 1000), int(window.end.timestamp() * 1000)
-        job_cfg = context.resources.samza_systems.apply(cfg)
-        spark = context.resources.spark.get_session()
+        job_cfg = samza_systems.apply(cfg)
         sent = resend_window(
-            spark, job_cfg, source, batch, start_ms, end_ms,
+            spark.get_session(), job_cfg, source, batch, start_ms, end_ms,
             selector=selector, prepare=prepare, key_column=key_column, keep_event_time=keep_event_time,
         )
         context.log.info(

@@ -69,7 +69,7 @@ def _progress(obs: StreamObservation, processed: Mapping[SystemStreamPartition, 
     return BootstrapProgress(f"{obs.system}.{obs.physical_name}", done, total)
 
 
-def final_bootstrap(result: Any) -> dict[str, dict[str, Any]]:
+def final_bootstrap(result: JobResult) -> dict[str, dict[str, Any]]:
     """"system.stream" → ``{"caught_up", "time_to_head_s", "messages_behind"}`` merged over the
     containers' chooser metrics (empty when no container had a bootstrap stream)."""
     merged: dict[str, dict[str, Any]] = {}

@@ -1,12 +1,12 @@
 """The op that runs a Samza job: a multi-asset materializing the streams the job writes.
 
 It resolves the job's config (the application's .properties, the deployment's systems from the
-``samza_systems`` resource, then the run's ``overrides`` — what a reconfiguration run from the
+:class:`SamzaSystemsResource` bound as ``samza_systems``, then the run's ``overrides`` — what a reconfiguration run from the
 coordinator-stream sensor sets), makes sure no other run of the same Samza job is live (see
 :mod:`.single_run`), observes the inputs (one batched offset lookup per system; an unreachable
 Kafka fails here, fast, naming its address), creates missing output streams, and runs the job
 through the runner ``job.factory.class`` names — a ``spark`` job (the product default) on the
-``spark`` resource's session. :mod:`.supervision` watches the job while it runs: graceful stop on
+:class:`SparkResource` bound as ``spark``. :mod:`.supervision` watches the job while it runs: graceful stop on
 terminate, reconfiguration log lines, progress, live materializations. When the job stops — a
 bounded job at end-of-stream, an unbounded one when terminated — the streams it wrote are
 materialized with their offsets, the inputs observed with the final lag, and the asset checks
@@ -31,13 +31,16 @@ from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.coordinator_changes import log_overwritten_config
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
+from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import SystemUnavailableError
 from samza_dagster.model import StreamSpec
+from samza_dagster.runtime.result import JobResult
 
+#: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"
 SPARK_RESOURCE_KEY = "spark"
 #: builds the runner of a job's config (``samza_dagster.runtime.create_runner`` by default)
@@ -51,15 +54,13 @@ class SamzaJobRunConfig(dg.Config):
     reason: str = ""
 
 
-def runner_for(context: Any, config: Config) -> tuple[Any, dict[str, Any]]:
+def runner_for(spark: SparkResource | None, config: Config) -> tuple[Any, dict[str, Any]]:
     """The job's runner and metadata about how it was made: a job whose ``job.factory.class`` is
     ``spark`` (the product default) runs on the ``spark`` resource's session, so every Spark job
-    of one Dagster process shares one session (the spark runner starts its own only when no
-    resource is bound)."""
+    of one Dagster process shares one session."""
     from samza_dagster.runtime import create_runner
 
     if JobConfig(config).factory == "spark":
-        spark = getattr(context.resources, SPARK_RESOURCE_KEY, None)
         if spark is not None:
             from pyspark import SparkContext
 
@@ -100,46 +101,56 @@ def samza_job_asset(
             "of a low-level task (declared_outputs) so the job has assets to materialize"
         )
     bounded = is_bounded_job(assets.read_streams())
-
-    @dg.multi_asset(
+    asset = dg.multi_asset(
         name=name or op_name(assets),
         specs=assets.written_specs,
         check_specs=checks.check_specs(assets, bounded=bounded),
-        required_resource_keys=required_resource_keys(config),
         description=f"Runs the Samza job {config.get_str('job.name')} until it "
         f"{'reaches end-of-stream' if bounded else 'is terminated'} ({JobConfig(config).factory} runner)",
         op_tags={"samza/job": config.get_str("job.name") or assets.application},
     )
-    def _samza_job(context: dg.AssetExecutionContext, config: SamzaJobRunConfig) -> Iterator[Any]:
-        yield from run_samza_job(context, assets, base, config, runner_factory, settings, bounded)
+    # Dagster binds a resource by the name and type of a parameter: a Spark job takes the spark
+    # resource too (its session runs the containers), any other job only where the systems are
+    if uses_spark_resource(config):
 
-    return _samza_job
+        def _spark_job(
+            context: dg.AssetExecutionContext, config: SamzaJobRunConfig,
+            samza_systems: SamzaSystemsResource, spark: SparkResource,
+        ) -> Iterator[Any]:
+            yield from run_samza_job(context, assets, base, config, runner_factory, settings, bounded, samza_systems, spark)
+
+        return asset(_spark_job)
+
+    def _samza_job(
+        context: dg.AssetExecutionContext, config: SamzaJobRunConfig, samza_systems: SamzaSystemsResource
+    ) -> Iterator[Any]:
+        yield from run_samza_job(context, assets, base, config, runner_factory, settings, bounded, samza_systems, None)
+
+    return asset(_samza_job)
 
 
-def required_resource_keys(config: Config) -> set[str]:
-    """``samza_systems`` always; ``spark`` too when the job runs on the spark runner."""
-    keys = {SYSTEMS_RESOURCE_KEY}
-    if JobConfig(config).factory == "spark":
-        keys.add(SPARK_RESOURCE_KEY)
-    return keys
+def uses_spark_resource(config: Config) -> bool:
+    """A job on the spark runner (``job.factory.class=spark``, the product default)."""
+    return JobConfig(config).factory == "spark"
 
 
-def job_config(context: Any, base: Config, run_config: SamzaJobRunConfig) -> Config:
-    systems = getattr(context.resources, SYSTEMS_RESOURCE_KEY, None)
-    cfg = systems.apply(base) if systems is not None else base
+def job_config(systems: SamzaSystemsResource, base: Config, run_config: SamzaJobRunConfig) -> Config:
+    cfg = systems.apply(base)
     return cfg.with_overrides(run_config.overrides) if run_config.overrides else cfg
 
 
 def run_samza_job(
-    context: Any,
+    context: dg.AssetExecutionContext,
     assets: StreamAssets,
     base: Config,
     run_config: SamzaJobRunConfig,
     runner_factory: RunnerFactory | None,
     settings: DagsterSettings,
     bounded: bool,
+    systems: SamzaSystemsResource,
+    spark: SparkResource | None,
 ) -> Iterator[Any]:
-    cfg = job_config(context, base, run_config)
+    cfg = job_config(systems, base, run_config)
     job_name = cfg.get_str("job.name") or assets.application
     claim_job_instance(context, cfg, job_name)
     if run_config.overrides:
@@ -168,7 +179,7 @@ def run_samza_job(
     if runner_factory is not None:
         runner, runner_md = runner_factory(cfg), {}
     else:
-        runner, runner_md = runner_for(context, cfg)
+        runner, runner_md = runner_for(spark, cfg)
     watch = _Progress(cfg, written, before, bootstrap_inputs)
     live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name)
     context.log.info(f"job {job_name}: starting ({JobConfig(cfg).factory} runner)")
@@ -176,7 +187,9 @@ def run_samza_job(
     if outcome.error is not None:
         exc = outcome.error
         raise dg.Failure(description=f"job {job_name} failed: {type(exc).__name__}: {exc}") from exc
-    result = outcome.result
+    result: JobResult | None = outcome.result
+    if result is None:  # a runner returns a JobResult or raises; this is a runner bug
+        raise dg.Failure(description=f"job {job_name}: its runner ended without a result")
     elapsed = results.elapsed_s(result, time.monotonic() - started)
     error = results.failure(result)
     processed = results.messages_per_stream(result)
@@ -201,9 +214,9 @@ def run_samza_job(
         job_md["job_model_changes"] = dg.MetadataValue.json(
             [{"version": v, "changed": keys} for v, keys in outcome.model_changes]
         )
-    spark_startup = getattr(result, "spark_startup_s", None)
-    if isinstance(spark_startup, int | float) and spark_startup > 0:
-        job_md["spark_startup_s"] = dg.MetadataValue.float(round(float(spark_startup), 3))
+    spark_startup = results.spark_startup_s(result)
+    if spark_startup is not None:
+        job_md["spark_startup_s"] = dg.MetadataValue.float(round(spark_startup, 3))
     # the chooser also holds real-time streams to their start-time head (the restart guarantee)
     # and reports them beside the bootstrap streams: only a bootstrap stream is reported as one
     bootstrap_names = {f"{inputs[s.id].system}.{inputs[s.id].physical_name}" for s in read if s.bootstrap}
@@ -254,7 +267,7 @@ def in_dependency_order(streams: list[StreamInfo]) -> list[StreamInfo]:
     return ordered
 
 
-def _observe_quietly(context: Any, cfg: Config, streams: list[StreamInfo], job_name: str) -> dict[str, StreamObservation]:
+def _observe_quietly(context: dg.AssetExecutionContext, cfg: Config, streams: list[StreamInfo], job_name: str) -> dict[str, StreamObservation]:
     """Inputs with their lag after the run; an observation failure is a warning, not a failed run."""
     try:
         return observe_streams(cfg, streams, with_lag=True)
@@ -269,7 +282,7 @@ class _LiveMaterializations:
     per input (its lag), so the asset pages and their plots follow the live job."""
 
     def __init__(
-        self, context: Any, assets: StreamAssets, cfg: Config, read: list[StreamInfo], written: list[StreamInfo],
+        self, context: dg.AssetExecutionContext, assets: StreamAssets, cfg: Config, read: list[StreamInfo], written: list[StreamInfo],
         before: dict[str, StreamObservation], job_name: str,
     ) -> None:
         self.context, self.assets, self.cfg = context, assets, cfg

@@ -32,7 +32,7 @@ from samza_dagster.runtime.startpoints import input_stream, list_startpoints, se
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, _stream
-from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY
+from samza_dagster.orchestration.resources import SamzaSystemsResource
 from samza_dagster.planner import configured_plan
 from samza_dagster.system.factories import system_admin
 
@@ -110,17 +110,16 @@ def rewind_backfill(
         deps=[stream_key(application, info.id)],
         partitions_def=partitions_def,
         group_name=f"{group}_reprocessing",
-        required_resource_keys={SYSTEMS_RESOURCE_KEY},
         kinds={"samza"},
         description=(f"Rewinds {where} to the first offset of the day (by timestamp): job {plan.job_name} "
                      "reads it again from there at its next start"),
         metadata={"stream": where},
         tags={"samza/role": "backfill"},
     )
-    def _rewind(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def _rewind(context: dg.AssetExecutionContext, samza_systems: SamzaSystemsResource) -> dg.MaterializeResult:
         window = context.partition_time_window
         start_ms = int(window.start.timestamp() * 1000)
-        job_cfg = context.resources.samza_systems.apply(cfg)
+        job_cfg = samza_systems.apply(cfg)
         try:
             offsets = rewind_to_time(job_cfg, f"{info.system}.{info.physical_name}", start_ms)
         except StartpointError as exc:

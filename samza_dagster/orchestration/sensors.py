@@ -4,7 +4,7 @@ record of a failed Samza job on its assets.
 ``coordinator_stream_sensor`` keeps the coordinator stream's offset as its cursor. A change is a
 set-config (or delete) written by anyone but the job itself (see :mod:`.coordinator_changes`)
 that changes the job's effective configuration — its deployed config (.properties and the
-``samza_systems`` resource) overlaid with the stream. For a change:
+``samza_systems`` resource, a :class:`SamzaSystemsResource`) overlaid with the stream. For a change:
 
 * if a run of the job is live (queued, starting or running), no run is requested: the live
   run's job coordinator sees the change within ``job.coordinator.monitor.interval.ms`` and
@@ -34,7 +34,7 @@ from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.checks import lag_evaluation, lag_per_input
 from samza_dagster.orchestration.coordinator_changes import changes_after
 from samza_dagster.orchestration.observation import observe_streams
-from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY
+from samza_dagster.orchestration.resources import SamzaSystemsResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, LIVE_STATUSES, job_instance, live_runs
 from samza_dagster.system.errors import StreamNotFoundError
@@ -43,11 +43,6 @@ OFFSET_TAG = "samza/coordinator-offset"
 CHANGED_TAG = "samza/changed-keys"
 #: the cursor of a sensor whose job had no coordinator stream yet: read it from its beginning
 FROM_START = "start"
-
-
-def _resolve(context: Any, config: Config) -> Config:
-    systems = getattr(context.resources, SYSTEMS_RESOURCE_KEY, None) if context.resources else None
-    return systems.apply(config) if systems is not None else config
 
 
 def coordinator_stream_sensor(
@@ -70,12 +65,13 @@ def coordinator_stream_sensor(
         job=job,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={SYSTEMS_RESOURCE_KEY},
         description=f"Reconfigures {job_name} when its coordinator stream changes its config: the live run "
         "applies the change, or one run is launched when none is live",
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        cfg = _resolve(context, config)
+    def _sensor(
+        context: dg.SensorEvaluationContext, samza_systems: SamzaSystemsResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        cfg = samza_systems.apply(config)
         cursor = context.cursor or None
         try:
             with CoordinatorStreamReader(cfg) as reader:
@@ -177,11 +173,12 @@ def stream_observation_sensor(
         name=name or f"{assets.group_name}_stream_observation_sensor",
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={SYSTEMS_RESOURCE_KEY},
         description=f"Observes the input streams of {assets.application} and checks the job's consumer lag",
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        cfg = _resolve(context, config)
+    def _sensor(
+        context: dg.SensorEvaluationContext, samza_systems: SamzaSystemsResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        cfg = samza_systems.apply(config)
         try:
             observed = observe_streams(cfg, assets.read_streams(), with_lag=True)
         except Exception as exc:  # noqa: BLE001 - report and try again next tick

@@ -28,6 +28,7 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.orchestration.settings import DagsterSettings
+from samza_dagster.runtime.result import JobResult
 
 #: how often the op's thread wakes up to look at the run (cancel requests, new job models)
 TICK_S = 0.5
@@ -58,7 +59,7 @@ def _plain_sigint() -> Callable[[], None]:
 class Supervision:
     """What happened while the job ran."""
 
-    result: Any = None
+    result: JobResult | None = None
     error: BaseException | None = None
     #: "terminated from Dagster" when the run was stopped, else None
     stopped_by: str | None = None

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import dagster as dg
 
-from resources.systems import SamzaSystemsResource
+from samza_dagster.orchestration.resources.systems import SamzaSystemsResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.commands import run_coordinator_stream_writer
 from samza_dagster.coordinator.messages import CoordinatorStreamMessage

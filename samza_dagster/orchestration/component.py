@@ -1,0 +1,200 @@
+"""SamzaJobComponent: one Samza job's whole Dagster definitions from a ``defs.yaml``.
+
+In a ``dg`` project (``dg scaffold defs samza_dagster.orchestration.SamzaJobComponent <name>``)::
+
+    type: samza_dagster.orchestration.SamzaJobComponent
+    attributes:
+      config_path: wordcount.properties      # relative to this defs.yaml
+      declared_outputs: [log.words]          # a low-level task's outputs (its code sends them)
+      backfills:                             # optional daily reprocessing
+        - kind: resend                       # re-send a day of source_stream into batch_stream
+          source_stream: sentences
+          batch_stream: sentences_replay
+          start_date: "2024-01-01"
+        - kind: rewind                       # rewind an input to a day's first offset
+          stream: sentences_replay
+          start_date: "2024-01-01"
+
+builds what :func:`~samza_dagster.orchestration.application_definitions` builds from the job's
+``.properties`` and execution plan: the stream assets, the job's multi-asset and asset job, the
+coordinator-stream, observation and failure sensors, the asset checks, freshness and owners, and
+each backfill's daily asset, job and schedule. Unless ``bind_resources: false``, it binds the
+default resources (``samza_systems``, ``spark``, ``kafka_admin``, ``coordinator_stream``, set
+from ``SAMZA_LOG_PATH`` / ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``) — the same instances for every
+component, so several jobs merge into one code location.
+
+A component that cannot be built — its ``config_path`` does not exist, its config is rejected
+or its plan is — is one error naming the ``defs.yaml``, the key and the value. Under ``dg check
+defs`` (``dagster definitions validate``) that error fails the check; elsewhere (``dg dev``) it
+is logged and the component shows as a placeholder asset ``[<application>, execution_plan]``
+with a failing check, while the project's other components load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import dagster as dg
+from dagster.components.core.defs_module import find_defs_or_component_yaml
+from pydantic import Field
+
+from samza_dagster.config import Config, ConfigError
+from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
+from samza_dagster.orchestration.assets import _group_name
+from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill
+from samza_dagster.orchestration.resources import (
+    CoordinatorStreamResource,
+    KafkaAdminResource,
+    SamzaSystemsResource,
+    SparkResource,
+)
+from samza_dagster.orchestration.rewind import rewind_backfill
+from samza_dagster.orchestration.scaffold import SamzaJobScaffolder
+
+log = logging.getLogger(__name__)
+
+#: set by ``dagster definitions validate`` (what ``dg check defs`` runs)
+VALIDATION_ENV = "DAGSTER_IS_DEFS_VALIDATION_CLI"
+
+
+def default_resources() -> dict[str, dg.ConfigurableResource]:
+    """The resources every SamzaJobComponent binds: one set of instances per process, so the
+    Definitions of several components merge (Dagster requires one object per resource key)."""
+    global _DEFAULT_RESOURCES
+    if _DEFAULT_RESOURCES is None:
+        systems = SamzaSystemsResource()
+        _DEFAULT_RESOURCES = {
+            "samza_systems": systems,
+            "spark": SparkResource(),
+            "kafka_admin": KafkaAdminResource(),
+            "coordinator_stream": CoordinatorStreamResource(systems=systems),
+        }
+    return dict(_DEFAULT_RESOURCES)
+
+
+_DEFAULT_RESOURCES: dict[str, dg.ConfigurableResource] | None = None
+
+
+class SamzaBackfill(dg.Model, dg.Resolvable):
+    """One daily reprocessing backfill of the job.
+
+    ``kind: resend`` re-sends each day of ``source_stream`` into ``batch_stream`` (an input of the
+    job at a lower priority) on Spark; ``kind: rewind`` rewinds ``stream`` (an input) to the
+    day's first offset by a timestamp startpoint, read again at the job's next start.
+    """
+
+    kind: Literal["resend", "rewind"]
+    start_date: str = Field(description="first day offered, YYYY-MM-DD")
+    end_date: str | None = Field(default=None, description="last day (exclusive); none: up to yesterday")
+    timezone: str = "UTC"
+    source_stream: str | None = Field(default=None, description="resend: the stream re-sent (id or system.stream)")
+    batch_stream: str | None = Field(default=None, description="resend: the job's batch input it is re-sent into")
+    stream: str | None = Field(default=None, description="rewind: the input rewound")
+    timestamp_field: str | None = Field(
+        default=None, description="resend: JSON field of the value holding the event time (epoch ms); none: record time"
+    )
+    keep_event_time: bool = Field(default=True, description="resend: re-sent records keep their original timestamp")
+    days_per_run: int = Field(default=1, description="resend: consecutive days re-sent by one run of a backfill")
+    name: str | None = Field(default=None, description="asset name (default reprocess_<batch> / rewind_<stream>)")
+
+
+class SamzaComponentError(Exception):
+    """A component that cannot be built: names its defs.yaml, the key and the value."""
+
+
+@dg.scaffold_with(SamzaJobScaffolder)
+class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
+    """A Samza job: its stream assets, job, sensors, checks and backfills, from its .properties."""
+
+    config_path: str = Field(description="the job's .properties, relative to this defs.yaml")
+    application: str | None = Field(
+        default=None, description="asset key prefix and group (default: job.name as an identifier)"
+    )
+    declared_outputs: list[str] = Field(
+        default_factory=list, description="system.stream of outputs a low-level task sends to (not in its config)"
+    )
+    backfills: list[SamzaBackfill] = Field(default_factory=list, description="daily reprocessing backfills")
+    bind_resources: bool = Field(
+        default=True, description="bind the default samza_systems/spark/kafka_admin/coordinator_stream resources"
+    )
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        defs_yaml = find_defs_or_component_yaml(context.path) or context.path / "defs.yaml"
+        application = self.application or _group_name(Path(self.config_path).stem)
+        cfg: Config | None = None
+        try:
+            config_file = self.config_file(context.path, defs_yaml)
+            cfg = _load(config_file, defs_yaml, self.config_path)
+            application = self.application or _group_name(cfg.get_str("job.name") or application)
+            backfills = [self._backfill(application, cfg, i, b, defs_yaml) for i, b in enumerate(self.backfills)]
+            defs = application_definitions(
+                application, cfg, declared_outputs=self.declared_outputs, backfills=backfills, contain_errors=False,
+            )
+        except SamzaComponentError as exc:
+            defs = self._failed(application, exc)
+        except Exception as exc:  # noqa: BLE001 - the plan's own errors, named with the file they come from
+            defs = self._failed(application, SamzaComponentError(_rejected(defs_yaml, self.config_path, exc, cfg)))
+        if self.bind_resources:
+            defs = dg.Definitions.merge(defs, dg.Definitions(resources=default_resources()))
+        return defs
+
+    def config_file(self, here: Path, defs_yaml: Path) -> Path:
+        path = (here / self.config_path).resolve()
+        if not path.is_file():
+            raise SamzaComponentError(
+                f"{defs_yaml}: attributes.config_path: {self.config_path!r} — no such file ({path})"
+            )
+        return path
+
+    def _backfill(
+        self, application: str, cfg: Config, index: int, spec: SamzaBackfill, defs_yaml: Path
+    ) -> ReprocessingBackfill:
+        where = f"{defs_yaml}: attributes.backfills[{index}]"
+        try:
+            if spec.kind == "rewind":
+                if not spec.stream:
+                    raise ValueError("a rewind backfill needs stream (the input it rewinds)")
+                return rewind_backfill(application, cfg, stream=spec.stream, start_date=spec.start_date,
+                                       end_date=spec.end_date, timezone=spec.timezone, name=spec.name)
+            if not spec.source_stream or not spec.batch_stream:
+                raise ValueError("a resend backfill needs source_stream and batch_stream")
+            return reprocessing_backfill(
+                application, cfg, source_stream=spec.source_stream, batch_stream=spec.batch_stream,
+                start_date=spec.start_date, end_date=spec.end_date, timezone=spec.timezone,
+                timestamp_field=spec.timestamp_field, keep_event_time=spec.keep_event_time,
+                days_per_run=spec.days_per_run, name=spec.name,
+            )
+        except Exception as exc:  # noqa: BLE001 - named with the backfill entry it comes from
+            raise SamzaComponentError(f"{where} ({spec.kind}): {exc}") from exc
+
+    def _failed(self, application: str, error: SamzaComponentError) -> dg.Definitions:
+        if os.environ.get(VALIDATION_ENV):
+            raise error
+        log.error("application %s is not loaded: %s", application, error)
+        return failed_application_definitions(application, error)
+
+
+def _load(config_file: Path, defs_yaml: Path, config_path: str) -> Config:
+    try:
+        return Config.from_properties(config_file)
+    except Exception as exc:  # noqa: BLE001 - an unreadable file, named with the defs.yaml
+        raise SamzaComponentError(f"{defs_yaml}: attributes.config_path: {config_path!r} — {exc}") from exc
+
+
+def _rejected(defs_yaml: Path, config_path: str, exc: BaseException, cfg: Config | None) -> str:
+    """``<defs.yaml>: attributes.config_path: <file> — key 'k' = 'v': <error>``: the key and
+    its value when the error names one."""
+    key = exc.key if isinstance(exc, ConfigError) else None
+    what = f"{type(exc).__name__}: {exc}"
+    if key:
+        value = cfg.get_str(key) if cfg is not None else None
+        shown = f" = {value!r}" if value is not None else " (not set)"
+        return f"{defs_yaml}: attributes.config_path: {config_path!r} — key {key!r}{shown}: {what}"
+    return f"{defs_yaml}: attributes.config_path: {config_path!r} — {what}"
+
+
+__all__: Sequence[str] = ["SamzaBackfill", "SamzaComponentError", "SamzaJobComponent", "default_resources"]

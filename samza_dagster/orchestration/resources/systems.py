@@ -1,0 +1,65 @@
+"""SamzaSystemsResource: the deployment's systems as a samza config fragment.
+
+A job's .properties describes the application (inputs, serdes, stores); *where* the systems are
+— the embedded log's root directory, the Kafka brokers — belongs to the deployment, so it comes
+from this resource and wins over the .properties. Where the log lives follows the one rule of
+:mod:`samza_dagster.config.deployment`, which the command line follows too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import dagster as dg
+
+from samza_dagster.config import Config
+from samza_dagster.config.deployment import apply_deployment, log_root
+
+KAFKA_BOOTSTRAP_ENV = "SAMZA_KAFKA_BOOTSTRAP_SERVERS"
+
+
+class SamzaSystemsResource(dg.ConfigurableResource):
+    """Where the systems are.
+
+    ``log_path`` — root directory of the embedded log, for every system whose factory is ``log``
+    (a system named ``log`` with no factory is one); unset means ``SAMZA_LOG_PATH`` at the time
+    of use, else the .properties' ``systems.<s>.log.path``, else ``./.samza-log``.
+    ``kafka_bootstrap_servers`` — when set (or ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``), system
+    ``kafka_system`` is a Kafka system on those brokers.
+    ``kafka_bootstrap_timeout_ms`` — how long a client waits for an unreachable broker before
+    failing with its address (kafka-python's ``bootstrap_timeout_ms``).
+    """
+
+    log_path: str | None = None
+    kafka_bootstrap_servers: str | None = None
+    kafka_system: str = "kafka"
+    kafka_bootstrap_timeout_ms: int = 5000
+
+    def resolved_log_path(self) -> str | None:
+        """The log root this deployment names (absolute), or None to leave it to the .properties."""
+        return log_root(self.log_path)
+
+    def resolved_kafka_bootstrap_servers(self) -> str | None:
+        return self.kafka_bootstrap_servers or os.environ.get(KAFKA_BOOTSTRAP_ENV) or None
+
+    def kafka_fragment(self) -> dict[str, str]:
+        """``systems.<kafka_system>.*`` keys when the deployment names brokers."""
+        servers = self.resolved_kafka_bootstrap_servers()
+        if not servers:
+            return {}
+        kafka = f"systems.{self.kafka_system}."
+        timeout = str(self.kafka_bootstrap_timeout_ms)
+        return {
+            kafka + "samza.factory": "kafka",
+            kafka + "consumer.bootstrap.servers": servers,
+            kafka + "producer.bootstrap.servers": servers,
+            kafka + "consumer.bootstrap.timeout.ms": timeout,
+            kafka + "producer.bootstrap.timeout.ms": timeout,
+        }
+
+    def apply(self, config: Mapping[str, object]) -> Config:
+        """``config`` with this deployment's system keys on top (the deployment wins)."""
+        base = config if isinstance(config, Config) else Config(config)
+        kafka = self.kafka_fragment()
+        return apply_deployment(base.with_overrides(kafka) if kafka else base, log_path=self.log_path)
