@@ -9,6 +9,8 @@ failing ``plan_accepted`` check on ``[<app>, execution_plan]`` (and an ERROR log
 defs.yaml), and the others load as usual.
 """
 
-from jobs.definitions import defs
+from pathlib import Path
 
-__all__ = ["defs"]
+import dagster as dg
+
+defs = dg.load_from_defs_folder(path_within_project=Path(__file__).parent)

@@ -192,16 +192,6 @@ def test_a_rejected_plan_is_contained_to_its_application(systems, caplog):
     assert not evaluation.passed and "app.class" in evaluation.description
 
 
-def test_definitions_module_contains_an_application_that_does_not_import(caplog):
-    import definitions
-
-    defs = definitions.build_definitions({"wordcount": "jobs.wordcount.definitions", "ghost": "jobs.ghost.definitions"})
-    keys = defs.resolve_asset_graph().get_all_asset_keys()
-    assert dg.AssetKey(["ghost", "execution_plan"]) in keys and dg.AssetKey(["wordcount", "sentences"]) in keys
-    assert "application ghost is not loaded" in caplog.text and "jobs.ghost" in caplog.text
-    assert {j.name for j in defs.jobs} >= {"wordcount_job", "wordcount_load_sample"}
-
-
 def test_bootstrap_progress_is_logged_and_reported_as_metadata(systems):
     """A bootstrap stream (profiles) next to a real-time one (sentences): the op says how far the
     bootstrap stream is before the run, and when the job stopped whether it reached its head and

@@ -1,6 +1,7 @@
-"""The repo's code location loads: ``dagster definitions validate -w workspace.yaml`` passes,
-with the shared resources bound, every example application loaded, and wordcount's assets, job,
-sensors and reprocessing backfill present."""
+"""The repo's code location loads: ``dagster definitions validate -w workspace.yaml`` and ``dg
+check defs`` (the repo is a dg project) pass, with the shared resources bound, every example
+application loaded from its SamzaJobComponent, and wordcount's assets, job, sensors and
+reprocessing backfill present."""
 
 from __future__ import annotations
 
@@ -28,6 +29,23 @@ def test_workspace_validates(tmp_path):
     assert "is not loaded" not in done.stdout + done.stderr
 
 
+APPLICATIONS = {"wordcount", "user_classification", "currency_join", "ad_ctr", "pageview_pipeline"}
+
+
+def test_dg_check_defs_passes(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "SAMZA_LOG_PATH": str(tmp_path / "log")}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dg"), "check", "defs"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "All definitions loaded successfully" in done.stdout
+    assert "is not loaded" not in done.stdout + done.stderr
+
+
 def test_definitions_bind_the_resources_and_wordcount():
     import definitions
 
@@ -38,10 +56,9 @@ def test_definitions_bind_the_resources_and_wordcount():
     )
     assert defs.resolve_job_def("wordcount_job") is not None
     # every example application is listed and loads (none is a failing plan placeholder)
-    assert set(definitions.APPLICATIONS) == {"wordcount", "user_classification", "currency_join", "ad_ctr", "pageview_pipeline"}
     keys = defs.resolve_asset_graph().get_all_asset_keys()
     assert not [k for k in keys if k.path[-1] == "execution_plan"]
-    assert {k.path[0] for k in keys} == set(definitions.APPLICATIONS)
+    assert {k.path[0] for k in keys} == APPLICATIONS
     # the reprocessing backfill: daily partitions, its job and its (stopped) daily schedule
     assert defs.resolve_job_def("wordcount_reprocess_sentences_replay").partitions_def is not None
     assert defs.resolve_schedule_def("wordcount_reprocess_sentences_replay_schedule") is not None

@@ -43,6 +43,7 @@ from dagster.components.core.defs_module import find_defs_or_component_yaml
 from pydantic import Field
 
 from samza_dagster.config import Config, ConfigError
+from samza_dagster.errors import SamzaError
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.assets import _group_name
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill
@@ -102,7 +103,7 @@ class SamzaBackfill(dg.Model, dg.Resolvable):
     name: str | None = Field(default=None, description="asset name (default reprocess_<batch> / rewind_<stream>)")
 
 
-class SamzaComponentError(Exception):
+class SamzaComponentError(SamzaError, ValueError):
     """A component that cannot be built: names its defs.yaml, the key and the value."""
 
 
@@ -124,7 +125,7 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         defs_yaml = find_defs_or_component_yaml(context.path) or context.path / "defs.yaml"
-        application = self.application or _group_name(Path(self.config_path).stem)
+        application = self.application or _group_name(context.path.name)
         cfg: Config | None = None
         try:
             config_file = self.config_file(context.path, defs_yaml)
