@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import re
 import time
 from pathlib import Path
 
@@ -53,6 +54,9 @@ def test_cli_coordinator_sees_writer_changes_across_processes(tmp_path: Path) ->
             capture_output=True, text=True, env=env, timeout=60,
         )
         assert writer.returncode == 0, writer.stderr
+        # it says what it wrote, where, at which offset
+        assert re.search(r"wrote set-config job.container.count=3 to the coordinator stream log\.__samza_coordinator_\S+ "
+                         r"at offset \d+", writer.stdout), writer.stdout
         deadline = time.monotonic() + 10
         while poll_version(url) < 2:
             assert time.monotonic() < deadline, "coordinator did not pick up the change"

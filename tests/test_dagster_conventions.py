@@ -97,7 +97,11 @@ def test_the_failure_sensor_records_a_failed_job_on_its_outputs(tmp_path: Path):
     assert observation.metadata["failed_run"].value == result.run_id
 
 
-def test_a_launch_warns_about_the_coordinator_stream_values_it_replaces(tmp_path: Path):
+def test_a_launch_keeps_coordinator_stream_values_unless_overridden_explicitly(tmp_path: Path):
+    """A relaunch never reverts a reconfiguration made on the coordinator stream; an explicit
+    override does, and says so in the log and the run's tags."""
+    from samza_dagster.coordinator.stream import CoordinatorStreamReader
+
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
     config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))
     load_sentences(config)
@@ -105,10 +109,31 @@ def test_a_launch_warns_about_the_coordinator_stream_values_it_replaces(tmp_path
     defs = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems, "spark": dg.ResourceDefinition.none_resource()}),
                                 wordcount.definitions())
     instance = dg.DagsterInstance.ephemeral()
-    result = defs.resolve_job_def("wordcount_job").execute_in_process(instance=instance)
-    warnings = [e.user_message for e in instance.all_logs(result.run_id) if "replaces coordinator stream values" in (e.user_message or "")]
-    (warning,) = warnings
-    assert "task.commit.ms: '250' (set by coordinator-stream-writer at offset 0) -> '1000'" in warning
+    job = defs.resolve_job_def("wordcount_job")
+
+    def submitted() -> str | None:
+        with CoordinatorStreamReader(config) as reader:
+            state, _ = reader.read_state()
+        return state.config.get("task.commit.ms")
+
+    plain = job.execute_in_process(instance=instance)
+    logs = [e.user_message or "" for e in instance.all_logs(plain.run_id)]
+    assert any("keeping the coordinator stream's task.commit.ms='250' (set by coordinator-stream-writer at offset 0; "
+               "the deployed config has '1000')" in m for m in logs), logs
+    assert submitted() == "250" and "samza/replaced-coordinator-config" not in instance.get_run_by_id(plain.run_id).tags
+    again = job.execute_in_process(instance=instance)  # its own re-submission does not make 250 the job's
+    assert any("keeping the coordinator stream's task.commit.ms='250'" in (e.user_message or "")
+               for e in instance.all_logs(again.run_id))
+    assert submitted() == "250"
+
+    overridden = job.execute_in_process(
+        instance=instance, run_config={"ops": {"wordcount_samza_job": {"config": {"overrides": {"task.commit.ms": "500"}}}}}
+    )
+    (warning,) = [e.user_message for e in instance.all_logs(overridden.run_id)
+                  if "replace coordinator stream values" in (e.user_message or "")]
+    assert "task.commit.ms: '250' (set by coordinator-stream-writer at offset 0) -> '500'" in warning
+    assert instance.get_run_by_id(overridden.run_id).tags["samza/replaced-coordinator-config"] == "task.commit.ms"
+    assert submitted() == "500"
 
 
 def test_progress_logging_backs_off_while_nothing_moves_and_resets_when_it_does():

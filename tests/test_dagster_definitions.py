@@ -62,6 +62,12 @@ def test_definitions_bind_the_resources_and_wordcount():
     # the reprocessing backfill: daily partitions, its job and its (stopped) daily schedule
     assert defs.resolve_job_def("wordcount_reprocess_sentences_replay").partitions_def is not None
     assert defs.resolve_schedule_def("wordcount_reprocess_sentences_replay_schedule") is not None
+    # backfill assets have the application's owners; a description counts partitions in English
+    for name in ("reprocess_sentences_replay", "words"):
+        spec = defs.resolve_assets_def(dg.AssetKey(["wordcount", name])).specs_by_key[dg.AssetKey(["wordcount", name])]
+        assert spec.owners == ["team:streaming"], name
+    ad = dg.AssetKey(["ad_ctr", "ad_ctr_stats"])
+    assert "(1 partition)" in defs.resolve_assets_def(ad).specs_by_key[ad].description
     assert {"wordcount_coordinator_stream_sensor", "wordcount_stream_observation_sensor"} <= {
         s.name for s in defs.sensors
     }

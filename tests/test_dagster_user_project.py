@@ -98,7 +98,7 @@ def _console_scripts(venv: Path, dists: tuple[str, ...]) -> None:
             script = venv / "bin" / ep.name
             script.write_text(
                 f"#!{python}\nimport sys\nfrom {module} import {attr.split('.')[0]}\n"
-                f"sys.exit({attr}())\n"
+                f"if __name__ == '__main__':\n    sys.exit({attr}())\n"
             )
             script.chmod(0o755)
 

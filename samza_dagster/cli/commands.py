@@ -93,7 +93,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
         if args.msg_type == "set-config" and args.value is None:
             raise ConfigError(f"--type set-config needs --value (the new value of {args.key!r})", key=args.key)
-        run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset)
+        print(run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset))
         return EXIT_OK
     if args.command == "job-coordinator":
         from samza_dagster.coordinator.commands import run_job_coordinator

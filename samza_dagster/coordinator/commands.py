@@ -9,7 +9,7 @@ import threading
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.coordinator.messages import SET_CONFIG, CoordinatorStreamMessage
-from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.stream import CoordinatorStreamLocation, CoordinatorStreamReader, CoordinatorStreamWriter
 from samza_dagster.coordinator.submission import check_set_once
 
 SOURCE = "coordinator-stream-writer"
@@ -18,13 +18,14 @@ WRITER_TYPES = ("set-config", "delete")
 
 def run_coordinator_stream_writer(
     config: Config, msg_type: str, key: str, value: str | None, *, force_reset: bool = False
-) -> None:
+) -> str:
     """Write one config message to the job's coordinator stream, as Samza's
     ``run-coordinator-stream-writer.sh`` does: ``set-config`` sets ``key`` to ``value``,
     ``delete`` removes ``key`` from the job's config.
 
     A running JobCoordinator picks it up within one monitor interval. A change to a set-once key
-    of a stateful job is refused (as at submission) unless ``force_reset``.
+    of a stateful job is refused (as at submission) unless ``force_reset``. Returns the line to
+    tell the user: what was written, to which stream, at which offset.
     """
     if msg_type not in WRITER_TYPES:
         raise ConfigError(f"--type must be one of {', '.join(WRITER_TYPES)}; got {msg_type!r}", key="--type")
@@ -43,6 +44,12 @@ def run_coordinator_stream_writer(
             if state.config:
                 check_set_once(state.config, {**state.config, key: value})
         writer.send(message)
+    where = CoordinatorStreamLocation.from_config(config)
+    with CoordinatorStreamReader(config) as reader:
+        messages, _ = reader.read(None)
+    offset = next((o for o, m in reversed(messages) if m.type == SET_CONFIG and m.key == key), "unknown")
+    what = f"set-config {key}={value}" if msg_type == "set-config" else f"delete {key}"
+    return f"wrote {what} to the coordinator stream {where.system}.{where.stream} at offset {offset}"
 
 
 def run_job_coordinator(config: Config, host: str = "127.0.0.1", port: int = 0) -> None:

@@ -166,11 +166,12 @@ def _spec(
     if stream.tables:
         metadata["tables"] = ", ".join(sorted(stream.tables))
     deps = [keys[u] for u in sorted(stream.upstream) if u in keys and u != stream.id]
-    partitions = stream.partitions if stream.partitions is not None else "?"
+    partitions = ("? partitions" if stream.partitions is None
+                  else f"{stream.partitions} partition{'' if stream.partitions == 1 else 's'}")
     return dg.AssetSpec(
         keys[stream.id],
         deps=deps,
-        description=f"{role} stream {stream.system}.{stream.physical_name} ({partitions} partitions) of {app}",
+        description=f"{role} stream {stream.system}.{stream.physical_name} ({partitions}) of {app}",
         metadata=metadata,
         group_name=group,
         tags=tags,

@@ -63,6 +63,7 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.observation import fetch_metadata, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
+from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.planner import configured_plan
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.model import StreamSpec, SystemStream
@@ -157,6 +158,7 @@ def reprocessing_backfill(
                   "batch_priority": dg.MetadataValue.int(priority),
                   "timestamp": timestamp_field or ("custom select_rows" if select_rows else "record timestamp")},
         tags={"samza/role": "backfill"},
+        owners=list(DagsterSettings.from_config(cfg).owners) or None,
         # Dagster marks backfill_policy beta: only set it when asked for more than a day per run
         **({"backfill_policy": dg.BackfillPolicy.multi_run(days_per_run)} if days_per_run > 1 else {}),
     )

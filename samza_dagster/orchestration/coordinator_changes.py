@@ -86,38 +86,62 @@ class Overwrite:
 
 
 def overwritten_by_launch(messages: Messages, launch: Mapping[str, str]) -> list[Overwrite]:
-    """Keys whose value in the stream was set from outside the job and that a launch with
-    ``launch`` as its config replaces (a launch submits its whole config: it wins)."""
-    last: dict[str, tuple[str, CoordinatorStreamMessage]] = {}
+    """Keys whose current value in the stream an operator set from outside the job, and that a
+    launch with ``launch`` as its config would replace. A value set from outside stays the
+    operator's through the job's own re-submissions of it (every run submits its whole config);
+    it stops being one when a submission replaced it (an explicit override) or it was deleted."""
+    current: dict[str, str | None] = {}
+    external: dict[str, tuple[str, CoordinatorStreamMessage]] = {}
     for offset, message in messages:
-        if message.type == SET_CONFIG:
-            last[message.key] = (offset, message)
-    out = []
-    for key, (offset, message) in sorted(last.items()):
-        if message.is_delete or message.source in OWN_SOURCES:
+        if message.type != SET_CONFIG:
             continue
+        current[message.key] = None if message.is_delete else message.config_value
+        if not message.is_delete and message.source not in OWN_SOURCES:
+            external[message.key] = (offset, message)
+    out = []
+    for key, (offset, message) in sorted(external.items()):
         value = message.config_value
-        if value is not None and launch.get(key) != value:
+        if value is not None and current.get(key) == value and launch.get(key) != value:
             out.append(Overwrite(key, value, launch.get(key), message.source or "unknown", offset))
     return out
 
 
-def log_overwritten_config(context: Any, cfg: Config, job_name: str) -> None:
-    """Warn about coordinator-stream values (set by a writer, not by a run) this launch replaces."""
+#: run tag naming the coordinator-stream keys a launch's explicit overrides replaced
+REPLACED_TAG = "samza/replaced-coordinator-config"
+
+
+def keep_coordinator_stream_config(
+    context: Any, cfg: Config, job_name: str, explicit: Mapping[str, str]
+) -> Config:
+    """The config a launch submits. Values set on the coordinator stream from outside the job (a
+    reconfiguration with ``coordinator-stream-writer`` or the resource) are kept over the
+    .properties, so a relaunch — a queued run starting after Terminate — never silently reverts a
+    live reconfiguration. Only a key the launch overrides explicitly (``explicit``: the run
+    config's ``overrides``) replaces the stream's value; that is logged as a warning and tagged on
+    the run (``samza/replaced-coordinator-config``)."""
     try:
         with CoordinatorStreamReader(cfg) as reader:
             messages, _ = reader.read(None)
     except StreamNotFoundError:
-        return
+        return cfg
     except Exception as exc:  # noqa: BLE001 - the job's own start reports a stream it cannot use
         context.log.warning(f"job {job_name}: cannot read its coordinator stream before the launch: {exc}")
-        return
-    replaced = overwritten_by_launch(messages, cfg.to_dict())
+        return cfg
+    differing = overwritten_by_launch(messages, cfg.to_dict())
+    kept = [o for o in differing if o.key not in explicit]
+    replaced = [o for o in differing if o.key in explicit]
+    if kept:
+        context.log.info(
+            f"job {job_name}: keeping the coordinator stream's "
+            + "; ".join(f"{o.key}={o.stream_value!r} (set by {o.source} at offset {o.offset}; the deployed config "
+                        f"has {o.launch_value!r})" for o in kept)
+            + ". Override a key in the launch's config to replace it"
+        )
+        cfg = cfg.with_overrides({o.key: o.stream_value for o in kept})
     if replaced:
         detail = "; ".join(
             f"{o.key}: {o.stream_value!r} (set by {o.source} at offset {o.offset}) -> {o.launch_value!r}" for o in replaced
         )
-        context.log.warning(
-            f"job {job_name}: this launch's config replaces coordinator stream values — {detail}. The launched config "
-            "wins, as in Samza's job submission; put a value in the .properties or the launch's overrides to keep it"
-        )
+        context.log.warning(f"job {job_name}: this launch's overrides replace coordinator stream values — {detail}")
+        context.instance.add_run_tags(context.run.run_id, {REPLACED_TAG: ",".join(o.key for o in replaced)[:1000]})
+    return cfg

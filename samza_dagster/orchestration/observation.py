@@ -78,8 +78,11 @@ def observe_streams(config: Config, streams: Iterable[StreamInfo], *, with_lag: 
     streams; a stream that does not exist yet is observed as missing, not an error (an output is
     created by the job). An unreachable system raises its ``SystemUnavailableError``."""
     by_system: dict[str, list[StreamInfo]] = {}
+    side_inputs: set[str] = set()
     for stream in streams:
         by_system.setdefault(stream.system, []).append(stream)
+        if stream.role == "side-input":
+            side_inputs.add(stream.id)
     result: dict[str, StreamObservation] = {}
     for system, infos in by_system.items():
         metadata = fetch_metadata(config, system, [s.physical_name for s in infos])
@@ -91,8 +94,11 @@ def observe_streams(config: Config, streams: Iterable[StreamInfo], *, with_lag: 
     if with_lag:
         processed = checkpointed_offsets(config)
         if processed is not None:
-            for obs in result.values():
-                obs.lag = _lag(obs, processed)
+            for sid, obs in result.items():
+                # a side input fills a table from its own offsets, not through checkpoints:
+                # the job never "processes" it, so it has no consumer lag
+                if sid not in side_inputs:
+                    obs.lag = _lag(obs, processed)
     return result
 
 

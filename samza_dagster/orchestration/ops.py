@@ -13,8 +13,9 @@ materialized with their offsets, the inputs observed with the final lag, and the
 (:mod:`.checks`) evaluated. A failed container fails the run with the container's error.
 
 The launch submits its whole config to the job's coordinator stream, as Samza's job submission
-does, so it wins over values set there with ``coordinator-stream-writer``; the keys it replaces
-are logged as a warning naming the old value and who set it.
+does. Values set there from outside the job (``coordinator-stream-writer``) are kept over the
+.properties — a relaunch never reverts a live reconfiguration — unless the launch overrides the
+key explicitly; that replacement is logged as a warning and tagged on the run.
 """
 
 
@@ -29,7 +30,7 @@ from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
-from samza_dagster.orchestration.coordinator_changes import log_overwritten_config
+from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
@@ -170,7 +171,7 @@ def run_samza_job(
         before = observe_streams(cfg, written, with_lag=False)
     except SystemUnavailableError as exc:
         raise dg.Failure(description=f"job {job_name}: {exc}") from exc
-    log_overwritten_config(context, cfg, job_name)
+    cfg = keep_coordinator_stream_config(context, cfg, job_name, run_config.overrides)
 
     bootstrap_inputs = [inputs[s.id] for s in read if s.bootstrap]
     for line in bootstrap.live_progress(cfg, bootstrap_inputs):

@@ -33,6 +33,7 @@ from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, _stream
 from samza_dagster.orchestration.resources import SamzaSystemsResource
+from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.planner import configured_plan
 from samza_dagster.system.factories import system_admin
 
@@ -115,6 +116,7 @@ def rewind_backfill(
                      "reads it again from there at its next start"),
         metadata={"stream": where},
         tags={"samza/role": "backfill"},
+        owners=list(DagsterSettings.from_config(cfg).owners) or None,
     )
     def _rewind(context: dg.AssetExecutionContext, samza_systems: SamzaSystemsResource) -> dg.MaterializeResult:
         window = context.partition_time_window
