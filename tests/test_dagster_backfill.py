@@ -21,7 +21,7 @@ from samza_dagster.orchestration import application_definitions, reprocessing_ba
 
 pytestmark = pytest.mark.spark
 
-DAYS = ["2024-03-01", "2024-03-02", "2024-03-03"]
+DAYS = ["2024-03-01", "2024-03-02", "2024-03-03", "2024-03-05"]  # the 5th: nothing that day
 
 
 def _ms(text: str) -> int:
@@ -81,7 +81,8 @@ def test_backfill_of_three_days_resends_exactly_each_days_records(systems, spark
         md = {k: v.value for k, v in mat.materialization.metadata.items()}
         assert mat.materialization.partition == day
         assert md["records_resent"] == len(expected) and md["batch_stream_messages"] == seen
-        assert md["window_start_ms"] == _ms(f"{day}T00:00:00")
+        assert md["window_start"] == _ms(f"{day}T00:00:00") / 1000  # a timestamp: shown as a date
+        assert md["nothing_to_reprocess"] is (not expected)
         assert sum(md["resent_per_partition"].values()) == len(expected)
         # keys kept: each record lands in the partition its key picks, as the producer would
         for r in replay:

@@ -76,6 +76,26 @@ def test_job_launches_and_succeeds(code_location, job_name, partition):
         assert eos and all(c.passed for c in eos), [c.description for c in eos]
 
 
+def test_the_sample_spans_the_days_the_backfills_offer(code_location):
+    """After user_classification_load_sample, the newest partition of both daily backfills
+    (yesterday) has work: the re-send finds that day's signups, the rewind a first offset."""
+    defs, instance = code_location
+    from jobs.user_classification.definitions import SAMPLE_DAYS
+
+    job = defs.resolve_job_def("user_classification_reprocess_reclassify_requests")
+    yesterday = job.partitions_def.get_last_partition_key()
+    resend = job.execute_in_process(instance=instance, partition_key=yesterday)
+    (mat,) = resend.get_asset_materialization_events()
+    sent = mat.materialization.metadata["records_resent"].value
+    assert sent == sum(1 for i in range(5000) if i % SAMPLE_DAYS == 1)  # one day of the sample's seven
+    assert mat.materialization.metadata["nothing_to_reprocess"].value is False
+    rewind = defs.resolve_job_def("user_classification_rewind_reclassify_requests").execute_in_process(
+        instance=instance, partition_key=yesterday)
+    (mat,) = rewind.get_asset_materialization_events()
+    assert mat.materialization.metadata["nothing_to_reprocess"].value is False
+    assert mat.materialization.metadata["starting_offsets"].value
+
+
 def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location):
     defs, instance = code_location
     from samza_dagster.config import Config

@@ -5,6 +5,7 @@ real-time signups are never starved): a one-off Spark job re-sending every past 
 daily-partitioned one (one day of past signups per partition, scheduled daily, backfilled over a
 date range from the UI)."""
 
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -19,6 +20,10 @@ from samza_dagster.orchestration import (
 )
 
 APPLICATION = "user_classification"
+#: the sample's signups are spread over this many days up to today (``signed_up_at``), so the daily
+#: backfill's partitions — the newest is yesterday — each have signups to re-send
+SAMPLE_DAYS = 7
+DAY_MS = 86_400_000
 CONFIG_PATH = Path(__file__).with_name("user_classification.properties")
 
 
@@ -35,8 +40,10 @@ def load_signup_sample(context: dg.OpExecutionContext, samza_systems: SamzaSyste
 
     config = _config(samza_systems)
     create_streams(config, {"user_signups": 2, "reclassify_requests": 2, "user_country": 2})
-    n = produce(config, "user_signups", [(u["user_id"].encode(), json.dumps(u).encode(), None) for u in signups(5000)])
-    context.log.info(f"wrote {n} signups")
+    now = int(time.time() * 1000)
+    people = [{**u, "signed_up_at": now - (i % SAMPLE_DAYS) * DAY_MS} for i, u in enumerate(signups(5000))]
+    n = produce(config, "user_signups", [(u["user_id"].encode(), json.dumps(u).encode(), None) for u in people])
+    context.log.info(f"wrote {n} signups, signed up over the last {SAMPLE_DAYS} days (today included)")
     return n
 
 
@@ -68,7 +75,7 @@ def daily_reprocessing():
     # latency numbers measure queueing in the batch stream, not the user's age
     return reprocessing_backfill(APPLICATION, CONFIG_PATH, source_stream="user_signups",
                                  batch_stream="reclassify_requests", start_date="2024-01-01",
-                                 keep_event_time=False)
+                                 timestamp_field="signed_up_at", keep_event_time=False)
 
 
 def daily_rewind():

@@ -174,19 +174,24 @@ def reprocessing_backfill(
             spark.get_session(), job_cfg, source, batch, start_ms, end_ms,
             selector=selector, prepare=prepare, key_column=key_column, keep_event_time=keep_event_time,
         )
-        context.log.info(
-            f"re-sent {sent['total']} records of {source.system}.{source.physical_name} from "
-            f"{days} into {batch.system}.{batch.physical_name} (priority {priority}): "
-            f"per partition {sent['partitions']}"
-        )
+        if sent["total"]:
+            context.log.info(
+                f"re-sent {sent['total']} records of {source.system}.{source.physical_name} from "
+                f"{days} into {batch.system}.{batch.physical_name} (priority {priority}): "
+                f"per partition {sent['partitions']}"
+            )
+        else:
+            context.log.info(f"nothing to reprocess for {days}: {source.system}.{source.physical_name} has no record "
+                             f"of that time")
         observed = observe_streams(job_cfg, [batch], with_lag=False)[batch.id]
         context.log_event(observed.to_event(stream_key(application, batch.id), f"after re-sending {days}"))
         return dg.MaterializeResult(
             metadata={
                 "records_resent": dg.MetadataValue.int(sent["total"]),
                 "resent_per_partition": dg.MetadataValue.json({str(p): n for p, n in sorted(sent["partitions"].items())}),
-                "window_start_ms": dg.MetadataValue.int(start_ms),
-                "window_end_ms": dg.MetadataValue.int(end_ms),
+                "nothing_to_reprocess": sent["total"] == 0,
+                "window_start": dg.MetadataValue.timestamp(window.start),
+                "window_end": dg.MetadataValue.timestamp(window.end),
                 "batch_stream_messages": dg.MetadataValue.int(observed.messages),
             }
         )

@@ -38,6 +38,11 @@ from samza_dagster.planner import configured_plan
 from samza_dagster.system.factories import system_admin
 
 
+class NothingToRewind(StartpointError):
+    """No partition of the stream has a message at or after the time: there is nothing to read
+    again (a quiet day), and no startpoint was written."""
+
+
 def rewind_to_time(config: Config, stream: str, timestamp_ms: int) -> dict[SystemStreamPartition, str]:
     """Rewind every partition of ``stream`` (an input of the job) to its earliest offset whose
     timestamp is at or after ``timestamp_ms``, by startpoints applied at the job's next start.
@@ -57,7 +62,7 @@ def rewind_to_time(config: Config, stream: str, timestamp_ms: int) -> dict[Syste
         ssps = [SystemStreamPartition(target.system, target.stream, p) for p in sorted(partitions)]
         found = admin.offsets_for_times(dict.fromkeys(ssps, timestamp_ms))
     if all(found[ssp] is None for ssp in ssps):
-        raise StartpointError(
+        raise NothingToRewind(
             f"no message of {target.system}.{target.stream} (partitions {', '.join(str(s.partition) for s in ssps)}) "
             f"is at or after {format_timestamp(timestamp_ms)}"
         )
@@ -124,12 +129,20 @@ def rewind_backfill(
         job_cfg = samza_systems.apply(cfg)
         try:
             offsets = rewind_to_time(job_cfg, f"{info.system}.{info.physical_name}", start_ms)
+        except NothingToRewind as exc:
+            context.log.info(f"nothing to reprocess for {window.start.date().isoformat()}: {exc}; no startpoint written")
+            return dg.MaterializeResult(metadata={
+                "rewind_to": dg.MetadataValue.timestamp(window.start),
+                "nothing_to_reprocess": True,
+                "reason": str(exc),
+            })
         except StartpointError as exc:
             raise dg.Failure(description=f"cannot rewind {where} to {window.start.isoformat()}: {exc}") from exc
         context.log.info(f"{where} rewound to {window.start.isoformat()}: starting offsets {_by_partition(offsets)}, "
                          f"applied at job {plan.job_name}'s next start")
         return dg.MaterializeResult(metadata={
-            "rewind_to_ms": dg.MetadataValue.int(start_ms),
+            "rewind_to": dg.MetadataValue.timestamp(window.start),
+            "nothing_to_reprocess": False,
             "starting_offsets": dg.MetadataValue.json(_by_partition(offsets)),
         })
 
