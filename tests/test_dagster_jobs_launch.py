@@ -74,6 +74,11 @@ def test_job_launches_and_succeeds(code_location, job_name, partition):
         # a bounded Samza job ended by itself: its end-of-stream check passed on every output
         eos = [c for c in result.get_asset_check_evaluations() if c.check_name == "reached_end_of_stream"]
         assert eos and all(c.passed for c in eos), [c.description for c in eos]
+    if job_name == "pageview_pipeline_job":
+        # the side input (user_profiles) fills a table by its own offsets: it has no consumer lag
+        lag = [c for c in result.get_asset_check_evaluations() if c.check_name == "consumer_lag"]
+        assert lag and all(c.passed for c in lag), [c.description for c in lag]
+        assert all(set(c.metadata["lag_per_input"].value) == {"page_views"} for c in lag)
 
 
 def test_the_sample_spans_the_days_the_backfills_offer(code_location):
