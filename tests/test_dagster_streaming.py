@@ -193,3 +193,59 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
     assert [r.run_key for r in again.run_requests] == [request.run_key]  # same change, same run key: Dagster dedupes
     assert request.tags[JOB_INSTANCE_TAG] == "wordcount-1"
     assert request.run_config["ops"]["wordcount_samza_job"]["config"]["overrides"]["task.commit.ms"] == "400"
+
+
+def test_a_second_launch_waits_for_the_job_pool_and_leaves_no_failed_check(tmp_path):
+    """With the repository's pool limit (one per job instance), a second launch — as Materialize
+    on an asset page makes, without the job's run tags — waits for the live run instead of
+    failing, so no asset check is left "execution failed"; it runs once the live run stopped."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+    from dagster._serdes import serialize_value
+
+    systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
+    base = Config.from_properties(wordcount.CONFIG_PATH).with_overrides(STREAMING)
+    config = systems.apply(base)
+    load_sentences(config)
+    defs = _twin_definitions(str(tmp_path / "log"))
+    repo = Path(__file__).resolve().parents[1]
+    concurrency = yaml.safe_load((repo / "dagster.yaml").read_text())["concurrency"]
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster"), overrides={"concurrency": concurrency}) as instance:
+        outcome: dict[str, dg.ExecuteInProcessResult] = {}
+        job = defs.resolve_job_def("wordcount_job")
+        runner = threading.Thread(target=lambda: outcome.setdefault("live", job.execute_in_process(instance=instance)))
+        runner.start()
+        live = wait_until(lambda: instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])),
+                          what="the live run to start")[0]
+        wait_until(lambda: _words_written(config) == word_count(SENTENCES), what="the sample's words to be written")
+        code = ("import sys; from tests.test_dagster_streaming import launch_twin_main; "
+                "launch_twin_main(sys.argv[1], sys.argv[2])")
+        second = subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path / "log"), serialize_value(instance.get_ref())],
+            cwd=repo, env={**__import__("os").environ, "PYTHONPATH": str(repo)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            waiting = wait_until(lambda: [r for r in instance.get_runs() if r.run_id != live.run_id], what="a second run")[0]
+            wait_until(lambda: any("blocked by limit for pool wordcount-1" in m for m in _messages(instance, waiting.run_id)),
+                       what="the second run to wait for the job's pool")
+            assert not instance.all_logs(waiting.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+            instance.report_run_canceling(instance.get_run_by_id(live.run_id))
+            runner.join(120)
+            assert outcome["live"].success
+            wait_until(lambda: any("job wordcount: starting" in m for m in _messages(instance, waiting.run_id)),
+                       what="the second run to start the job once the live one stopped")
+            instance.report_run_canceling(instance.get_run_by_id(waiting.run_id))
+            out, err = second.communicate(timeout=180)
+        finally:
+            if second.poll() is None:
+                second.kill()
+        assert second.returncode == 0, err[-3000:]
+        assert out.strip() == ""  # no step failure
+        checks = [e.asset_check_evaluation for e in
+                  instance.all_logs(waiting.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+        assert checks and all(c.passed for c in checks), [c.description for c in checks]

@@ -34,7 +34,7 @@ from samza_dagster.orchestration.coordinator_changes import keep_coordinator_str
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
-from samza_dagster.orchestration.single_run import claim_job_instance
+from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import SystemUnavailableError
@@ -109,6 +109,10 @@ def samza_job_asset(
         description=f"Runs the Samza job {config.get_str('job.name')} until it "
         f"{'reaches end-of-stream' if bounded else 'is terminated'} ({JobConfig(config).factory} runner)",
         op_tags={"samza/job": config.get_str("job.name") or assets.application},
+        # one live instance per Samza job: with a pool limit of 1 (the repository's dagster.yaml),
+        # a second launch — a Materialize from the asset page too — waits for the live run to end
+        # instead of failing (a failed step would leave its checks red, "execution failed")
+        pool=job_instance(config),
     )
     # Dagster binds a resource by the name and type of a parameter: a Spark job takes the spark
     # resource too (its session runs the containers), any other job only where the systems are

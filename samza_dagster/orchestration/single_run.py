@@ -7,6 +7,10 @@ places:
 * every run of a job's asset job carries the tag ``samza/job-instance=<job.name>-<job.id>``, and
   the code location's ``dagster.yaml`` limits runs per unique value of that tag to one, so the
   run queue holds a second launch (from the UI, a schedule or a sensor) until the live run ends;
+* the job's op is in the concurrency pool ``<job.name>-<job.id>``, which that ``dagster.yaml``
+  limits to one (``pools: default_limit: 1``): a run without the tag — Materialize on an asset
+  page runs Dagster's implicit asset job — waits ("blocked by limit for pool") until the live run's
+  step has ended, rather than failing and leaving its asset checks "execution failed";
 * the job's op checks again when it starts — an instance without that queue limit (a user's own
   ``DAGSTER_HOME``) still never runs two — and fails naming the live run.
 
