@@ -60,9 +60,11 @@ def project(tmp_path, monkeypatch):
             "dagster.owners=team:streaming", "dagster.owners=bob")
     )
     missing = component(defs / "missing", "nowhere/job.properties")
+    outputs = component(defs / "bad_output", os.path.relpath(WORDCOUNT, defs / "bad_output"),
+                        "  application: bad_output\n  declared_outputs: [words]\n")
     plan = component(defs / "no_task", "job.properties")
     (defs / "no_task" / "job.properties").write_text("job.name=no-task\ntask.inputs=log.in\n")
-    yield root, {"wordcount": wordcount, "owner": owner, "missing": missing, "plan": plan}
+    yield root, {"wordcount": wordcount, "owner": owner, "missing": missing, "plan": plan, "outputs": outputs}
     _forget_shop()
 
 
@@ -78,7 +80,7 @@ def test_broken_components_are_contained_outside_validation(project, monkeypatch
     assert {dg.AssetKey(["wordcount", "sentences"]), dg.AssetKey(["wordcount", "words"])} <= keys
     assert defs.resolve_job_def("wordcount_job") is not None
     placeholders = {k.path[0] for k in keys if k.path[-1] == "execution_plan"}
-    assert placeholders == {"bad_owner", "missing", "no_task"}
+    assert placeholders == {"bad_owner", "bad_output", "missing", "no_task"}
     assert f"{files['missing']}: attributes.config_path: 'nowhere/job.properties' — no such file" in caplog.text
     assert "application no_task is not loaded" in caplog.text and "app.class" in caplog.text
 
@@ -89,6 +91,7 @@ def test_broken_components_are_contained_outside_validation(project, monkeypatch
         ("owner", ["attributes.config_path: 'job.properties'", "key 'dagster.owners' = 'bob'"]),
         ("missing", ["attributes.config_path: 'nowhere/job.properties' — no such file"]),
         ("plan", ["attributes.config_path: 'job.properties'", "app.class"]),
+        ("outputs", ["attributes.declared_outputs[0]: 'words' — must be system.stream"]),
     ],
 )
 def test_under_validation_a_broken_component_raises_naming_file_key_and_value(project, monkeypatch, which, expected):
@@ -108,8 +111,8 @@ def test_under_validation_a_broken_component_raises_naming_file_key_and_value(pr
 
 def test_dg_check_defs_fails_naming_the_defs_yaml_key_and_value(project, tmp_path):
     root, files = project
-    files["missing"].unlink()
-    files["plan"].unlink()
+    for other in ("missing", "plan", "outputs"):
+        files[other].unlink()
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(root)}

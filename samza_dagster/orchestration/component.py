@@ -131,6 +131,12 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
             config_file = self.config_file(context.path, defs_yaml)
             cfg = _load(config_file, defs_yaml, self.config_path)
             application = self.application or _group_name(cfg.get_str("job.name") or application)
+            for i, entry in enumerate(self.declared_outputs):
+                system, _, stream = entry.partition(".")
+                if not system or not stream:
+                    raise SamzaComponentError(
+                        f"{defs_yaml}: attributes.declared_outputs[{i}]: {entry!r} — must be system.stream"
+                    )
             backfills = [self._backfill(application, cfg, i, b, defs_yaml) for i, b in enumerate(self.backfills)]
             defs = application_definitions(
                 application, cfg, declared_outputs=self.declared_outputs, backfills=backfills, contain_errors=False,
