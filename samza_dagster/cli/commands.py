@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from samza_dagster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from samza_dagster.cli.text import count_of
 from samza_dagster.config import Config, ConfigError, parse_overrides
 from samza_dagster.config.deployment import apply_deployment
 from samza_dagster.config.job_config import JobConfig
@@ -115,7 +116,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     check_job_config(config)
     provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
     for stream in provisioned.created:
-        print(f"created stream {stream.name} ({stream.partitions} partitions)", file=sys.stderr)
+        print(f"created stream {stream.name} ({count_of(stream.partitions, 'partition')})", file=sys.stderr)
     from samza_dagster.cli.progress import show_progress
 
     job = JobConfig(config)

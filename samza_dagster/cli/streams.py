@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from samza_dagster.cli.errors import EXIT_OK, UsageError
+from samza_dagster.cli.text import count_of
 from samza_dagster.config import Config
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
@@ -79,9 +80,9 @@ def create(config: Config, target: SystemStream, partitions: int) -> int:
         created = admin.create_stream(StreamSpec(target.stream, target.stream, target.system, partitions))
         if created is False:
             existing = len(admin.get_system_stream_metadata([target.stream])[target.stream].partitions)
-            print(f"{target.system}.{target.stream} already exists ({existing} partitions)")
+            print(f"{target.system}.{target.stream} already exists ({count_of(existing, 'partition')})")
             return EXIT_OK
-    print(f"created {target.system}.{target.stream} ({partitions} partitions)")
+    print(f"created {target.system}.{target.stream} ({count_of(partitions, 'partition')})")
     return EXIT_OK
 
 
@@ -95,7 +96,7 @@ def list_streams(config: Config, system: str) -> int:
     for name in names:
         md = metadata[name]
         messages = sum(int(m.upcoming_offset) - int(m.oldest_offset) for m in md.partitions.values())
-        print(f"{system}.{name}  {len(md.partitions)} partitions  {messages} messages")
+        print(f"{system}.{name}  {count_of(len(md.partitions), 'partition')}  {count_of(messages, 'message')}")
     if not names:
         print(f"no streams on system {system!r}")
     return EXIT_OK
@@ -114,7 +115,7 @@ def _metadata(admin: Any, target: SystemStream) -> Any:
 def describe(config: Config, target: SystemStream) -> int:
     with _admin(config, target.system) as admin:
         md = _metadata(admin, target)
-    print(f"{target.system}.{target.stream}: {len(md.partitions)} partitions")
+    print(f"{target.system}.{target.stream}: {count_of(len(md.partitions), 'partition')}")
     print("  partition  oldest  newest  upcoming")
     for p, m in sorted(md.partitions.items()):
         print(f"  {p:>9}  {m.oldest_offset:>6}  {m.newest_offset if m.newest_offset is not None else '-':>6}  "
