@@ -273,7 +273,10 @@ class SamzaContainer:
         from samza_dagster.system.consumers import SystemConsumers
 
         for system in plan.input_systems:
-            self._consumers_by_system[system] = self._new_consumer(system)
+            consumer = self._consumers_by_system[system] = self._new_consumer(system)
+            snapshot = getattr(consumer, "metrics_snapshot", None)
+            if callable(snapshot):  # a system consumer's own counters (the Kafka one's parking, librdkafka's fetches)
+                self._consumer_metrics[f"consumer-{system}"] = snapshot
         kwargs: dict[str, Any] = {}
         buffer = self.config.get_int("samza.container.buffer.capacity.per.ssp")
         if buffer:

@@ -8,22 +8,34 @@ mid-poll. Fetching is librdkafka's, in C, in the background; a poll takes up to
 ``systems.<s>.consumer.fetch.batch.messages`` (500) messages at once with ``consume()`` and builds
 an envelope per message with nothing else per message.
 
-Backpressure without pause churn: SystemConsumers leaves a partition out of a poll while its
-buffer is full, usually for a moment. librdkafka drops a paused partition's prefetched messages
-and fetches them again on resume, so pausing for every such moment cost a fetch round trip each
-time (B2 at 1M messages: half the wall time idle). Instead, messages of a partition not asked
-for are *parked* here and handed out first when it is asked for again; only a partition with more
-than :data:`PARK_LIMIT` parked messages is paused in librdkafka, until its parked messages are
-taken — so memory stays bounded and a long-ignored partition stops being fetched.
+Back-pressure that keeps what was fetched. SystemConsumers leaves a partition out of a poll
+while its buffer is full, usually for a few milliseconds. Pausing it in librdkafka would purge its
+prefetched messages, to be fetched again on resume behind librdkafka's fetch back-off: a broker
+that answers a fetch with one partition's run of tens of thousands of messages made that a
+refetch of most of them, every time (B2 at 1M messages: 8.9M messages fetched, half the wall time
+idle). Instead, messages of a partition not asked for are *parked* here and handed out first when
+it is asked for again. Only when the parked messages of all partitions together exceed
+``systems.<s>.consumer.park.max.bytes`` (:data:`DEFAULT_PARK_MAX_BYTES`, several fetch responses)
+are the partitions holding parked messages — all of them unrequested since their messages
+arrived — paused in librdkafka, each until its parked messages are taken. So memory is bounded by
+librdkafka's ``queued.max.messages.kbytes`` plus this cap plus SystemConsumers' buffers, and a
+partition ignored for long stops being fetched.
+
+Statistics. With ``systems.<s>.consumer.statistics.interval.ms`` set, librdkafka's statistics
+are kept (messages and bytes fetched) and reported with the parking counters by
+:meth:`ConfluentSystemConsumer.metrics_snapshot` (the container's summary shows them under
+``consumer-<system>``): fetched messages well above consumed ones mean refetching.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError
@@ -33,8 +45,15 @@ from samza_dagster.system.kafka.errors import unavailable
 
 BATCH_KEY = "fetch.batch.messages"
 DEFAULT_BATCH = 500
-#: parked messages of one partition above which it is paused in librdkafka
-PARK_LIMIT = 2_000
+#: the engine's key (not librdkafka's): parked bytes of all partitions above which the
+#: partitions holding them are paused in librdkafka
+PARK_MAX_BYTES_KEY = "park.max.bytes"
+#: 32 MiB: six of the test broker's 5 MiB fetch responses, eight of a 4-partition fetch from a
+#: Kafka broker (max.partition.fetch.bytes 1 MiB each)
+DEFAULT_PARK_MAX_BYTES = 32 * 1024 * 1024
+#: what an envelope costs beyond its key and value (the envelope, its offset string, two bytes
+#: objects' headers; measured with tracemalloc), counted against park.max.bytes
+ENVELOPE_OVERHEAD_BYTES = 250
 
 
 class ConfluentSystemConsumer:
@@ -43,8 +62,11 @@ class ConfluentSystemConsumer:
         self._clients = clients
         self._stream_config = StreamConfig(config)
         conf = dict(clients.consumer)
-        self._batch = int(conf.pop(BATCH_KEY, DEFAULT_BATCH))
-        clients.consumer_sources.pop(BATCH_KEY, None)
+        self._batch = _positive_int(conf.pop(BATCH_KEY, DEFAULT_BATCH), clients.consumer_sources.pop(BATCH_KEY, None))
+        self._park_max_bytes = _positive_int(conf.pop(PARK_MAX_BYTES_KEY, DEFAULT_PARK_MAX_BYTES),
+                                             clients.consumer_sources.pop(PARK_MAX_BYTES_KEY, None))
+        if int(conf.get("statistics.interval.ms", 0) or 0) > 0:
+            conf["stats_cb"] = self._on_statistics
         self._conf = conf
         self._start_offsets: dict[SystemStreamPartition, int] = {}
         self._consumer: Any = None
@@ -59,8 +81,16 @@ class ConfluentSystemConsumer:
         self._finished: set[SystemStreamPartition] = set()
         #: partitions librdkafka fetches (assigned, not finished, not paused for parking)
         self._active: set[SystemStreamPartition] = set()
-        #: messages fetched for partitions no poll asked for yet, in offset order
+        #: messages fetched for partitions no poll asked for yet, in offset order, and their bytes
         self._parked: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
+        self._parked_bytes: dict[SystemStreamPartition, int] = {}
+        self._parked_total = 0
+        #: partitions paused because parked bytes passed park.max.bytes (resumed when taken)
+        self._paused_for_parking: set[SystemStreamPartition] = set()
+        self._pauses = 0
+        self._parked_peak = 0
+        #: librdkafka's statistics (when statistics.interval.ms is set): totals kept
+        self._statistics: dict[str, int] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
@@ -191,25 +221,63 @@ class ConfluentSystemConsumer:
         if self._parked:
             for ssp in requested & self._parked.keys():
                 out[ssp] = self._parked.pop(ssp)
-                if ssp not in self._active and ssp not in self._finished:  # paused for parking
-                    self._active.add(ssp)
-                    self._consumer.resume([self._tps[ssp]])
+                self._parked_total -= self._parked_bytes.pop(ssp)
+                if ssp in self._paused_for_parking:
+                    self._paused_for_parking.discard(ssp)
+                    if ssp not in self._finished:
+                        self._active.add(ssp)
+                        self._consumer.resume([self._tps[ssp]])
         return out
 
     def _hand_out(self, fetched: dict, requested: frozenset[SystemStreamPartition]) -> dict:
-        """The fetched envelopes of the partitions asked for; the others are parked (a partition
-        parked past PARK_LIMIT is paused until they are taken)."""
+        """The fetched envelopes of the partitions asked for; the others are parked. Past
+        park.max.bytes in all, every partition holding parked envelopes is paused until they
+        are taken (see the module docstring)."""
         out = {}
         for ssp, envelopes in fetched.items():
             if ssp in requested:
                 out[ssp] = envelopes
                 continue
-            parked = self._parked.setdefault(ssp, [])
-            parked.extend(envelopes)
-            if len(parked) > PARK_LIMIT and ssp in self._active:
-                self._active.discard(ssp)
-                self._consumer.pause([self._tps[ssp]])
+            size = ENVELOPE_OVERHEAD_BYTES * len(envelopes) + sum([e.size for e in envelopes])
+            parked = self._parked.get(ssp)
+            if parked is None:
+                self._parked[ssp] = envelopes
+                self._parked_bytes[ssp] = size
+            else:
+                parked.extend(envelopes)
+                self._parked_bytes[ssp] += size
+            self._parked_total += size
+        if self._parked_total > self._parked_peak:
+            self._parked_peak = self._parked_total
+        if self._parked_total > self._park_max_bytes:
+            self._pause_parked()
         return out
+
+    def _pause_parked(self) -> None:
+        to_pause = [ssp for ssp in self._parked if ssp in self._active]
+        if to_pause:
+            self._active.difference_update(to_pause)
+            self._paused_for_parking.update(to_pause)
+            self._pauses += len(to_pause)
+            self._consumer.pause([self._tps[ssp] for ssp in to_pause])
+
+    # -- statistics ------------------------------------------------------------------------
+    def _on_statistics(self, raw: str) -> None:
+        """librdkafka's statistics callback (served inside consume(), on the poller thread)."""
+        stats = json.loads(raw)
+        self._statistics = {"rxmsgs": int(stats.get("rxmsgs", 0)), "rxmsg_bytes": int(stats.get("rxmsg_bytes", 0))}
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        """Parking counters, and librdkafka's fetch totals when statistics are on: messages
+        fetched (``rxmsgs``, refetches included) and their bytes."""
+        snapshot: dict[str, Any] = {
+            "parked_bytes": self._parked_total,
+            "parked_bytes_peak": self._parked_peak,
+            "pauses_for_parking": self._pauses,
+        }
+        if self._statistics:
+            snapshot["librdkafka"] = dict(self._statistics)
+        return snapshot
 
     def _envelopes(self, messages: list) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
         out: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
@@ -269,3 +337,15 @@ class ConfluentSystemConsumer:
             f"Kafka system {self.system_name!r}: fetching topic {message.topic()!r} partition "
             f"{message.partition()} failed: {error.str()}"
         )
+
+
+def _positive_int(value: Any, key: str | None) -> int:
+    """An engine setting among the consumer keys (librdkafka never sees it)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1:
+        name = key or "systems.*.consumer.*"
+        raise ConfigError(f"config key {name!r} must be a positive integer, got {value!r}", key=name)
+    return number

@@ -5,6 +5,9 @@
   process that changes directory later still uses the same root).
 * ``log.batch.size`` — messages a producer buffers per stream before it writes them in one
   transaction (default 1000); ``flush`` writes whatever is buffered.
+* ``log.linger.ms`` — the longest a sent message waits in the producer's buffer before it is
+  written (default 5, as librdkafka's ``linger.ms``; 0: only at ``log.batch.size`` or ``flush``).
+  See :mod:`samza_dagster.system.log.producer`.
 * ``log.fetch.size`` — most envelopes one ``poll`` returns per partition (default 250). Small on
   purpose: one poll covers every partition the poller serves, so a large fetch from a flooded
   batch stream delays a real-time partition's new messages by the whole poll; 250 keeps B4's
@@ -36,6 +39,7 @@ DEFAULT_FETCH_SIZE = 250
 DEFAULT_SYNCHRONOUS = "FULL"
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
 DEFAULT_CLEANER_INTERVAL_MS = 30_000
+DEFAULT_LINGER_MS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,7 @@ class LogSystemConfig:
     synchronous: str
     busy_timeout_s: float
     cleaner_interval_s: float = DEFAULT_CLEANER_INTERVAL_MS / 1000.0
+    linger_s: float = DEFAULT_LINGER_MS / 1000.0
 
     @classmethod
     def from_config(cls, system: str, config: Config) -> LogSystemConfig:
@@ -61,6 +66,10 @@ class LogSystemConfig:
         interval = config.get_int(interval_key, DEFAULT_CLEANER_INTERVAL_MS)
         if interval is None or interval < 0:
             raise ConfigError(f"config key {interval_key!r} must be an integer >= 0, got {interval!r}", key=interval_key)
+        linger_key = prefix + "linger.ms"
+        linger = config.get_int(linger_key, DEFAULT_LINGER_MS)
+        if linger is None or linger < 0:
+            raise ConfigError(f"config key {linger_key!r} must be an integer >= 0, got {linger!r}", key=linger_key)
         return cls(
             system=system,
             path=os.path.abspath(os.path.expanduser(path)),
@@ -69,6 +78,7 @@ class LogSystemConfig:
             synchronous=synchronous,
             busy_timeout_s=_positive(config, prefix + "busy.timeout.ms", DEFAULT_BUSY_TIMEOUT_MS) / 1000.0,
             cleaner_interval_s=interval / 1000.0,
+            linger_s=linger / 1000.0,
         )
 
 

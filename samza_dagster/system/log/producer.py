@@ -8,10 +8,21 @@ writers in several processes serialize and offsets stay dense (last offset + 1).
 exist (``create_stream``) before it is produced to; producing does not create it. After each
 batch the producer's LogCleaner (cleaner.py) is told which partitions it wrote: it applies the
 stream's retention and compaction on its own thread.
+
+Linger. Like Kafka's producer with ``linger.ms``, buffered messages become visible within
+``log.linger.ms`` (default 5) of being sent, whatever the commit interval: a thread of the
+producer, woken when a stream's buffer goes from empty to non-empty, waits that long and writes
+every buffered stream. Without it an unbounded job's output appeared only at its commit (60 s by
+default). A commit still flushes first and writes its checkpoint after, so a checkpoint never
+covers an input whose outputs are not written; lingering only makes outputs visible sooner.
+A failed background write keeps its rows buffered (nothing is lost) and logs a warning; the next
+``flush`` writes them or raises. ``log.linger.ms=0`` turns the thread off (writes at
+``log.batch.size`` or ``flush`` only).
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -23,6 +34,8 @@ from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
+
+log = logging.getLogger(__name__)
 
 #: One buffered row: (partition, key, value, timestamp ms).
 Row = tuple[int, "bytes | None", "bytes | None", int]
@@ -64,6 +77,7 @@ class LogSystemProducer:
         self._sources: set[str] = set()
         cfg = self.log_config
         self._cleaner = LogCleaner(system_name, cfg.path, cfg.synchronous, cfg.busy_timeout_s, cfg.cleaner_interval_s)
+        self._linger = _Linger(self, cfg.linger_s) if cfg.linger_s > 0 else None
 
     def register(self, source: str) -> None:
         self._sources.add(source)
@@ -94,8 +108,11 @@ class LogSystemProducer:
             timestamp = int(time.time() * 1000)
         buffer = writer.buffer
         buffer.append((partition, key, value, timestamp))
-        if len(buffer) >= self._batch_size:
+        size = len(buffer)
+        if size >= self._batch_size:
             self._write(writer)
+        elif size == 1 and self._linger is not None:
+            self._linger.wake()
 
     def flush(self, source: str) -> None:
         """Write every buffered message of every stream (all sources share the buffers, as
@@ -109,6 +126,8 @@ class LogSystemProducer:
         return self._cleaner
 
     def stop(self) -> None:
+        if self._linger is not None:
+            self._linger.stop()
         self.flush("")
         self._cleaner.stop()
         with self._writers_lock:
@@ -165,3 +184,55 @@ class LogSystemProducer:
                     ) from exc
                 raise
             self._cleaner.note_write(writer.name, partitions)
+
+
+class _Linger:
+    """The producer's linger thread (module docstring): started at the first wake, it writes
+    every buffered stream ``linger_s`` after a buffer went from empty to non-empty."""
+
+    def __init__(self, producer: LogSystemProducer, linger_s: float) -> None:
+        self._producer = producer
+        self._linger_s = linger_s
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def wake(self) -> None:
+        self._wake.set()
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None and not self._stopping.is_set():
+                    self._thread = threading.Thread(target=self._run, daemon=True,
+                                                    name=f"log-linger-{self._producer.system_name}")
+                    self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        with self._start_lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        producer, wake, stopping = self._producer, self._wake, self._stopping
+        while True:
+            wake.wait()
+            if stopping.wait(self._linger_s):
+                return  # stop() flushes what is left
+            wake.clear()  # before writing: a send that empties-then-refills a buffer wakes us again
+            failed = False
+            for writer in list(producer._writers.values()):
+                if not writer.buffer:
+                    continue
+                try:
+                    producer._write(writer)
+                except Exception as exc:  # noqa: BLE001 - the rows stay buffered; flush() retries
+                    failed = True
+                    log.warning("log system %r: writing stream %r after linger failed (kept for the next "
+                                "flush): %s", producer.system_name, writer.name, exc)
+            # rows appended while a buffer was being written (after its length was read) would
+            # otherwise wait for the next wake; after a failure, wait for new data or a flush
+            if not failed and any(w.buffer for w in list(producer._writers.values())):
+                wake.set()
