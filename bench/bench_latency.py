@@ -5,7 +5,7 @@ own process on the embedded log or on the Kafka broker of the tests. A driver wr
 steady 1,000 msgs/s, each carrying the wall-clock time just before it was handed to the producer
 (the log: a write and commit per message; Kafka: librdkafka with ``linger.ms=0``), and a
 downstream consumer of the output stream (the system's own consumer for the log; a librdkafka
-consumer that asks the broker to wait at most 10 ms for Kafka) records, per message, the time it
+consumer that asks the broker to wait at most 100 ms, as the engine's does, for Kafka) records, per message, the time it
 was read minus that stamp. Messages sent before the job's first output was read are warm-up and
 not counted. Reported: p50, p99 and the largest latency; every message sent in the measured
 window must come out.
@@ -26,6 +26,11 @@ from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task.api import InitableTask, StreamTask
 
 RATE = 1000
+#: the downstream Kafka readers wait for data as the engine's consumer does by default. Lower is
+#: worse on the test broker: it slows down with every consumer that fetches often (one hop's
+#: p99 at 1,000 msgs/s: 75 ms with one reader at 10 ms, 886 ms with two more at 10 ms, 150 ms
+#: with two more at 100 ms — measured with librdkafka alone)
+READER_FETCH_WAIT_MS = 100
 PARTITIONS = 4
 STAMP = struct.Struct("<dq")  # send time (s since the epoch), sequence number
 INPUT, OUTPUT = "b12-in", "b12-out"
@@ -93,11 +98,11 @@ class _Log:
         self.producer.send("b12", OutgoingMessageEnvelope(self.input, value, partition=seq % PARTITIONS))
         self.producer.flush("b12")
 
-    def reader(self):
+    def reader(self, stream: str):
         from samza_dagster.model import SystemStreamPartition
 
         consumer = self.factory.get_consumer("log", self.config)
-        ssps = [SystemStreamPartition("log", OUTPUT, p) for p in range(PARTITIONS)]
+        ssps = [SystemStreamPartition("log", stream, p) for p in range(PARTITIONS)]
         for ssp in ssps:
             consumer.register(ssp, "0")
         consumer.start()
@@ -127,12 +132,12 @@ class _Kafka:
         self.producer.produce(INPUT, value, partition=seq % PARTITIONS)
         self.producer.poll(0)
 
-    def reader(self):
+    def reader(self, stream: str):
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "b12-reader",
-                             "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-        consumer.assign([TopicPartition(OUTPUT, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"b12-reader-{stream}",
+                             "enable.auto.commit": False, "fetch.wait.max.ms": READER_FETCH_WAIT_MS})
+        consumer.assign([TopicPartition(stream, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
 
         def read() -> list[bytes]:
             return [m.value() for m in consumer.consume(500, 0.05) if m.error() is None]
@@ -142,29 +147,37 @@ class _Kafka:
         self.producer.flush(10)
 
 
-def child_latency(system: str, seconds: float, rate: int = RATE, bootstrap: str = "") -> dict[str, Any]:
-    """One repetition: the job in its own process, the driver here; latencies in ms."""
+def child_latency(system: str, seconds: float, rate: int = RATE, bootstrap: str = "",
+                  job_keys: dict[str, str] | None = None) -> dict[str, Any]:
+    """One repetition: the job in its own process, the driver here; latencies in ms, of the
+    output and — the same measure one hop earlier, the system's own share — of the input."""
     root = tempfile.mkdtemp(prefix="b12-")
     driver = _Log(root) if system == "log" else _Kafka(bootstrap)
     spawn = multiprocessing.get_context("spawn")
     stop = spawn.Event()
-    job = spawn.Process(target=_run_job, args=(_job_config(system, driver.keys), stop), daemon=True)
+    job = spawn.Process(target=_run_job, args=(dict(_job_config(system, driver.keys), **(job_keys or {})), stop),
+                        daemon=True)
     job.start()
-    read, close_reader = driver.reader()
-    received: dict[int, float] = {}
+    received: dict[str, dict[int, float]] = {INPUT: {}, OUTPUT: {}}
     first_output = threading.Event()
     reading = threading.Event()
     reading.set()
 
-    def downstream() -> None:
+    def downstream(stream: str, read) -> None:
+        got = received[stream]
         while reading.is_set():
             for value in read():
                 sent, seq = STAMP.unpack(value)
-                received[seq] = (time.time() - sent) * 1000.0
-                first_output.set()
+                got[seq] = (time.time() - sent) * 1000.0
+                if stream == OUTPUT:
+                    first_output.set()
 
-    reader = threading.Thread(target=downstream, daemon=True)
-    reader.start()
+    readers, closers = [], []
+    for stream in (OUTPUT, INPUT):
+        read, close = driver.reader(stream)
+        closers.append(close)
+        readers.append(threading.Thread(target=downstream, args=(stream, read), daemon=True))
+        readers[-1].start()
     try:
         seq, interval = 0, 1.0 / rate
         t0 = time.perf_counter()
@@ -184,28 +197,49 @@ def child_latency(system: str, seconds: float, rate: int = RATE, bootstrap: str 
             if delay > 0:
                 time.sleep(delay)
         achieved = (seq - measured_from) / (time.perf_counter() - (deadline - seconds))
-        wait_until = time.monotonic() + 10
-        while time.monotonic() < wait_until and any(s not in received for s in range(measured_from, seq)):
-            time.sleep(0.05)
+        measured_to = seq
+        # keep sending, unmeasured, until every measured message came out: on the test broker the
+        # last record batch of a partition stays invisible until another follows (its high
+        # watermark defect), so a stream that stopped would hide the last measured messages
+        wait_until = time.perf_counter() + 10
+        while time.perf_counter() < wait_until and any(
+                s not in received[OUTPUT] or s not in received[INPUT] for s in range(measured_from, measured_to)):
+            driver.send(STAMP.pack(time.time(), seq), seq)
+            seq += 1
+            delay = t0 + seq * interval - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        seq = measured_to
     finally:
         reading.clear()
-        reader.join(5)
-        close_reader()
+        for reader in readers:
+            reader.join(5)
+        for close in closers:
+            close()
         driver.close()
         stop.set()
         job.join(60)
         if job.is_alive():
             job.kill()
-    latencies = sorted(received[s] for s in range(measured_from, seq) if s in received)
-    missing = (seq - measured_from) - len(latencies)
-    if missing:
-        raise RuntimeError(f"B12 on {system}: {missing} of {seq - measured_from} measured messages never came out")
+    result: dict[str, Any] = {"rate": achieved}
+    for stream, name in ((OUTPUT, "out"), (INPUT, "in")):
+        latencies = sorted(received[stream][s] for s in range(measured_from, seq) if s in received[stream])
+        missing = (seq - measured_from) - len(latencies)
+        if missing:
+            raise RuntimeError(f"B12 on {system}: {missing} of {seq - measured_from} measured messages never "
+                               f"reached {stream}")
+        result.update({f"{name}_p50_ms": _pct(latencies, 0.50), f"{name}_p99_ms": _pct(latencies, 0.99),
+                       f"{name}_max_ms": latencies[-1]})
+        result["messages"] = len(latencies)
+    return result
 
-    def pct(q: float) -> float:
-        return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
 
-    return {"messages": len(latencies), "rate": achieved, "p50_ms": pct(0.50), "p99_ms": pct(0.99),
-            "max_ms": latencies[-1]}
+def _pct(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+#: the Kafka variants: label → the job's config overrides (none: the default config)
+KAFKA_VARIANTS: dict[str, dict[str, str]] = {"kafka": {}}
 
 
 def b12_section(repetitions: int, seconds: float, log=print):
@@ -215,46 +249,51 @@ def b12_section(repetitions: int, seconds: float, log=print):
     t0 = time.perf_counter()
     broker = start_broker()
     try:
-        def on(system: str):
+        def on(variant: str):
             def measure(rep: int) -> dict[str, Any]:
-                if system == "kafka":  # fresh topics per repetition: a new broker would cost more
-                    return isolated("bench.bench_latency:child_kafka_fresh", bootstrap=broker.bootstrap_servers,
-                                    seconds=seconds, rep=rep)
-                return isolated("bench.bench_latency:child_latency", system="log", seconds=seconds)
+                if variant == "log":
+                    return isolated("bench.bench_latency:child_latency", system="log", seconds=seconds)
+                return isolated("bench.bench_latency:child_kafka_fresh", bootstrap=broker.bootstrap_servers,
+                                seconds=seconds, topic_suffix=f"{variant}-{rep}", job_keys=KAFKA_VARIANTS[variant])
             return measure
 
-        runs = alternate(repetitions, {"log": on("log"), "kafka": on("kafka")}, log)
+        runs = alternate(repetitions, {v: on(v) for v in ("log", *KAFKA_VARIANTS)}, log)
     finally:
         broker.stop()
+    labels = {"log": "embedded log (`log`), default config",
+              "kafka": "Kafka (`kafka.client=confluent`), default config"}
     rows = []
-    for system, label in (("log", "embedded log (`log`)"), ("kafka", "Kafka (`kafka.client=confluent`), tansu broker")):
-        rs = runs[system]
-        rows.append(f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'p50_ms'), '.1f')} | "
-                    f"{fmt(column(rs, 'p99_ms'), '.1f')} | {fmt(column(rs, 'max_ms'), '.1f')} | "
-                    f"{fmt(column(rs, 'messages'))} |")
-    p99_log, p99_kafka = median(column(runs["log"], "p99_ms")), median(column(runs["kafka"], "p99_ms"))
+    for variant, label in labels.items():
+        rs = runs[variant]
+        rows.append(f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'in_p50_ms'), '.1f')} | "
+                    f"{fmt(column(rs, 'in_p99_ms'), '.1f')} | {fmt(column(rs, 'out_p50_ms'), '.1f')} | "
+                    f"**{fmt(column(rs, 'out_p99_ms'), '.1f')}** | {fmt(column(rs, 'out_max_ms'), '.1f')} |")
+    p99_log, p99_kafka = median(column(runs["log"], "out_p99_ms")), median(column(runs["kafka"], "out_p99_ms"))
     body = (f"A pass-through job (1 container, {PARTITIONS} input and output partitions, default config: commit "
             f"every 60 s, `log.linger.ms` 5, librdkafka's `linger.ms` 5) in its own process; the driver writes "
             f"{RATE:,} msgs/s for {seconds:.0f} s after the job's first output, each stamped with the time just "
             "before it was handed to the producer (log: one write and commit per message; Kafka: librdkafka, "
-            "`linger.ms=0`); a downstream consumer of the output records read time − stamp per message (log: "
-            "the system's consumer; Kafka: librdkafka with `fetch.wait.max.ms=10`). Every measured message "
-            f"came out. Median (min–max) of {repetitions} repetitions, log and Kafka alternating.\n\n"
-            "| system | msgs/s sent | p50, ms | p99, ms | max, ms | messages measured |\n"
-            "|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n")
+            "`linger.ms=0`). Downstream consumers of the output *and of the input* record read time − stamp per "
+            "message (log: the system's consumer; Kafka: librdkafka with `fetch.wait.max.ms=100`, the engine's default): the input's "
+            "latency is one hop through the system alone, the output's the whole way through the job. Every "
+            f"measured message came out. Median (min–max) of {repetitions} repetitions, variants alternating.\n\n"
+            "| | msgs/s sent | input p50, ms | input p99, ms | output p50, ms | output p99, ms | output max, ms |\n"
+            "|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n")
     met = p99_log < 100 and p99_kafka < 100
     return Section(key="B12", title="end-to-end latency at a steady 1,000 msgs/s",
                    command=f"python -m bench --only B12 --repetitions {repetitions}", body=body,
-                   result=f"p99 {p99_log:.1f} ms on the log, {p99_kafka:.1f} ms on Kafka",
+                   result=f"p99 {p99_log:.1f} ms on the log, {p99_kafka:.1f} ms on Kafka (one hop through the test "
+                          f"broker alone: p99 {median(column(runs['kafka'], 'in_p99_ms')):.1f} ms)",
                    target="p99 < 100 ms on the log and on Kafka with the default config", met=met,
                    why="" if met else "Why: see *Profiles* below.", elapsed_s=time.perf_counter() - t0)
 
 
-def child_kafka_fresh(bootstrap: str, seconds: float, rep: int) -> dict[str, Any]:
-    """child_latency on Kafka with topics of this repetition's own (names suffixed)."""
+def child_kafka_fresh(bootstrap: str, seconds: float, topic_suffix: str,
+                      job_keys: dict[str, str] | None = None) -> dict[str, Any]:
+    """child_latency on Kafka with topics of this measurement's own (names suffixed)."""
     global INPUT, OUTPUT
-    INPUT, OUTPUT = f"b12-in-{rep}", f"b12-out-{rep}"
-    return child_latency("kafka", seconds, bootstrap=bootstrap)
+    INPUT, OUTPUT = f"b12-in-{topic_suffix}", f"b12-out-{topic_suffix}"
+    return child_latency("kafka", seconds, bootstrap=bootstrap, job_keys=job_keys)
 
 
 if __name__ == "__main__":
