@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from samza_dagster.config import Config
+from samza_dagster.config import Config, ConfigError
 from samza_dagster.system import (
     IncomingMessageEnvelope,
     OutgoingMessageEnvelope,
@@ -398,7 +398,9 @@ def test_null_values_round_trip_as_tombstones(log):
 
 def test_producer_writes_a_batch_when_the_buffer_reaches_batch_size(log):
     log.create("batched", 1)
-    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": "50"}))
+    # linger off: only the batch size (or a flush) writes here
+    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": "50",
+                                              f"systems.{SYSTEM}.log.linger.ms": "0"}))
     stream = SystemStream(SYSTEM, "batched")
     admin = log.admin()
 
@@ -413,6 +415,47 @@ def test_producer_writes_a_batch_when_the_buffer_reaches_batch_size(log):
     producer.send("test", OutgoingMessageEnvelope(stream, b"x"))
     producer.flush("test")
     assert upcoming() == "51"
+
+
+def test_sent_messages_become_readable_within_the_linger_without_a_flush(log):
+    """Like Kafka's linger.ms: output is visible while the producer is idle, not only at the
+    container's commit (which flushes)."""
+    log.create("lingered", 2)
+    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.linger.ms": "20"}))
+    stream = SystemStream(SYSTEM, "lingered")
+    ssps = ssps_of("lingered", 2)
+    consumer = log.start_consumer({ssp: "0" for ssp in ssps})
+    seen: list[bytes] = []
+    try:
+        for round_ in range(3):  # the thread writes, goes idle, and is woken by the next send
+            producer.send("test", OutgoingMessageEnvelope(stream, b"a%d" % round_, partition=0))
+            producer.send("test", OutgoingMessageEnvelope(stream, b"b%d" % round_, partition=1))
+            deadline = time.monotonic() + 30
+            while len(seen) < 2 * (round_ + 1):
+                assert time.monotonic() < deadline, f"round {round_}: only {seen} became readable without a flush"
+                seen += [e.message for batch in consumer.poll(ssps, 0.1).values() for e in batch]
+    finally:
+        consumer.stop()
+        producer.stop()
+    assert sorted(seen) == sorted([b"a0", b"b0", b"a1", b"b1", b"a2", b"b2"])
+
+
+def test_linger_zero_writes_only_at_batch_size_or_flush(log):
+    log.create("unlingered", 1)
+    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.linger.ms": "0"}))
+    producer.send("test", OutgoingMessageEnvelope(SystemStream(SYSTEM, "unlingered"), b"x"))
+    time.sleep(0.2)  # a lingering producer would have written it by now (5 ms by default)
+    admin = log.admin()
+    assert admin.get_system_stream_metadata(["unlingered"])["unlingered"].partitions[0].upcoming_offset == "0"
+    producer.flush("test")
+    assert admin.get_system_stream_metadata(["unlingered"])["unlingered"].partitions[0].upcoming_offset == "1"
+    producer.stop()
+
+
+@pytest.mark.parametrize("value", ["-1", "soon"])
+def test_linger_setting_is_validated_naming_the_key(log, value):
+    with pytest.raises(ConfigError, match=r"systems\.%s\.log\.linger\.ms" % SYSTEM):
+        log.producer(log.configured(**{f"systems.{SYSTEM}.log.linger.ms": value}))
 
 
 def test_each_stream_is_one_sqlite_file_in_wal_mode_under_the_configured_root(log, tmp_path):
@@ -563,7 +606,8 @@ def test_two_writer_processes_keep_per_partition_order_and_dense_offsets(log, tm
 
 def _flush_then_hang(root: str, flushed) -> None:
     harness = Harness("log", root)
-    producer = harness.producer()
+    # linger off: the last message must stay unwritten until the kill (it is never flushed)
+    producer = harness.producer(harness.configured(**{f"systems.{SYSTEM}.log.linger.ms": "0"}))
     stream = SystemStream(SYSTEM, "killed")
     for i in range(1500):
         producer.send("test", OutgoingMessageEnvelope(stream, b"%d" % i))

@@ -14,12 +14,15 @@ prefetched messages, to be fetched again on resume behind librdkafka's fetch bac
 that answers a fetch with one partition's run of tens of thousands of messages made that a
 refetch of most of them, every time (B2 at 1M messages: 8.9M messages fetched, half the wall time
 idle). Instead, messages of a partition not asked for are *parked* here and handed out first when
-it is asked for again. Only when the parked messages of all partitions together exceed
-``systems.<s>.consumer.park.max.bytes`` (:data:`DEFAULT_PARK_MAX_BYTES`, several fetch responses)
-are the partitions holding parked messages — all of them unrequested since their messages
-arrived — paused in librdkafka, each until its parked messages are taken. So memory is bounded by
-librdkafka's ``queued.max.messages.kbytes`` plus this cap plus SystemConsumers' buffers, and a
-partition ignored for long stops being fetched.
+it is asked for again. While the parked messages of all partitions together exceed
+``systems.<s>.consumer.park.max.bytes`` (:data:`DEFAULT_PARK_MAX_BYTES`, several fetch
+responses), nothing more is taken from librdkafka: its queue fills to its own bounds
+(``queued.min.messages``, ``queued.max.messages.kbytes``) and it stops fetching by itself, which
+discards nothing. Only when that lasts :data:`PAUSE_AFTER_S` without any parked partition being
+asked for — the job needs messages queued behind them, e.g. a bootstrap stream's — are the
+partitions holding parked messages paused in librdkafka (each until its parked messages are
+taken) so the others' messages flow. Memory is bounded by librdkafka's queue bound plus this cap
+plus SystemConsumers' buffers.
 
 Statistics. With ``systems.<s>.consumer.statistics.interval.ms`` set, librdkafka's statistics
 are kept (messages and bytes fetched) and reported with the parking counters by
@@ -31,6 +34,8 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,6 +59,9 @@ DEFAULT_PARK_MAX_BYTES = 32 * 1024 * 1024
 #: what an envelope costs beyond its key and value (the envelope, its offset string, two bytes
 #: objects' headers; measured with tracemalloc), counted against park.max.bytes
 ENVELOPE_OVERHEAD_BYTES = 250
+#: how long the parked messages may stay over park.max.bytes, none of their partitions asked for,
+#: before those partitions are paused (their queued messages are then dropped and fetched again)
+PAUSE_AFTER_S = 0.5
 
 
 class ConfluentSystemConsumer:
@@ -81,14 +89,16 @@ class ConfluentSystemConsumer:
         self._finished: set[SystemStreamPartition] = set()
         #: partitions librdkafka fetches (assigned, not finished, not paused for parking)
         self._active: set[SystemStreamPartition] = set()
-        #: messages fetched for partitions no poll asked for yet, in offset order, and their bytes
-        self._parked: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
-        self._parked_bytes: dict[SystemStreamPartition, int] = {}
+        #: messages fetched for partitions no poll asked for yet: per partition the fetched
+        #: batches in offset order, each with its bytes; handed out about a poll batch at a time
+        self._parked: dict[SystemStreamPartition, deque[tuple[list[IncomingMessageEnvelope], int]]] = {}
         self._parked_total = 0
         #: partitions paused because parked bytes passed park.max.bytes (resumed when taken)
         self._paused_for_parking: set[SystemStreamPartition] = set()
         self._pauses = 0
         self._parked_peak = 0
+        #: since when the parked bytes are over the cap with no parked partition asked for
+        self._over_cap_since: float | None = None
         #: librdkafka's statistics (when statistics.interval.ms is set): totals kept
         self._statistics: dict[str, int] = {}
 
@@ -194,7 +204,9 @@ class ConfluentSystemConsumer:
             out = self._take_parked(requested)
             if out:
                 return out
-            if self._active:
+            if self._parked_total > self._park_max_bytes and self._holding_back():
+                consumer = None  # leave librdkafka's queue alone: it stops fetching when full
+            elif self._active:
                 messages = self._consume(consumer, timeout_s)
                 fetched = self._envelopes(messages) if messages else {}
                 if self._ends:
@@ -202,6 +214,22 @@ class ConfluentSystemConsumer:
                 return self._hand_out(fetched, requested)
         self._stopped.wait(timeout_s)
         return {}
+
+    def _holding_back(self) -> bool:
+        """Over park.max.bytes: True while librdkafka's queue is left alone, for at most
+        PAUSE_AFTER_S; then the parked partitions are paused and the others read (module
+        docstring). False when every parked partition is paused already."""
+        if not any(ssp in self._active for ssp in self._parked):
+            return False
+        now = time.monotonic()
+        if self._over_cap_since is None:
+            self._over_cap_since = now
+            return True
+        if now - self._over_cap_since < PAUSE_AFTER_S:
+            return True
+        self._over_cap_since = None
+        self._pause_parked()
+        return False
 
     def _consume(self, consumer: Any, timeout_s: float) -> list:
         """What librdkafka holds now, up to a batch; when it holds nothing, wait up to
@@ -217,11 +245,24 @@ class ConfluentSystemConsumer:
         return messages
 
     def _take_parked(self, requested: frozenset[SystemStreamPartition]) -> dict:
+        """Parked envelopes of the requested partitions, about a poll batch each: handing over
+        all of them at once would hide the backlog in SystemConsumers' buffers, past its bounds."""
         out = {}
         if self._parked:
+            batch = self._batch
             for ssp in requested & self._parked.keys():
-                out[ssp] = self._parked.pop(ssp)
-                self._parked_total -= self._parked_bytes.pop(ssp)
+                self._over_cap_since = None  # a parked partition was asked for: the job is moving
+                queue = self._parked[ssp]
+                envelopes, size = queue.popleft()
+                while queue and len(envelopes) < batch:
+                    more, more_size = queue.popleft()
+                    envelopes = envelopes + more
+                    size += more_size
+                self._parked_total -= size
+                out[ssp] = envelopes
+                if queue:
+                    continue
+                del self._parked[ssp]
                 if ssp in self._paused_for_parking:
                     self._paused_for_parking.discard(ssp)
                     if ssp not in self._finished:
@@ -230,27 +271,21 @@ class ConfluentSystemConsumer:
         return out
 
     def _hand_out(self, fetched: dict, requested: frozenset[SystemStreamPartition]) -> dict:
-        """The fetched envelopes of the partitions asked for; the others are parked. Past
-        park.max.bytes in all, every partition holding parked envelopes is paused until they
-        are taken (see the module docstring)."""
+        """The fetched envelopes of the partitions asked for; the others are parked."""
         out = {}
+        parked = self._parked
         for ssp, envelopes in fetched.items():
-            if ssp in requested:
+            if ssp in requested and ssp not in parked:
                 out[ssp] = envelopes
                 continue
             size = ENVELOPE_OVERHEAD_BYTES * len(envelopes) + sum([e.size for e in envelopes])
-            parked = self._parked.get(ssp)
-            if parked is None:
-                self._parked[ssp] = envelopes
-                self._parked_bytes[ssp] = size
-            else:
-                parked.extend(envelopes)
-                self._parked_bytes[ssp] += size
+            queue = parked.get(ssp)
+            if queue is None:
+                queue = parked[ssp] = deque()
+            queue.append((envelopes, size))
             self._parked_total += size
         if self._parked_total > self._parked_peak:
             self._parked_peak = self._parked_total
-        if self._parked_total > self._park_max_bytes:
-            self._pause_parked()
         return out
 
     def _pause_parked(self) -> None:
