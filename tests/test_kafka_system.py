@@ -463,3 +463,129 @@ def test_confluent_client_config_translates_names_and_refuses_unknown_keys_by_na
         KafkaSystemFactory().get_producer(SYSTEM, bad).start()
     with pytest.raises(ConfigError, match="systems.kafka.kafka.client"):
         KafkaSystemFactory().get_consumer(SYSTEM, Config({"systems.kafka.kafka.client": "java"}))
+
+
+# -- the confluent consumer: librdkafka's queue kept fed, back-pressure that keeps what it fetched ----
+
+
+def test_confluent_consumer_defaults_keep_librdkafkas_queue_fed_and_yield_to_the_users_keys():
+    from samza_dagster.system.kafka.confluent_config import confluent_configs
+
+    base = {"systems.kafka.consumer.bootstrap.servers": "h:9092"}
+    defaults = confluent_configs(SYSTEM, Config(base)).consumer
+    # librdkafka's own (1,000 ms, 100,000 messages, 64 MiB) idle a fast consumer each second
+    assert defaults["fetch.queue.backoff.ms"] == 10
+    assert defaults["queued.min.messages"] == 20_000
+    assert defaults["queued.max.messages.kbytes"] == 32_768
+    mine = confluent_configs(SYSTEM, Config(dict(base, **{
+        "systems.kafka.consumer.fetch.queue.backoff.ms": "250",
+        "systems.kafka.consumer.queued.min.messages": "5000",
+        "systems.kafka.consumer.queued.max.messages.kbytes": "4096"}))).consumer
+    assert (mine["fetch.queue.backoff.ms"], mine["queued.min.messages"], mine["queued.max.messages.kbytes"]) == (
+        "250", "5000", "4096")
+
+
+@pytest.mark.parametrize("value", ["0", "lots"])
+def test_park_max_bytes_is_validated_naming_the_key(value):
+    config = Config({"systems.kafka.consumer.bootstrap.servers": "h:9092",
+                     "systems.kafka.consumer.park.max.bytes": value})
+    with pytest.raises(ConfigError, match=r"systems\.kafka\.consumer\.park\.max\.bytes"):
+        KafkaSystemFactory().get_consumer(SYSTEM, config)
+
+
+def _confluent(kafka_broker, **consumer_keys: str):
+    return KafkaSystemFactory().get_consumer(SYSTEM, Config({
+        "systems.kafka.samza.factory": "kafka",
+        "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+        "systems.kafka.consumer.statistics.interval.ms": "50",
+        **{f"systems.kafka.consumer.{k}": v for k, v in consumer_keys.items()},
+    }))
+
+
+def _fetched_total(consumer, ssps, at_least: int) -> int:
+    """librdkafka's count of messages received from the broker, once a statistics report
+    covers ``at_least`` of them and one more report followed."""
+    deadline = time.monotonic() + 30
+    while consumer.metrics_snapshot().get("librdkafka", {}).get("rxmsgs", 0) < at_least:
+        assert time.monotonic() < deadline, f"librdkafka reported {consumer.metrics_snapshot()}"
+        assert not consumer.poll(ssps, 0.05)
+    time.sleep(0.2)
+    assert not consumer.poll(ssps, 0.05)  # statistics are served inside consume()
+    return consumer.metrics_snapshot()["librdkafka"]["rxmsgs"]
+
+
+def test_confluent_consumer_keeps_an_unrequested_partitions_fetched_messages_and_fetches_nothing_twice(
+        kafka_broker, kafka_topic_prefix):
+    from samza_dagster.system.kafka.confluent_consumer import ENVELOPE_OVERHEAD_BYTES
+
+    """The broker answers fetches with runs of one partition's messages; a partition left out of
+    polls (its buffer full) used to be paused, which made librdkafka drop its prefetched messages
+    and fetch them again. Now they are parked: every message is fetched once."""
+    topic = f"{kafka_topic_prefix}-parked"
+    config = Config({"systems.kafka.samza.factory": "kafka",
+                     "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers})
+    create(config, topic, 2)
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=20)
+    for i in range(6000):
+        producer.send(topic, b"m%d" % (i // 2), partition=i % 2)
+    producer.flush()
+    producer.close()
+    consumer = _confluent(kafka_broker, **{"max.poll.records": "100"})
+    p0, p1 = SystemStreamPartition(SYSTEM, topic, 0), SystemStreamPartition(SYSTEM, topic, 1)
+    consumer.register(p0, "0")
+    consumer.register(p1, "0")
+    consumer.start()
+    try:
+        # p1 is not asked for until all of it was fetched (and parked) meanwhile
+        p1_parked = 3000 * ENVELOPE_OVERHEAD_BYTES
+        first = read(consumer, [p0], lambda got: len(got[p0]) >= 3000
+                     and consumer.metrics_snapshot()["parked_bytes"] >= p1_parked)
+        second = read(consumer, [p0, p1], lambda got: len(got[p1]) >= 3000)
+        fetched = _fetched_total(consumer, [p0, p1], 6000)
+        snapshot = consumer.metrics_snapshot()
+    finally:
+        consumer.stop()
+    assert [int(e.offset) for e in first[p0] + second[p0]] == list(range(3000))
+    assert [int(e.offset) for e in second[p1]] == list(range(3000))
+    assert snapshot["pauses_for_parking"] == 0 and snapshot["parked_bytes"] == 0
+    assert fetched == 6000, f"librdkafka fetched {fetched} messages for 6000"
+
+
+def test_confluent_consumer_pauses_a_long_unrequested_partition_past_the_cap_so_others_flow(
+        kafka_broker, kafka_topic_prefix):
+    """A job that waits for messages queued behind a partition it does not ask for (a bootstrap
+    stream behind a flooded input) must get them: past park.max.bytes and a moment with no
+    parked partition asked for, the parked ones are paused — and nothing is lost."""
+    flood, wanted = f"{kafka_topic_prefix}-flood", f"{kafka_topic_prefix}-wanted"
+    config = Config({"systems.kafka.samza.factory": "kafka",
+                     "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers})
+    create(config, flood, 1)
+    create(config, wanted, 1)
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=20)
+    for i in range(10_000):   # 10 MB: more than one fetch response of the broker
+        producer.send(flood, b"%-1000d" % i, partition=0)
+    producer.flush()
+    consumer = _confluent(kafka_broker, **{"park.max.bytes": "20000", "max.poll.records": "100"})
+    f0, w0 = SystemStreamPartition(SYSTEM, flood, 0), SystemStreamPartition(SYSTEM, wanted, 0)
+    consumer.register(f0, "0")
+    consumer.register(w0, "0")
+    consumer.start()
+    try:
+        # the flood is never asked for: it is parked up to the cap, the rest waits in librdkafka's
+        # queue, and the wanted messages, sent only now, are queued behind it
+        deadline = time.monotonic() + 30
+        while consumer.metrics_snapshot()["parked_bytes"] <= 20_000:
+            assert time.monotonic() < deadline, "the flood was not fetched"
+            assert not consumer.poll([w0], 0.1)
+        for i in range(50):
+            producer.send(wanted, b"w%d" % i, partition=0)
+        producer.flush()
+        got = read(consumer, [w0], lambda got: len(got[w0]) >= 50)
+        assert consumer.metrics_snapshot()["pauses_for_parking"] >= 1
+        rest = read(consumer, [f0, w0], lambda got: len(got[f0]) >= 10_000)
+    finally:
+        consumer.stop()
+    producer.close()
+    assert [e.message for e in got[w0]] == [b"w%d" % i for i in range(50)]
+    assert [int(e.offset) for e in rest[f0]] == list(range(10_000)), "the paused partition lost or repeated messages"
+    assert not rest[w0]
