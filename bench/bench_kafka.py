@@ -114,6 +114,7 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
     overrides = dict(KAFKA_TUNING, **{"systems.kafka.kafka.client": client})
     if client == "confluent":  # librdkafka's fetch totals, for the refetch count
         overrides["systems.kafka.consumer.statistics.interval.ms"] = str(STATISTICS_MS)
+        overrides["systems.kafka.producer.statistics.interval.ms"] = str(STATISTICS_MS)
     config = config.with_overrides(dict(overrides, **(extra or {})))
     model = build_job_model(config).model
     cpu0 = cpu_seconds()
@@ -130,6 +131,11 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
         result["fetched"] = consumer["librdkafka"]["rxmsgs"]
         result["refetch_ratio"] = consumer["librdkafka"]["rxmsgs"] / messages
         result["pauses"] = consumer["pauses_for_parking"]
+    producer = summary.metrics.get("producer-kafka") or {}
+    if producer.get("librdkafka", {}).get("produce_requests"):
+        stats = producer["librdkafka"]
+        result["msgs_per_produce_request"] = stats["txmsgs"] / stats["produce_requests"]
+        result["producer_flushes"] = producer["flushes"]
     return result
 
 

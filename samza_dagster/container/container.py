@@ -203,6 +203,9 @@ class SamzaContainer:
             for name in self.container_model.tasks:
                 producer.register(name)
             self.producers[system] = producer
+            snapshot = getattr(producer, "metrics_snapshot", None)
+            if callable(snapshot):  # a system producer's own counters (the Kafka one's librdkafka totals)
+                self._consumer_metrics[f"producer-{system}"] = snapshot
         for producer in self.producers.values():
             producer.start()
             self._started_producers.append(producer)
