@@ -165,3 +165,46 @@ def test_process_runner_restarts_containers_on_a_new_job_model_without_reprocess
     assert result.runs == 2 and result.model_version == 2
     # the restarted container resumed after the graceful commit: every message copied once
     assert result.messages_processed == 30 and copied() == 30
+
+
+def test_unbounded_log_job_output_is_readable_before_the_commit_and_checkpointed_after_it(tmp_path):
+    """A new user's first try: an unbounded job on the embedded log with the default commit
+    interval (60 s), two lines produced from elsewhere. Their outputs must be readable at once
+    (the log producer lingers like Kafka's), not at the commit; the checkpoint written at stop
+    still covers them only after they are written."""
+    from samza_dagster.model import SystemStreamPartition
+    from samza_dagster.system.factories import system_factory
+    from tests.apps.harness import read_checkpoints
+
+    config = Config({
+        "job.name": "first-try", "job.default.system": "log",
+        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
+        "systems.log.samza.offset.default": "oldest",
+        "task.inputs": "log.lines", "task.class": "tests.apps.tasks:CopyTask", "test.output.stream": "copied",
+    })
+    create_stream(config, "log", "lines", 1)
+    create_stream(config, "log", "copied", 1)
+    container = SamzaContainer("0", job_model(config))
+    runner = threading.Thread(target=container.run)
+    runner.start()
+    out = SystemStreamPartition("log", "copied", 0)
+    reader = system_factory(config, "log").get_consumer("log", config)
+    reader.register(out, "0")
+    reader.start()
+    try:
+        produce(config, "log", "lines", [(0, None, b"hello"), (0, None, b"world")])
+        seen: list[bytes] = []
+        deadline = threading.Event()
+        timer = threading.Timer(50, deadline.set)  # well inside the 60 s commit interval
+        timer.start()
+        while len(seen) < 2 and not deadline.is_set():
+            seen += [e.message for e in reader.poll([out], 0.1).get(out, [])]
+        timer.cancel()
+        assert seen == [b"hello", b"world"], f"outputs {seen} not readable before the commit"
+    finally:
+        reader.stop()
+        container.stop()
+        runner.join(60)
+    assert not runner.is_alive()
+    # Samza checkpoints the last processed offset: both lines, after their outputs
+    assert read_checkpoints(config)["Partition 0"].offsets[SystemStreamPartition("log", "lines", 0)] == "1"
