@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=3, help="repetitions per measurement (≥ 3 for the report)")
     parser.add_argument("--messages", type=int, default=1_000_000, help="B1 and B5: log-system messages")
     parser.add_argument("--memory-messages", type=int, default=1_500_000,
-                        help="B1's bounded-memory run: 1 KiB messages (the address space is capped at 256 MiB)")
+                        help="B1's and B3's bounded-memory runs: 1 KiB messages (the address space is capped at 256 MiB)")
     parser.add_argument("--kafka-messages", type=int, default=1_000_000, help="B2 and B3: messages on the broker")
     parser.add_argument("--spark-messages", type=int, default=400_000,
                         help="B6: messages (enough that the CPU-bound part outweighs the fixed ~1 s per job)")
@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> list[Section]:
             peers = ("quix",) if args.no_faust else ("quix", "faust")
             for section in bench_kafka.b2_b3_sections(args.kafka_messages, args.repetitions, workdir, log,
                                                       want=tuple(b for b in ("B2", "B3") if b in args.only),
-                                                      peers=peers):
+                                                      peers=peers,
+                                                      memory_messages=3000 if args.smoke else args.memory_messages):
                 sections.append(section)
                 log(f"{section.key}: {section.result} — {'met' if section.met else 'NOT met'}")
         add("B6", lambda: bench_spark_runner.runner_section(args.spark_messages, args.repetitions, workdir, log))

@@ -153,6 +153,48 @@ KAFKA_TUNING: dict[str, str] = {
 }
 
 
+#: the bounded-memory run on Kafka: this many 1 KiB messages through one container whose address
+#: space (RLIMIT_AS: every mapping, not only what is resident) is capped at MEMORY_LIMIT_MB
+MEMORY_MESSAGES = 1_500_000
+MEMORY_LIMIT_MB = 256
+
+
+def child_memory_run(bootstrap: str, topic: str, messages: int, limit_mb: int) -> dict[str, Any]:
+    """The consume-only container over the whole topic with the address space capped: it can
+    only finish if what it holds (librdkafka's queue, parked messages, SystemConsumers' buffers)
+    does not grow with the topic."""
+    import ctypes
+    import resource
+
+    # glibc reserves 64 MiB of address space per malloc arena, one per thread that allocates:
+    # librdkafka's threads alone would pass the cap ("Unable to create broker thread"). Two
+    # arenas, as MALLOC_ARENA_MAX=2 in the environment would give (docs/operations.md).
+    m_arena_max = -8
+    ctypes.CDLL("libc.so.6").mallopt(m_arena_max, 2)
+    limit = limit_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return child_engine(bootstrap, "b3-memory", topic, "unused", "bench.bench_kafka:NoOpTask", "/tmp/unused",
+                        messages, stateful=False)
+
+
+def memory_row(bootstrap: str, messages: int, log=print) -> str:
+    """The bounded-memory table row of B3 (one run, its own 1 KiB topic)."""
+    from bench.harness import isolated
+    from bench.kafka_util import create_topics, load
+
+    topic = "bench-memory"
+    create_topics(bootstrap, [topic], PARTITIONS)
+    seconds = load(bootstrap, topic, messages, PARTITIONS, KEYS, value_size=1024)
+    log(f"  loaded {messages:,} messages of 1 KiB into {topic} in {seconds:.0f} s")
+    run = isolated("bench.bench_kafka:child_memory_run", bootstrap=bootstrap, topic=topic, messages=messages,
+                   limit_mb=MEMORY_LIMIT_MB)
+    log(f"  memory run: {run}")
+    return (f"| consume-only (`NoOpTask`, confluent, default config) over {messages:,} messages of 1 KiB "
+            f"with the container's address space capped at {MEMORY_LIMIT_MB} MiB (`RLIMIT_AS`), one run: "
+            f"completed | {run['rate']:,.0f} msgs/s | peak RSS {run['peak_rss_mb']:.0f} MB, librdkafka fetched "
+            f"{run.get('refetch_ratio', float('nan')):.2f}× consumed |")
+
+
 def child_raw_confluent(bootstrap: str, input_topic: str, messages: int) -> dict[str, Any]:
     """The baseline of the B1-style ratio: a bare librdkafka consume loop over the whole topic
     (assign every partition from offset 0, consume in batches of 500, touch key and value)."""
@@ -296,7 +338,7 @@ def _prepare(workdir: Path, messages: int, log) -> dict[str, Any]:
 
 
 def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, want=("B2", "B3"),
-                   peers=("quix", "faust")):
+                   peers=("quix", "faust"), memory_messages: int = MEMORY_MESSAGES):
     from bench.harness import (MeasurementError, Section, alternate, column, fmt, isolated, median,
                                process_cpu_seconds)
     from bench.kafka_util import create_topics
@@ -446,6 +488,8 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
             def cores(rs):
                 return [r["run_cpu_s"] / r["wall_s"] for r in rs]
 
+            memory = memory_row(bootstrap, memory_messages, log) if memory_messages else ""
+
             body = f"""
 {messages:,} messages (the B2 input topic) consumed and sent on to an output topic by `PassThroughTask`,
 1 container, 4 tasks, no serdes (bytes through); one process per repetition, the clients alternating;
@@ -462,6 +506,8 @@ counts the Samza node only).
 | **msgs/s per core used** | {fmt(per_core)} | {fmt(column(py_runs, "rate_per_cpu_s"))} |
 | broker (tansu) CPU during the run, s | {fmt(column(runs, "broker_cpu_s"), ".1f")} | {fmt(column(py_runs, "broker_cpu_s"), ".1f")} |
 | peak RSS, MB | {fmt(column(runs, "peak_rss_mb"))} | {fmt(column(py_runs, "peak_rss_mb"))} |
+| messages per produce request (librdkafka statistics) | {fmt(column(runs, "msgs_per_produce_request"))} | |
+{memory}
 
 B1-style ratios on the same topic, the engine consuming only (`NoOpTask`, confluent,
 {fmt(column(all_runs["consume-only"], "rate"))} msgs/s) against:
