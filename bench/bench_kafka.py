@@ -118,14 +118,20 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
     config = config.with_overrides(dict(overrides, **(extra or {})))
     model = build_job_model(config).model
     cpu0 = cpu_seconds()
+    run0, queued0 = _schedstat()
     t0 = time.perf_counter()
     summary = SamzaContainer("0", model).run()
     wall = time.perf_counter() - t0
     cpu = cpu_seconds() - cpu0
+    run1, queued1 = _schedstat()
     assert summary.messages_processed == messages, summary.one_line()
     shutil.rmtree(state, ignore_errors=True)
     result = {"rate": messages / wall, "wall_s": wall, "run_cpu_s": cpu, "rate_per_cpu_s": messages / cpu,
-              "busy": cpu / wall}
+              "busy": cpu / wall,
+              # the run loop's thread (this one): on a CPU, runnable but waiting for one (a
+              # loaded machine), and the rest — asleep, waiting for messages
+              "loop_on_cpu": (run1 - run0) / wall, "loop_runnable_waiting": (queued1 - queued0) / wall}
+    result["loop_asleep"] = 1.0 - result["loop_on_cpu"] - result["loop_runnable_waiting"]
     consumer = summary.metrics.get("consumer-kafka") or {}
     if "librdkafka" in consumer:
         result["fetched"] = consumer["librdkafka"]["rxmsgs"]
@@ -137,6 +143,12 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
         result["msgs_per_produce_request"] = stats["txmsgs"] / stats["produce_requests"]
         result["producer_flushes"] = producer["flushes"]
     return result
+
+
+def _schedstat() -> tuple[float, float]:
+    """This thread's seconds on a CPU and seconds runnable but waiting for one (Linux)."""
+    on_cpu, waiting, _ = Path("/proc/thread-self/schedstat").read_text().split()
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
 
 
 #: librdkafka statistics interval in the benchmark's engine runs: the last report before the end
@@ -447,7 +459,7 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
                     f"both; one process per run, alternating; median (min–max) of {repetitions}.\n\n"
                     "| | msgs/s | wall, s | CPU, s | busy (CPU s / wall s) | fetched / consumed | peak RSS, MB |\n"
                     "|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
-                    + BUSY_NOTE
+                    + BUSY_NOTE + loop_split(runs["engine"])
                     + (faust_note + "\n" if faust_note else ""))
             sections.append(Section(
                 key="B2", title="stateful count per key on Kafka vs Quix Streams",
@@ -522,6 +534,7 @@ counts the Samza node only).
 | messages per produce request (librdkafka statistics) | {fmt(column(runs, "msgs_per_produce_request"))} | |
 {memory}
 
+{loop_split(runs)}
 B1-style ratios on the same topic, the engine consuming only (`NoOpTask`, confluent,
 {fmt(column(all_runs["consume-only"], "rate"))} msgs/s) against:
 
@@ -552,6 +565,19 @@ target 60,000 per core.
     finally:
         broker.stop()
     return sections
+
+
+def loop_split(runs: list[dict[str, Any]]) -> str:
+    """Where the run loop's thread spent the engine's (confluent) wall time, from the kernel's
+    per-thread scheduler statistics."""
+    from bench.harness import column, fmt
+
+    if not runs or "loop_on_cpu" not in runs[0]:
+        return ""
+    return (f"The engine's run-loop thread (confluent) spent {fmt(column(runs, 'loop_on_cpu'), '.2f')} of the wall "
+            f"time on a CPU, {fmt(column(runs, 'loop_runnable_waiting'), '.2f')} runnable but waiting for a CPU "
+            f"(the machine's load), and {fmt(column(runs, 'loop_asleep'), '.2f')} asleep — waiting for messages "
+            "or for its commit (`/proc/thread-self/schedstat`).\n\n")
 
 
 def _version(name: str) -> str:
