@@ -483,6 +483,14 @@ def test_confluent_consumer_defaults_keep_librdkafkas_queue_fed_and_yield_to_the
         "systems.kafka.consumer.queued.max.messages.kbytes": "4096"}))).consumer
     assert (mine["fetch.queue.backoff.ms"], mine["queued.min.messages"], mine["queued.max.messages.kbytes"]) == (
         "250", "5000", "4096")
+    # the producer's delivery callback runs for failures only, unless the user wants every report
+    # (a setting confluent-kafka reads itself, as a bool)
+    assert confluent_configs(SYSTEM, Config(base)).producer["delivery.report.only.error"] is True
+    everything = confluent_configs(SYSTEM, Config(dict(base, **{
+        "systems.kafka.producer.delivery.report.only.error": "False"}))).producer
+    assert everything["delivery.report.only.error"] is False
+    with pytest.raises(ConfigError, match=r"systems\.kafka\.producer\.delivery\.report\.only\.error"):
+        confluent_configs(SYSTEM, Config(dict(base, **{"systems.kafka.producer.delivery.report.only.error": "1"})))
 
 
 @pytest.mark.parametrize("value", ["0", "lots"])

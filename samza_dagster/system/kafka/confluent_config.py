@@ -43,6 +43,9 @@ DEFAULT_BOOTSTRAP_TIMEOUT_MS = 5000
 IGNORED = frozenset({"zookeeper.connect", "key.serializer", "value.serializer", "key.deserializer",
                      "value.deserializer", "api.version", "metrics.enabled", "allow.auto.create.topics"})
 
+#: settings confluent-kafka's Python layer reads itself (not librdkafka): they must be bools
+PYTHON_BOOLEANS = frozenset({"delivery.report.only.error"})
+
 CONSUMER_DEFAULTS: dict[str, Any] = {
     # offsets live in Samza's checkpoints: no group commits, no stored offsets, no rebalance
     # (partitions are assigned from the job model); librdkafka still wants a group id
@@ -69,6 +72,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "partitioner": "murmur2_random",
     "linger.ms": 5,
     "acks": "all",
+    # the delivery callback (a Python call) only for messages that failed: the producer needs
+    # nothing from a success, and flush() waits for every message either way
+    "delivery.report.only.error": True,
 }
 
 
@@ -133,6 +139,12 @@ def _translate(subset: Config, prefix: str, sources: dict[str, str]) -> dict[str
             sources["batch.num.messages"] = sources["linger.ms"] = full_key
             continue
         name = TRANSLATED.get(f"{dotted}@{what}") or TRANSLATED.get(dotted, dotted)
+        if name in PYTHON_BOOLEANS:  # read by confluent-kafka itself, which wants a bool
+            if value.lower() not in ("true", "false"):
+                raise ConfigError(f"config key {full_key!r} must be true or false, got {value!r}", key=full_key)
+            out[name] = value.lower() == "true"
+            sources[name] = full_key
+            continue
         out[name] = value
         sources[name] = full_key
     return out
