@@ -153,9 +153,21 @@ def update_report(previous: str, sections: list[Section], started: str, load_bef
         note = f"*Re-run alone, started {started}; load average before {load_before}, after {load_after}.*"
         block = f"<!-- bench:{s.key} -->\n{s.markdown()}\n\n{note}\n<!-- /bench:{s.key} -->"
         pattern = re.compile(rf"<!-- bench:{s.key} -->.*?<!-- /bench:{s.key} -->", re.DOTALL)
-        text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
+        if pattern.search(text):
+            text = pattern.sub(lambda _m: block, text)
+        elif "\n## Profiles behind" in text:  # a benchmark new to the report: before the profiles
+            at = text.index("\n## Profiles behind") + 1
+            text = text[:at] + block + "\n\n" + text[at:]
+        else:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
         row = re.compile(rf"^\| {s.key} \|.*$", re.MULTILINE)
-        text = row.sub(lambda _m: summary_row(s), text)
+        if row.search(text):
+            text = row.sub(lambda _m: summary_row(s), text)
+        else:  # a benchmark new to the report: its row after the summary's last one
+            rows = list(re.finditer(r"^\| B\d+ \|.*$", text, re.MULTILINE))
+            if rows:
+                at = rows[-1].end()
+                text = text[:at] + "\n" + summary_row(s) + text[at:]
     return text
 
 
