@@ -31,6 +31,8 @@ RATE = 1000
 #: p99 at 1,000 msgs/s: 75 ms with one reader at 10 ms, 886 ms with two more at 10 ms, 150 ms
 #: with two more at 100 ms — measured with librdkafka alone)
 READER_FETCH_WAIT_MS = 100
+#: how long after the measured window every measured message may take to come out
+TAIL_S = 60
 PARTITIONS = 4
 STAMP = struct.Struct("<dq")  # send time (s since the epoch), sequence number
 INPUT, OUTPUT = "b12-in", "b12-out"
@@ -201,7 +203,7 @@ def child_latency(system: str, seconds: float, rate: int = RATE, bootstrap: str 
         # keep sending, unmeasured, until every measured message came out: on the test broker the
         # last record batch of a partition stays invisible until another follows (its high
         # watermark defect), so a stream that stopped would hide the last measured messages
-        wait_until = time.perf_counter() + 10
+        wait_until = time.perf_counter() + TAIL_S
         while time.perf_counter() < wait_until and any(
                 s not in received[OUTPUT] or s not in received[INPUT] for s in range(measured_from, measured_to)):
             driver.send(STAMP.pack(time.time(), seq), seq)
