@@ -548,7 +548,9 @@ def test_reader_in_another_process_sees_whole_batches_only(log, tmp_path):
     reader = ctx.Process(target=_read_while_written, args=(str(tmp_path / "log"), ready, observed))
     reader.start()
     assert ready.wait(60), "reader process did not start"
-    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": str(BATCH)}))
+    # linger off: only the batch size writes, so whole batches are what the reader may see
+    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": str(BATCH),
+                                              f"systems.{SYSTEM}.log.linger.ms": "0"}))
     stream = SystemStream(SYSTEM, "shared")
     for i in range(BATCH * BATCHES):
         producer.send("test", OutgoingMessageEnvelope(stream, b"%d" % i, partition=0))

@@ -38,8 +38,11 @@ SEED = 1212
 
 
 def _config(root: str) -> Config:
+    # linger off: a batch of BATCH rows is written by its flush alone, so whole batches are what
+    # a reader may see (with the default linger a flush's rows can be written in several parts)
     return Config({"systems.log.samza.factory": "log", "systems.log.log.path": root,
-                   "systems.log.log.batch.size": str(BATCH * 10), "systems.log.log.fetch.size": "100000"})
+                   "systems.log.log.batch.size": str(BATCH * 10), "systems.log.log.fetch.size": "100000",
+                   "systems.log.log.linger.ms": "0"})
 
 
 def writer(root: str, partition: int) -> None:
