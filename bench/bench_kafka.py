@@ -132,6 +132,9 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
               # loaded machine), and the rest — asleep, waiting for messages
               "loop_on_cpu": (run1 - run0) / wall, "loop_runnable_waiting": (queued1 - queued0) / wall}
     result["loop_asleep"] = 1.0 - result["loop_on_cpu"] - result["loop_runnable_waiting"]
+    if client == "confluent":  # a run shorter than the statistics interval has no report: NaN
+        result.update(fetched=float("nan"), refetch_ratio=float("nan"), pauses=float("nan"),
+                      msgs_per_produce_request=float("nan"))
     consumer = summary.metrics.get("consumer-kafka") or {}
     if "librdkafka" in consumer:
         result["fetched"] = consumer["librdkafka"]["rxmsgs"]
