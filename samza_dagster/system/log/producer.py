@@ -217,7 +217,9 @@ class _Linger:
 
     def _run(self) -> None:
         producer, wake, stopping = self._producer, self._wake, self._stopping
-        while True:
+        # checked before every wait: stop() may set ``wake`` just before the ``wake.clear()``
+        # below, and a wait on the cleared event would then never end (stop() joins this thread)
+        while not stopping.is_set():
             wake.wait()
             if stopping.wait(self._linger_s):
                 return  # stop() flushes what is left
