@@ -81,24 +81,31 @@ def _container_processes_of(pid: int) -> list[int]:
 
 
 @pytest.mark.parametrize(
-    ("runner", "signum"),
+    ("runner", "signum", "to_group"),
     [
-        ("thread", signal.SIGINT),
-        ("thread", signal.SIGTERM),
-        ("process", signal.SIGINT),
-        ("process", signal.SIGTERM),
-        pytest.param("spark", signal.SIGINT, marks=pytest.mark.spark),
+        ("thread", signal.SIGINT, False),
+        ("thread", signal.SIGTERM, False),
+        ("process", signal.SIGINT, False),
+        ("process", signal.SIGINT, True),
+        ("process", signal.SIGTERM, False),
+        pytest.param("spark", signal.SIGINT, True, marks=pytest.mark.spark),
     ],
-    ids=["thread-SIGINT", "thread-SIGTERM", "process-SIGINT", "process-SIGTERM", "spark-SIGINT"],
+    ids=["thread-SIGINT", "thread-SIGTERM", "process-SIGINT", "process-Ctrl-C", "process-SIGTERM", "spark-Ctrl-C"],
 )
 @pytest.mark.timeout(240)
-def test_the_first_signal_stops_gracefully_with_a_final_commit_of_every_processed_message(tmp_path, runner, signum):
+def test_the_first_signal_stops_gracefully_with_a_final_commit_of_every_processed_message(
+    tmp_path, runner, signum, to_group
+):
+    """``to_group``: the signal goes to the whole process group, as a terminal's Ctrl-C does."""
     properties, config, progress = _job(tmp_path, runner, sleep_ms=20)
     proc = _start(properties)
     try:
         wait_until(lambda: len(_processed(progress)) >= 10 or proc.poll() is not None, 180, "ten processed messages")
         assert proc.poll() is None, proc.communicate()
-        proc.send_signal(signum)
+        if to_group:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

@@ -101,9 +101,13 @@ class ProcessJobRunner(JobRunner):
         token = self._token()
         if token:
             env[TOKEN_ENV] = token
+        # a session of its own: a terminal's Ctrl-C (SIGINT to the whole foreground process
+        # group) reaches the runner alone, which stops each container with one SIGTERM; were the
+        # containers in the group too, that SIGTERM would be their second signal and end them at
+        # once, without the final commit
         proc = subprocess.Popen(
             [self.python, "-m", "samza_dagster.runtime.container_main"],
-            env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(secrets))
