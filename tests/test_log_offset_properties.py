@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from samza_dagster.config import Config
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.system.log import LogSystemFactory
+from support.log_reading import Message, read_partition
 
 SYSTEM, STREAM = "log", "s"
 #: cleanup policies (stream properties) the machine runs under; times are the machine's clock, ms
@@ -166,20 +167,8 @@ class LogOffsetMachine(RuleBasedStateMachine):
     def _metadata(self):  # noqa: ANN202 - partition -> SystemStreamPartitionMetadata
         return self.admin.get_system_stream_metadata([STREAM])[STREAM].partitions
 
-    def _read(self, partition: int, position: int) -> list[tuple[int, str | None, str | None]]:
-        consumer = self.factory.get_consumer(SYSTEM, self.config)
-        ssp = SystemStreamPartition(SYSTEM, STREAM, partition)
-        consumer.register(ssp, str(position))
-        consumer.start()
-        out: list[tuple[int, str | None, str | None]] = []
-        try:
-            while True:
-                envelopes = consumer.poll([ssp], 0).get(ssp, [])
-                if not envelopes:
-                    return out
-                out += [(int(e.offset), e.key and e.key.decode(), e.message and e.message.decode()) for e in envelopes]
-        finally:
-            consumer.stop()
+    def _read(self, partition: int, position: int) -> list[Message]:
+        return read_partition(self.config, SYSTEM, STREAM, partition, str(position))
 
 
 LogOffsetMachine.TestCase.settings = settings(max_examples=120, stateful_step_count=20, deadline=None)

@@ -13,6 +13,7 @@ from samza_dagster.config import Config, ConfigError
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.system.log import LogSystemFactory, storage
 from samza_dagster.system.log.cleaner import CHUNK
+from support.log_reading import read_partition
 
 SYSTEM = "log"
 HOUR_MS = 3_600_000
@@ -41,22 +42,9 @@ def _produce(config: Config, stream: str, messages, partition: int = 0) -> None:
 
 
 def _read(config: Config, stream: str, partition: int = 0, start: str | None = None) -> list[tuple[int, str | None, str | None]]:
-    admin = LogSystemFactory().get_admin(SYSTEM, config)
-    pm = admin.get_system_stream_metadata([stream])[stream].partitions[partition]
-    admin.stop()
-    consumer = LogSystemFactory().get_consumer(SYSTEM, config)
-    ssp = SystemStreamPartition(SYSTEM, stream, partition)
-    consumer.register(ssp, start if start is not None else pm.oldest_offset)
-    consumer.start()
-    out = []
-    try:
-        while True:
-            envelopes = consumer.poll([ssp], 0).get(ssp, [])
-            if not envelopes:
-                return out
-            out += [(int(e.offset), e.key and e.key.decode(), e.message and e.message.decode()) for e in envelopes]
-    finally:
-        consumer.stop()
+    if start is None:
+        start = _metadata(config, stream, partition).oldest_offset
+    return read_partition(config, SYSTEM, stream, partition, start)
 
 
 def _metadata(config: Config, stream: str, partition: int = 0):
