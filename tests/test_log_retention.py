@@ -10,7 +10,7 @@ import time
 import pytest
 
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.system.log import LogSystemFactory, storage
 from samza_dagster.system.log.cleaner import CHUNK
 from support.log_reading import read_partition
