@@ -58,7 +58,7 @@ class RunLoop(ScheduledMode):
         tasks: dict[str, TaskInstance],
         consumers: Any,
         *,
-        commit: Callable[[TaskInstance], None],
+        commit: Callable[[list[TaskInstance]], None],
         requests: ContainerRequests,
         window_ms: int = -1,
         commit_ms: int = 60_000,
@@ -281,12 +281,15 @@ class RunLoop(ScheduledMode):
             metrics.null_chooses += nulls
 
     def _housekeeping(self, now: float) -> str | None:
-        """Timers, requests and end of stream; in inline mode nothing is ever in flight."""
+        """Timers, requests and end of stream; in inline mode nothing is ever in flight, so the
+        commits that fall due together are made together (one batch: see ``_commit``)."""
         self.requests.pending = False
         self._fire_timers(now)
+        commits: list[TaskInstance] = []
         for ti in self.tasks.values():
             if not ti.done:
-                self._run_due(ti)
+                self._run_due(ti, commits)
+        self._commit(commits)
         return self._check_finished()
 
     # -- shared --------------------------------------------------------------------------------
@@ -315,9 +318,11 @@ class RunLoop(ScheduledMode):
                 ti.coordinator.commit_requested = False
                 ti.commit_due = True
 
-    def _run_due(self, ti: TaskInstance) -> bool:
-        """Window, end of stream and commit for a task with nothing in flight. True if
-        something ran (or was started in the pool)."""
+    def _run_due(self, ti: TaskInstance, commits: list[TaskInstance]) -> bool:
+        """Window, end of stream and commit for a task with nothing in flight; a commit it needs
+        is appended to ``commits``, for the caller to make with the others due at the same time
+        before the task processes anything more. True if something ran (or was started in the
+        pool) or a commit is due."""
         if ti.in_flight or ti.exclusive_running:
             return False
         ran = False
@@ -332,20 +337,25 @@ class RunLoop(ScheduledMode):
         if ti.end_of_stream_due:
             ti.end_of_stream_due = False
             ti.end_of_stream()
-            self._commit(ti)
+            commits.append(ti)
             ti.done = True
             return True
         if ti.commit_due:
             ti.commit_due = False
-            self._commit(ti)
+            commits.append(ti)
             ran = True
         return ran
 
-    def _commit(self, ti: TaskInstance) -> None:
+    def _commit(self, tasks: list[TaskInstance]) -> None:
+        """Commit ``tasks`` in one batch; each task's commit time is its share of the batch."""
+        if not tasks:
+            return
         t0 = time.perf_counter()
-        self._commit_task(ti)
-        ti.metrics.commit_count += 1
-        ti.metrics.commit_s += time.perf_counter() - t0
+        self._commit_task(tasks)
+        share = (time.perf_counter() - t0) / len(tasks)
+        for ti in tasks:
+            ti.metrics.commit_count += 1
+            ti.metrics.commit_s += share
 
     def _check_finished(self) -> str | None:
         req = self.requests
@@ -356,7 +366,5 @@ class RunLoop(ScheduledMode):
         if not shutdown:
             return None
         # graceful: everything in flight is complete here (callers guarantee it); commit all
-        for ti in tasks:
-            if not ti.done:
-                self._commit(ti)
+        self._commit([ti for ti in tasks if not ti.done])
         return RunLoopStatus.SHUTDOWN

@@ -50,6 +50,9 @@ class _ErrorSink:
 
 
 class KafkaSystemProducer:
+    #: ``flush`` waits for every source's messages (the container flushes once per commit)
+    flush_covers_all_sources = True
+
     def __init__(self, system_name: str, config: Config, clients: KafkaClientConfigs) -> None:
         self.system_name = system_name
         self._clients = clients

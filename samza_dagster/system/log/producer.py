@@ -67,6 +67,9 @@ def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> by
 
 
 class LogSystemProducer:
+    #: ``flush`` writes every source's buffered messages (the container flushes once per commit)
+    flush_covers_all_sources = True
+
     def __init__(self, system_name: str, config: Config) -> None:
         self.system_name = system_name
         self.log_config = LogSystemConfig.from_config(system_name, config)

@@ -1,0 +1,225 @@
+"""B13: cost that stays flat as a job grows — one container over 4 … 1,024 partitions.
+
+The same messages spread evenly over a log-system stream of P partitions; one container,
+group-by-partition (one task per partition), a no-op task. Per P, each in its own process:
+
+* **produce** — the log producer writing the messages (no partition, no key: round robin), so a
+  batch of ``log.batch.size`` touches min(P, batch) partitions;
+* **raw** — the log consumer's own poll loop over every partition (the baseline);
+* **engine** — ``SamzaContainer.run`` end to end, with its start-up and shutdown (the container's
+  ``start_s``/``shutdown_s`` metrics) reported apart, ``task.commit.ms`` 1000 so commits of all P
+  tasks are part of the run;
+* **memory** — the engine over messages of 1 KiB, enough to fill every partition's buffer: peak
+  RSS against the container's buffer budget (``systems.<s>.samza.fetch.threshold.bytes``).
+
+Targets: engine at 1,024 ≥ 0.8 × at 4, producer at 1,024 ≥ 0.8 × at 4, peak RSS at 1,024
+within the budget.
+
+python -m bench --only B13              # in the runner (docs/benchmarks.md section B13)
+python -m bench.bench_scale [MESSAGES] [REPETITIONS]
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from samza_dagster.config import Config
+from samza_dagster.container import SamzaContainer
+from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system.factories import system_factory
+
+PARTITIONS = (4, 64, 256, 1024)
+MESSAGES = 400_000
+#: the memory run: messages of 1 KiB, more than 1,024 partitions × the per-partition floor
+MEMORY_MESSAGES = 600_000
+MEMORY_PARTITIONS = (4, 1024)
+
+
+def _config(root: Path, name: str, **extra: str) -> Config:
+    entries = {
+        "job.name": name,
+        "job.default.system": "log",
+        "systems.log.samza.factory": "log",
+        "systems.log.log.path": str(root / "log"),
+        "task.inputs": "log.input",
+        "systems.log.streams.input.samza.bounded": "true",
+        "task.class": "tests.apps.tasks:NoOpTask",
+        "task.commit.ms": "1000",
+    }
+    entries.update(extra)
+    return Config(entries)
+
+
+def child_produce(root: str, partitions: int, messages: int, value_bytes: int = 100) -> dict:
+    """Create the stream and write ``messages`` to it; the producer's rate."""
+    config = _config(Path(root), "produce")
+    shutil.rmtree(Path(root) / "log", ignore_errors=True)
+    factory = system_factory(config, "log")
+    factory.get_admin("log", config).create_stream(StreamSpec("input", "input", "log", partitions))
+    producer = factory.get_producer("log", config)
+    producer.register("bench")
+    producer.start()
+    ss = SystemStream("log", "input")
+    payload = b"x" * value_bytes
+    t0 = time.perf_counter()
+    for _ in range(messages):
+        producer.send("bench", OutgoingMessageEnvelope(ss, payload))
+    producer.flush("bench")
+    elapsed = time.perf_counter() - t0
+    producer.stop()
+    return {"rate": messages / elapsed}
+
+
+def child_raw(root: str, partitions: int, messages: int) -> dict:
+    config = _config(Path(root), "raw")
+    consumer = system_factory(config, "log").get_consumer("log", config)
+    ssps = [SystemStreamPartition("log", "input", p) for p in range(partitions)]
+    for ssp in ssps:
+        consumer.register(ssp, "0")
+    t0 = time.perf_counter()
+    consumer.start()
+    remaining = set(ssps)
+    seen = 0
+    while remaining:
+        for ssp, envelopes in consumer.poll(list(remaining), 0.05).items():
+            for env in envelopes:
+                if env.is_end_of_stream:
+                    remaining.discard(ssp)
+                else:
+                    seen += 1
+    elapsed = time.perf_counter() - t0
+    consumer.stop()
+    if seen != messages:
+        raise RuntimeError(f"raw consumer read {seen} of {messages} messages")
+    return {"rate": messages / elapsed}
+
+
+def child_engine(root: str, partitions: int, messages: int, run: int, **extra: str) -> dict:
+    """The no-op container; its rate end to end, start-up and shutdown seconds, and the rate in
+    between (processing and commits)."""
+    config = _config(Path(root), f"engine-{partitions}-{run}", **extra)  # fresh checkpoints each run
+    t0 = time.perf_counter()
+    model = build_job_model(config).model
+    model_s = time.perf_counter() - t0
+    summary = SamzaContainer("0", model).run()
+    elapsed = time.perf_counter() - t0
+    if summary.messages_processed != messages:
+        raise RuntimeError(summary.one_line())
+    container = summary.metrics["container"]
+    start_s, shutdown_s = container["start_s"], container["shutdown_s"]
+    commits = sum(t["commit_count"] for t in summary.metrics["tasks"].values())
+    return {
+        "rate": messages / elapsed,
+        "steady_rate": messages / max(1e-9, elapsed - model_s - start_s - shutdown_s),
+        "model_s": model_s, "start_s": start_s, "shutdown_s": shutdown_s, "commits": commits,
+    }
+
+
+def _rows(results: dict[int, dict[str, list[dict]]], name: str, field: str, spec: str) -> str:
+    from bench.harness import column, fmt
+
+    return " | ".join(fmt(column(results[p][name], field), spec) for p in sorted(results))
+
+
+def runner_section(messages: int, repetitions: int, workdir: Path, log=print, memory_messages: int = MEMORY_MESSAGES,
+                   partitions: tuple[int, ...] = PARTITIONS):
+    """B13 in the runner: the sweep, every measurement in its own process, the three kinds
+    alternating per repetition."""
+    from bench.harness import Section, alternate, column, isolated, median
+
+    results: dict[int, dict[str, list[dict]]] = {}
+    for p in partitions:
+        root = str(workdir / f"b13-{p}")
+        log(f"  {p} partitions")
+        results[p] = alternate(repetitions, {
+            "produce": lambda rep, p=p, root=root: isolated(
+                "bench.bench_scale:child_produce", root=root, partitions=p, messages=messages),
+            "raw": lambda rep, p=p, root=root: isolated(
+                "bench.bench_scale:child_raw", root=root, partitions=p, messages=messages),
+            "engine": lambda rep, p=p, root=root: isolated(
+                "bench.bench_scale:child_engine", root=root, partitions=p, messages=messages, run=rep),
+        }, log)
+        shutil.rmtree(root, ignore_errors=True)
+    memory: dict[int, dict] = {}
+    for p in MEMORY_PARTITIONS if memory_messages else ():
+        root = str(workdir / f"b13-mem-{p}")
+        isolated("bench.bench_scale:child_produce", root=root, partitions=p, messages=memory_messages, value_bytes=1024)
+        memory[p] = isolated("bench.bench_scale:child_engine", root=root, partitions=p, messages=memory_messages, run=0)
+        log(f"  memory, {p} partitions: {memory[p]['peak_rss_mb']:.0f} MB")
+        shutil.rmtree(root, ignore_errors=True)
+
+    lo, hi = min(partitions), max(partitions)
+    engine = {p: median(column(results[p]["engine"], "rate")) for p in partitions}
+    produce = {p: median(column(results[p]["produce"], "rate")) for p in partitions}
+    engine_ratio, produce_ratio = engine[hi] / engine[lo], produce[hi] / produce[lo]
+    header = " | ".join(f"{p:,}" for p in partitions)
+    budget_mb = DEFAULT_BUDGET_MB
+    mem_rows = "\n".join(
+        f"| {p:,} | {memory_messages:,} × 1 KiB | {m['peak_rss_mb']:.0f} | {m['rate']:,.0f} |" for p, m in memory.items()
+    )
+    memory_ok = all(m["peak_rss_mb"] <= memory_budget_rss_mb() for m in memory.values()) if memory else None
+    body = f"""
+{messages:,} messages of 100 bytes spread evenly (round robin) over a log-system stream of P partitions,
+bounded; one container, group-by-partition (P tasks), `tests.apps.tasks:NoOpTask`, `task.commit.ms=1000`.
+Every measurement in its own process, produce / raw / engine alternating; median (min–max) of {repetitions}.
+
+| P (partitions = tasks) | {header} |
+|---|{"---:|" * len(partitions)}
+| produce, msgs/s | {_rows(results, "produce", "rate", ",.0f")} |
+| raw log consumer loop, msgs/s | {_rows(results, "raw", "rate", ",.0f")} |
+| engine end to end, msgs/s | {_rows(results, "engine", "rate", ",.0f")} |
+| engine between start-up and shutdown, msgs/s | {_rows(results, "engine", "steady_rate", ",.0f")} |
+| job model build, s | {_rows(results, "engine", "model_s", ".3f")} |
+| container start-up, s | {_rows(results, "engine", "start_s", ".3f")} |
+| container shutdown, s | {_rows(results, "engine", "shutdown_s", ".3f")} |
+| commits (all tasks) | {_rows(results, "engine", "commits", ",.0f")} |
+| engine peak RSS, MB | {_rows(results, "engine", "peak_rss_mb", ",.0f")} |
+
+Engine at {hi:,} / at {lo:,}: **{engine_ratio:.2f}**; producer at {hi:,} / at {lo:,}: **{produce_ratio:.2f}**.
+
+Memory: the same container over messages of 1 KiB, one run each; the container's buffer budget is
+the default `systems.log.samza.fetch.threshold.bytes` = {budget_mb} MiB (RSS allowed: {memory_budget_rss_mb():.0f} MB,
+the budget plus the interpreter, the engine and SQLite's page caches).
+
+| P | stream | peak RSS, MB | msgs/s |
+|---:|---|---:|---:|
+{mem_rows}
+"""
+    met = engine_ratio >= 0.8 and produce_ratio >= 0.8 and memory_ok is not False
+    return Section(
+        key="B13", title="cost that stays flat as a job grows (4 → 1,024 partitions, one container)",
+        command=f"python -m bench --only B13 --scale-messages {messages} --repetitions {repetitions}",
+        body=body,
+        result=(f"engine {engine_ratio:.2f}×, producer {produce_ratio:.2f}× at {hi:,} vs {lo:,} partitions"
+                + (f"; peak RSS {memory[hi]['peak_rss_mb']:.0f} MB with 1 KiB messages" if hi in memory else "")),
+        target=f"engine and producer at {hi:,} partitions ≥ 0.8 × at {lo:,}; peak RSS within the buffer budget",
+        met=met,
+    )
+
+
+#: the default container-wide buffer budget (samza_dagster.system.consumers) and what the process
+#: may hold beyond it (the interpreter, imports, SQLite page caches), for the memory verdict
+DEFAULT_BUDGET_MB = 64
+OVERHEAD_MB = 96
+
+
+def memory_budget_rss_mb() -> float:
+    return DEFAULT_BUDGET_MB + OVERHEAD_MB
+
+
+def main(messages: int = MESSAGES, repetitions: int = 3) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    try:
+        section = runner_section(messages, repetitions, workdir)
+        print(section.markdown())
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:]))
