@@ -113,10 +113,12 @@ def child_engine(root: str, partitions: int, messages: int, run: int, **extra: s
     container = summary.metrics["container"]
     start_s, shutdown_s = container["start_s"], container["shutdown_s"]
     commits = sum(t["commit_count"] for t in summary.metrics["tasks"].values())
+    commit_s = sum(t["commit_s"] for t in summary.metrics["tasks"].values())
     return {
         "rate": messages / elapsed,
         "steady_rate": messages / max(1e-9, elapsed - model_s - start_s - shutdown_s),
         "model_s": model_s, "start_s": start_s, "shutdown_s": shutdown_s, "commits": commits,
+        "commit_s": commit_s, "null_chooses": container["null_chooses"],
     }
 
 
@@ -178,6 +180,7 @@ Every measurement in its own process, produce / raw / engine alternating; median
 | container start-up, s | {_rows(results, "engine", "start_s", ".3f")} |
 | container shutdown, s | {_rows(results, "engine", "shutdown_s", ".3f")} |
 | commits (all tasks) | {_rows(results, "engine", "commits", ",.0f")} |
+| time in commits, s | {_rows(results, "engine", "commit_s", ".3f")} |
 | engine peak RSS, MB | {_rows(results, "engine", "peak_rss_mb", ",.0f")} |
 
 Engine at {hi:,} / at {lo:,}: **{engine_ratio:.2f}**; producer at {hi:,} / at {lo:,}: **{produce_ratio:.2f}**.

@@ -26,7 +26,7 @@ from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.checkpoint.manager import CheckpointManager
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.config.system_config import StreamConfig, SystemConfig
 from samza_dagster.container.assembly import ContainerPlan, side_inputs_manager
 from samza_dagster.container.dead_letter import DeadLetterSender, ensure_dead_letter_stream
 from samza_dagster.container.gil import apply_switch_interval
@@ -277,7 +277,7 @@ class SamzaContainer:
         self, plan: ContainerPlan, metadata: dict[SystemStream, Any], starting: dict[SystemStreamPartition, str]
     ) -> None:
         """SystemConsumers over one consumer per input system, with the chooser."""
-        from samza_dagster.system.consumers import SystemConsumers
+        from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 
         for system in plan.input_systems:
             consumer = self._consumers_by_system[system] = self._new_consumer(system)
@@ -288,8 +288,11 @@ class SamzaContainer:
         buffer = self.config.get_int("samza.container.buffer.capacity.per.ssp")
         if buffer:
             kwargs["buffer_capacity_per_ssp"] = buffer
+        systems = SystemConfig(self.config)
+        thresholds = {s: FetchThreshold(*systems.fetch_threshold(s)) for s in plan.input_systems}
         self.consumers = SystemConsumers(
-            self._chooser(metadata), self._consumers_by_system, metrics=self._consumer_metrics, **kwargs
+            self._chooser(metadata), self._consumers_by_system, metrics=self._consumer_metrics,
+            fetch_thresholds=thresholds, **kwargs
         )
         for ssp in sorted(plan.input_ssps):
             self.consumers.register(ssp, starting[ssp])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +66,7 @@ class ScheduledMode:
     _wakeup: threading.Event
     _callbacks: set[TaskCallback]
     # shared with the inline mode, defined by RunLoop
-    _fire_timers: Callable[[float], None]
+    _fire_timers: Callable[[float], Iterable[TaskInstance]]
     _run_due: Callable[[TaskInstance, list[TaskInstance]], bool]
     _commit: Callable[[list[TaskInstance]], None]
     _check_finished: Callable[[], str | None]
