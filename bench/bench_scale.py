@@ -75,6 +75,36 @@ def child_produce(root: str, partitions: int, messages: int, value_bytes: int = 
     return {"rate": messages / elapsed}
 
 
+def child_produce_sql(root: str, partitions: int, messages: int, value_bytes: int = 100) -> dict:
+    """The producer's bound: plain sqlite3 running the log format's insert statement in
+    transactions of ``log.batch.size`` rows spread the same way, offsets kept in a list, the
+    file's default ``synchronous=FULL`` — no producer, no envelopes."""
+    from samza_dagster.system.log import storage
+    from samza_dagster.system.log.config import DEFAULT_BATCH_SIZE
+    from samza_dagster.system.log.formats import CURRENT
+
+    path = Path(root) / "sql"
+    shutil.rmtree(path, ignore_errors=True)
+    storage.create_stream_file("log", str(path), "input", partitions, {})
+    conn, _ = storage.open_stream("log", str(path), "input", "FULL", 30.0)
+    payload = b"x" * value_bytes
+    next_offset = [0] * partitions
+    t0 = time.perf_counter()
+    for start in range(0, messages, DEFAULT_BATCH_SIZE):
+        rows = []
+        for i in range(start, min(messages, start + DEFAULT_BATCH_SIZE)):
+            p = i % partitions
+            rows.append((p, next_offset[p], None, payload, 0))
+            next_offset[p] += 1
+        conn.execute("BEGIN IMMEDIATE")
+        CURRENT.insert(conn, rows)
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - t0
+    conn.close()
+    shutil.rmtree(path, ignore_errors=True)
+    return {"rate": messages / elapsed}
+
+
 def child_raw(root: str, partitions: int, messages: int) -> dict:
     config = _config(Path(root), "raw")
     consumer = system_factory(config, "log").get_consumer("log", config)
@@ -141,6 +171,8 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
         results[p] = alternate(repetitions, {
             "produce": lambda rep, p=p, root=root: isolated(
                 "bench.bench_scale:child_produce", root=root, partitions=p, messages=messages),
+            "sql": lambda rep, p=p, root=root: isolated(
+                "bench.bench_scale:child_produce_sql", root=root, partitions=p, messages=messages),
             "raw": lambda rep, p=p, root=root: isolated(
                 "bench.bench_scale:child_raw", root=root, partitions=p, messages=messages),
             "engine": lambda rep, p=p, root=root: isolated(
@@ -158,7 +190,8 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
     lo, hi = min(partitions), max(partitions)
     engine = {p: median(column(results[p]["engine"], "rate")) for p in partitions}
     produce = {p: median(column(results[p]["produce"], "rate")) for p in partitions}
-    engine_ratio, produce_ratio = engine[hi] / engine[lo], produce[hi] / produce[lo]
+    sql = {p: median(column(results[p]["sql"], "rate")) for p in partitions}
+    engine_ratio, produce_ratio, sql_ratio = engine[hi] / engine[lo], produce[hi] / produce[lo], sql[hi] / sql[lo]
     header = " | ".join(f"{p:,}" for p in partitions)
     budget_mb = DEFAULT_BUDGET_MB
     mem_rows = "\n".join(
@@ -173,6 +206,7 @@ Every measurement in its own process, produce / raw / engine alternating; median
 | P (partitions = tasks) | {header} |
 |---|{"---:|" * len(partitions)}
 | produce, msgs/s | {_rows(results, "produce", "rate", ",.0f")} |
+| plain sqlite3, the producer's statements and batches (its bound), msgs/s | {_rows(results, "sql", "rate", ",.0f")} |
 | raw log consumer loop, msgs/s | {_rows(results, "raw", "rate", ",.0f")} |
 | engine end to end, msgs/s | {_rows(results, "engine", "rate", ",.0f")} |
 | engine between start-up and shutdown, msgs/s | {_rows(results, "engine", "steady_rate", ",.0f")} |
@@ -183,7 +217,8 @@ Every measurement in its own process, produce / raw / engine alternating; median
 | time in commits, s | {_rows(results, "engine", "commit_s", ".3f")} |
 | engine peak RSS, MB | {_rows(results, "engine", "peak_rss_mb", ",.0f")} |
 
-Engine at {hi:,} / at {lo:,}: **{engine_ratio:.2f}**; producer at {hi:,} / at {lo:,}: **{produce_ratio:.2f}**.
+Engine at {hi:,} / at {lo:,}: **{engine_ratio:.2f}**; producer at {hi:,} / at {lo:,}: **{produce_ratio:.2f}**
+(plain sqlite3: {sql_ratio:.2f}; producer / plain sqlite3 at {lo:,}: {produce[lo] / sql[lo]:.2f}, at {hi:,}: {produce[hi] / sql[hi]:.2f}).
 
 Memory: the same container over messages of 1 KiB, one run each; the container's buffer budget is
 the default `systems.log.samza.fetch.threshold.bytes` = {budget_mb} MiB (RSS allowed: {memory_budget_rss_mb():.0f} MB,
