@@ -82,7 +82,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(RowidFormat, "_adjust", adjust)
     spy(RunLoop, "_run_due")
     spy(CheckpointManager, "write_all")
-    spy(LogFormat, "next_offset")
+    spy(LogFormat, "next_offsets", count=lambda self, conn, partitions: len(partitions))
     spy(SystemConsumers, "_poll_inline", count=lambda self, *a, **k: sum(len(s) for _, s in self._inline.values())
         if not k.get("topping_up") else sum(len(r) for r in self._refill.values()))
     return counts
@@ -118,7 +118,7 @@ def test_the_producer_asks_each_partition_for_its_last_offset_once(tmp_path, cou
     partitions = 64
     config = Config({"systems.log.log.path": str(tmp_path), "systems.log.log.batch.size": "32"})
     _produce(config, partitions)  # 320 messages in 10 batches, each over half the partitions
-    assert counted["next_offset"] == partitions  # once per partition, not once per batch
+    assert counted["next_offsets"] == partitions  # once per partition, not once per batch
 
 
 def test_offsets_stay_dense_when_two_producers_take_turns(tmp_path):
