@@ -11,7 +11,10 @@ SystemConsumers and chooser → RunLoop.
 Commit order for a task (RunLoop guarantees nothing is in flight): snapshot offsets
 processed → flush stores → flush every producer for the task's source (its output and its
 changelog writes become durable) → look up changelog offsets → write the checkpoint. So a
-checkpoint never covers output or state that is not durable.
+checkpoint never covers output or state that is not durable. Tasks whose commits fall due together
+take each step together (``_commit``): one producer flush, one changelog-offset lookup per system,
+one checkpoint flush for all of them, so a commit's cost does not grow per task by more than the
+task's own bookkeeping.
 """
 
 from __future__ import annotations
