@@ -48,6 +48,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="B13: log-system messages per partition count (4, 64, 256, 1,024 partitions)")
     parser.add_argument("--scale-memory-messages", type=int, default=600_000,
                         help="B13's memory runs: 1 KiB messages (0: skip them)")
+    parser.add_argument("--scale-kafka-messages", type=int, default=200_000,
+                        help="B13 on Kafka (4, 64, 256 partitions; 0: skip)")
+    parser.add_argument("--scale-spark-messages", type=int, default=400_000,
+                        help="B13 on the spark runner with 8 containers (8 … 1,024 partitions; 0: skip)")
     parser.add_argument("--no-faust", action="store_true", help="B2 without Faust")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 repetition: checks the runner works")
     parser.add_argument("--output", type=Path, default=BENCHMARKS_MD, help="report path (default docs/benchmarks.md)")
@@ -62,6 +66,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.spark_messages, args.b4_rt_messages, args.no_faust = 2000, 200, True
         args.latency_seconds = 1.0
         args.scale_messages, args.scale_memory_messages = 4000, 0
+        args.scale_kafka_messages, args.scale_spark_messages = 0, 0
     return args
 
 
@@ -106,7 +111,9 @@ def run(args: argparse.Namespace) -> list[Section]:
         add("B12", lambda: bench_latency.b12_section(args.repetitions, args.latency_seconds, log))
         add("B13", lambda: bench_scale.runner_section(args.scale_messages, args.repetitions, workdir, log,
                                                       memory_messages=args.scale_memory_messages,
-                                                      partitions=(4, 64) if args.smoke else bench_scale.PARTITIONS))
+                                                      partitions=(4, 64) if args.smoke else bench_scale.PARTITIONS,
+                                                      kafka_messages=args.scale_kafka_messages,
+                                                      spark_messages=args.scale_spark_messages))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return sorted(sections, key=lambda s: int(s.key[1:]))

@@ -38,6 +38,8 @@ MESSAGES = 400_000
 #: the memory run: messages of 1 KiB, more than 1,024 partitions × the per-partition floor
 MEMORY_MESSAGES = 600_000
 MEMORY_PARTITIONS = (4, 1024)
+KAFKA_MESSAGES = 200_000
+SPARK_MESSAGES = 400_000
 
 
 def _config(root: Path, name: str, **extra: str) -> Config:
@@ -180,6 +182,118 @@ def child_job_model(root: str, partitions: int = 4096, containers: int = 8, runs
     return {"build_s": min(builds[1:]), "plan_s": min(plans[1:])}
 
 
+# -- the same sweep on Kafka (the tests' tansu broker) --------------------------------------------
+KAFKA_PARTITIONS = (4, 64, 256)
+
+
+def _kafka_config(bootstrap: str, topic: str, job: str) -> Config:
+    return Config({
+        "job.name": job,
+        "job.default.system": "kafka",
+        "systems.kafka.samza.factory": "kafka",
+        "systems.kafka.consumer.bootstrap.servers": bootstrap,
+        "systems.kafka.producer.bootstrap.servers": bootstrap,
+        f"systems.kafka.streams.{topic}.samza.bounded": "true",
+        "task.inputs": f"kafka.{topic}",
+        "task.class": "tests.apps.tasks:NoOpTask",
+        "task.commit.ms": "1000",
+    })
+
+
+def child_kafka_engine(bootstrap: str, topic: str, partitions: int, messages: int, run: int) -> dict:
+    """The no-op container over a Kafka topic of ``partitions`` partitions (confluent client)."""
+    config = _kafka_config(bootstrap, topic, f"b13-kafka-{partitions}-{run}")
+    t0 = time.perf_counter()
+    summary = SamzaContainer("0", build_job_model(config).model).run()
+    elapsed = time.perf_counter() - t0
+    if summary.messages_processed != messages:
+        raise RuntimeError(summary.one_line())
+    container = summary.metrics["container"]
+    return {"rate": messages / elapsed, "start_s": container["start_s"], "shutdown_s": container["shutdown_s"]}
+
+
+def child_kafka_raw(bootstrap: str, topic: str, partitions: int, messages: int) -> dict:
+    """The system's own consumer in a bare poll loop over every partition (B3's baseline)."""
+    config = _kafka_config(bootstrap, topic, "raw")
+    consumer = system_factory(config, "kafka").get_consumer("kafka", config)
+    ssps = [SystemStreamPartition("kafka", topic, p) for p in range(partitions)]
+    for ssp in ssps:
+        consumer.register(ssp, "0")
+    t0 = time.perf_counter()
+    consumer.start()
+    seen = 0
+    while seen < messages:
+        for envelopes in consumer.poll(ssps, 0.05).values():
+            seen += sum(1 for e in envelopes if not e.is_end_of_stream)
+    elapsed = time.perf_counter() - t0
+    consumer.stop()
+    return {"rate": messages / elapsed}
+
+
+def kafka_sweep(messages: int, repetitions: int, log=print, partitions: tuple[int, ...] = KAFKA_PARTITIONS):
+    from bench.harness import alternate, isolated
+    from bench.kafka_util import create_topics, end_offsets, load, start_broker
+
+    broker = start_broker()
+    try:
+        bootstrap = broker.bootstrap_servers
+        results: dict[int, dict[str, list[dict]]] = {}
+        for p in partitions:
+            topic = f"b13-input-{p}"
+            create_topics(bootstrap, [topic], p)
+            seconds = load(bootstrap, topic, messages, p, keys=10_000)
+            ends = end_offsets(bootstrap, topic, p)
+            if sum(ends) != messages:
+                raise RuntimeError(f"loaded {messages} messages into {topic}, its end offsets sum to {sum(ends)}")
+            log(f"  kafka, {p} partitions: loaded in {seconds:.1f} s")
+            results[p] = alternate(repetitions, {
+                "raw": lambda rep, p=p, topic=topic: isolated(
+                    "bench.bench_scale:child_kafka_raw", bootstrap=bootstrap, topic=topic, partitions=p, messages=messages),
+                "engine": lambda rep, p=p, topic=topic: isolated(
+                    "bench.bench_scale:child_kafka_engine", bootstrap=bootstrap, topic=topic, partitions=p,
+                    messages=messages, run=rep),
+            }, log)
+        return results
+    finally:
+        broker.stop()
+
+
+# -- the same sweep on the spark runner, 8 containers ----------------------------------------------
+SPARK_PARTITIONS = (8, 64, 256, 1024)
+SPARK_CONTAINERS = 8
+
+
+def child_spark(root: str, messages: int, repetitions: int, partitions: list[int], containers: int = SPARK_CONTAINERS) -> dict:
+    """One Spark session (``local[containers]``); per partition count a fresh stream and the
+    no-op job on ``containers`` containers, ``repetitions`` times; job wall seconds (coordinator
+    start to the last container's summary, Spark scheduling included)."""
+    from samza_dagster.runtime.spark_runner import run_spark_job
+    from samza_dagster.spark.session import get_or_create_spark
+
+    spark = get_or_create_spark({}, master=f"local[{containers}]", app_name="bench-b13")
+    out: dict[str, list[float]] = {}
+    try:
+        for p in partitions:
+            base = Path(root) / f"spark-{p}"
+            child_produce(str(base), p, messages)
+            walls = []
+            for rep in range(repetitions + 1):  # the first warms the Python workers
+                config = _config(base, f"b13-spark-{p}-{rep}", **{"job.factory.class": "spark",
+                                                                   "job.container.count": str(containers)})
+                t0 = time.perf_counter()
+                result = run_spark_job(config, spark=spark)
+                wall = time.perf_counter() - t0
+                if not result.succeeded or result.messages_processed != messages:
+                    raise RuntimeError(f"spark run failed or incomplete: {result.summary_line()}")
+                if rep:
+                    walls.append(wall)
+            out[str(p)] = walls
+            shutil.rmtree(base, ignore_errors=True)
+    finally:
+        spark.stop()
+    return out
+
+
 def _rows(results: dict[int, dict[str, list[dict]]], name: str, field: str, spec: str) -> str:
     from bench.harness import column, fmt
 
@@ -187,7 +301,8 @@ def _rows(results: dict[int, dict[str, list[dict]]], name: str, field: str, spec
 
 
 def runner_section(messages: int, repetitions: int, workdir: Path, log=print, memory_messages: int = MEMORY_MESSAGES,
-                   partitions: tuple[int, ...] = PARTITIONS):
+                   partitions: tuple[int, ...] = PARTITIONS, kafka_messages: int = KAFKA_MESSAGES,
+                   spark_messages: int = SPARK_MESSAGES):
     """B13 in the runner: the sweep, every measurement in its own process, the three kinds
     alternating per repetition."""
     from bench.harness import Section, alternate, column, isolated, median
@@ -215,6 +330,12 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
         log(f"  memory, {p} partitions: {memory[p]['peak_rss_mb']:.0f} MB")
         shutil.rmtree(root, ignore_errors=True)
 
+    kafka = kafka_sweep(kafka_messages, repetitions, log) if kafka_messages else {}
+    spark: dict[str, list[float]] = {}
+    if spark_messages:
+        spark = isolated("bench.bench_scale:child_spark", timeout_s=3600, root=str(workdir / "b13-spark"),
+                         messages=spark_messages, repetitions=repetitions, partitions=list(SPARK_PARTITIONS))
+        log(f"  spark: {spark}")
     job_model = isolated("bench.bench_scale:child_job_model", root=str(workdir / "b13-job-model"))
     shutil.rmtree(workdir / "b13-job-model", ignore_errors=True)
     log(f"  job model, 4,096 partitions over 8 containers: build {job_model['build_s']:.3f} s, "
@@ -257,6 +378,9 @@ counts read from the stream file), best of 3 after a warm-up: build {job_model['
 high-level application (the planner benchmark's 12-operator block) over 4,096-partition inputs:
 {job_model['plan_s']:.3f} s; together {job_model['build_s'] + job_model['plan_s']:.3f} s (target: under 1 s).
 
+{_kafka_table(kafka)}
+{_spark_table(spark, spark_messages)}
+
 Memory: the same container over messages of 1 KiB, one run each; the container's buffer budget is
 the default `systems.log.samza.fetch.threshold.bytes` = {budget_mb} MiB (RSS allowed: {memory_budget_rss_mb():.0f} MB,
 the budget plus the interpreter, the engine and SQLite's page caches).
@@ -276,6 +400,46 @@ the budget plus the interpreter, the engine and SQLite's page caches).
         target=f"engine and producer at {hi:,} partitions ≥ 0.8 × at {lo:,}; peak RSS within the buffer budget",
         met=met,
     )
+
+
+def _kafka_table(kafka: dict[int, dict[str, list[dict]]]) -> str:
+    if not kafka:
+        return ""
+    from bench.harness import column, median
+
+    ps = sorted(kafka)
+    engine = {p: median(column(kafka[p]["engine"], "rate")) for p in ps}
+    return f"""
+On Kafka (the tests' tansu broker, memory-only, same machine; confluent client; a topic per partition count
+loaded with the same number of keyed 100-byte messages; no-op task, one container, group-by-partition):
+
+| P | {" | ".join(f"{p:,}" for p in ps)} |
+|---|{"---:|" * len(ps)}
+| raw system consumer poll loop, msgs/s | {_rows(kafka, "raw", "rate", ",.0f")} |
+| engine end to end, msgs/s | {_rows(kafka, "engine", "rate", ",.0f")} |
+| container start-up, s | {_rows(kafka, "engine", "start_s", ".3f")} |
+| container shutdown, s | {_rows(kafka, "engine", "shutdown_s", ".3f")} |
+
+Engine at {ps[-1]:,} / at {ps[0]:,} on Kafka: **{engine[ps[-1]] / engine[ps[0]]:.2f}**.
+"""
+
+
+def _spark_table(spark: dict[str, list[float]], messages: int) -> str:
+    if not spark:
+        return ""
+    from bench.harness import fmt
+
+    ps = sorted(spark, key=int)
+    return f"""
+On the spark runner, {SPARK_CONTAINERS} containers (`job.container.count={SPARK_CONTAINERS}`, `local[{SPARK_CONTAINERS}]` on the
+2 cores), the same no-op job over {messages:,} log messages; job wall time from the coordinator's start to the last
+container's summary (Spark scheduling included), one session, a warm-up job first:
+
+| P | {" | ".join(f"{int(p):,}" for p in ps)} |
+|---|{"---:|" * len(ps)}
+| job wall time, s | {" | ".join(fmt(spark[p], ".2f") for p in ps)} |
+| msgs/s | {" | ".join(fmt([messages / w for w in spark[p]], ",.0f") for p in ps)} |
+"""
 
 
 #: the default container-wide buffer budget (samza_dagster.system.consumers) and what the process
