@@ -7,7 +7,7 @@ group-by-partition (one task per partition), a no-op task. Per P, each in its ow
   batch of ``log.batch.size`` touches min(P, batch) partitions;
 * **raw** — the log consumer's own poll loop over every partition (the baseline);
 * **engine** — ``SamzaContainer.run`` end to end, with its start-up and shutdown (the container's
-  ``start_s``/``shutdown_s`` metrics) reported apart, ``task.commit.ms`` 1000 so commits of all P
+  ``start_s``/``shutdown_s`` metrics) reported apart, ``task.commit.ms`` 10000 as in B1, so commits of all P
   tasks are part of the run;
 * **memory** — the engine over messages of 1 KiB, enough to fill every partition's buffer: peak
   RSS against the container's buffer budget (``systems.<s>.samza.fetch.threshold.bytes``).
@@ -39,6 +39,7 @@ MESSAGES = 400_000
 MEMORY_MESSAGES = 600_000
 MEMORY_PARTITIONS = (4, 1024)
 KAFKA_MESSAGES = 200_000
+UNBOUNDED = {"systems.log.samza.fetch.threshold": "-1", "systems.log.samza.fetch.threshold.bytes": "-1"}
 SPARK_MESSAGES = 400_000
 
 
@@ -51,7 +52,7 @@ def _config(root: Path, name: str, **extra: str) -> Config:
         "task.inputs": "log.input",
         "systems.log.streams.input.samza.bounded": "true",
         "task.class": "tests.apps.tasks:NoOpTask",
-        "task.commit.ms": "1000",
+        "task.commit.ms": "10000",  # as B1: a checkpoint per task per 10 s
     }
     entries.update(extra)
     return Config(entries)
@@ -323,11 +324,16 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
         }, log)
         shutil.rmtree(root, ignore_errors=True)
     memory: dict[int, dict] = {}
+    unbounded: dict[int, dict] = {}
     for p in MEMORY_PARTITIONS if memory_messages else ():
         root = str(workdir / f"b13-mem-{p}")
         isolated("bench.bench_scale:child_produce", root=root, partitions=p, messages=memory_messages, value_bytes=1024)
         memory[p] = isolated("bench.bench_scale:child_engine", root=root, partitions=p, messages=memory_messages, run=0)
         log(f"  memory, {p} partitions: {memory[p]['peak_rss_mb']:.0f} MB")
+        if p == max(MEMORY_PARTITIONS):  # the same with the container-wide bounds off: per-partition buffers only
+            unbounded[p] = isolated("bench.bench_scale:child_engine", root=root, partitions=p, messages=memory_messages,
+                                    run=1, **UNBOUNDED)
+            log(f"  memory, {p} partitions, fetch thresholds off: {unbounded[p]['peak_rss_mb']:.0f} MB")
         shutil.rmtree(root, ignore_errors=True)
 
     kafka = kafka_sweep(kafka_messages, repetitions, log) if kafka_messages else {}
@@ -348,12 +354,15 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
     header = " | ".join(f"{p:,}" for p in partitions)
     budget_mb = DEFAULT_BUDGET_MB
     mem_rows = "\n".join(
-        f"| {p:,} | {memory_messages:,} × 1 KiB | {m['peak_rss_mb']:.0f} | {m['rate']:,.0f} |" for p, m in memory.items()
+        [f"| {p:,} | {memory_messages:,} × 1 KiB | defaults | {m['peak_rss_mb']:.0f} | {m['rate']:,.0f} |"
+         for p, m in memory.items()]
+        + [f"| {p:,} | {memory_messages:,} × 1 KiB | `fetch.threshold` and `.bytes` = -1 (per-partition buffers only, "
+           f"as before) | {m['peak_rss_mb']:.0f} | {m['rate']:,.0f} |" for p, m in unbounded.items()]
     )
     memory_ok = all(m["peak_rss_mb"] <= memory_budget_rss_mb() for m in memory.values()) if memory else None
     body = f"""
 {messages:,} messages of 100 bytes spread evenly (round robin) over a log-system stream of P partitions,
-bounded; one container, group-by-partition (P tasks), `tests.apps.tasks:NoOpTask`, `task.commit.ms=1000`.
+bounded; one container, group-by-partition (P tasks), `tests.apps.tasks:NoOpTask`, `task.commit.ms=10000` (as B1).
 Every measurement in its own process, produce / raw / engine alternating; median (min–max) of {repetitions}.
 
 | P (partitions = tasks) | {header} |
@@ -385,8 +394,8 @@ Memory: the same container over messages of 1 KiB, one run each; the container's
 the default `systems.log.samza.fetch.threshold.bytes` = {budget_mb} MiB (RSS allowed: {memory_budget_rss_mb():.0f} MB,
 the budget plus the interpreter, the engine and SQLite's page caches).
 
-| P | stream | peak RSS, MB | msgs/s |
-|---:|---|---:|---:|
+| P | stream | buffer bounds | peak RSS, MB | msgs/s |
+|---:|---|---|---:|---:|
 {mem_rows}
 """
     met = (engine_ratio >= 0.8 and produce_ratio >= 0.8 and memory_ok is not False

@@ -23,7 +23,8 @@ it waits on the condition (no spinning) only when the chooser has nothing.
 Backpressure. A partition whose buffer holds its capacity of envelopes is not polled until the
 run loop drains it below half, so a fast stream cannot exhaust memory, and a slow or idle stream
 only costs its own poll timeout. (One poll may overshoot the capacity by one batch: the consumer
-decides its batch size; a consumer with ``limit_fetch`` is told the smallest capacity.) A
+decides its batch size; a consumer with ``limit_fetch`` is told the room a top-up at low water
+has, so it does not.) A
 partition whose end-of-stream envelope has been polled is never polled again; the end-of-stream
 envelope itself flows through the chooser like any other.
 
@@ -40,7 +41,8 @@ a poller thread, 500 for one polled on the run loop's thread), the floor (``MIN_
 keeps every partition readable in batches however many there are — past budget / floor
 partitions the floor wins and the budget is exceeded — and the mean envelope size (payload plus
 ``ENVELOPE_OVERHEAD_BYTES``) is re-measured from every polled batch, on the polling side, so the
-run loop pays nothing per envelope for it.
+run loop pays nothing per envelope for it. Until the first batches show the size, a consumer with
+``limit_fetch`` reads at most the floor per partition, then as many as the bytes share has room for.
 
 Runs. When the chooser offers runs (a batching chooser, ``task.consumer.batch.size`` > 1; see
 chooser/base.py), :meth:`SystemConsumers.choose_run` hands the run loop the chosen envelope plus
@@ -185,6 +187,8 @@ class SystemConsumers:
         self._consumers = dict(consumers)
         self._capacity = buffer_capacity_per_ssp
         self._thresholds = dict(fetch_thresholds or {})
+        #: system → [its consumer's limit_fetch, the limit set] where a bytes budget moves it
+        self._fetch_limits: dict[str, list[Any]] = {}
         self._poll_timeout_s = poll_timeout_s
         self._states: dict[SystemStreamPartition, _SspState] = {}
         self._room = {system: threading.Event() for system in self._consumers}
@@ -269,8 +273,13 @@ class SystemConsumers:
             if threshold.bytes is not None:
                 st.bytes_share = threshold.bytes // n
         limit_fetch = getattr(consumer, "limit_fetch", None)
-        if callable(limit_fetch):
-            limit_fetch(min(st.capacity for st in states))
+        if callable(limit_fetch):  # a top-up at low water then fills a buffer to its capacity, not past it
+            room = min(st.capacity - st.low_water for st in states)
+            if threshold.bytes is not None:
+                # sizes are unknown until the first batches: read few, then as many as fit
+                room = min(room, MIN_BUFFER_PER_SSP)
+            limit_fetch(room)
+            self._fetch_limits[system] = [limit_fetch, room]
 
     def stop(self) -> None:
         if self._stopped:
@@ -476,6 +485,10 @@ class SystemConsumers:
                 raise RuntimeError(f"consumer returned envelopes for {ssp} after its end-of-stream")
             if st.bytes_share is not None:
                 st.fit_bytes(envelopes)
+                limit = self._fetch_limits.get(ssp.system)
+                if limit is not None and limit[1] != st.capacity - st.low_water:
+                    limit[1] = st.capacity - st.low_water
+                    limit[0](limit[1])
             st.buffer.extend(envelopes)
             if envelopes[-1].is_end_of_stream:
                 st.eos_polled = True
