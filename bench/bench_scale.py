@@ -308,21 +308,28 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
     alternating per repetition."""
     from bench.harness import Section, alternate, column, isolated, median
 
-    results: dict[int, dict[str, list[dict]]] = {}
+    # every partition count in every repetition (4, 64, 256, 1,024, 4, 64, ...): the ratios between
+    # partition counts are what the targets compare, so a change of load on the shared machine
+    # must hit all of them alike
+    measurements = {}
     for p in partitions:
         root = str(workdir / f"b13-{p}")
-        log(f"  {p} partitions")
-        results[p] = alternate(repetitions, {
-            "produce": lambda rep, p=p, root=root: isolated(
+        measurements.update({
+            f"{p} produce": lambda rep, p=p, root=root: isolated(
                 "bench.bench_scale:child_produce", root=root, partitions=p, messages=messages),
-            "sql": lambda rep, p=p, root=root: isolated(
+            f"{p} sql": lambda rep, p=p, root=root: isolated(
                 "bench.bench_scale:child_produce_sql", root=root, partitions=p, messages=messages),
-            "raw": lambda rep, p=p, root=root: isolated(
+            f"{p} raw": lambda rep, p=p, root=root: isolated(
                 "bench.bench_scale:child_raw", root=root, partitions=p, messages=messages),
-            "engine": lambda rep, p=p, root=root: isolated(
+            f"{p} engine": lambda rep, p=p, root=root: isolated(
                 "bench.bench_scale:child_engine", root=root, partitions=p, messages=messages, run=rep),
-        }, log)
-        shutil.rmtree(root, ignore_errors=True)
+        })
+    runs = alternate(repetitions, measurements, log)
+    results: dict[int, dict[str, list[dict]]] = {
+        p: {kind: runs[f"{p} {kind}"] for kind in ("produce", "sql", "raw", "engine")} for p in partitions
+    }
+    for p in partitions:
+        shutil.rmtree(workdir / f"b13-{p}", ignore_errors=True)
     memory: dict[int, dict] = {}
     unbounded: dict[int, dict] = {}
     for p in MEMORY_PARTITIONS if memory_messages else ():
@@ -363,7 +370,8 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
     body = f"""
 {messages:,} messages of 100 bytes spread evenly (round robin) over a log-system stream of P partitions,
 bounded; one container, group-by-partition (P tasks), `tests.apps.tasks:NoOpTask`, `task.commit.ms=10000` (as B1).
-Every measurement in its own process, produce / raw / engine alternating; median (min–max) of {repetitions}.
+Every measurement in its own process; each repetition measures every partition count in turn (produce, plain
+sqlite3, raw, engine), so load changes hit all counts alike; median (min–max) of {repetitions}.
 
 | P (partitions = tasks) | {header} |
 |---|{"---:|" * len(partitions)}
