@@ -109,27 +109,10 @@ def child_produce_sql(root: str, partitions: int, messages: int, value_bytes: in
 
 
 def child_raw(root: str, partitions: int, messages: int) -> dict:
-    config = _config(Path(root), "raw")
-    consumer = system_factory(config, "log").get_consumer("log", config)
-    ssps = [SystemStreamPartition("log", "input", p) for p in range(partitions)]
-    for ssp in ssps:
-        consumer.register(ssp, "0")
-    t0 = time.perf_counter()
-    consumer.start()
-    remaining = set(ssps)
-    seen = 0
-    while remaining:
-        for ssp, envelopes in consumer.poll(list(remaining), 0.05).items():
-            for env in envelopes:
-                if env.is_end_of_stream:
-                    remaining.discard(ssp)
-                else:
-                    seen += 1
-    elapsed = time.perf_counter() - t0
-    consumer.stop()
-    if seen != messages:
-        raise RuntimeError(f"raw consumer read {seen} of {messages} messages")
-    return {"rate": messages / elapsed}
+    """The baseline: B1's raw log consumer loop over the stream's ``partitions``."""
+    from bench.bench_container import raw_consumer_rate
+
+    return {"rate": raw_consumer_rate(_config(Path(root), "raw"), messages, partitions)}
 
 
 def child_engine(root: str, partitions: int, messages: int, run: int, **extra: str) -> dict:
