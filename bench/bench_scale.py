@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import bench_container
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
 from samza_dagster.coordinator.model_builder import build_job_model
@@ -43,19 +44,8 @@ UNBOUNDED = {"systems.log.samza.fetch.threshold": "-1", "systems.log.samza.fetch
 SPARK_MESSAGES = 400_000
 
 
-def _config(root: Path, name: str, **extra: str) -> Config:
-    entries = {
-        "job.name": name,
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(root / "log"),
-        "task.inputs": "log.input",
-        "systems.log.streams.input.samza.bounded": "true",
-        "task.class": "tests.apps.tasks:NoOpTask",
-        "task.commit.ms": "10000",  # as B1: a checkpoint per task per 10 s
-    }
-    entries.update(extra)
-    return Config(entries)
+#: B1's job: the no-op task over bounded ``log.input``, committing every 10 s
+_config = bench_container._config
 
 
 def child_produce(root: str, partitions: int, messages: int, value_bytes: int = 100) -> dict:
