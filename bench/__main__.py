@@ -26,14 +26,14 @@ from pathlib import Path
 from bench.harness import Section, load_average, machine, versions
 from bench.report import BENCHMARKS_MD
 
-ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B12")
+ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B12", "B13")
 _B_SECTION = re.compile(r"<!-- bench:(B\d+) -->")
 PROFILES_FILE = Path(__file__).resolve().parent / "PROFILES.md"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1..B7, B12")
+    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1..B7, B12, B13")
     parser.add_argument("--repetitions", type=int, default=3, help="repetitions per measurement (≥ 3 for the report)")
     parser.add_argument("--messages", type=int, default=1_000_000, help="B1 and B5: log-system messages")
     parser.add_argument("--memory-messages", type=int, default=1_500_000,
@@ -44,6 +44,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--b4-rt-messages", type=int, default=6000)
     parser.add_argument("--latency-seconds", type=float, default=20.0,
                         help="B12: seconds measured at 1,000 msgs/s per repetition")
+    parser.add_argument("--scale-messages", type=int, default=400_000,
+                        help="B13: log-system messages per partition count (4, 64, 256, 1,024 partitions)")
+    parser.add_argument("--scale-memory-messages", type=int, default=600_000,
+                        help="B13's memory runs: 1 KiB messages (0: skip them)")
+    parser.add_argument("--scale-kafka-messages", type=int, default=200_000,
+                        help="B13 on Kafka (4, 64, 256 partitions; 0: skip)")
+    parser.add_argument("--scale-spark-messages", type=int, default=400_000,
+                        help="B13 on the spark runner with 8 containers (8 … 1,024 partitions; 0: skip)")
     parser.add_argument("--no-faust", action="store_true", help="B2 without Faust")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 repetition: checks the runner works")
     parser.add_argument("--output", type=Path, default=BENCHMARKS_MD, help="report path (default docs/benchmarks.md)")
@@ -57,6 +65,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.repetitions, args.messages, args.kafka_messages = 1, 2000, 2000
         args.spark_messages, args.b4_rt_messages, args.no_faust = 2000, 200, True
         args.latency_seconds = 1.0
+        args.scale_messages, args.scale_memory_messages = 4000, 0
+        args.scale_kafka_messages, args.scale_spark_messages = 0, 0
     return args
 
 
@@ -78,7 +88,8 @@ def run(args: argparse.Namespace) -> list[Section]:
         log(f"{key}: {section.result} — {'met' if section.met else 'NOT met' if section.met is False else 'not measured'}")
 
     try:
-        from bench import bench_container, bench_kafka, bench_latency, bench_planner, bench_spark_runner, bench_streams
+        from bench import (bench_container, bench_kafka, bench_latency, bench_planner, bench_scale, bench_spark_runner,
+                           bench_streams)
 
         add("B7", lambda: bench_planner.runner_section(max(args.repetitions, 3 if not args.smoke else 1), log))
         add("B1", lambda: bench_container.runner_section(
@@ -98,6 +109,11 @@ def run(args: argparse.Namespace) -> list[Section]:
                 log(f"{section.key}: {section.result} — {'met' if section.met else 'NOT met'}")
         add("B6", lambda: bench_spark_runner.runner_section(args.spark_messages, args.repetitions, workdir, log))
         add("B12", lambda: bench_latency.b12_section(args.repetitions, args.latency_seconds, log))
+        add("B13", lambda: bench_scale.runner_section(args.scale_messages, args.repetitions, workdir, log,
+                                                      memory_messages=args.scale_memory_messages,
+                                                      partitions=(4, 64) if args.smoke else bench_scale.PARTITIONS,
+                                                      kafka_messages=args.scale_kafka_messages,
+                                                      spark_messages=args.scale_spark_messages))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return sorted(sections, key=lambda s: int(s.key[1:]))

@@ -55,9 +55,10 @@ def _produce(config: Config, n: int, value_bytes: int = 100) -> None:
     producer.stop()
 
 
-def raw_consumer_rate(config: Config, n: int) -> float:
+def raw_consumer_rate(config: Config, n: int, partitions: int = PARTITIONS) -> float:
+    """The log consumer's own poll loop over every partition of ``log.input`` until each ends."""
     consumer = system_factory(config, "log").get_consumer("log", config)
-    ssps = [SystemStreamPartition("log", "input", p) for p in range(PARTITIONS)]
+    ssps = [SystemStreamPartition("log", "input", p) for p in range(partitions)]
     for ssp in ssps:
         consumer.register(ssp, "0")
     t0 = time.perf_counter()

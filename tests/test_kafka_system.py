@@ -387,6 +387,45 @@ def test_flush_raises_naming_topic_and_partition_when_sends_fail(kafka_broker, k
     producer.stop()  # closes without flushing again: the failure was already raised
 
 
+def test_a_topic_created_after_the_producer_started_does_not_cost_the_others_their_metadata(
+    kafka_config, kafka_topic_prefix
+):
+    """A job's producer starts knowing its output topic, then sends to a topic created later (a
+    changelog, an intermediate stream); sends to the first topic must still be delivered. (With
+    kafka-python 3.0 and a broker that answers an empty metadata request with every topic, the
+    refresh for the new topic dropped the first one's metadata and its buffered batches expired;
+    the producer now has the client track every topic it sends to.)"""
+    first, later = f"{kafka_topic_prefix}-first", f"{kafka_topic_prefix}-later"
+    create(kafka_config, first, 2)
+    config = kafka_config.with_overrides({
+        f"systems.{SYSTEM}.producer.delivery.timeout.ms": "3000",
+        f"systems.{SYSTEM}.producer.request.timeout.ms": "2000",
+        f"systems.{SYSTEM}.producer.linger.ms": "500",
+    })
+    producer = KafkaSystemFactory().get_producer(SYSTEM, config)
+    producer.start()
+    try:
+        create(kafka_config, later, 1)
+        # "a" and "c" wait out linger.ms in the client's buffer while the send to the new topic
+        # refreshes the metadata, and nothing is sent to the first topic after it
+        producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, first), b"a", partition=0))
+        producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, first), b"c", partition=1))
+        producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, later), b"b", partition=0))
+        producer.flush("t")  # raised KafkaProducerError (batches expired) before
+    finally:
+        producer.stop()
+    consumer = KafkaSystemFactory().get_consumer(SYSTEM, kafka_config)
+    ssps = [SystemStreamPartition(SYSTEM, first, 0), SystemStreamPartition(SYSTEM, first, 1)]
+    for ssp in ssps:
+        consumer.register(ssp, "0")
+    consumer.start()
+    try:
+        got = read(consumer, ssps, until=lambda r: sum(len(v) for v in r.values()) >= 2)
+    finally:
+        consumer.stop()
+    assert sorted(e.message for v in got.values() for e in v) == [b"a", b"c"]
+
+
 def test_bad_input_is_named(kafka_config, kafka_topic_prefix):
     topic = f"{kafka_topic_prefix}-bad"
     create(kafka_config, topic, 2)

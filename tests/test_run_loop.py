@@ -102,10 +102,11 @@ class _CommitWatchingContainer(SamzaContainer):
         self.recorder = recorder
         self.commits: list[tuple] = []
 
-    def _commit(self, ti) -> None:
-        completed = {e[4] for e in self.recorder.of("complete") if e[1] == ti.task_name}
-        self.commits.append((ti.task_name, ti.in_flight, dict(ti.last_processed), completed))
-        super()._commit(ti)
+    def _commit(self, tasks) -> None:
+        for ti in tasks:
+            completed = {e[4] for e in self.recorder.of("complete") if e[1] == ti.task_name}
+            self.commits.append((ti.task_name, ti.in_flight, dict(ti.last_processed), completed))
+        super()._commit(tasks)
 
 
 def test_async_out_of_order_completion_commit_covers_only_a_completed_prefix():

@@ -16,6 +16,12 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStream
 
 
+#: ``systems.<s>.samza.fetch.threshold``: envelopes a container buffers from a system in all
+DEFAULT_FETCH_THRESHOLD = 50_000
+#: ``systems.<s>.samza.fetch.threshold.bytes``: bytes of them
+DEFAULT_FETCH_THRESHOLD_BYTES = 64 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class SystemConfig:
     config: Config
@@ -38,6 +44,21 @@ class SystemConfig:
     def offset_default(self, system: str) -> str:
         key = f"systems.{system}.samza.offset.default"
         return self.config.get_choice(key, ("oldest", "upcoming"), "oldest") or "oldest"
+
+    def fetch_threshold(self, system: str) -> tuple[int | None, int | None]:
+        """``(messages, bytes)``: how many envelopes, and how many bytes of them, a container may
+        buffer from the system in all (``systems.<s>.samza.fetch.threshold``, default
+        50,000 as in Samza; ``systems.<s>.samza.fetch.threshold.bytes``, default 64 MiB — Samza
+        leaves it off). -1 turns a bound off. ConfigError names a key that is 0 or below -1."""
+        bounds: list[int | None] = []
+        for suffix, default in (("", DEFAULT_FETCH_THRESHOLD), (".bytes", DEFAULT_FETCH_THRESHOLD_BYTES)):
+            key = f"systems.{system}.samza.fetch.threshold{suffix}"
+            value = self.config.get_int(key, default)
+            assert value is not None
+            if value == 0 or value < -1:
+                raise ConfigError(f"config key {key!r} must be positive, or -1 for no bound; got {value}", key=key)
+            bounds.append(None if value == -1 else value)
+        return bounds[0], bounds[1]
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,8 @@ class TaskMetrics:
 
 
 class ContainerMetrics:
-    __slots__ = ("container_id", "chooses", "null_chooses", "blocked_waits", "started_at", "ended_at")
+    __slots__ = ("container_id", "chooses", "null_chooses", "blocked_waits", "started_at", "ended_at", "start_s",
+                 "shutdown_s")
 
     def __init__(self, container_id: str) -> None:
         self.container_id = container_id
@@ -69,10 +70,16 @@ class ContainerMetrics:
         self.blocked_waits = 0
         self.started_at = 0.0
         self.ended_at = 0.0
+        #: seconds spent starting (metadata, checkpoints, stores, tasks, consumers) and shutting
+        #: down (final commit excluded: the run loop does it; consumers, tasks, producers stopped)
+        self.start_s = 0.0
+        self.shutdown_s = 0.0
 
     def snapshot(self) -> dict[str, Any]:
         return {
             "chooses": self.chooses,
             "null_chooses": self.null_chooses,
             "blocked_waits": self.blocked_waits,
+            "start_s": round(self.start_s, 6),
+            "shutdown_s": round(self.shutdown_s, 6),
         }

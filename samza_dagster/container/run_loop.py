@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,6 +47,11 @@ from samza_dagster.task.coordinator import ContainerRequests
 log = logging.getLogger(__name__)
 
 
+#: Longest a task that reached end of stream waits for its commit, so that it joins the commits of
+#: other tasks ending or committing meanwhile (inline mode; see ``RunLoop._housekeeping``).
+ENDED_COMMIT_DELAY_S = 0.1
+
+
 class RunLoopStatus:
     COMPLETED = "completed"  # every task reached end of stream
     SHUTDOWN = "shutdown"  # a task asked, or the container was told to stop
@@ -58,7 +63,7 @@ class RunLoop(ScheduledMode):
         tasks: dict[str, TaskInstance],
         consumers: Any,
         *,
-        commit: Callable[[TaskInstance], None],
+        commit: Callable[[list[TaskInstance]], None],
         requests: ContainerRequests,
         window_ms: int = -1,
         commit_ms: int = 60_000,
@@ -97,6 +102,10 @@ class RunLoop(ScheduledMode):
         self._completions: deque[Completion] = deque()
         self._wakeup = threading.Event()
         self._callbacks: set[TaskCallback] = set()
+        self._done_count = 0  # tasks that reached end of stream (``done``)
+        #: tasks that reached end of stream whose commit waits (inline mode) until ``_ended_by``
+        self._ended: list[TaskInstance] = []
+        self._ended_by = float("inf")
         now = time.monotonic()
         self._next_window = now + self.window_s if self.window_s else float("inf")
         self._next_commit = now + self.commit_s if self.commit_s else float("inf")
@@ -281,43 +290,78 @@ class RunLoop(ScheduledMode):
             metrics.null_chooses += nulls
 
     def _housekeeping(self, now: float) -> str | None:
-        """Timers, requests and end of stream; in inline mode nothing is ever in flight."""
+        """Timers, requests and end of stream, for the tasks that may have something due (every
+        task when a timer fired, else only those that asked or ended): the cost of a request or
+        of a partition's end of stream does not grow with the number of tasks. In inline mode
+        nothing is ever in flight, so commits that fall due together are made together (one
+        batch: see ``_commit``), and the commits of tasks that reached end of stream wait up to
+        ``ENDED_COMMIT_DELAY_S`` to join others — the partitions of a bounded input end within
+        moments of each other, and one commit for all of them costs what one commit costs."""
         self.requests.pending = False
-        self._fire_timers(now)
-        for ti in self.tasks.values():
+        commits: list[TaskInstance] = []
+        for ti in self._fire_timers(now):
             if not ti.done:
-                self._run_due(ti)
+                self._run_due(ti, commits)
+        ended = self._ended
+        for ti in commits:
+            if ti.done:
+                ended.append(ti)
+        if ended:
+            commits = [ti for ti in commits if not ti.done]
+            if commits or now >= self._ended_by or self._done_count == len(self.tasks):
+                commits += ended
+                ended.clear()
+                self._ended_by = float("inf")
+            elif self._ended_by == float("inf"):
+                self._ended_by = now + ENDED_COMMIT_DELAY_S
+            self._next_deadline = self._compute_deadline()
+        self._commit(commits)
         return self._check_finished()
 
     # -- shared --------------------------------------------------------------------------------
     def _compute_deadline(self) -> float:
-        return min(self._next_window, self._next_commit)
+        return min(self._next_window, self._next_commit, self._ended_by)
 
-    def _fire_timers(self, now: float) -> None:
+    def _fire_timers(self, now: float) -> Iterable[TaskInstance]:
+        """Flag what the timers and the tasks' requests made due; the tasks that may now have
+        something due: every task when a timer fired or all were asked to commit, else the ones
+        that asked (``ContainerRequests.asking``: a commit, a shutdown, an end of stream)."""
+        everyone = False
         if now >= self._next_window:
             for ti in self.tasks.values():
                 if ti.is_windowable and not ti.done:
                     ti.window_due = True
             self._next_window = now + self.window_s  # type: ignore[operator]
+            everyone = True
         if now >= self._next_commit:
             for ti in self.tasks.values():
                 if not ti.done:
                     ti.commit_due = True
             self._next_commit = now + self.commit_s  # type: ignore[operator]
+            everyone = True
         self._next_deadline = self._compute_deadline()
         req = self.requests
         if req.commit_all:
             req.commit_all = False
             for ti in self.tasks.values():
                 ti.commit_due = True
-        for ti in self.tasks.values():
+            everyone = True
+        asking = req.asking
+        names = asking[:]
+        del asking[: len(names)]  # what a task thread appends meanwhile stays for the next look
+        tasks = self.tasks
+        asked = [tasks[name] for name in dict.fromkeys(names)]
+        for ti in asked:
             if ti.coordinator.commit_requested:
                 ti.coordinator.commit_requested = False
                 ti.commit_due = True
+        return tasks.values() if everyone else asked
 
-    def _run_due(self, ti: TaskInstance) -> bool:
-        """Window, end of stream and commit for a task with nothing in flight. True if
-        something ran (or was started in the pool)."""
+    def _run_due(self, ti: TaskInstance, commits: list[TaskInstance]) -> bool:
+        """Window, end of stream and commit for a task with nothing in flight; a commit it needs
+        is appended to ``commits``, for the caller to make with the others due at the same time
+        before the task processes anything more. True if something ran (or was started in the
+        pool) or a commit is due."""
         if ti.in_flight or ti.exclusive_running:
             return False
         ran = False
@@ -332,31 +376,39 @@ class RunLoop(ScheduledMode):
         if ti.end_of_stream_due:
             ti.end_of_stream_due = False
             ti.end_of_stream()
-            self._commit(ti)
+            commits.append(ti)
             ti.done = True
+            self._done_count += 1
             return True
         if ti.commit_due:
             ti.commit_due = False
-            self._commit(ti)
+            commits.append(ti)
             ran = True
         return ran
 
-    def _commit(self, ti: TaskInstance) -> None:
+    def _commit(self, tasks: list[TaskInstance]) -> None:
+        """Commit ``tasks`` in one batch; each task's commit time is its share of the batch."""
+        if not tasks:
+            return
         t0 = time.perf_counter()
-        self._commit_task(ti)
-        ti.metrics.commit_count += 1
-        ti.metrics.commit_s += time.perf_counter() - t0
+        self._commit_task(tasks)
+        share = (time.perf_counter() - t0) / len(tasks)
+        for ti in tasks:
+            ti.metrics.commit_count += 1
+            ti.metrics.commit_s += share
 
     def _check_finished(self) -> str | None:
         req = self.requests
         tasks = self.tasks.values()
-        if all(ti.done for ti in tasks):
+        if self._done_count == len(self.tasks):
             return RunLoopStatus.COMPLETED
-        shutdown = self._stop or req.shutdown_all or all(ti.done or ti.coordinator.shutdown_requested for ti in tasks)
+        shutdown = self._stop or req.shutdown_all or (
+            req.shutdowns > 0 and all(ti.done or ti.coordinator.shutdown_requested for ti in tasks)
+        )
         if not shutdown:
             return None
-        # graceful: everything in flight is complete here (callers guarantee it); commit all
-        for ti in tasks:
-            if not ti.done:
-                self._commit(ti)
+        # graceful: everything in flight is complete here (callers guarantee it); commit all,
+        # the ended tasks whose commit waits included
+        self._commit([ti for ti in tasks if not ti.done] + self._ended)
+        self._ended.clear()
         return RunLoopStatus.SHUTDOWN

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -66,8 +66,9 @@ class ScheduledMode:
     _wakeup: threading.Event
     _callbacks: set[TaskCallback]
     # shared with the inline mode, defined by RunLoop
-    _fire_timers: Callable[[float], None]
-    _run_due: Callable[[TaskInstance], bool]
+    _fire_timers: Callable[[float], Iterable[TaskInstance]]
+    _run_due: Callable[[TaskInstance, list[TaskInstance]], bool]
+    _commit: Callable[[list[TaskInstance]], None]
     _check_finished: Callable[[], str | None]
 
     def _run_scheduled(self) -> str:
@@ -105,18 +106,24 @@ class ScheduledMode:
     # -- step 3: scheduling ---------------------------------------------------------------------
     def _schedule(self, *, stopping: bool) -> _Pass:
         step = _Pass(can_choose=not stopping)
+        commits: list[TaskInstance] = []
         for ti in self.tasks.values():
             if ti.done:
                 continue
             if ti.window_due or ti.commit_due or ti.end_of_stream_due:
-                if self._run_due(ti):
+                due = len(commits)
+                if self._run_due(ti, commits):
                     step.progress = True
-                if ti.done or ti.exclusive_running or ti.window_due or ti.commit_due or ti.end_of_stream_due:
-                    self._count(ti, step)  # due work waits for in-flight messages: start nothing new
+                if (len(commits) > due or ti.done or ti.exclusive_running or ti.window_due or ti.commit_due
+                        or ti.end_of_stream_due):
+                    # due work waits for in-flight messages, and a task committing starts nothing
+                    # before its commit (made below with the others due in this pass)
+                    self._count(ti, step)
                     continue
             if not stopping and self._start_pending(ti):
                 step.progress = True
             self._count(ti, step)
+        self._commit(commits)
         return step
 
     def _start_pending(self, ti: TaskInstance) -> bool:

@@ -32,7 +32,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -222,11 +222,12 @@ class SideInputsManager:
         self._thread = threading.Thread(target=self._follow, name="side-inputs", daemon=True)
         self._thread.start()
 
-    def flush(self, task_name: str | None = None) -> None:
-        """Flush the stores (of one task, or all), then record the offsets applied before the
-        flush: a restart never resumes past what the store holds."""
+    def flush(self, task_names: Collection[str] | None = None) -> None:
+        """Flush the stores (of the given tasks, or all), then record the offsets applied before
+        the flush: a restart never resumes past what the store holds."""
+        wanted = None if task_names is None else set(task_names)
         for s in self.stores:
-            if task_name is not None and s.task_name != task_name:
+            if wanted is not None and s.task_name not in wanted:
                 continue
             with self._lock:
                 offsets = dict(s.applied)

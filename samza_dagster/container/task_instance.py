@@ -100,6 +100,7 @@ class TaskInstance:
         self.metrics = TaskMetrics(task_name, ssps)
         self.collector = MessageCollector(task_name, producers, serdes)
         self.coordinator = TaskCoordinator(task_name, container_requests)
+        self._container_requests = container_requests
         self.task_stores = stores
         self.context = TaskContext(
             task_name, ssps, config, container_id, self.metrics, stores.stores if stores is not None else {}, changelog_partition
@@ -244,6 +245,8 @@ class TaskInstance:
             self.metrics.end_of_stream_ssps += 1
             if len(self.end_of_stream_ssps) >= len(self.ssps):
                 self.end_of_stream_due = True
+                self._container_requests.asking.append(self.task_name)
+                self._container_requests.pending = True
 
     # -- window / end of stream ----------------------------------------------------------------
     def window(self) -> None:

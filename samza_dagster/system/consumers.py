@@ -20,12 +20,29 @@ and one ``arrivals`` entry per partition per polled batch, then takes the condit
 per batch to wake a waiting ``choose``. ``choose`` takes no lock when it has something to return;
 it waits on the condition (no spinning) only when the chooser has nothing.
 
-Backpressure. A partition whose buffer holds ``buffer_capacity_per_ssp`` envelopes (default
-2,000 for a system with a poller thread, 500 for one polled on the run loop's thread) is not polled
-until the run loop drains it below half, so a fast stream cannot exhaust memory, and a slow or
-idle stream only costs its own poll timeout. (One poll may overshoot the capacity by one batch:
-the consumer decides its batch size.) A partition whose end-of-stream envelope has been polled is
-never polled again; the end-of-stream envelope itself flows through the chooser like any other.
+Backpressure. A partition whose buffer holds its capacity of envelopes is not polled until the
+run loop drains it below half, so a fast stream cannot exhaust memory, and a slow or idle stream
+only costs its own poll timeout. (One poll may overshoot the capacity by one batch: the consumer
+decides its batch size; a consumer with ``limit_fetch`` is told the room a top-up at low water
+has, so it does not.) A
+partition whose end-of-stream envelope has been polled is never polled again; the end-of-stream
+envelope itself flows through the chooser like any other.
+
+The capacity bounds the container, not each partition, as Samza does
+(``systems.<s>.samza.fetch.threshold`` and ``fetch.threshold.bytes``: :class:`FetchThreshold`):
+each system's budget is divided evenly among its partitions, so a container reading 1,024
+partitions holds what one reading 4 does. A partition's capacity is
+
+    max(floor, min(per-partition capacity, messages budget / partitions,
+                   bytes budget / partitions / mean envelope size))
+
+where the per-partition capacity is ``buffer_capacity_per_ssp`` (default 2,000 for a system with
+a poller thread, 500 for one polled on the run loop's thread), the floor (``MIN_BUFFER_PER_SSP``)
+keeps every partition readable in batches however many there are — past budget / floor
+partitions the floor wins and the budget is exceeded — and the mean envelope size (payload plus
+``ENVELOPE_OVERHEAD_BYTES``) is re-measured from every polled batch, on the polling side, so the
+run loop pays nothing per envelope for it. Until the first batches show the size, a consumer with
+``limit_fetch`` reads at most the floor per partition, then as many as the bytes share has room for.
 
 Runs. When the chooser offers runs (a batching chooser, ``task.consumer.batch.size`` > 1; see
 chooser/base.py), :meth:`SystemConsumers.choose_run` hands the run loop the chosen envelope plus
@@ -43,7 +60,9 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
 from samza_dagster.errors import SamzaError
@@ -71,6 +90,29 @@ _THREADED_BUFFER_CAPACITY = 2000
 _INLINE_BUFFER_CAPACITY = 500
 
 
+#: Least envelopes a partition may buffer whatever the budget divided among partitions leaves it.
+MIN_BUFFER_PER_SSP = 16
+#: What an envelope costs in memory beyond its key and message bytes (the envelope, its offset
+#: string, the bytes objects' headers), for the bytes budget.
+ENVELOPE_OVERHEAD_BYTES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class FetchThreshold:
+    """One system's budget of buffered envelopes for the whole container (Samza's
+    ``systems.<s>.samza.fetch.threshold`` and ``systems.<s>.samza.fetch.threshold.bytes``);
+    None: unbounded by that measure."""
+
+    messages: int | None = None
+    bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("messages", "bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"fetch threshold {name} must be at least 1, got {value}")
+
+
 def _polls_on_caller_thread(consumer: object) -> bool:
     return getattr(consumer, "poll_on_caller_thread", False) is True
 
@@ -86,9 +128,10 @@ class SystemConsumersError(SamzaError, RuntimeError):
 class _SspState:
     """Everything SystemConsumers keeps per partition: one dict hit per chosen envelope."""
 
-    __slots__ = ("ssp", "buffer", "outstanding", "chosen", "eos_polled", "eos_chosen", "room", "capacity", "low_water")
+    __slots__ = ("ssp", "buffer", "outstanding", "chosen", "eos_polled", "eos_chosen", "room", "capacity", "low_water",
+                 "max_capacity", "bytes_share")
 
-    def __init__(self, ssp: SystemStreamPartition, room: threading.Event, capacity: int) -> None:
+    def __init__(self, ssp: SystemStreamPartition, room: Callable[[], Any], capacity: int) -> None:
         self.ssp = ssp
         self.buffer: deque[IncomingMessageEnvelope] = deque()
         #: True while the chooser holds an envelope of this partition (run-loop thread only).
@@ -96,9 +139,28 @@ class _SspState:
         self.chosen = 0
         self.eos_polled = False
         self.eos_chosen = False
+        #: called when the run loop drains the buffer to ``low_water``: wakes the system's
+        #: poller thread, or marks the partition for the next top-up poll on the run loop's thread
         self.room = room
+        #: the capacity by count (per partition, and the messages budget's share); the bytes
+        #: budget's share (None: none) lowers ``capacity`` below it as envelope sizes are seen
+        self.max_capacity = capacity
+        self.bytes_share: int | None = None
         self.capacity = capacity
         self.low_water = capacity // 2
+
+    def bound(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.low_water = capacity // 2
+
+    def fit_bytes(self, envelopes: list[IncomingMessageEnvelope]) -> None:
+        """Lower (or raise back) the capacity so that this partition's buffer holds about its
+        share of the bytes budget, at the mean size of the batch just polled."""
+        assert self.bytes_share is not None
+        size = ENVELOPE_OVERHEAD_BYTES + sum(e.size for e in envelopes) // len(envelopes)
+        capacity = max(MIN_BUFFER_PER_SSP, min(self.max_capacity, self.bytes_share // size))
+        if capacity != self.capacity:
+            self.bound(capacity)
 
 
 class SystemConsumers:
@@ -110,6 +172,7 @@ class SystemConsumers:
         buffer_capacity_per_ssp: int | None = None,
         poll_timeout_s: float = 0.05,
         metrics: dict[str, Any] | None = None,
+        fetch_thresholds: Mapping[str, FetchThreshold] | None = None,
     ) -> None:
         check_chooser(chooser, "SystemConsumers' chooser")
         if buffer_capacity_per_ssp is not None and buffer_capacity_per_ssp < 1:
@@ -123,9 +186,16 @@ class SystemConsumers:
         self._take_run = chooser.take_run if supports_runs(chooser) else None  # type: ignore[attr-defined]
         self._consumers = dict(consumers)
         self._capacity = buffer_capacity_per_ssp
+        self._thresholds = dict(fetch_thresholds or {})
+        #: system → [its consumer's limit_fetch, the limit set] where a bytes budget moves it
+        self._fetch_limits: dict[str, list[Any]] = {}
         self._poll_timeout_s = poll_timeout_s
         self._states: dict[SystemStreamPartition, _SspState] = {}
         self._room = {system: threading.Event() for system in self._consumers}
+        #: Per system polled on the run loop's thread: its partitions drained to their low water
+        #: (or not yet read), in an insertion-ordered dict used as a set. A top-up poll reads
+        #: those, never scanning every partition.
+        self._refill: dict[str, dict[_SspState, None]] = {system: {} for system in self._consumers}
         #: Partitions that got data in a polled batch, for the run loop to pick up.
         self._arrivals: deque[SystemStreamPartition] = deque()
         self._cond = threading.Condition(threading.Lock())
@@ -158,7 +228,14 @@ class SystemConsumers:
         capacity = self._capacity
         if capacity is None:
             capacity = _INLINE_BUFFER_CAPACITY if _polls_on_caller_thread(consumer) else _THREADED_BUFFER_CAPACITY
-        self._states[ssp] = _SspState(ssp, self._room[ssp.system], capacity)
+        if _polls_on_caller_thread(consumer):
+            refill = self._refill[ssp.system]
+            st = _SspState(ssp, lambda: None, capacity)
+            st.room = partial(refill.__setitem__, st, None)
+            refill[st] = None
+        else:
+            st = _SspState(ssp, self._room[ssp.system].set, capacity)
+        self._states[ssp] = st
 
     def start(self) -> None:
         if self._started:
@@ -171,6 +248,7 @@ class SystemConsumers:
             states = [st for st in self._states.values() if st.ssp.system == system]
             if not states:
                 continue
+            self._divide(system, consumer, states)
             if _polls_on_caller_thread(consumer):
                 self._inline[system] = (consumer, states)
                 continue
@@ -179,6 +257,29 @@ class SystemConsumers:
             )
             self._threads.append(thread)
             thread.start()
+
+    def _divide(self, system: str, consumer: SystemConsumer, states: list[_SspState]) -> None:
+        """Divide the system's fetch threshold among its partitions (see the module docstring)."""
+        threshold = self._thresholds.get(system)
+        if threshold is None:
+            return
+        n = len(states)
+        for st in states:
+            capacity = st.capacity
+            if threshold.messages is not None:
+                capacity = max(MIN_BUFFER_PER_SSP, min(capacity, threshold.messages // n))
+            st.max_capacity = capacity
+            st.bound(capacity)
+            if threshold.bytes is not None:
+                st.bytes_share = threshold.bytes // n
+        limit_fetch = getattr(consumer, "limit_fetch", None)
+        if callable(limit_fetch):  # a top-up at low water then fills a buffer to its capacity, not past it
+            room = min(st.capacity - st.low_water for st in states)
+            if threshold.bytes is not None:
+                # sizes are unknown until the first batches: read few, then as many as fit
+                room = min(room, MIN_BUFFER_PER_SSP)
+            limit_fetch(room)
+            self._fetch_limits[system] = [limit_fetch, room]
 
     def stop(self) -> None:
         if self._stopped:
@@ -218,7 +319,7 @@ class SystemConsumers:
         if buffer:
             self._chooser_update(buffer.popleft())
             if len(buffer) == st.low_water:
-                st.room.set()  # the poller may be waiting for room
+                st.room()  # the poller may be waiting for room
         else:
             st.outstanding = False
             if envelope.offset == END_OF_STREAM_OFFSET:
@@ -256,7 +357,7 @@ class SystemConsumers:
             if run[-1].offset == END_OF_STREAM_OFFSET:
                 st.eos_chosen = True
         if before > st.low_water >= len(buffer):
-            st.room.set()  # the poller may be waiting for room
+            st.room()  # the poller may be waiting for room
         return run
 
     def _drain_arrivals(self) -> None:
@@ -320,19 +421,27 @@ class SystemConsumers:
         self._next_inline_poll = time.monotonic() + _INLINE_POLL_INTERVAL_S
         polled_any = False
         for system, (consumer, states) in self._inline.items():
+            refill = self._refill[system]
             if topping_up:
-                ssps = [st.ssp for st in states if not st.eos_polled and len(st.buffer) <= st.low_water]
+                if not refill:
+                    continue
+                wanted = list(refill)
             else:
-                ssps = [st.ssp for st in states if not st.eos_polled and len(st.buffer) < st.capacity]
-            if not ssps:
-                continue
+                wanted = [st for st in states if not st.eos_polled and len(st.buffer) < st.capacity]
+                if not wanted:
+                    continue
             polled_any = True
             try:
-                polled = consumer.poll(ssps, timeout_s)
+                polled = consumer.poll([st.ssp for st in wanted], timeout_s)
             except Exception as exc:
                 raise SystemConsumersError(system, exc) from exc
             if polled:
                 self._deliver(self._states, polled)
+            for st in wanted:  # still at or below low water (little or nothing came): next top-up too
+                if st.eos_polled or len(st.buffer) > st.low_water:
+                    refill.pop(st, None)
+                else:
+                    refill[st] = None
         return polled_any
 
     def _wait_inline(self, timeout_s: float) -> IncomingMessageEnvelope | None:
@@ -374,6 +483,12 @@ class SystemConsumers:
                 raise RuntimeError(f"consumer returned envelopes for {ssp}, which was not polled")
             if st.eos_polled:
                 raise RuntimeError(f"consumer returned envelopes for {ssp} after its end-of-stream")
+            if st.bytes_share is not None:
+                st.fit_bytes(envelopes)
+                limit = self._fetch_limits.get(ssp.system)
+                if limit is not None and limit[1] != st.capacity - st.low_water:
+                    limit[1] = st.capacity - st.low_water
+                    limit[0](limit[1])
             st.buffer.extend(envelopes)
             if envelopes[-1].is_end_of_stream:
                 st.eos_polled = True

@@ -32,6 +32,7 @@ class TaskCoordinator:
             self._container_requests.commit_all = True
         else:
             self.commit_requested = True
+            self._container_requests.asking.append(self.task_name)
         self._container_requests.pending = True
 
     def shutdown(self, scope: RequestScope = RequestScope.CURRENT_TASK) -> None:
@@ -39,6 +40,8 @@ class TaskCoordinator:
             self._container_requests.shutdown_all = True
         else:
             self.shutdown_requested = True
+            self._container_requests.asking.append(self.task_name)
+            self._container_requests.shutdowns += 1
         self._container_requests.pending = True
 
 
@@ -46,9 +49,15 @@ class ContainerRequests:
     """Container-wide flags shared by every TaskCoordinator of a container; ``pending`` lets
     the run loop test one attribute per message instead of every task's flags."""
 
-    __slots__ = ("pending", "commit_all", "shutdown_all")
+    __slots__ = ("pending", "commit_all", "shutdown_all", "asking", "shutdowns")
 
     def __init__(self) -> None:
         self.pending = False
         self.commit_all = False
         self.shutdown_all = False
+        #: names of the tasks that asked for something (a commit, a shutdown, or reached end of
+        #: stream) since the run loop last looked: it looks at those, not at every task
+        #: (list.append is atomic, so any thread may add to it)
+        self.asking: list[str] = []
+        #: how many times a task asked to shut down (whether all have is only checked after one did)
+        self.shutdowns = 0

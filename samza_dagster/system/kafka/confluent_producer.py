@@ -37,6 +37,9 @@ UNASSIGNED = -1
 
 
 class ConfluentSystemProducer:
+    #: ``flush`` waits for every source's messages (the container flushes once per commit)
+    flush_covers_all_sources = True
+
     def __init__(self, system_name: str, config: Config, clients: ConfluentConfigs) -> None:
         self.system_name = system_name
         self._clients = clients

@@ -50,6 +50,9 @@ class _ErrorSink:
 
 
 class KafkaSystemProducer:
+    #: ``flush`` waits for every source's messages (the container flushes once per commit)
+    flush_covers_all_sources = True
+
     def __init__(self, system_name: str, config: Config, clients: KafkaClientConfigs) -> None:
         self.system_name = system_name
         self._clients = clients
@@ -57,6 +60,7 @@ class KafkaSystemProducer:
         self._sources: set[str] = set()
         self._partition_counts: dict[str, int] = {}
         self._sinks: dict[tuple[str, int | None], _ErrorSink] = {}
+        self._tracked: set[str] = set()  # topics given to kafka-python's metadata (``_track``)
         self._error: KafkaProducerError | None = None
         self._lock = threading.Lock()  # guards client creation and the caches' misses only
         # kafka-python fails undeliverable batches after delivery_timeout_ms; flush waits that
@@ -117,9 +121,28 @@ class KafkaSystemProducer:
         future.add_errback(sink)
 
     def _sink(self, topic: str, partition: int | None) -> _ErrorSink:
+        """The errback of a topic-partition, made on its first send — which is also when the
+        topic is put on kafka-python's list of tracked topics (``_track``)."""
+        if topic not in self._tracked:
+            self._tracked.add(topic)
+            self._track(topic)
         sink = _ErrorSink(self, topic, partition)
         self._sinks[(topic, partition)] = sink
         return sink
+
+    def _track(self, topic: str) -> None:
+        """Make kafka-python keep ``topic``'s metadata. kafka-python 3.0 refreshes metadata only
+        for the topics it tracks, and it tracks a topic only when a send finds no metadata for
+        it. A broker that answers the bootstrap's empty topic list with every topic (the tests'
+        broker does; Kafka answers with none) hands over metadata for topics that are then not
+        tracked, and the first refresh for a topic created later (a changelog, an intermediate
+        stream) replaces it all: the untracked topics' leaders become unknown and their
+        buffered batches expire after ``delivery_timeout_ms`` (seen: a two-stage job's output
+        batches expiring while ``flush`` waited). Tracking every topic on its first send costs
+        one set lookup per new topic-partition and holds whatever the broker answers."""
+        sender = getattr(self._producer, "_sender", None)
+        if sender is not None and hasattr(sender, "add_topic"):
+            sender.add_topic(topic)
 
     def _partition_count(self, topic: str) -> int:
         """Partition count of ``topic`` from kafka-python's metadata (cached: topics do not shrink)."""

@@ -71,6 +71,27 @@ class LogSystemAdmin:
                 result[name] = SystemStreamMetadata(name, partitions)
         return result
 
+    def get_ssp_metadata(
+        self, ssps: Iterable[SystemStreamPartition]
+    ) -> dict[SystemStreamPartition, SystemStreamPartitionMetadata]:
+        """Samza's ``getSSPMetadata``: the offsets of the given partitions only — per stream one
+        statement over the asked partitions (two b-tree seeks each), so asking for one partition
+        of a 1,024-partition stream costs one partition, not 1,024. A partition the stream does
+        not have is left out."""
+        by_stream: dict[str, list[SystemStreamPartition]] = {}
+        for ssp in ssps:
+            by_stream.setdefault(ssp.stream, []).append(ssp)
+        result: dict[SystemStreamPartition, SystemStreamPartitionMetadata] = {}
+        with self._lock:
+            for name, wanted in by_stream.items():
+                conn, count = self._stream(name)
+                asked = {ssp.partition: ssp for ssp in wanted if 0 <= ssp.partition < count}
+                for partition, oldest, newest, upcoming in conn.log_format.partition_offsets(conn, count, asked):
+                    result[asked[partition]] = SystemStreamPartitionMetadata(
+                        str(oldest), None if newest is None else str(newest), str(upcoming)
+                    )
+        return result
+
     def partition_count(self, stream: str) -> int:
         with self._lock:
             return self._stream(stream)[1]
@@ -94,8 +115,7 @@ class LogSystemAdmin:
                         f"log system {self.system_name!r}: stream {ssp.stream!r} has no partition {ssp.partition} "
                         f"(it has {count})"
                     )
-                bounds = {p: (old, new) for p, old, new in conn.log_format.bounds(conn, count)}
-                oldest, newest = bounds[ssp.partition]
+                ((_, oldest, newest),) = conn.log_format.bounds_of(conn, [ssp.partition])
                 found = time_index.offset_for_time(conn, ssp.partition, int(ts), oldest, newest)
                 result[ssp] = None if found is None else str(found)
         return result

@@ -49,6 +49,12 @@ class LogSystemConsumer:
         self._conns: dict[str, storage.StreamConnection] = {}
         self._lock = threading.Lock()
         self._stopped = False
+        self._fetch = self.log_config.fetch_size
+
+    def limit_fetch(self, envelopes: int) -> None:
+        """Read at most ``envelopes`` per partition per poll (below ``log.fetch.size``): the
+        container's buffer budget divided among its partitions (samza_dagster/system/consumers.py)."""
+        self._fetch = max(1, min(self.log_config.fetch_size, envelopes))
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
         self._positions[ssp] = parse_offset(ssp, offset, "log")
@@ -129,7 +135,7 @@ class LogSystemConsumer:
 
     def _read(self, ssps: list[SystemStreamPartition]) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
         result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
-        positions, ends, fetch = self._positions, self._ends, self.log_config.fetch_size
+        positions, ends, fetch = self._positions, self._ends, self._fetch
         envelope = IncomingMessageEnvelope
         for ssp in ssps:
             position = positions.get(ssp)

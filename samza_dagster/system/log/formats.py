@@ -34,6 +34,11 @@ Row = tuple[int, int, bytes | None, bytes | None, int]  # partition, offset, key
 _PARTITION_SHIFT = 40
 #: ``meta`` row: where an emptied partition's next offset continues (see the module docstring)
 NEXT_OFFSET_META = "next_offset.{}"
+#: partitions per ``bounds_of`` statement (SQLite's default limit on bound parameters is 32,766)
+_PARTITIONS_PER_STATEMENT = 1000
+#: the partitions ``p(n)`` the bounds statements range over: all of them, or a listed few
+_ALL_PARTITIONS = "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM p WHERE n + 1 < ?) "
+_LISTED_PARTITIONS = "WITH p(n) AS (VALUES {values}) "
 _NEXT_OFFSETS_SQL = "SELECT name, value FROM meta WHERE name >= 'next_offset.' AND name < 'next_offset/'"
 #: a message's size for ``retention.bytes``: its key and value bytes
 _SIZE = "coalesce(length(key), 0) + coalesce(length(value), 0)"
@@ -75,15 +80,21 @@ class LogFormat:
         """Every ``next_offset.<partition>`` floor cleaning recorded (none: never cleaned)."""
         return {int(name.split(".", 1)[1]): int(value) for name, value in conn.execute(_NEXT_OFFSETS_SQL)}
 
-    def partition_offsets(self, conn: sqlite3.Connection, partition_count: int) -> list[tuple[int, int, int | None, int]]:
-        """``(partition, oldest, newest, upcoming)`` of every partition, in one read snapshot.
-        ``newest`` is the newest message the partition still holds (None when it holds none);
-        ``upcoming`` is where the next message goes, which cleaning may have left past
+    def partition_offsets(
+        self, conn: sqlite3.Connection, partition_count: int, partitions: Iterable[int] | None = None
+    ) -> list[tuple[int, int, int | None, int]]:
+        """``(partition, oldest, newest, upcoming)`` of every partition, or only of
+        ``partitions`` (two b-tree seeks each, whatever the partition count), in one read
+        snapshot. ``newest`` is the newest message the partition still holds (None when it holds
+        none); ``upcoming`` is where the next message goes, which cleaning may have left past
         ``newest + 1``. An empty partition's oldest is its upcoming offset — 0 if it never had
         a message (as Kafka reports a partition whose log retention emptied)."""
         conn.execute("BEGIN")
         try:
-            bounds = list(self.bounds(conn, partition_count))
+            if partitions is None:
+                bounds = list(self.bounds(conn, partition_count))
+            else:
+                bounds = list(self.bounds_of(conn, sorted(set(partitions))))
             floors = self.recorded_next_offsets(conn)
         finally:
             conn.execute("COMMIT")
@@ -116,6 +127,21 @@ class LogFormat:
         """``(partition, oldest, newest)`` of every partition, in one statement (one snapshot)."""
         raise NotImplementedError
 
+    def bounds_of(self, conn: sqlite3.Connection, partitions: list[int]) -> Iterator[tuple[int, int | None, int | None]]:
+        """``(partition, oldest, newest)`` of the given partitions only: the bounds statement over
+        a list of them instead of every partition, in chunks that stay under SQLite's limit on
+        bound parameters (call inside a transaction for one snapshot)."""
+        for start in range(0, len(partitions), _PARTITIONS_PER_STATEMENT):
+            chunk = partitions[start:start + _PARTITIONS_PER_STATEMENT]
+            values = ",".join("(?)" for _ in chunk)
+            yield from self._adjust(conn.execute(self._bounds_of_sql.format(values=values), chunk))
+
+    _bounds_of_sql: str
+
+    def _adjust(self, rows: Iterable[tuple]) -> Iterator[tuple[int, int | None, int | None]]:
+        """Rows of the bounds statements as ``(partition, oldest offset, newest offset)``."""
+        return iter(rows)  # type: ignore[arg-type]
+
 
 class RowidFormat(LogFormat):
     version = 2
@@ -127,11 +153,12 @@ class RowidFormat(LogFormat):
     insert_sql = 'INSERT INTO messages (id, "partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?, ?)'
     _max_sql = "SELECT MAX(id) FROM messages WHERE id >= ? AND id < ?"
     # Each correlated MIN/MAX over a rowid range is a single seek.
-    _bounds_sql = (
-        "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM p WHERE n + 1 < ?) "
+    _per_partition = (
         "SELECT n, (SELECT MIN(id) FROM messages WHERE id >= (n << 40) AND id < ((n + 1) << 40)), "
         "(SELECT MAX(id) FROM messages WHERE id >= (n << 40) AND id < ((n + 1) << 40)) FROM p"
     )
+    _bounds_sql = _ALL_PARTITIONS + _per_partition
+    _bounds_of_sql = _LISTED_PARTITIONS + _per_partition
 
     def read(self, conn: sqlite3.Connection, partition: int, position: int, limit: int) -> list[tuple]:
         base = partition << _PARTITION_SHIFT
@@ -161,7 +188,10 @@ class RowidFormat(LogFormat):
         conn.executemany(self.insert_sql, [(p << _PARTITION_SHIFT | o, p, o, k, v, t) for p, o, k, v, t in rows])
 
     def bounds(self, conn: sqlite3.Connection, partition_count: int) -> Iterator[tuple[int, int | None, int | None]]:
-        for partition, oldest, newest in conn.execute(self._bounds_sql, (partition_count,)):
+        return self._adjust(conn.execute(self._bounds_sql, (partition_count,)))
+
+    def _adjust(self, rows: Iterable[tuple]) -> Iterator[tuple[int, int | None, int | None]]:
+        for partition, oldest, newest in rows:
             base = partition << _PARTITION_SHIFT
             yield partition, (None if oldest is None else oldest - base), (None if newest is None else newest - base)
 
@@ -178,11 +208,12 @@ class WithoutRowidFormat(LogFormat):
     )
     insert_sql = 'INSERT INTO messages ("partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?)'
     _max_sql = 'SELECT MAX("offset") FROM messages WHERE "partition" = ?'
-    _bounds_sql = (
-        "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM p WHERE n + 1 < ?) "
+    _per_partition = (
         'SELECT n, (SELECT MIN("offset") FROM messages WHERE "partition" = n), '
         '(SELECT MAX("offset") FROM messages WHERE "partition" = n) FROM p'
     )
+    _bounds_sql = _ALL_PARTITIONS + _per_partition
+    _bounds_of_sql = _LISTED_PARTITIONS + _per_partition
 
     def read(self, conn: sqlite3.Connection, partition: int, position: int, limit: int) -> list[tuple]:
         return conn.execute(self.read_sql, (partition, position, limit)).fetchall()

@@ -3,8 +3,9 @@
 ``send`` picks the partition, checks the payload is bytes and appends a row to the stream's
 buffer (a deque: appends from several task threads need no lock). When the buffer holds
 ``log.batch.size`` rows, or on ``flush``, the rows are written in one ``BEGIN IMMEDIATE``
-transaction: it takes SQLite's write lock before reading each partition's last offset, so
-writers in several processes serialize and offsets stay dense (last offset + 1). A stream must
+transaction: it takes SQLite's write lock before the next offset of each partition is decided, so
+writers in several processes serialize and offsets stay dense (last offset + 1, never below where
+cleaning left a partition: formats.py). A stream must
 exist (``create_stream``) before it is produced to; producing does not create it. After each
 batch the producer's LogCleaner (cleaner.py) is told which partitions it wrote: it applies the
 stream's retention and compaction on its own thread.
@@ -18,6 +19,14 @@ covers an input whose outputs are not written; lingering only makes outputs visi
 A failed background write keeps its rows buffered (nothing is lost) and logs a warning; the next
 ``flush`` writes them or raises. ``log.linger.ms=0`` turns the thread off (writes at
 ``log.batch.size`` or ``flush`` only).
+
+Next offsets. The writer keeps each partition's next offset after writing to it, so a batch over
+1,024 partitions does not ask the file for 1,024 last offsets. The cache is only right while no
+other connection has written to the file: under the write lock, each batch first reads
+``PRAGMA data_version``, which changes exactly when another connection (another producer, in any
+process, or this producer's cleaner recording a partition's floor) committed since this
+connection last looked, and forgets every cached offset when it did. A failed batch forgets them
+too.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ Row = tuple[int, "bytes | None", "bytes | None", int]
 class _StreamWriter:
     """The buffer and connection of one stream; ``lock`` serializes its flushes."""
 
-    __slots__ = ("name", "conn", "partition_count", "buffer", "lock", "next_unkeyed")
+    __slots__ = ("name", "conn", "partition_count", "buffer", "lock", "next_unkeyed", "next_offsets", "data_version")
 
     def __init__(self, name: str, conn: sqlite3.Connection, partition_count: int) -> None:
         self.name = name
@@ -53,6 +62,9 @@ class _StreamWriter:
         self.buffer: deque[Row] = deque()
         self.lock = threading.Lock()
         self.next_unkeyed = 0  # round-robin position for messages with no partition and no key
+        #: partition → offset its next message gets, valid while ``data_version`` is the file's
+        self.next_offsets: dict[int, int] = {}
+        self.data_version: int | None = None
 
 
 def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> bytes | None:
@@ -67,6 +79,9 @@ def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> by
 
 
 class LogSystemProducer:
+    #: ``flush`` writes every source's buffered messages (the container flushes once per commit)
+    flush_covers_all_sources = True
+
     def __init__(self, system_name: str, config: Config) -> None:
         self.system_name = system_name
         self.log_config = LogSystemConfig.from_config(system_name, config)
@@ -163,8 +178,15 @@ class LogSystemProducer:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 log_format = conn.log_format
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                if version != writer.data_version:  # another connection wrote: cached offsets may be stale
+                    writer.next_offsets.clear()
+                    writer.data_version = version
+                next_offset = writer.next_offsets
                 partitions = {row[0] for row in batch}
-                next_offset = log_format.next_offsets(conn, partitions)
+                missing = [partition for partition in partitions if partition not in next_offset]
+                if missing:
+                    next_offset.update(log_format.next_offsets(conn, missing))
                 rows = []
                 append = rows.append
                 for partition, key, value, timestamp in batch:
@@ -174,6 +196,8 @@ class LogSystemProducer:
                 log_format.insert(conn, rows)
                 conn.execute("COMMIT")
             except BaseException as exc:
+                writer.next_offsets.clear()  # advanced for rows that were not written
+                writer.data_version = None
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 buffer.extendleft(reversed(batch))  # nothing was written: keep them for a retry
