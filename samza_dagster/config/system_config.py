@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStream
@@ -30,14 +31,13 @@ class SystemConfig:
         return names
 
     def factory(self, system: str) -> str | None:
-        return self.config.get_str(f"systems.{system}.samza.factory")
+        return keys.SYSTEM_FACTORY.get(self.config, system=system)
 
     def system_subset(self, system: str) -> Config:
         return self.config.subset(f"systems.{system}.")
 
     def offset_default(self, system: str) -> str:
-        key = f"systems.{system}.samza.offset.default"
-        return self.config.get_choice(key, ("oldest", "upcoming"), "oldest") or "oldest"
+        return keys.SYSTEM_OFFSET_DEFAULT.get(self.config, system=system)
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,10 @@ class StreamConfig:
         return ids
 
     def system_of(self, stream_id: str, default_system: str | None = None) -> str | None:
-        return self.config.get_str(f"streams.{stream_id}.samza.system") or default_system
+        return keys.STREAM_SYSTEM.get(self.config, stream_id=stream_id) or default_system
 
     def physical_name(self, stream_id: str) -> str:
-        return self.config.get_str(f"streams.{stream_id}.samza.physical.name") or stream_id
+        return keys.STREAM_PHYSICAL_NAME.get(self.config, stream_id=stream_id) or stream_id
 
     def system_stream(self, stream_id: str, default_system: str) -> SystemStream:
         system = self.system_of(stream_id, default_system)
@@ -80,7 +80,7 @@ class StreamConfig:
 
     def get_property(self, system_stream: SystemStream, prop: str, default: str | None = None) -> str | None:
         """A stream property, looked up in the order the module docstring gives."""
-        for sid in self.stream_ids_for(system_stream, self.config.get_str("job.default.system") or "log"):
+        for sid in self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config)):
             value = self.config.get_str(f"streams.{sid}.{prop}")
             if value is not None:
                 return value
@@ -92,7 +92,7 @@ class StreamConfig:
 
     def property_key(self, system_stream: SystemStream, prop: str) -> str:
         """The key a user most likely set for this property, for error messages."""
-        for sid in self.stream_ids_for(system_stream, self.config.get_str("job.default.system") or "log"):
+        for sid in self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config)):
             key = f"streams.{sid}.{prop}"
             if key in self.config:
                 return key
@@ -127,14 +127,14 @@ class StreamConfig:
     def offset_default(self, system_stream: SystemStream) -> str:
         raw = self.get_property(system_stream, "samza.offset.default")
         if raw is None:
-            raw = self.config.get_str(f"systems.{system_stream.system}.samza.offset.default", "oldest")
+            raw = keys.SYSTEM_OFFSET_DEFAULT.get(self.config, system=system_stream.system)
         if raw not in ("oldest", "upcoming"):
             key = self.property_key(system_stream, "samza.offset.default")
             raise ConfigError(f"config key {key!r} must be oldest or upcoming, got {raw!r}", key=key)
         return raw
 
     def partitions(self, stream_id: str) -> int | None:
-        return self.config.get_int(f"streams.{stream_id}.partitions")
+        return keys.STREAM_PARTITIONS.get(self.config, stream_id=stream_id)
 
 
 @dataclass(frozen=True)
@@ -151,35 +151,31 @@ class StorageConfig:
         return names
 
     def factory(self, store: str) -> str:
-        return self.config.get_choice(f"stores.{store}.factory", ("rocksdb", "inmemory"), "rocksdb") or "rocksdb"
+        return keys.STORE_FACTORY.get(self.config, store=store)
 
     def changelog(self, store: str, default_system: str) -> SystemStream | None:
         """``stores.<store>.changelog``: ``system.stream`` or a bare stream on the default system."""
-        raw = self.config.get_str(f"stores.{store}.changelog")
+        raw = keys.STORE_CHANGELOG.get(self.config, store=store)
         if not raw:
             return None
         system, sep, stream = raw.partition(".")
         if not sep:
             return SystemStream(default_system, raw)
         if not system or not stream:
-            key = f"stores.{store}.changelog"
+            key = keys.STORE_CHANGELOG.key(store=store)
             raise ConfigError(f"config key {key!r}: expected system.stream, got {raw!r}", key=key)
         return SystemStream(system, stream)
 
     def key_serde(self, store: str) -> str | None:
-        return self.config.get_str(f"stores.{store}.key.serde")
+        return keys.STORE_KEY_SERDE.get(self.config, store=store)
 
     def msg_serde(self, store: str) -> str | None:
-        return self.config.get_str(f"stores.{store}.msg.serde")
+        return keys.STORE_MSG_SERDE.get(self.config, store=store)
 
     def side_inputs(self, store: str) -> list[str]:
-        return self.config.get_list(f"stores.{store}.side.inputs")
+        return self.config.get_list(keys.STORE_SIDE_INPUTS.key(store=store))
 
-    def container_cache_size_bytes(self, store: str, default: int) -> int:
+    def container_cache_size_bytes(self, store: str) -> int:
         """``stores.<store>.container.cache.size.bytes``: the RocksDB block cache of the store
         in one container, shared by all its tasks (Samza's key)."""
-        key = f"stores.{store}.container.cache.size.bytes"
-        value = self.config.get_int(key, default)
-        if value is None or value < 0:
-            raise ConfigError(f"config key {key!r}: expected a number of bytes >= 0, got {value!r}", key=key)
-        return value
+        return keys.STORE_CONTAINER_CACHE_SIZE_BYTES.get(self.config, store=store)

@@ -24,6 +24,7 @@ from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.checkpoint.manager import CheckpointManager
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig
@@ -281,7 +282,7 @@ class SamzaContainer:
             if callable(snapshot):  # a system consumer's own counters (the Kafka one's parking, librdkafka's fetches)
                 self._consumer_metrics[f"consumer-{system}"] = snapshot
         kwargs: dict[str, Any] = {}
-        buffer = self.config.get_int("samza.container.buffer.capacity.per.ssp")
+        buffer = keys.CONTAINER_BUFFER_CAPACITY.get(self.config)
         if buffer:
             kwargs["buffer_capacity_per_ssp"] = buffer
         self.consumers = SystemConsumers(
@@ -304,7 +305,7 @@ class SamzaContainer:
             max_concurrency=task_cfg.max_concurrency,
             callback_timeout_ms=task_cfg.callback_timeout_ms,
             metrics=self.metrics,
-            timer_enabled=self.config.get_bool("metrics.timer.enabled", True),
+            timer_enabled=keys.METRICS_TIMER_ENABLED.get(self.config),
             shutdown_ms=task_cfg.shutdown_ms,
         )
 

@@ -11,6 +11,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.coordinator.messages import (
@@ -32,8 +33,8 @@ from samza_dagster.system.protocols import SystemAdmin, SystemConsumer
 log = logging.getLogger(__name__)
 
 #: How long a catch-up read may take to reach the head it saw before it gives up.
-READ_TIMEOUT_KEY = "job.coordinator.stream.read.timeout.ms"
-DEFAULT_READ_TIMEOUT_MS = 30_000
+READ_TIMEOUT_KEY = keys.JOB_COORDINATOR_STREAM_READ_TIMEOUT_MS.name
+DEFAULT_READ_TIMEOUT_MS: int = keys.JOB_COORDINATOR_STREAM_READ_TIMEOUT_MS.default
 STREAM_PROPERTIES = {"cleanup.policy": "compact"}
 
 

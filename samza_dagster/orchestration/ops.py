@@ -31,6 +31,7 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
+from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
@@ -97,7 +98,7 @@ def samza_job_asset(
     base = config
     settings = settings or DagsterSettings.from_config(config)
     if not assets.written_specs:
-        raise ValueError(
+        raise OrchestrationError(
             f"application {assets.application!r} writes no stream the plan knows: declare the outputs "
             "of a low-level task (declared_outputs) so the job has assets to materialize"
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.runtime.result import JobResult
@@ -23,7 +24,7 @@ RUNNERS: dict[str, str] = {
     "spark": "samza_dagster.runtime.spark_runner:SparkJobRunner",
 }
 
-FACTORY_KEY = "job.factory.class"
+FACTORY_KEY = keys.JOB_FACTORY_CLASS.name
 
 
 def run_job(config: Config, **kwargs: Any) -> JobResult:

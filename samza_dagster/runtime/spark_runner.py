@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
@@ -52,9 +53,9 @@ from samza_dagster.runtime.spark_container import container_partition_fn, find_c
 
 log = logging.getLogger(__name__)
 
-HOST_KEY = "job.coordinator.http.host"
-RETRY_KEY = "job.container.retry.count"
-DEFAULT_RETRY_COUNT = 3
+HOST_KEY = keys.JOB_COORDINATOR_HTTP_HOST.name
+RETRY_KEY = keys.JOB_CONTAINER_RETRY_COUNT.name
+DEFAULT_RETRY_COUNT: int = keys.JOB_CONTAINER_RETRY_COUNT.default
 MAX_ATTEMPTS_SPARK_KEY = "spark.stage.maxConsecutiveAttempts"
 
 
@@ -158,7 +159,7 @@ class SparkJobRunner(JobRunner):
     runner_name = "spark"
 
     def __init__(self, config: Config, *, spark: Any = None) -> None:
-        super().__init__(config, host=config.get_str(HOST_KEY, "127.0.0.1") or "127.0.0.1")
+        super().__init__(config, host=keys.JOB_COORDINATOR_HTTP_HOST.get(config))
         self.container_count = JobConfig(config).container_count
         retry = config.get_int(RETRY_KEY, DEFAULT_RETRY_COUNT)
         if retry is None or retry < 0:

@@ -49,6 +49,7 @@ from typing import Any
 from samza_dagster.errors import SamzaError
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.errors import ConsumerSetupError, SystemClientError
 from samza_dagster.system.protocols import SystemConsumer
 
 log = logging.getLogger(__name__)
@@ -113,9 +114,9 @@ class SystemConsumers:
     ) -> None:
         check_chooser(chooser, "SystemConsumers' chooser")
         if buffer_capacity_per_ssp is not None and buffer_capacity_per_ssp < 1:
-            raise ValueError(f"buffer_capacity_per_ssp must be at least 1, got {buffer_capacity_per_ssp}")
+            raise ConsumerSetupError(f"buffer_capacity_per_ssp must be at least 1, got {buffer_capacity_per_ssp}")
         if poll_timeout_s <= 0:
-            raise ValueError(f"poll_timeout_s must be positive, got {poll_timeout_s}")
+            raise ConsumerSetupError(f"poll_timeout_s must be positive, got {poll_timeout_s}")
         self._chooser = chooser
         self._chooser_update = chooser.update
         self._chooser_choose = chooser.choose
@@ -146,13 +147,13 @@ class SystemConsumers:
         """Register ``ssp`` (read from ``offset``, the first message to read) with its system's
         consumer and with the chooser."""
         if self._started:
-            raise RuntimeError(f"cannot register {ssp} after SystemConsumers started")
+            raise SystemClientError(f"cannot register {ssp} after SystemConsumers started")
         consumer = self._consumers.get(ssp.system)
         if consumer is None:
             known = ", ".join(sorted(self._consumers)) or "none"
-            raise ValueError(f"no consumer for system {ssp.system!r} of {ssp} (consumers: {known})")
+            raise ConsumerSetupError(f"no consumer for system {ssp.system!r} of {ssp} (consumers: {known})")
         if ssp in self._states:
-            raise ValueError(f"{ssp} is registered twice")
+            raise ConsumerSetupError(f"{ssp} is registered twice")
         consumer.register(ssp, offset)
         self._chooser.register(ssp, offset)
         capacity = self._capacity
@@ -371,9 +372,9 @@ class SystemConsumers:
                 continue
             st = by_ssp.get(ssp)
             if st is None:
-                raise RuntimeError(f"consumer returned envelopes for {ssp}, which was not polled")
+                raise SystemClientError(f"consumer returned envelopes for {ssp}, which was not polled")
             if st.eos_polled:
-                raise RuntimeError(f"consumer returned envelopes for {ssp} after its end-of-stream")
+                raise SystemClientError(f"consumer returned envelopes for {ssp} after its end-of-stream")
             st.buffer.extend(envelopes)
             if envelopes[-1].is_end_of_stream:
                 st.eos_polled = True

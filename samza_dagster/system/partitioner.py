@@ -15,6 +15,7 @@ from functools import lru_cache
 from kafka.partitioner.default import murmur2
 
 from samza_dagster.model import OutgoingMessageEnvelope
+from samza_dagster.system.errors import PartitionError
 
 
 @lru_cache(maxsize=65536)
@@ -66,7 +67,7 @@ def choose_partition(
     partition = envelope.partition
     if partition is not None:
         if type(partition) is not int or not 0 <= partition < partition_count:
-            raise ValueError(
+            raise PartitionError(
                 f"stream {envelope.system_stream.stream!r} on system {envelope.system_stream.system!r} has "
                 f"{partition_count} partitions; an envelope asked for partition {partition!r}"
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.task.api import is_task
@@ -22,7 +23,7 @@ class TaskFactory(Protocol):
 class ClassTaskFactory:
     """Instantiates the class ``task.class`` names (``module:Class``), once per task."""
 
-    KEY = "task.class"
+    KEY = keys.TASK_CLASS.name
 
     def __init__(self, config: Config) -> None:
         from samza_dagster.serde.registry import load_class

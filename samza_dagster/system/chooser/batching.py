@@ -16,6 +16,7 @@ from typing import Any
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.errors import ChooserError
 
 
 class BatchingChooser(MessageChooser):
@@ -24,7 +25,7 @@ class BatchingChooser(MessageChooser):
     def __init__(self, wrapped: MessageChooser, batch_size: int) -> None:
         check_chooser(wrapped, "BatchingChooser's wrapped chooser")
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise ChooserError(f"batch_size must be a positive integer, got {batch_size!r}")
         self._wrapped = wrapped
         self._batch_size = batch_size
         self._preferred: SystemStreamPartition | None = None

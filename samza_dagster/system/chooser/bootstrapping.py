@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
+from samza_dagster.system.errors import OffsetError
 from samza_dagster.system.int_offsets import compare_int_offsets
 from samza_dagster.model import (
     END_OF_STREAM_OFFSET,
@@ -110,7 +111,7 @@ def _int_offset(ssp: SystemStreamPartition, offset: str, what: str, admin: Syste
             why = f"no SystemAdmin was given for system {ssp.system!r} to compare it"
         else:
             why = f"the SystemAdmin of system {ssp.system!r} ({type(admin).__name__}) compares offsets as integers"
-        raise ValueError(
+        raise OffsetError(
             f"{what} offset {offset!r} of {ssp.system}.{ssp.stream} partition {ssp.partition} is not an "
             f"integer and {why}"
         ) from None
@@ -273,7 +274,7 @@ class BootstrappingChooser(MessageChooser):
         try:
             return lagging.compare(offset, lagging.newest) >= 0
         except Exception as exc:
-            raise ValueError(
+            raise OffsetError(
                 f"envelope offset {offset!r} of {ssp.system}.{ssp.stream} partition {ssp.partition} cannot be "
                 f"compared with the newest offset {lagging.newest!r} by the SystemAdmin of system "
                 f"{ssp.system!r}: {type(exc).__name__}: {exc}"

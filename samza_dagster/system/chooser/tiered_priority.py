@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.system.chooser.errors import ChooserError
 
 
 class TieredPriorityChooser(MessageChooser):
@@ -33,7 +34,7 @@ class TieredPriorityChooser(MessageChooser):
         for priority in set(priorities.values()):
             if priority not in choosers:
                 streams = sorted(str(s) for s, p in priorities.items() if p == priority)
-                raise ValueError(f"no chooser for priority {priority} (streams {', '.join(streams)})")
+                raise ChooserError(f"no chooser for priority {priority} (streams {', '.join(streams)})")
         for priority, chooser in choosers.items():
             check_chooser(chooser, f"chooser of priority {priority}")
         if default is not None:
@@ -68,7 +69,7 @@ class TieredPriorityChooser(MessageChooser):
         elif self._default is not None:
             chooser = self._default
         else:
-            raise ValueError(
+            raise ChooserError(
                 f"stream {ssp.system}.{ssp.stream} (partition {ssp.partition}) has no priority and "
                 f"the TieredPriorityChooser has no default chooser"
             )

@@ -41,12 +41,14 @@ import time
 from itertools import count
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.errors import ChooserError
 
-MAX_SKEW_KEY = "task.chooser.max.skew.ms"
-IDLE_TIMEOUT_KEY = "task.chooser.idle.timeout.ms"
+MAX_SKEW_KEY = keys.TASK_CHOOSER_MAX_SKEW_MS.name
+IDLE_TIMEOUT_KEY = keys.TASK_CHOOSER_IDLE_TIMEOUT_MS.name
 _MISSING: Any = object()
 
 
@@ -58,9 +60,9 @@ class TimeAlignedChooser(MessageChooser):
         if wrapped is not None:
             check_chooser(wrapped, "TimeAlignedChooser's wrapped chooser")
         if not isinstance(max_skew_ms, int) or max_skew_ms < 0:
-            raise ValueError(f"max_skew_ms must be a non-negative integer, got {max_skew_ms!r}")
+            raise ChooserError(f"max_skew_ms must be a non-negative integer, got {max_skew_ms!r}")
         if not isinstance(idle_timeout_ms, int) or idle_timeout_ms < 0:
-            raise ValueError(f"idle_timeout_ms must be a non-negative integer, got {idle_timeout_ms!r}")
+            raise ChooserError(f"idle_timeout_ms must be a non-negative integer, got {idle_timeout_ms!r}")
         self._idle_s = idle_timeout_ms / 1000.0
         #: Registered partitions with no envelope here → event time last chosen from them (None: none yet).
         self._absent: dict[SystemStreamPartition, int | None] = {}

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.model import SystemStream
 
@@ -92,7 +93,7 @@ def stream_properties(config: Config, system: str, stream: str, requested: Mappi
     result = {k: str(v) for k, v in (requested or {}).items()}
     streams = StreamConfig(config)
     system_stream = SystemStream(system, stream)
-    default_system = config.get_str("job.default.system") or "log"
+    default_system = JobConfig(config).default_system
     for key in DEFAULTS:
         explicit = None
         for sid in streams.stream_ids_for(system_stream, default_system):
