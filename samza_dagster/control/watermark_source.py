@@ -13,13 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from samza_dagster.config import keys
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
 from samza_dagster.model import SystemStreamPartition
-
-ALLOWED_LATENESS_KEY = keys.TASK_WATERMARK_ALLOWED_LATENESS_MS.name
-INTERVAL_KEY = keys.TASK_WATERMARK_INTERVAL_MS.name
-DEFAULT_INTERVAL_MS: int = keys.TASK_WATERMARK_INTERVAL_MS.default
 
 
 class InputWatermarks:

@@ -318,5 +318,3 @@ class WindowOperator:
         self.fire_until(float("inf"))  # type: ignore[arg-type]
 
 
-def kv_input(nxt: Next) -> Callable[[Any, Any], None]:
-    return lambda key, message: nxt(KV(key, message))

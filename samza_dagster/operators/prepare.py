@@ -47,8 +47,6 @@ from samza_dagster.model import StreamSpec, SystemStream
 
 STAGE_KEY = keys.APP_STAGE.name
 ORIGINAL_JOB_NAME_KEY = keys.APP_STAGE_JOB_NAME.name
-STORE_FACTORY_KEY = keys.APP_STORE_FACTORY.name
-JOIN_TIME_KEY = keys.APP_JOIN_TIME.name
 #: serde of the operators' own stores (window, join, table state) unless stores.<s>.*.serde names one
 OPERATOR_STORE_SERDE = "msgpack"
 

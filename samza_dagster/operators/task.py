@@ -45,7 +45,6 @@ from samza_dagster.operators.analysis import store_name
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.model import SystemStream, SystemStreamPartition
 
 _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back
@@ -353,4 +352,3 @@ class OperatorTaskFactory:
         return None
 
 
-DEFAULT_INTERMEDIATE_SERDE = JsonSerde

@@ -88,9 +88,6 @@ class StreamAssets:
     read_specs: list[dg.AssetSpec] = field(default_factory=list)
     written_specs: list[dg.AssetSpec] = field(default_factory=list)
 
-    @property
-    def all_keys(self) -> list[dg.AssetKey]:
-        return [s.key for s in (*self.read_specs, *self.written_specs)]
 
     @property
     def written_keys(self) -> list[dg.AssetKey]:

@@ -44,7 +44,6 @@ from samza_dagster.runtime.result import JobResult
 
 #: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"
-SPARK_RESOURCE_KEY = "spark"
 #: builds the runner of a job's config (``samza_dagster.runtime.create_runner`` by default)
 RunnerFactory = Callable[[Config], Any]
 

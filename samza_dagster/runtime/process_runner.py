@@ -129,5 +129,3 @@ class ProcessJobRunner(JobRunner):
         )
 
 
-def run_process_job(config: Config, **kwargs: Any) -> JobResult:
-    return ProcessJobRunner(config, **kwargs).run()

@@ -53,7 +53,6 @@ from samza_dagster.runtime.spark_container import container_partition_fn, find_c
 
 log = logging.getLogger(__name__)
 
-HOST_KEY = keys.JOB_COORDINATOR_HTTP_HOST.name
 RETRY_KEY = keys.JOB_CONTAINER_RETRY_COUNT.name
 DEFAULT_RETRY_COUNT: int = keys.JOB_CONTAINER_RETRY_COUNT.default
 MAX_ATTEMPTS_SPARK_KEY = "spark.stage.maxConsecutiveAttempts"

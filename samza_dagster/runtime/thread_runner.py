@@ -94,5 +94,3 @@ class ThreadJobRunner(JobRunner):
         return [summaries[cid] for cid in ids if cid in summaries]
 
 
-def run_thread_job(config: Config, **kwargs: Any) -> JobResult:
-    return ThreadJobRunner(config, **kwargs).run()

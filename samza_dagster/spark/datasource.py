@@ -60,7 +60,6 @@ from samza_dagster.spark.options import (
 
 DEFAULT_SCHEMA = "partition INT, offset LONG, key BINARY, value BINARY, timestamp LONG"
 DEFAULT_SCHEMA_STRING = "struct<partition:int,offset:bigint,key:binary,value:binary,timestamp:bigint>"
-METADATA_COLUMNS = ("partition", "offset", "key", "timestamp")
 BATCH_ROWS = 10_000
 DEFAULT_POLL_TIMEOUT_MS = 60_000
 

@@ -1,6 +1,6 @@
 """SystemConsumers: per-partition buffers between the system consumers and the chooser.
 
-As in Samza (and the design's contract): every system has one poller thread that calls
+As in Samza: every system has one poller thread that calls
 ``consumer.poll`` for the partitions whose buffer has room, and appends what it gets to
 per-partition bounded buffers. The chooser holds at most one envelope per partition: when a
 partition's envelope is chosen, the chooser is immediately updated with that partition's next

@@ -2,7 +2,7 @@
 
 Kafka's default partitioner (murmur2 of the key bytes) is used everywhere, so a keyed stream
 lands in the same partition on the embedded log or in memory as on Kafka, and topics written
-by Java clients co-partition with ours. ``choose_partition`` applies the contract's whole rule
+by Java clients co-partition with ours. ``choose_partition`` applies the whole rule (docs/reference.md, "Wire formats")
 for the systems that pick partitions themselves (log and in-memory): ``partition`` picks the
 partition outright; else ``partition_key`` (or, failing that, ``key``) is hashed; else the
 producer spreads messages round-robin.

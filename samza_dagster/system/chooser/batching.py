@@ -1,6 +1,6 @@
 """BatchingChooser: stay on the partition chosen last, up to ``batch_size`` envelopes in a row.
 
-The design's batching idea: once the wrapped chooser has picked partition X, X's next envelope is
+The batching of Samza's MessageChooser design (SAMZA-2): once the wrapped chooser has picked partition X, X's next envelope is
 held back from the wrapped chooser and returned directly by the next ``choose`` — up to
 ``batch_size`` consecutive envelopes from X — before the wrapped chooser's tie-breaking runs
 again. Consecutive envelopes of one partition make for cheaper processing downstream (one

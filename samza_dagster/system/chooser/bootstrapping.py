@@ -1,6 +1,6 @@
 """BootstrappingChooser: hold every other stream back until the bootstrap streams reach head.
 
-The design's design (SAMZA-2), as Samza implemented it:
+Samza's MessageChooser design (SAMZA-2), as Samza implemented it:
 
 * ``register(ssp, offset)`` gives the offset of the first envelope the chooser will see for
   ``ssp``. Only *registered* partitions of the bootstrap streams can lag.
@@ -20,7 +20,7 @@ Offsets are compared with the system's ``SystemAdmin.offset_comparator`` when ``
 has one for the system, else as integers. When that comparator is known to be integer comparison
 (the log, in-memory and Kafka systems', or an admin with ``integer_offsets = True``), the newest
 offset is parsed once at ``start()`` and each chosen envelope of a lagging partition costs one
-``int()`` and one integer comparison instead of a comparator call (same answers). The same chooser also provides the design's restart
+``int()`` and one integer comparison instead of a comparator call (same answers). The same chooser also provides the restart
 guarantee for priorities (see DefaultChooser): any stream, not only a "bootstrap" one, can be
 held to its start-time head this way.
 

@@ -13,14 +13,14 @@ stream with no explicit priority gets one more than the highest configured prior
 so it outranks everything, as in Samza; every other input gets 0. With none of these keys, the
 result is a plain RoundRobinChooser behind one attribute lookup.
 
-Batching sits *inside* each tier, not above the tiers as in Samza's code: the design asks for
+Batching sits *inside* each tier, not above the tiers as in Samza's code: Samza's MessageChooser design (SAMZA-2) asks for
 affinity "in cases where all envelopes have the same priority", and a batch above the tiers would
 let a low-priority partition keep the container for up to ``batch.size`` envelopes while a
 higher-priority one waits. Here priority is never broken by a batch.
 
-**Restart guarantee** (the design: real-time=1, batch=0; "when a processor is stopped and started,
+**Restart guarantee** (SAMZA-2: real-time=1, batch=0; "when a processor is stopped and started,
 the real-time stream will be fully caught up to head before any batch messages are processed").
-The design gets it from the SystemConsumers change: never choose while a stream that has not
+SAMZA-2 gets it from a change to SystemConsumers: never choose while a stream that has not
 reached its start-time head has no envelope in the chooser. Here that rule is the
 BootstrappingChooser's, so DefaultChooser applies it to every input whose priority is above the
 lowest priority in use — bootstrap streams and real-time streams alike. While such a stream is

@@ -2,7 +2,7 @@
 
 Each priority has its own chooser (round-robin, batching, time-aligned...) deciding among the
 streams of that tier; ``choose`` asks the tiers from the highest priority down and returns the
-first envelope any tier gives. This is the design's QoS rule: real-time=1, batch=0 means a batch
+first envelope any tier gives. This is the QoS rule of Samza's MessageChooser design (SAMZA-2): real-time=1, batch=0 means a batch
 message is processed only when no real-time message is available.
 """
 
@@ -110,5 +110,3 @@ class TieredPriorityChooser(MessageChooser):
         assert tier is not None, f"a run of {last.ssp} that its tier did not offer"
         tier.take_run(last, count)  # type: ignore[attr-defined]
 
-    def priority_of(self, system_stream: SystemStream) -> int | None:
-        return self._priorities.get(system_stream)

@@ -1,4 +1,4 @@
-"""TimeAlignedChooser: keep input streams aligned by event time (the design's third use case).
+"""TimeAlignedChooser: keep input streams aligned by event time (the third use case of Samza's MessageChooser design, SAMZA-2).
 
 Among the envelopes it holds (one per partition at most), the one with the smallest
 ``event_time`` goes first; equal times go in arrival order. A join that buffers one stream
