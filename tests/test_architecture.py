@@ -6,7 +6,9 @@
   table of docs/architecture.md (this test reads the table, so the document stays the truth);
 * the engine (``samza_dagster``) never imports the applications (``jobs``), the Dagster
   resources (``resources``), the benchmarks (``bench``), their shared support (``support``) or
-  the tests (``tests``); the benchmarks and ``support`` never import the tests;
+  the tests (``tests``); the benchmarks and ``support`` never import the tests; the applications
+  import none of those — string-addressed imports (``task.class=tests.apps.tasks:NoOpTask``)
+  in source and in the repo's .properties/.yaml files count;
 * only ``samza_dagster.orchestration`` imports dagster;
 * every exception class the engine defines is a ``SamzaError``, so ``except SamzaError`` catches
   any of them, and none shadows a builtin's name;
@@ -31,11 +33,13 @@ import samza_dagster
 from samza_dagster.errors import SamzaError
 from support.import_graph import (
     Source,
+    config_file_imports,
     find_cycle,
     imported_names,
     module_graph,
     package_graph,
     read_package,
+    string_imports,
     upward_edges,
 )
 
@@ -160,9 +164,44 @@ def test_every_engine_error_is_a_samza_error_and_none_shadows_a_builtin():
     assert not [c.__qualname__ for c in classes if c.__name__.rstrip("_") in dir(builtins)]
 
 
+def _all_imports(folder: str) -> list[tuple[str, str]]:
+    """(where, module) of every import of a top-level folder: statements, ``module:Class``
+    strings in its Python source and values in its .properties/.yaml files."""
+    found = [(module, name) for module, source in read_package(REPO / folder).items()
+             for name in [*imported_names(source, module), *string_imports(source)]]
+    for path in sorted([*(REPO / folder).rglob("*.properties"), *(REPO / folder).rglob("*.yaml")]):
+        found.extend((str(path.relative_to(REPO)), name) for name in config_file_imports(path))
+    return found
+
+
+def test_string_addressed_imports_are_found():
+    source = Source('CFG = {"task.class": "tests.apps.tasks:NoOpTask", "url": "127.0.0.1:80"}\n'
+                    'def f(app):\n    return f"tests.hl_apps.apps:{app}"\n')
+    assert string_imports(source) == ["tests.apps.tasks", "tests.hl_apps.apps"]
+
+
+def test_config_file_imports_are_found(tmp_path):
+    (tmp_path / "job.properties").write_text("# task.class=x.y:Commented\ntask.class=tests.apps.tasks:NoOpTask\n"
+                                             "systems.kafka.consumer.bootstrap.servers=127.0.0.1:9092\n")
+    (tmp_path / "defs.yaml").write_text("attributes:\n  app_class: 'jobs.wordcount:WordCount'\n")
+    assert config_file_imports(tmp_path / "job.properties") == ["tests.apps.tasks"]
+    assert config_file_imports(tmp_path / "defs.yaml") == ["jobs.wordcount"]
+
+
+def test_the_engine_names_no_upper_module_in_a_string():
+    bad = [(module, name) for module, source in _engine().items() for name in string_imports(source)
+           if name.split(".")[0] in UPWARD]
+    assert not bad, bad
+
+
 def test_benchmarks_and_their_support_never_import_the_tests():
-    bad = [(module, name) for folder in ("bench", "support") for module, source in read_package(REPO / folder).items()
-           for name in imported_names(source, module) if name.split(".")[0] == "tests"]
+    bad = [(where, name) for folder in ("bench", "support") for where, name in _all_imports(folder)
+           if name.split(".")[0] == "tests"]
+    assert not bad, bad
+
+
+def test_the_applications_import_no_tests_benchmarks_or_support():
+    bad = [(where, name) for where, name in _all_imports("jobs") if name.split(".")[0] in ("tests", "bench", "support")]
     assert not bad, bad
 
 

@@ -25,7 +25,7 @@ from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
+from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
 from samza_dagster.system.factories import system_admin
 from samza_dagster.system.errors import StreamNotFoundError
 
@@ -212,8 +212,6 @@ def _decode(serde: Any, data: bytes | None) -> str:
 
 
 def tail(config: Config, target: SystemStream, per_partition: int) -> int:
-    from samza_dagster.system import SystemStreamPartition
-
     factory = system_factory(config, target.system)
     with _admin(config, target.system) as admin:
         md = _metadata(admin, target)

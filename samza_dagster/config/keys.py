@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from samza_dagster.config.config import Config
@@ -111,10 +111,6 @@ class ConfigKey:
     doc: str
     #: other spellings of the same key (a stream property's per-system forms)
     forms: tuple[str, ...] = ()
-    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "pattern", re.compile("|".join(_regex(name) for name in (self.name, *self.forms))))
 
     def key(self, **parts: object) -> str:
         """The concrete key: ``STORE_FACTORY.key(store="counts")`` is ``stores.counts.factory``."""
@@ -133,7 +129,13 @@ class ConfigKey:
         return self.default if value is None else value
 
     def matches(self, key: str) -> bool:
-        return self.pattern.fullmatch(key) is not None
+        pattern = _PATTERNS.get(self.name)
+        if pattern is None:  # compiled on first use: importing the definitions stays cheap
+            pattern = _PATTERNS[self.name] = re.compile("|".join(_regex(name) for name in (self.name, *self.forms)))
+        return pattern.fullmatch(key) is not None
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def _regex(name: str) -> str:

@@ -40,6 +40,9 @@ from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir
+from samza_dagster.system.chooser import DefaultChooser
+from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
+from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests
@@ -274,8 +277,6 @@ class SamzaContainer:
         self, plan: ContainerPlan, metadata: dict[SystemStream, Any], starting: dict[SystemStreamPartition, str]
     ) -> None:
         """SystemConsumers over one consumer per input system, with the chooser."""
-        from samza_dagster.system.consumers import SystemConsumers
-
         for system in plan.input_systems:
             consumer = self._consumers_by_system[system] = self._new_consumer(system)
             snapshot = getattr(consumer, "metrics_snapshot", None)
@@ -310,9 +311,6 @@ class SamzaContainer:
         )
 
     def _chooser(self, metadata: dict[SystemStream, Any]) -> Any:
-        from samza_dagster.system.chooser import DefaultChooser
-        from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
-
         factory = load_chooser_factory(self.config)
         if factory is not None:
             return chooser_from_factory(factory, self.config, None)

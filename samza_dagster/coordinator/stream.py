@@ -21,6 +21,7 @@ from samza_dagster.coordinator.messages import (
 )
 from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.errors import SamzaError
+from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import (
     OutgoingMessageEnvelope,
@@ -238,8 +239,6 @@ def _decode(key: object, value: object, offset: str, where: CoordinatorStreamLoc
 
 def read_coordinator_stream(config: Config) -> CoordinatorStreamState:
     """The whole stream folded into its state (an empty state if the stream does not exist)."""
-    from samza_dagster.system.errors import StreamNotFoundError
-
     try:
         with CoordinatorStreamReader(config) as reader:
             state, _ = reader.read_state()

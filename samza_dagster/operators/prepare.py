@@ -39,7 +39,9 @@ from samza_dagster.application.specs import OperatorSpec, PartitionByOperatorSpe
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config import keys
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.container import SamzaContainer
 from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
+from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
@@ -220,7 +222,6 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
         run_config, plan, descriptor, stage_id, op_ids, input_streams, side_inputs, specs,
         upstream_inputs(descriptor), topological(specs_all), side_tables, join_time == "event",
     )
-    from samza_dagster.operators.task import OperatorTaskFactory
 
     prepared.task_factory = OperatorTaskFactory(prepared)
     if create_streams:
@@ -249,6 +250,4 @@ def _descriptor_serde_overrides(cfg: Config, descriptor: StreamApplicationDescri
 
 def create_container(prepared: PreparedApplication, container_id: str, job_model: Any, **kwargs: Any) -> Any:
     """A SamzaContainer running the application's operator tasks."""
-    from samza_dagster.container import SamzaContainer
-
     return SamzaContainer(container_id, job_model, task_factory=prepared.task_factory, **kwargs)

@@ -226,6 +226,7 @@ def resend_window(
     """The Spark half, usable without Dagster: read ``source`` whole, keep the rows of
     ``[start_ms, end_ms)``, re-send them into ``batch`` (created if missing). Returns
     :func:`resend_to_batch_stream`'s summary."""
+    # the spark package pulls in pyspark: loaded only for a Spark re-send
     from samza_dagster.spark import read_options, resend_to_batch_stream
 
     plain = dict(config.items())
@@ -247,6 +248,7 @@ def resend_window(
 
 def _time_filter(timestamp_field: str | None) -> RowSelector:
     def select(df: Any, start_ms: int, end_ms: int) -> Any:
+        # pyspark (and its JVM gateway) loads only where Spark runs
         from pyspark.sql import functions as F
 
         if timestamp_field is None:

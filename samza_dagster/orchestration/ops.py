@@ -38,6 +38,7 @@ from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
+from samza_dagster.runtime import create_runner
 from samza_dagster.system.errors import SystemUnavailableError
 from samza_dagster.model import StreamSpec
 from samza_dagster.runtime.result import JobResult
@@ -59,10 +60,9 @@ def runner_for(spark: SparkResource | None, config: Config) -> tuple[Any, dict[s
     """The job's runner and metadata about how it was made: a job whose ``job.factory.class`` is
     ``spark`` (the product default) runs on the ``spark`` resource's session, so every Spark job
     of one Dagster process shares one session."""
-    from samza_dagster.runtime import create_runner
-
     if JobConfig(config).factory == "spark":
         if spark is not None:
+            # pyspark (and its JVM gateway) loads only where Spark runs
             from pyspark import SparkContext
 
             reused = SparkContext._active_spark_context is not None  # noqa: SLF001 - pyspark's own "is a session up"

@@ -20,6 +20,7 @@ from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.planner.errors import PlanningError
 from samza_dagster.planner.execution_planner import ExecutionPlanner
 from samza_dagster.planner.plan import ExecutionPlan, JobInfo, Stage, StreamInfo
+from samza_dagster.serde.registry import load_class
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import SystemStream
@@ -87,8 +88,6 @@ def stream_partitions_from_admins(
 
 def load_application(config: Config) -> StreamApplication:
     """Instantiate ``app.class``; errors name the key."""
-    from samza_dagster.serde.registry import load_class
-
     key = keys.APP_CLASS.name
     path = config.get_required(key)
     cls = load_class(path, key)

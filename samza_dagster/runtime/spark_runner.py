@@ -50,6 +50,7 @@ from samza_dagster.runtime.common import secrets_of
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure
+from samza_dagster.spark.session import get_or_create_spark
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,6 @@ class SparkJobRunner(JobRunner):
     def session(self) -> tuple[Any, float]:
         if self._spark is not None:
             return self._spark, 0.0
-        from samza_dagster.spark.session import get_or_create_spark
 
         started = time.monotonic()
         spark = get_or_create_spark(self.spark_settings())

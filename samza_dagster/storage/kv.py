@@ -91,6 +91,7 @@ class BlockCache:
 
     def table_options(self):
         """rocksdict BlockBasedOptions using this cache (capacity 0: no block cache at all)."""
+        # RocksDB loads only when a job has a RocksDB store
         from rocksdict import BlockBasedOptions, Cache
 
         table = BlockBasedOptions()

@@ -32,6 +32,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.serde.registry import load_class
 from samza_dagster.system.chooser.errors import NotAChooserError
 
 CHOOSER_METHODS = ("register", "start", "stop", "update", "choose")
@@ -92,7 +93,6 @@ def load_chooser_factory(config: Config) -> MessageChooserFactory | None:
     Raises ConfigError naming the key when the class cannot be imported, cannot be built
     without arguments, or is not a MessageChooserFactory (no callable ``get_chooser``).
     """
-    from samza_dagster.serde.registry import load_class
 
     path = TaskConfig(config).chooser_class or ""
     if not path:

@@ -43,6 +43,7 @@ from typing import Any
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
 from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.chooser.errors import ChooserError
@@ -173,12 +174,8 @@ class TimeAlignedChooserFactory(MessageChooserFactory):
     def get_chooser(self, config: Config, metrics: dict[str, Any] | None = None) -> MessageChooser:
         skew = config.get_int(MAX_SKEW_KEY, 0) or 0
         if skew < 0:
-            from samza_dagster.config.errors import ConfigError
-
             raise ConfigError(f"config key {MAX_SKEW_KEY!r} must be >= 0, got {skew}", key=MAX_SKEW_KEY)
         idle = config.get_int(IDLE_TIMEOUT_KEY, 100)
         if idle is None or idle < 0:
-            from samza_dagster.config.errors import ConfigError
-
             raise ConfigError(f"config key {IDLE_TIMEOUT_KEY!r} must be >= 0, got {idle}", key=IDLE_TIMEOUT_KEY)
         return TimeAlignedChooser(max_skew_ms=skew, idle_timeout_ms=idle)

@@ -61,6 +61,7 @@ class KafkaSystemAdmin:
     def _client(self) -> Any:
         with self._lock:
             if self._admin is None:
+                # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
                 from kafka import KafkaAdminClient
 
                 self._admin = connect(

@@ -104,6 +104,7 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     client the consumer and producer keys are librdkafka's to check; here only those kafka-python
     knows are kept (for the admin, which connects like the consumer).
     """
+    # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
     prefix = f"systems.{system}."

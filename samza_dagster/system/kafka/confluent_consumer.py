@@ -111,6 +111,7 @@ class ConfluentSystemConsumer:
         register_start_offset(self._start_offsets, ssp, offset, self.system_name, self._consumer is not None)
 
     def start(self) -> None:
+        # confluent-kafka loads only when a Kafka system uses it (kafka.client picks the client library)
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         try:

@@ -58,6 +58,7 @@ class ConfluentSystemProducer:
     def start(self) -> None:
         """Create the client and ask for the cluster's metadata once: an unreachable broker
         fails here, within bootstrap.timeout.ms, naming its address."""
+        # confluent-kafka loads only when a Kafka system uses it (kafka.client picks the client library)
         from confluent_kafka import KafkaException
 
         try:

@@ -54,6 +54,7 @@ class KafkaSystemConsumer:
         register_start_offset(self._start_offsets, ssp, offset, self.system_name, self._consumer is not None)
 
     def start(self) -> None:
+        # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
         from kafka import KafkaConsumer, TopicPartition
 
         self._consumer = connect(

@@ -74,6 +74,7 @@ class KafkaSystemProducer:
         if producer is None:
             with self._lock:
                 if self._producer is None:
+                    # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
                     from kafka import KafkaProducer
 
                     self._producer = connect(
