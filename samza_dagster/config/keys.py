@@ -112,6 +112,11 @@ class ConfigKey:
     #: other spellings of the same key (a stream property's per-system forms)
     forms: tuple[str, ...] = ()
 
+    @property
+    def prop(self) -> str:
+        """A stream property's own name: ``samza.bounded`` of ``streams.<stream-id>.samza.bounded``."""
+        return self.name.split("<stream-id>.", 1)[1]
+
     def key(self, **parts: object) -> str:
         """The concrete key: ``STORE_FACTORY.key(store="counts")`` is ``stores.counts.factory``."""
         return _PART.sub(lambda m: str(parts[m.group(1).replace("-", "_")]), self.name)

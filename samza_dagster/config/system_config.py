@@ -106,30 +106,30 @@ class StreamConfig:
         return Config({key: raw}).get_bool(key)
 
     def is_bootstrap(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, "samza.bootstrap")
+        return self._bool(system_stream, keys.STREAM_BOOTSTRAP.prop)
 
     def is_bounded(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, "samza.bounded")
+        return self._bool(system_stream, keys.STREAM_BOUNDED.prop)
 
     def is_reset_offset(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, "samza.reset.offset")
+        return self._bool(system_stream, keys.STREAM_RESET_OFFSET.prop)
 
     def priority(self, system_stream: SystemStream) -> int | None:
-        raw = self.get_property(system_stream, "samza.priority")
+        raw = self.get_property(system_stream, keys.STREAM_PRIORITY.prop)
         if raw is None or raw.strip() == "":
             return None
         try:
             return int(raw.strip())
         except ValueError:
-            key = self.property_key(system_stream, "samza.priority")
+            key = self.property_key(system_stream, keys.STREAM_PRIORITY.prop)
             raise ConfigError(f"config key {key!r} must be an integer, got {raw!r}", key=key) from None
 
     def offset_default(self, system_stream: SystemStream) -> str:
-        raw = self.get_property(system_stream, "samza.offset.default")
+        raw = self.get_property(system_stream, keys.STREAM_OFFSET_DEFAULT.prop)
         if raw is None:
             raw = keys.SYSTEM_OFFSET_DEFAULT.get(self.config, system=system_stream.system)
         if raw not in ("oldest", "upcoming"):
-            key = self.property_key(system_stream, "samza.offset.default")
+            key = self.property_key(system_stream, keys.STREAM_OFFSET_DEFAULT.prop)
             raise ConfigError(f"config key {key!r} must be oldest or upcoming, got {raw!r}", key=key)
         return raw
 

@@ -20,7 +20,7 @@ from samza_dagster.application.specs import (
     SendToTableOperatorSpec,
     StreamTableJoinOperatorSpec,
 )
-from samza_dagster.config import Config
+from samza_dagster.config import Config, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
@@ -144,10 +144,10 @@ class _Builder:
         legacy = TaskConfig(self.config).legacy_priorities()
         explicit: dict[str, int] = {}
         for info in self.streams.values():
-            info.bootstrap = self._bool_property(info, "samza.bootstrap")
-            info.bounded = self._bool_property(info, "samza.bounded")
+            info.bootstrap = self._bool_property(info, keys.STREAM_BOOTSTRAP.prop)
+            info.bounded = self._bool_property(info, keys.STREAM_BOUNDED.prop)
             if info.roles - {"output"}:
-                raw, key = self._property(info, "samza.priority")
+                raw, key = self._property(info, keys.STREAM_PRIORITY.prop)
                 priority = Config({key: raw}).get_int(key) if raw is not None else None
                 if priority is None:
                     priority = legacy.get(SystemStream(info.system, info.physical_name))
