@@ -147,8 +147,8 @@ def _regex(name: str) -> str:
     out = []
     for piece in re.split(r"(<[a-z-]+>)", name):
         if piece.startswith("<"):
-            # a physical stream name may hold dots; the other parts are one segment
-            out.append(r".+?" if piece in ("<stream>",) else r"[^.]+")
+            # stream names and ids may hold dots; the other parts are one segment
+            out.append(r".+?" if piece in ("<stream>", "<stream-id>") else r"[^.]+")
         else:
             out.append(re.escape(piece))
     return "(?:" + "".join(out) + ")"

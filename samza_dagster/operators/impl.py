@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from samza_dagster.application.kv import KV
 from samza_dagster.application.windows import EVENT_TIME, SESSION, WindowPane
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 
