@@ -129,7 +129,7 @@ class ConfigKey:
         """The typed value of the concrete ``key`` (one of this definition's names)."""
         raw = config.get_str(key)
         if raw is None or raw.strip() == "":
-            return self.default
+            return list(self.default) if isinstance(self.default, list) else self.default  # a list: the caller's own
         value = self.kind.read(config, key)
         return self.default if value is None else value
 
