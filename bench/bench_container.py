@@ -34,7 +34,7 @@ def _config(root: Path, name: str, **extra: str) -> Config:
         "systems.log.log.path": str(root / "log"),
         "task.inputs": "log.input",
         "systems.log.streams.input.samza.bounded": "true",
-        "task.class": "tests.apps.tasks:NoOpTask",
+        "task.class": "support.tasks:NoOpTask",
         "task.commit.ms": "10000",
     }
     entries.update(extra)
@@ -89,7 +89,7 @@ def container_rate(config: Config, n: int, run: int) -> float:
 
 
 def pool_elapsed(config: Config, pool: int, run: int, n: int) -> float:
-    cfg = config.with_overrides({"job.name": f"sleep-{pool}-{run}", "task.class": "tests.apps.tasks:SleepTask",
+    cfg = config.with_overrides({"job.name": f"sleep-{pool}-{run}", "task.class": "support.tasks:SleepTask",
                                  "test.sleep.ms": "1", "job.container.thread.pool.size": str(pool)})
     model = build_job_model(cfg).model
     t0 = time.perf_counter()

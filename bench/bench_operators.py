@@ -40,7 +40,7 @@ def main(n: int = 50_000) -> None:
 def _run(root: Path, n: int) -> None:
     cfg = _setup(root, n)
     bounded = {f"systems.log.streams.{s}.samza.bounded": "true" for s in ("events", "profiles")}
-    app_cfg = cfg.with_overrides({**bounded, "app.class": "tests.hl_apps.bench_apps:PipelineApp",
+    app_cfg = cfg.with_overrides({**bounded, "app.class": "bench.apps:PipelineApp",
                                   "app.store.factory": "inmemory", "job.intermediate.stream.partitions": "2"})
     t0 = time.perf_counter()
     result = run_job(app_cfg.with_overrides({"job.factory.class": "thread"}))
@@ -61,7 +61,7 @@ def _run(root: Path, n: int) -> None:
     pickle_s = time.perf_counter() - t0
 
     # hand-written: stage 1 (events+profiles with the mid stream fed back), ended by a stop after drain
-    hand = cfg.with_overrides({"job.name": "hand", "task.class": "tests.hl_apps.bench_apps:PipelineTask",
+    hand = cfg.with_overrides({"job.name": "hand", "task.class": "bench.apps:PipelineTask",
                                "task.inputs": "log.events,log.profiles,log.handmid",
                                "stores.left.factory": "inmemory", "stores.left.changelog": "log.hand-left",
                                "stores.right.factory": "inmemory", "stores.right.changelog": "log.hand-right",

@@ -169,7 +169,7 @@ def _kafka_config(bootstrap: str, topic: str, job: str) -> Config:
         "systems.kafka.producer.bootstrap.servers": bootstrap,
         f"systems.kafka.streams.{topic}.samza.bounded": "true",
         "task.inputs": f"kafka.{topic}",
-        "task.class": "tests.apps.tasks:NoOpTask",
+        "task.class": "support.tasks:NoOpTask",
         "task.commit.ms": "1000",
     })
 
@@ -361,7 +361,7 @@ def render_section(messages: int, repetitions: int, results: dict[int, dict[str,
     memory_ok = all(m["peak_rss_mb"] <= memory_budget_rss_mb() for m in memory.values()) if memory else None
     body = f"""
 {messages:,} messages of 100 bytes spread evenly (round robin) over a log-system stream of P partitions,
-bounded; one container, group-by-partition (P tasks), `tests.apps.tasks:NoOpTask`, `task.commit.ms=10000` (as B1).
+bounded; one container, group-by-partition (P tasks), `support.tasks:NoOpTask`, `task.commit.ms=10000` (as B1).
 Every measurement in its own process; each repetition measures every partition count in turn (produce, plain
 sqlite3, raw, engine), so load changes hit all counts alike; median (min–max) of {repetitions}.
 

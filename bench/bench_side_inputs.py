@@ -37,7 +37,7 @@ def _config(root: Path) -> Config:
         "job.name": "si-bench", "job.factory.class": "thread", "job.default.system": "log",
         "systems.log.samza.factory": "log", "systems.log.log.path": str(root / "log"),
         "job.logged.store.base.dir": str(root / "state"),
-        "task.class": "tests.apps.tasks:ProfileLookupTask", "task.inputs": "log.users",
+        "task.class": "support.tasks:ProfileLookupTask", "task.inputs": "log.users",
         "systems.log.streams.users.samza.msg.serde": "string",
         "systems.log.streams.profiles.samza.key.serde": "string",
         "systems.log.streams.profiles.samza.msg.serde": "json",

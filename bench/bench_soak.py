@@ -43,7 +43,7 @@ def _config(root: Path) -> Config:
         "systems.log.log.path": str(root / "log"),
         "systems.log.samza.msg.serde": "string",
         "task.inputs": "log.words",
-        "task.class": "tests.apps.tasks:WordCountTask",
+        "task.class": "support.tasks:WordCountTask",
         "task.commit.ms": "1000",
         "stores.counts.factory": "rocksdb",
         "stores.counts.key.serde": "string",

@@ -9,3 +9,8 @@ catches those keeps working. This module imports nothing: every layer may use it
 
 class SamzaError(Exception):
     """Any error of samza_dagster; the message names what failed and where."""
+
+
+class ReadTimeoutError(SamzaError, TimeoutError):
+    """A stream was not read to its head in time (a checkpoint, changelog or tailed stream);
+    the message names the stream and the partitions still unread."""

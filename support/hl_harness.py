@@ -15,21 +15,6 @@ from samza_dagster.system.factories import system_factory
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 
-def base(tmp_path, name: str, app: str, **extra: str) -> Config:
-    entries = {
-        "job.name": name,
-        "job.default.system": "log",
-        "job.factory.class": "thread",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"),
-        "app.class": f"tests.hl_apps.apps:{app}",
-        "task.commit.ms": "500",
-        "app.store.factory": "inmemory",
-    }
-    entries.update(extra)
-    return Config(entries)
-
-
 def physical(config: Config, stream_id: str) -> str:
     return config.get_str(f"streams.{stream_id}.samza.physical.name") or stream_id
 

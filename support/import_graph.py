@@ -1,7 +1,9 @@
 """The import graph of a package, read from its source (AST; nothing is imported or run).
 
 Every ``import`` counts, wherever it is written: at module level, inside a function (a lazy
-import still ties the two modules together) or under ``if TYPE_CHECKING:``. Relative imports
+import still ties the two modules together) or under ``if TYPE_CHECKING:``. So do imports
+addressed by a string: a ``module:Class`` value a config loads (:func:`string_imports` in Python
+source, :func:`config_file_imports` in .properties and .yaml files). Relative imports
 are resolved; ``from pkg import name`` is an edge to ``pkg.name`` when that is a module of the
 package, else to ``pkg``. ``tests/test_architecture.py`` checks the engine's graph with it.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +53,39 @@ def imported_names(source: Source, module: str) -> list[str]:
             else:
                 origin = node.module or ""
             names.extend(f"{origin}.{alias.name}" for alias in node.names)
+    return names
+
+
+_CLASS_PATH = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):[A-Z]\w*")  # module:Class
+
+
+def string_imports(source: Source) -> list[str]:
+    """Modules named by ``module:Class`` strings of the source (config values that load a
+    class), an f-string's leading ``module:`` included."""
+    names = []
+    for node in ast.walk(ast.parse(source.text, source.path)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = _CLASS_PATH.fullmatch(node.value.strip())
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            match = re.match(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):", str(node.values[0].value))
+        else:
+            continue
+        if match:
+            names.append(match.group(1))
+    return names
+
+
+def config_file_imports(path: Path) -> list[str]:
+    """Modules named by ``module:Class`` values of a .properties or .yaml file."""
+    names = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=") if path.suffix == ".properties" else line.partition(": ")
+        match = _CLASS_PATH.fullmatch(value.strip().strip("\"'")) if sep else None
+        if match:
+            names.append(match.group(1))
     return names
 
 

@@ -1,4 +1,4 @@
-"""Shared fixtures. Plugins in tests/fixtures/ are registered here."""
+"""Shared fixtures; the Kafka broker fixtures are the support.kafka_broker plugin."""
 
 from __future__ import annotations
 

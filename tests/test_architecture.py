@@ -6,10 +6,14 @@
   table of docs/architecture.md (this test reads the table, so the document stays the truth);
 * the engine (``samza_dagster``) never imports the applications (``jobs``), the Dagster
   resources (``resources``), the benchmarks (``bench``), their shared support (``support``) or
-  the tests (``tests``); the benchmarks and ``support`` never import the tests;
+  the tests (``tests``); the benchmarks and ``support`` never import the tests; the applications
+  import none of those — string-addressed imports (``task.class=tests.apps.tasks:NoOpTask``)
+  in source and in the repo's .properties/.yaml files count;
 * only ``samza_dagster.orchestration`` imports dagster;
 * every exception class the engine defines is a ``SamzaError``, so ``except SamzaError`` catches
-  any of them, and none shadows a builtin's name.
+  any of them, and none shadows a builtin's name;
+* the engine raises no builtin exception (``ValueError``, ``KeyError``, ...) where a ``SamzaError``
+  naming what was wrong belongs: the few builtins it may raise are allowed below, each with why.
 
 Each rule also gets a synthetic graph that breaks it, so a checker that stopped finding
 anything would fail here.
@@ -17,6 +21,7 @@ anything would fail here.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import importlib
 import inspect
@@ -28,11 +33,13 @@ import samza_dagster
 from samza_dagster.errors import SamzaError
 from support.import_graph import (
     Source,
+    config_file_imports,
     find_cycle,
     imported_names,
     module_graph,
     package_graph,
     read_package,
+    string_imports,
     upward_edges,
 )
 
@@ -157,7 +164,131 @@ def test_every_engine_error_is_a_samza_error_and_none_shadows_a_builtin():
     assert not [c.__qualname__ for c in classes if c.__name__.rstrip("_") in dir(builtins)]
 
 
-def test_benchmarks_and_their_support_never_import_the_tests():
-    bad = [(module, name) for folder in ("bench", "support") for module, source in read_package(REPO / folder).items()
-           for name in imported_names(source, module) if name.split(".")[0] == "tests"]
+def _all_imports(folder: str) -> list[tuple[str, str]]:
+    """(where, module) of every import of a top-level folder: statements, ``module:Class``
+    strings in its Python source and values in its .properties/.yaml files."""
+    found = [(module, name) for module, source in read_package(REPO / folder).items()
+             for name in [*imported_names(source, module), *string_imports(source)]]
+    for path in sorted([*(REPO / folder).rglob("*.properties"), *(REPO / folder).rglob("*.yaml")]):
+        found.extend((str(path.relative_to(REPO)), name) for name in config_file_imports(path))
+    return found
+
+
+def test_string_addressed_imports_are_found():
+    source = Source('CFG = {"task.class": "tests.apps.tasks:NoOpTask", "url": "127.0.0.1:80"}\n'
+                    'def f(app):\n    return f"tests.hl_apps.apps:{app}"\n')
+    assert string_imports(source) == ["tests.apps.tasks", "tests.hl_apps.apps"]
+
+
+def test_config_file_imports_are_found(tmp_path):
+    (tmp_path / "job.properties").write_text("# task.class=x.y:Commented\ntask.class=tests.apps.tasks:NoOpTask\n"
+                                             "systems.kafka.consumer.bootstrap.servers=127.0.0.1:9092\n")
+    (tmp_path / "defs.yaml").write_text("attributes:\n  app_class: 'jobs.wordcount:WordCount'\n")
+    assert config_file_imports(tmp_path / "job.properties") == ["tests.apps.tasks"]
+    assert config_file_imports(tmp_path / "defs.yaml") == ["jobs.wordcount"]
+
+
+def test_the_engine_names_no_upper_module_in_a_string():
+    bad = [(module, name) for module, source in _engine().items() for name in string_imports(source)
+           if name.split(".")[0] in UPWARD]
     assert not bad, bad
+
+
+def test_benchmarks_and_their_support_never_import_the_tests():
+    bad = [(where, name) for folder in ("bench", "support") for where, name in _all_imports(folder)
+           if name.split(".")[0] == "tests"]
+    assert not bad, bad
+
+
+def test_the_applications_import_no_tests_benchmarks_or_support():
+    bad = [(where, name) for where, name in _all_imports("jobs") if name.split(".")[0] in ("tests", "bench", "support")]
+    assert not bad, bad
+
+
+# -- the engine raises SamzaErrors ------------------------------------------------------------------
+
+# The builtin exceptions the engine may construct anywhere, and why they are not SamzaErrors.
+ALLOWED_BUILTIN_ERRORS = {
+    # the body of an abstract method, which Python spells this way
+    "NotImplementedError",
+    # an unreachable branch: a value argparse or the caller's own check already excluded
+    "AssertionError",
+    # a module's ``__getattr__`` (a package's lazy exports): the protocol Python requires
+    "AttributeError",
+    # Python's iterator and generator protocols
+    "StopIteration",
+    "StopAsyncIteration",
+    "GeneratorExit",
+}
+_BUILTIN_ERRORS = {name for name in dir(builtins)
+                   if isinstance(getattr(builtins, name), type) and issubclass(getattr(builtins, name), BaseException)}
+
+
+def _caught_by(handler: ast.ExceptHandler) -> set[str]:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {kind.id for kind in kinds if isinstance(kind, ast.Name)}
+
+
+def builtin_errors_raised(text: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of every builtin exception the module constructs or raises, except the
+    allowed ones, those raised inside a ``try`` whose own handler catches them (turned into a
+    SamzaError there: the builtin never leaves the function) and those built as an argument of a
+    call (the cause a SamzaError is built with)."""
+    tree = ast.parse(text)
+    handled: set[int] = set()  # ids of nodes raised inside a try that catches them
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        caught = set().union(*(_caught_by(h) for h in node.handlers)) if node.handlers else set()
+        caught_types = [getattr(builtins, c) for c in caught if c in _BUILTIN_ERRORS]
+        for statement in node.body:
+            for inner in ast.walk(statement):
+                if isinstance(inner, ast.Raise) and inner.exc is not None:
+                    call = inner.exc.func if isinstance(inner.exc, ast.Call) else inner.exc
+                    if (isinstance(call, ast.Name) and call.id in _BUILTIN_ERRORS
+                            and any(issubclass(getattr(builtins, call.id), t) for t in caught_types)):
+                        handled.add(id(call))
+    for node in ast.walk(tree):  # a builtin passed to a call is a cause the SamzaError built there names
+        if isinstance(node, ast.Call):
+            handled.update(id(arg.func) for arg in [*node.args, *(k.value for k in node.keywords)]
+                           if isinstance(arg, ast.Call))
+    found = []
+    for node in ast.walk(tree):
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            target = node.func
+        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Name):
+            target = node.exc
+        if (target is not None and target.id in _BUILTIN_ERRORS and target.id not in ALLOWED_BUILTIN_ERRORS
+                and id(target) not in handled):
+            found.append((target.lineno, target.id))
+    return sorted(set(found))
+
+
+def test_the_builtin_error_checker_finds_raises_and_constructions_but_not_caught_ones():
+    text = (
+        "def f(x):\n"
+        "    if x:\n"
+        "        raise ValueError('bad')\n"          # found
+        "    raise KeyError\n"                       # found: raised by name
+        "def g():\n"
+        "    return TypeError('built, raised later')\n"  # found: constructed
+        "def h(x):\n"
+        "    try:\n"
+        "        if not x:\n"
+        "            raise ValueError('caught below')\n"  # caught by its own handler
+        "        raise TimeoutError('not caught')\n"      # found: OSError-kind, not caught
+        "    except (KeyError, ValueError) as exc:\n"
+        "        raise SamzaError(str(exc)) from exc\n"
+        "def i():\n"
+        "    raise NotImplementedError\n"               # allowed
+        "def j():\n"
+        "    raise Unreachable('x', cause=ValueError('a cause'))\n"  # the cause of another error
+    )
+    assert builtin_errors_raised(text) == [(3, "ValueError"), (4, "KeyError"), (6, "TypeError"), (11, "TimeoutError")]
+
+
+def test_the_engine_raises_samza_errors_not_builtins():
+    bad = [f"{source.path}:{line}: {name}" for source in _engine().values()
+           for line, name in builtin_errors_raised(source.text)]
+    assert not bad, "raise a SamzaError subclass naming what was wrong (or allow the builtin, saying why):\n" + "\n".join(bad)

@@ -270,7 +270,7 @@ def meta(*lengths: int) -> SystemStreamMetadata:
 
 
 def currency_setup(lengths=(5, 3, 0, 4), tx_per_partition=5):
-    """The design's example: currency_codes (4 partitions) bootstraps before transactions."""
+    """SAMZA-2's example: currency_codes (4 partitions) bootstraps before transactions."""
     tiers = {1: RoundRobinChooser(), 0: RoundRobinChooser()}
     inner = TieredPriorityChooser({CODES: 1, TX: 0}, tiers)
     chooser = BootstrappingChooser(inner, {CODES: meta(*lengths)})

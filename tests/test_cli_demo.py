@@ -51,3 +51,21 @@ def test_run_on_a_missing_input_stream_fails_naming_it_without_a_traceback(tmp_p
     # no partition count is known for it, so run cannot create it: it names the command that does
     assert "log.nowhere: samza-dagster streams create" in proc.stderr and "--partitions N" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_demo_is_found_through_its_entry_point():
+    """The engine names no application: ``demo`` runs what the ``samza_dagster.demo`` entry point
+    (pyproject.toml) names."""
+    from jobs.demo import run_demo
+    from samza_dagster.cli.commands import load_demo
+
+    assert load_demo() is run_demo
+
+
+def test_without_the_checkout_on_the_path_the_demo_is_a_usage_error(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "samza_dagster.cli", "demo", "--size", "10"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "the demo's applications (jobs/demo of the samza-dagster checkout) are not importable here" in proc.stderr
+    assert "Traceback" not in proc.stderr

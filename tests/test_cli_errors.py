@@ -54,6 +54,10 @@ CASES = [
     ("produce a file that is not there", {}, ["streams", "produce", "log.x", "--file", "in.txt"], 2, "no such file: in.txt"),
     ("port out of range", {"job.properties": GOOD_JOB}, ["job-coordinator", "--config-path", "job.properties", "--port", "70000"], 2,
      "--port: must be between 0 and 65535, got 70000"),
+    ("misspelt serde, found before anything runs", {"job.properties": GOOD_JOB + "systems.log.samza.msg.serde=jsno\n"},
+     ["run", "--config-path", "job.properties"], 2, "config key 'systems.log.samza.msg.serde' names unknown serde 'jsno'"),
+    ("bad typed value of a stream", {"job.properties": GOOD_JOB + "streams.sentences.samza.reset.offset=sometimes\n"},
+     ["run", "--config-path", "job.properties"], 2, "'streams.sentences.samza.reset.offset' must be true or false"),
     ("set-config without value", {"job.properties": GOOD_JOB},
      ["coordinator-stream-writer", "--config-path", "job.properties", "--type", "set-config", "--key", "task.commit.ms"], 2,
      "needs --value"),
@@ -108,3 +112,22 @@ def test_a_failed_job_is_exit_1_and_a_short_message_naming_the_stream(tmp_path):
     # the full trace is in the run's log file, which the message names
     log_file = Path(done.stderr.split("the run's log, with the full trace: ")[1].split(")")[0])
     assert "Traceback" in log_file.read_text() and "StreamNotFoundError" in log_file.read_text()
+
+
+def test_a_key_nothing_reads_is_warned_about_and_tail_suggests_the_stream_meant(tmp_path):
+    """``task.clas`` (a typo) gets one WARNING naming ``task.class``; ``streams tail log.word``
+    names ``log.words`` instead of creating the misspelt stream."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("SAMZA_LOG_PATH", None)
+    run = lambda *argv: subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+    assert run("streams", "create", "log.words", "--partitions", "1").returncode == 0
+    tail = run("streams", "tail", "log.word")
+    assert tail.returncode == 1 and "stream 'word' does not exist on system 'log': did you mean log.words?" in tail.stderr
+    assert sorted(p.name for p in (tmp_path / ".samza-log").iterdir() if "word" in p.name) == ["words.db"]
+
+    (tmp_path / "job.properties").write_text(GOOD_JOB + "task.clas=tests.apps.tasks:NoOpTask\n")
+    assert run("streams", "create", "log.sentences", "--partitions", "1").returncode == 0
+    done = run("run", "--config-path", "job.properties")
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "'task.clas'" in line]
+    assert len(warnings) == 1 and "WARNING" in warnings[0] and "did you mean 'task.class'?" in warnings[0], done.stderr

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from support.hl_harness import base, create, produce, read_all
+from support.hl_harness import create, produce, read_all
+from tests.hl_apps import base
 
 pytestmark = pytest.mark.timeout(120)
 

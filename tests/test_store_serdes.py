@@ -20,7 +20,8 @@ from samza_dagster.storage.kv import InMemoryRawStore
 from samza_dagster.storage.serialized import SerializedKeyValueStore
 from samza_dagster.runtime import create_runner, run_job
 from samza_dagster.system.partitioner import partition_for_key
-from support.hl_harness import base, bounded, create, produce, read_all
+from support.hl_harness import bounded, create, produce, read_all
+from tests.hl_apps import base
 from support.waiting import wait_until
 
 SERDE = MsgpackSerde()

@@ -442,7 +442,7 @@ def _empty(partitions: int):
 
 
 def test_restart_with_both_streams_behind_processes_realtime_backlog_first(log_system):
-    """The design's restart guarantee: real-time priority 1, batch 0, both behind at restart."""
+    """The restart guarantee of Samza's MessageChooser design (SAMZA-2): real-time priority 1, batch 0, both behind at restart."""
     rt = log_system.create("realtime", 4)
     batch = log_system.create("batch", 2)
     for p in range(4):

@@ -1,6 +1,6 @@
 """Issue 3's chooser guarantees on Kafka, against the real (tansu) broker: SystemConsumers +
 DefaultChooser.from_config reading through the Kafka system, as tests/test_system_consumers.py
-does on the log system — bootstrap (the design's currency example, fresh and from a checkpoint),
+does on the log system — bootstrap (SAMZA-2's currency example, fresh and from a checkpoint),
 priority QoS under a flooded batch stream (round-robin for contrast), and the restart guarantee;
 plus the backpressure regression they exposed (a paused partition stalled in kafka-python).
 
@@ -117,7 +117,7 @@ def test_a_partition_left_out_of_polls_is_read_again_when_asked_for(kafka_config
     assert offsets == list(range(5000))
 
 
-# -- bootstrap: the design's currency example ---------------------------------------------------------
+# -- bootstrap: SAMZA-2's currency example ---------------------------------------------------------
 
 def codes_before_transactions(out: list[IncomingMessageEnvelope], expected_codes: int) -> None:
     """Exactly the ``expected_codes`` codes come first, then transactions (topic names carry the

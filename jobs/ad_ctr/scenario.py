@@ -1,7 +1,7 @@
 """ad_ctr end to end: the same skewed input joined twice — time-aligned and round-robin — and
 the join buffers compared.
 
-The skew is the design's: views are dense (one every ~2 s of event time, hours of it), clicks sparser
+The skew is SAMZA-2's: views are dense (one every ~2 s of event time, hours of it), clicks sparser
 (~10 % of views). Counted in messages, round-robin alternates the streams, so the clicks stream's
 event time runs hours ahead of the views' and its clicks wait for views the job has not read yet.
 Both runs must produce the same (view, click) results; the time-aligned one holding far less.

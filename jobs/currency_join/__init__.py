@@ -1,4 +1,4 @@
-"""currency_join (Samza design).
+"""currency_join: a use case of Samza's MessageChooser design (SAMZA-2).
 
 ``currency_codes`` (bootstrap, 4 partitions, keyed by code: USD → $) is read to its head before
 any ``transactions`` message ({"country": "USD", "amount": 1234}, keyed by currency); the task

@@ -31,7 +31,7 @@ class CurrencyJoinReport:
     outputs: int
     joined: int
     missing_symbol: int
-    #: transactions processed before currency_codes reached head (the design's promise: 0)
+    #: transactions processed before currency_codes reached head (SAMZA-2's promise: 0)
     processed_before_head: int
     #: the same two numbers for the restarted run alone
     restart_transactions: int

@@ -1,11 +1,11 @@
 """CurrencyJoinTask: symbols from the bootstrap stream into a store; transactions joined.
 
-Evidence kept per task (why: the design's promise is an ordering, and an ordering can only be
+Evidence kept per task (why: a bootstrap stream's promise is an ordering, and an ordering can only be
 checked by the one who processed the messages): at ``init`` the task asks the admin where the
 head of each of its ``currency_codes`` partitions is, and each output message carries
 ``codes_at_head`` — whether every one of those partitions had been processed to that head when
 the transaction was joined. ``currency_codes`` has ``samza.reset.offset=true``: every start
-re-reads it from the oldest offset (the design's "from offset 0 all the way to head"), so after a
+re-reads it from the oldest offset (Samza's "from offset 0 all the way to head"), so after a
 restart the symbols are loaded again before any transaction, and a symbol changed in the
 meantime is current; the store (RocksDB + changelog) keeps them between messages. A transaction whose currency has no symbol is still emitted, with
 ``"symbol": null`` — never dropped silently — so a missing bootstrap shows up in the output.
@@ -28,7 +28,7 @@ class CurrencyJoinTask(StreamTask, InitableTask):
         self.store = context.get_store("currency-symbols")
         self.output = SystemStream("log", config.get_str("currency_join.output.stream", "transactions_with_symbol"))
         code_ssps = [ssp for ssp in context.system_stream_partitions if ssp.stream == CODES]
-        # the newest offset of each currency_codes partition now: "head" as the design defines it
+        # the newest offset of each currency_codes partition now: "head" as Samza's bootstrap defines it
         self.heads: dict[int, int] = {}
         if code_ssps:
             system = code_ssps[0].system

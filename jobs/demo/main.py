@@ -1,4 +1,4 @@
-"""``samza-dagster demo``: the design's four use cases as real applications, on the spark runner.
+"""``samza-dagster demo``: SAMZA-2's four use cases as real applications, on the spark runner.
 
 Creates the streams on the embedded log (under ``--root`` or a temporary directory), generates
 seeded data for each application, runs each on the spark runner with one Spark session reused

@@ -1,4 +1,4 @@
-"""user_classification (Samza design).
+"""user_classification: a use case of Samza's MessageChooser design (SAMZA-2).
 
 A low-level StreamTask classifies users into countries. ``user_signups`` is the real-time stream
 (priority 1: people who just signed up are browsing right now); ``reclassify_requests`` is the

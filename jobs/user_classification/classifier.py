@@ -1,4 +1,4 @@
-"""The two classification strategies (the design's "statistical model", kept deterministic).
+"""The two classification strategies (SAMZA-2's "statistical model", kept deterministic).
 
 ``ip``: the country registered for the address block. ``ip+language``: the same, except for
 addresses of shared proxies / mobile carriers (blocks 200-255, whose registration says little

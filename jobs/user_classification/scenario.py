@@ -1,4 +1,4 @@
-"""user_classification end to end — the design's story in four steps:
+"""user_classification end to end — SAMZA-2's story in four steps:
 
 1. history: ``size`` past signups are classified with strategy ``ip`` (a bounded run);
 2. the strategy changes to ``ip+language`` on the job's coordinator stream (the coordinator

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from samza_dagster.checkpoint.checkpoint import Checkpoint, CheckpointError
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 SOURCE = "__checkpoint"
@@ -23,7 +25,7 @@ def checkpoint_stream_name(job_name: str, job_id: str) -> str:
 
 
 def checkpoint_system(config: Config) -> str:
-    return config.get_str("task.checkpoint.system") or JobConfig(config).default_system
+    return TaskConfig(config).checkpoint_system or JobConfig(config).default_system
 
 
 class CheckpointManager:
@@ -65,7 +67,7 @@ class CheckpointManager:
             done = False
             while not done:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"reading checkpoint stream {self.system}.{self.stream} timed out")
+                    raise ReadTimeoutError(f"reading checkpoint stream {self.system}.{self.stream} timed out")
                 for env in consumer.poll([self.ssp], 0.1).get(self.ssp, []):
                     if env.is_end_of_stream:
                         done = True

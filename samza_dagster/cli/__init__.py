@@ -18,6 +18,8 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
+    # the commands (and the whole engine under them) load only once the arguments parsed:
+    # --help and a usage error answer in 0.6 s instead of 1.5 s (measured, docs/decisions.md)
     if raw[:1] == ["bench"]:
         from samza_dagster.cli.commands import run_bench
 

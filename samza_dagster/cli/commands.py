@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from pathlib import Path
-from types import ModuleType
 
 from samza_dagster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from samza_dagster.cli.progress import show_progress
+from samza_dagster.cli.startpoints import run_startpoint_command
+from samza_dagster.cli.streams import run_streams_command
 from samza_dagster.cli.text import count_of
 from samza_dagster.config import Config, ConfigError, parse_overrides
 from samza_dagster.config.deployment import apply_deployment
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.coordinator.commands import run_coordinator_stream_writer, run_job_coordinator
+from samza_dagster.coordinator.partition_counts import FORCE_RESET_KEY
+from samza_dagster.planner import plan_from_config
+from samza_dagster.runtime import run_job
+from samza_dagster.runtime.preflight import check_job_config
+from samza_dagster.runtime.provision import provision_streams
 
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DEMO_ENTRY_POINT_GROUP = "samza_dagster.demo"
 
 
 def configure_logging(verbose: bool) -> None:
@@ -50,74 +59,50 @@ def user_modules_first() -> None:
         sys.path.insert(0, cwd)
 
 
-def load_demo() -> ModuleType:
-    """The demo is the example applications' (``jobs/demo`` in the samza-dagster checkout), loaded
-    by name like any application: the checkout that holds this package (an editable install, as
-    the README's set-up makes), else the current directory."""
-    here = Path(__file__).resolve().parents[2]
-    for root in (here, Path.cwd()):
-        if (root / "jobs" / "demo" / "__init__.py").is_file():
-            break
-    else:
-        raise UsageError("the demo's applications (jobs/demo) are not here: run it from the samza-dagster "
-                         "checkout (./scripts/demo)")
-    if str(root) not in sys.path:
-        sys.path.insert(1, str(root))
-    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(root) not in parts:  # Spark's Python workers import the applications too
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(root), *parts])
-    return importlib.import_module("jobs.demo")
+def load_demo() -> Callable[..., int]:
+    """``run_demo`` of the example applications, found through the ``samza_dagster.demo`` entry
+    point the project declares (pyproject.toml) and imported from the path like any plug-in:
+    the checkout's ``jobs/`` (scripts/demo puts the checkout on ``PYTHONPATH``)."""
+    found = entry_points(group=DEMO_ENTRY_POINT_GROUP, name="demo")
+    try:
+        return next(iter(found)).load()
+    except (StopIteration, ImportError) as exc:
+        raise UsageError("the demo's applications (jobs/demo of the samza-dagster checkout) are not importable here: "
+                         "run it with ./scripts/demo, or from the checkout's root") from exc
 
 
 def dispatch(args: argparse.Namespace) -> int:
     user_modules_first()
     if args.command == "demo":
-        return load_demo().run_demo(root=args.root, size=args.size)
+        return load_demo()(root=args.root, size=args.size)
     if args.command == "streams":
-        from samza_dagster.cli.streams import run_streams_command
-
         return run_streams_command(args, load_job_config(args))
     config = load_job_config(args)
     if args.command == "plan":
-        from samza_dagster.planner import plan_from_config
-
         print(plan_from_config(config).to_json())
         return EXIT_OK
     if args.command == "run":
         return run(config, args)
     if args.command == "startpoint":
-        from samza_dagster.cli.startpoints import run_startpoint_command
-
         return run_startpoint_command(args, config)
     if args.command == "coordinator-stream-writer":
-        from samza_dagster.coordinator.commands import run_coordinator_stream_writer
-
         if args.msg_type == "set-config" and args.value is None:
             raise ConfigError(f"--type set-config needs --value (the new value of {args.key!r})", key=args.key)
         print(run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset))
         return EXIT_OK
     if args.command == "job-coordinator":
-        from samza_dagster.coordinator.commands import run_job_coordinator
-
         run_job_coordinator(config, args.host, args.port)
         return EXIT_OK
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
-    from samza_dagster.runtime import run_job
-    from samza_dagster.runtime.preflight import check_job_config
-    from samza_dagster.runtime.provision import provision_streams
-
     if args.force_reset:
-        from samza_dagster.coordinator.partition_counts import FORCE_RESET_KEY
-
         config = config.with_overrides({FORCE_RESET_KEY: "true"})
     check_job_config(config)
     provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
     for stream in provisioned.created:
         print(f"created stream {stream.name} ({count_of(stream.partitions, 'partition')})", file=sys.stderr)
-    from samza_dagster.cli.progress import show_progress
 
     job = JobConfig(config)
     with show_progress(job.name, config, [*provisioned.created, *provisioned.existing]), run_log(job) as log_path:

@@ -36,7 +36,8 @@ class Outcome:
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:
-    """Errors that mean the job as written cannot run."""
+    """Errors that mean the job as written cannot run. (Imported here, when an error is
+    reported: at start-up they would load the planner before ``--help`` answers.)"""
     from samza_dagster.application import ApplicationError
     from samza_dagster.planner import PlanningError
 

@@ -4,6 +4,7 @@ is read, so a bad one is a usage error (exit 2) naming the argument and the valu
 from __future__ import annotations
 
 import argparse
+import socket
 from pathlib import Path
 from typing import NoReturn
 
@@ -64,8 +65,6 @@ def directory(text: str) -> str:
 
 
 def host(text: str) -> str:
-    import socket
-
     try:
         socket.getaddrinfo(text, None)
     except (OSError, UnicodeError):

@@ -171,6 +171,7 @@ def _plain_display(job: str, out: TextIO) -> Any:
 
 
 def _rich_display(job: str, out: TextIO) -> Any:
+    # rich loads only for a terminal's live progress display
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 

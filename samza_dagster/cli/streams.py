@@ -11,6 +11,7 @@ for ``string``, its bytes otherwise) and ``tail`` prints them back decoded.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 import time
@@ -21,8 +22,10 @@ from typing import Any, TextIO
 from samza_dagster.cli.errors import EXIT_OK, UsageError
 from samza_dagster.cli.text import count_of
 from samza_dagster.config import Config
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
+from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
 from samza_dagster.system.factories import system_admin
 from samza_dagster.system.errors import StreamNotFoundError
 
@@ -52,7 +55,7 @@ def run_streams_command(args: argparse.Namespace, config: Config) -> int:
 
 
 def _default_system(config: Config) -> str:
-    return config.get_str("job.default.system") or "log"
+    return JobConfig(config).default_system
 
 
 def parse_stream(text: str, config: Config) -> SystemStream:
@@ -106,10 +109,19 @@ def _metadata(admin: Any, target: SystemStream) -> Any:
     try:
         return admin.get_system_stream_metadata([target.stream])[target.stream]
     except (StreamNotFoundError, KeyError):
-        raise StreamNotFoundError(
-            target.system, target.stream,
-            f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N",
-        ) from None
+        near = _nearest_stream(admin, target.stream)
+        hint = (f"did you mean {target.system}.{near}?" if near else
+                f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N")
+        raise StreamNotFoundError(target.system, target.stream, hint) from None
+
+
+def _nearest_stream(admin: Any, name: str) -> str | None:
+    """The existing stream whose name is closest to ``name`` (a typo), if the system can list them."""
+    lister = getattr(admin, "list_streams", None)
+    if lister is None:
+        return None
+    close = difflib.get_close_matches(name, [n for n in lister() if not n.startswith("__")], n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def describe(config: Config, target: SystemStream) -> int:
@@ -200,8 +212,6 @@ def _decode(serde: Any, data: bytes | None) -> str:
 
 
 def tail(config: Config, target: SystemStream, per_partition: int) -> int:
-    from samza_dagster.system import SystemStreamPartition
-
     factory = system_factory(config, target.system)
     with _admin(config, target.system) as admin:
         md = _metadata(admin, target)
@@ -223,7 +233,7 @@ def tail(config: Config, target: SystemStream, per_partition: int) -> int:
         try:
             while wanted:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(
+                    raise ReadTimeoutError(
                         f"{target.system}.{target.stream}: partitions {sorted(s.partition for s in wanted)} "
                         f"not read to their newest offset within {TAIL_TIMEOUT_S:.0f} s"
                     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.properties import load_properties
 
 T = TypeVar("T")
 
@@ -57,8 +58,6 @@ class Config(Mapping[str, str]):
     @classmethod
     def from_properties(cls, path: str | Path) -> Config:
         """Load a Java-style .properties file (see :mod:`samza_dagster.config.properties`)."""
-        from samza_dagster.config.properties import load_properties
-
         return cls(load_properties(path))
 
     def with_overrides(self, overrides: Mapping[str, object]) -> Config:

@@ -1,16 +1,16 @@
-"""Typed view over the ``job.*`` keys."""
+"""Typed view over the ``job.*`` keys (defined in :mod:`samza_dagster.config.keys`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
-from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.keys import GROUPERS, JOB_FACTORIES
 
-JOB_FACTORIES = ("thread", "process", "spark")
-GROUPERS = ("group-by-partition", "group-by-system-stream-partition")
-DEFAULT_SYSTEM = "log"
-MAX_INFERRED_PARTITIONS = 256
+__all__ = ["GROUPERS", "JOB_FACTORIES", "DEFAULT_SYSTEM", "JobConfig"]
+
+DEFAULT_SYSTEM: str = keys.JOB_DEFAULT_SYSTEM.default
 
 
 @dataclass(frozen=True)
@@ -19,47 +19,36 @@ class JobConfig:
 
     @property
     def name(self) -> str:
-        return self.config.get_required("job.name")
+        return self.config.get_required(keys.JOB_NAME.name)
 
     @property
     def id(self) -> str:
-        return self.config.get_str("job.id", "1") or "1"
+        return keys.JOB_ID.get(self.config)
 
     @property
     def factory(self) -> str:
-        return self.config.get_choice("job.factory.class", JOB_FACTORIES, "spark") or "spark"
+        return keys.JOB_FACTORY_CLASS.get(self.config)
 
     @property
     def container_count(self) -> int:
-        count = self.config.get_int("job.container.count", 1) or 1
-        if count < 1:
-            raise ConfigError(f"job.container.count must be at least 1, got {count}", key="job.container.count")
-        return count
+        return keys.JOB_CONTAINER_COUNT.get(self.config)
 
     @property
     def thread_pool_size(self) -> int:
-        size = self.config.get_int("job.container.thread.pool.size", 0) or 0
-        if size < 0:
-            raise ConfigError(
-                f"job.container.thread.pool.size must be >= 0, got {size}", key="job.container.thread.pool.size"
-            )
-        return size
+        return keys.JOB_CONTAINER_THREAD_POOL_SIZE.get(self.config)
 
     @property
     def default_system(self) -> str:
-        return self.config.get_str("job.default.system") or DEFAULT_SYSTEM
+        return keys.JOB_DEFAULT_SYSTEM.get(self.config)
 
     @property
     def coordinator_system(self) -> str:
-        return self.config.get_str("job.coordinator.system") or self.default_system
+        return keys.JOB_COORDINATOR_SYSTEM.get(self.config) or self.default_system
 
     @property
     def intermediate_stream_partitions(self) -> int | None:
-        return self.config.get_int("job.intermediate.stream.partitions")
+        return keys.JOB_INTERMEDIATE_STREAM_PARTITIONS.get(self.config)
 
     @property
     def grouper(self) -> str:
-        return (
-            self.config.get_choice("job.systemstreampartition.grouper.factory", GROUPERS, GROUPERS[0])
-            or GROUPERS[0]
-        )
+        return keys.JOB_GROUPER.get(self.config)

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStream
 
 
-#: ``systems.<s>.samza.fetch.threshold``: envelopes a container buffers from a system in all
-DEFAULT_FETCH_THRESHOLD = 50_000
-#: ``systems.<s>.samza.fetch.threshold.bytes``: bytes of them
-DEFAULT_FETCH_THRESHOLD_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -36,14 +33,13 @@ class SystemConfig:
         return names
 
     def factory(self, system: str) -> str | None:
-        return self.config.get_str(f"systems.{system}.samza.factory")
+        return keys.SYSTEM_FACTORY.get(self.config, system=system)
 
     def system_subset(self, system: str) -> Config:
         return self.config.subset(f"systems.{system}.")
 
     def offset_default(self, system: str) -> str:
-        key = f"systems.{system}.samza.offset.default"
-        return self.config.get_choice(key, ("oldest", "upcoming"), "oldest") or "oldest"
+        return keys.SYSTEM_OFFSET_DEFAULT.get(self.config, system=system)
 
     def fetch_threshold(self, system: str) -> tuple[int | None, int | None]:
         """``(messages, bytes)``: how many envelopes, and how many bytes of them, a container may
@@ -51,11 +47,10 @@ class SystemConfig:
         50,000 as in Samza; ``systems.<s>.samza.fetch.threshold.bytes``, default 64 MiB — Samza
         leaves it off). -1 turns a bound off. ConfigError names a key that is 0 or below -1."""
         bounds: list[int | None] = []
-        for suffix, default in (("", DEFAULT_FETCH_THRESHOLD), (".bytes", DEFAULT_FETCH_THRESHOLD_BYTES)):
-            key = f"systems.{system}.samza.fetch.threshold{suffix}"
-            value = self.config.get_int(key, default)
-            assert value is not None
-            if value == 0 or value < -1:
+        for definition in (keys.SYSTEM_FETCH_THRESHOLD, keys.SYSTEM_FETCH_THRESHOLD_BYTES):
+            value = definition.get(self.config, system=system)
+            if value == 0:
+                key = definition.key(system=system)
                 raise ConfigError(f"config key {key!r} must be positive, or -1 for no bound; got {value}", key=key)
             bounds.append(None if value == -1 else value)
         return bounds[0], bounds[1]
@@ -80,10 +75,10 @@ class StreamConfig:
         return ids
 
     def system_of(self, stream_id: str, default_system: str | None = None) -> str | None:
-        return self.config.get_str(f"streams.{stream_id}.samza.system") or default_system
+        return keys.STREAM_SYSTEM.get(self.config, stream_id=stream_id) or default_system
 
     def physical_name(self, stream_id: str) -> str:
-        return self.config.get_str(f"streams.{stream_id}.samza.physical.name") or stream_id
+        return keys.STREAM_PHYSICAL_NAME.get(self.config, stream_id=stream_id) or stream_id
 
     def system_stream(self, stream_id: str, default_system: str) -> SystemStream:
         system = self.system_of(stream_id, default_system)
@@ -101,7 +96,7 @@ class StreamConfig:
 
     def get_property(self, system_stream: SystemStream, prop: str, default: str | None = None) -> str | None:
         """A stream property, looked up in the order the module docstring gives."""
-        for sid in self.stream_ids_for(system_stream, self.config.get_str("job.default.system") or "log"):
+        for sid in self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config)):
             value = self.config.get_str(f"streams.{sid}.{prop}")
             if value is not None:
                 return value
@@ -113,7 +108,7 @@ class StreamConfig:
 
     def property_key(self, system_stream: SystemStream, prop: str) -> str:
         """The key a user most likely set for this property, for error messages."""
-        for sid in self.stream_ids_for(system_stream, self.config.get_str("job.default.system") or "log"):
+        for sid in self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config)):
             key = f"streams.{sid}.{prop}"
             if key in self.config:
                 return key
@@ -127,35 +122,35 @@ class StreamConfig:
         return Config({key: raw}).get_bool(key)
 
     def is_bootstrap(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, "samza.bootstrap")
+        return self._bool(system_stream, keys.STREAM_BOOTSTRAP.prop)
 
     def is_bounded(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, "samza.bounded")
+        return self._bool(system_stream, keys.STREAM_BOUNDED.prop)
 
     def is_reset_offset(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, "samza.reset.offset")
+        return self._bool(system_stream, keys.STREAM_RESET_OFFSET.prop)
 
     def priority(self, system_stream: SystemStream) -> int | None:
-        raw = self.get_property(system_stream, "samza.priority")
+        raw = self.get_property(system_stream, keys.STREAM_PRIORITY.prop)
         if raw is None or raw.strip() == "":
             return None
         try:
             return int(raw.strip())
         except ValueError:
-            key = self.property_key(system_stream, "samza.priority")
+            key = self.property_key(system_stream, keys.STREAM_PRIORITY.prop)
             raise ConfigError(f"config key {key!r} must be an integer, got {raw!r}", key=key) from None
 
     def offset_default(self, system_stream: SystemStream) -> str:
-        raw = self.get_property(system_stream, "samza.offset.default")
+        raw = self.get_property(system_stream, keys.STREAM_OFFSET_DEFAULT.prop)
         if raw is None:
-            raw = self.config.get_str(f"systems.{system_stream.system}.samza.offset.default", "oldest")
+            raw = keys.SYSTEM_OFFSET_DEFAULT.get(self.config, system=system_stream.system)
         if raw not in ("oldest", "upcoming"):
-            key = self.property_key(system_stream, "samza.offset.default")
+            key = self.property_key(system_stream, keys.STREAM_OFFSET_DEFAULT.prop)
             raise ConfigError(f"config key {key!r} must be oldest or upcoming, got {raw!r}", key=key)
         return raw
 
     def partitions(self, stream_id: str) -> int | None:
-        return self.config.get_int(f"streams.{stream_id}.partitions")
+        return keys.STREAM_PARTITIONS.get(self.config, stream_id=stream_id)
 
 
 @dataclass(frozen=True)
@@ -172,35 +167,31 @@ class StorageConfig:
         return names
 
     def factory(self, store: str) -> str:
-        return self.config.get_choice(f"stores.{store}.factory", ("rocksdb", "inmemory"), "rocksdb") or "rocksdb"
+        return keys.STORE_FACTORY.get(self.config, store=store)
 
     def changelog(self, store: str, default_system: str) -> SystemStream | None:
         """``stores.<store>.changelog``: ``system.stream`` or a bare stream on the default system."""
-        raw = self.config.get_str(f"stores.{store}.changelog")
+        raw = keys.STORE_CHANGELOG.get(self.config, store=store)
         if not raw:
             return None
         system, sep, stream = raw.partition(".")
         if not sep:
             return SystemStream(default_system, raw)
         if not system or not stream:
-            key = f"stores.{store}.changelog"
+            key = keys.STORE_CHANGELOG.key(store=store)
             raise ConfigError(f"config key {key!r}: expected system.stream, got {raw!r}", key=key)
         return SystemStream(system, stream)
 
     def key_serde(self, store: str) -> str | None:
-        return self.config.get_str(f"stores.{store}.key.serde")
+        return keys.STORE_KEY_SERDE.get(self.config, store=store)
 
     def msg_serde(self, store: str) -> str | None:
-        return self.config.get_str(f"stores.{store}.msg.serde")
+        return keys.STORE_MSG_SERDE.get(self.config, store=store)
 
     def side_inputs(self, store: str) -> list[str]:
-        return self.config.get_list(f"stores.{store}.side.inputs")
+        return self.config.get_list(keys.STORE_SIDE_INPUTS.key(store=store))
 
-    def container_cache_size_bytes(self, store: str, default: int) -> int:
+    def container_cache_size_bytes(self, store: str) -> int:
         """``stores.<store>.container.cache.size.bytes``: the RocksDB block cache of the store
         in one container, shared by all its tasks (Samza's key)."""
-        key = f"stores.{store}.container.cache.size.bytes"
-        value = self.config.get_int(key, default)
-        if value is None or value < 0:
-            raise ConfigError(f"config key {key!r}: expected a number of bytes >= 0, got {value!r}", key=key)
-        return value
+        return keys.STORE_CONTAINER_CACHE_SIZE_BYTES.get(self.config, store=store)

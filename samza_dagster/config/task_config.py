@@ -1,9 +1,10 @@
-"""Typed view over the ``task.*`` keys."""
+"""Typed view over the ``task.*`` keys (defined in :mod:`samza_dagster.config.keys`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStream
@@ -16,64 +17,58 @@ class TaskConfig:
     @property
     def inputs(self) -> list[SystemStream]:
         """``task.inputs`` as SystemStreams; each entry must be ``system.stream``."""
-        result = []
-        for entry in self.config.get_list("task.inputs"):
-            result.append(parse_system_stream(entry, key="task.inputs"))
-        return result
+        return [parse_system_stream(entry, key=keys.TASK_INPUTS.name) for entry in keys.TASK_INPUTS.get(self.config)]
 
     @property
     def task_class(self) -> str | None:
-        return self.config.get_str("task.class")
+        return keys.TASK_CLASS.get(self.config)
 
     @property
     def window_ms(self) -> int:
-        return self.config.get_int("task.window.ms", -1) or -1
+        return keys.TASK_WINDOW_MS.get(self.config) or keys.TASK_WINDOW_MS.default  # 0: never, as -1
 
     @property
     def commit_ms(self) -> int:
-        return self.config.get_int("task.commit.ms", 60_000) or 60_000
+        return keys.TASK_COMMIT_MS.get(self.config) or keys.TASK_COMMIT_MS.default  # 0: the default
 
     @property
     def max_concurrency(self) -> int:
-        value = self.config.get_int("task.max.concurrency", 1) or 1
-        if value < 1:
-            raise ConfigError(f"task.max.concurrency must be at least 1, got {value}", key="task.max.concurrency")
-        return value
+        return keys.TASK_MAX_CONCURRENCY.get(self.config)
 
     @property
     def callback_timeout_ms(self) -> int:
-        return self.config.get_int("task.callback.timeout.ms", -1) or -1
+        return keys.TASK_CALLBACK_TIMEOUT_MS.get(self.config) or keys.TASK_CALLBACK_TIMEOUT_MS.default  # 0: no limit
 
     @property
     def chooser_class(self) -> str | None:
-        return self.config.get_str("task.chooser.class")
+        return keys.TASK_CHOOSER_CLASS.get(self.config)
 
     @property
     def consumer_batch_size(self) -> int:
-        return self.config.get_int("task.consumer.batch.size", 1) or 1
+        return keys.TASK_CONSUMER_BATCH_SIZE.get(self.config)
 
     @property
     def drop_deserialization_errors(self) -> bool:
-        return self.config.get_bool("task.drop.deserialization.errors", False)
+        return keys.TASK_DROP_DESERIALIZATION_ERRORS.get(self.config)
 
     @property
     def shutdown_ms(self) -> int:
-        return self.config.get_int("task.shutdown.ms", 30_000) or 30_000
+        return keys.TASK_SHUTDOWN_MS.get(self.config) or keys.TASK_SHUTDOWN_MS.default  # 0: the default
 
     @property
     def checkpoint_system(self) -> str | None:
-        return self.config.get_str("task.checkpoint.system")
+        return keys.TASK_CHECKPOINT_SYSTEM.get(self.config)
 
     def legacy_priorities(self) -> dict[SystemStream, int]:
         """``task.chooser.priorities.<system>.<stream>=<int>``."""
-        prefix = "task.chooser.priorities."
+        prefix = keys.TASK_CHOOSER_PRIORITY.name.split("<", 1)[0]
         result: dict[SystemStream, int] = {}
         for key in self.config:
             if key.startswith(prefix):
                 stream = parse_system_stream(key[len(prefix):], key=key)
-                value = self.config.get_int(key)
-                assert value is not None
-                result[stream] = value
+                value = keys.TASK_CHOOSER_PRIORITY.read(self.config, key)
+                if value is not None:  # set but blank: no priority
+                    result[stream] = value
         return result
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.checkpoint.manager import CheckpointManager
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig, SystemConfig
@@ -42,6 +43,9 @@ from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir
+from samza_dagster.system.chooser import DefaultChooser
+from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
+from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.system.ssp_metadata import ssp_metadata
 from samza_dagster.model import SystemStream, SystemStreamPartition
@@ -280,15 +284,13 @@ class SamzaContainer:
         self, plan: ContainerPlan, metadata: dict[SystemStream, Any], starting: dict[SystemStreamPartition, str]
     ) -> None:
         """SystemConsumers over one consumer per input system, with the chooser."""
-        from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
-
         for system in plan.input_systems:
             consumer = self._consumers_by_system[system] = self._new_consumer(system)
             snapshot = getattr(consumer, "metrics_snapshot", None)
             if callable(snapshot):  # a system consumer's own counters (the Kafka one's parking, librdkafka's fetches)
                 self._consumer_metrics[f"consumer-{system}"] = snapshot
         kwargs: dict[str, Any] = {}
-        buffer = self.config.get_int("samza.container.buffer.capacity.per.ssp")
+        buffer = keys.CONTAINER_BUFFER_CAPACITY.get(self.config)
         if buffer:
             kwargs["buffer_capacity_per_ssp"] = buffer
         systems = SystemConfig(self.config)
@@ -314,14 +316,11 @@ class SamzaContainer:
             max_concurrency=task_cfg.max_concurrency,
             callback_timeout_ms=task_cfg.callback_timeout_ms,
             metrics=self.metrics,
-            timer_enabled=self.config.get_bool("metrics.timer.enabled", True),
+            timer_enabled=keys.METRICS_TIMER_ENABLED.get(self.config),
             shutdown_ms=task_cfg.shutdown_ms,
         )
 
     def _chooser(self, metadata: dict[SystemStream, Any]) -> Any:
-        from samza_dagster.system.chooser import DefaultChooser
-        from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
-
         factory = load_chooser_factory(self.config)
         if factory is not None:
             return chooser_from_factory(factory, self.config, None)

@@ -19,11 +19,12 @@ import base64
 import json
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 
-DLQ_KEY = "task.dlq.stream"
+DLQ_KEY = keys.TASK_DLQ_STREAM.name
 
 
 def dead_letter_stream(config: Config) -> SystemStream | None:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import sys
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 
-SWITCH_INTERVAL_KEY = "job.container.switch.interval.us"
-DEFAULT_SWITCH_INTERVAL_US = 500
+SWITCH_INTERVAL_KEY = keys.JOB_CONTAINER_SWITCH_INTERVAL_US.name
+DEFAULT_SWITCH_INTERVAL_US: int = keys.JOB_CONTAINER_SWITCH_INTERVAL_US.default
 
 
 def apply_switch_interval(config: Config) -> float:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.container.offset_reset import admin_cleanup_policy, out_of_range_start
@@ -46,7 +47,7 @@ from samza_dagster.serde.registry import SerdeRegistry, load_class
 
 log = logging.getLogger(__name__)
 
-PROCESSOR_KEY = "stores.{store}.side.inputs.processor.factory"
+PROCESSOR_KEY = keys.STORE_SIDE_INPUTS_PROCESSOR
 OFFSETS_FILE = "side-input-offsets.json"
 #: how long the following thread waits in one poll; bounds the delay of an update when idle
 FOLLOW_POLL_S = 0.05
@@ -61,6 +62,11 @@ class SideInputError(SamzaError):
     """A side-input partition could not be read or applied; names the store and partition."""
 
 
+class SideInputOffsetsError(SideInputError, ValueError):
+    """The offsets kept beside a side-input store are malformed; names what is wrong (the caller
+    adds the file: it warns and reads the side inputs again from the oldest offsets)."""
+
+
 class IdentityProcessor:
     """The message's key and value, as they are."""
 
@@ -69,7 +75,7 @@ class IdentityProcessor:
 
 
 def processor_from_config(config: Config, store: str) -> SideInputsProcessor | None:
-    key = PROCESSOR_KEY.format(store=store)
+    key = PROCESSOR_KEY.key(store=store)
     path = config.get_str(key)
     if not path:
         return None
@@ -127,9 +133,9 @@ class SideInputStore:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise ValueError(f"not JSON ({exc})") from exc
+            raise SideInputOffsetsError(f"not JSON ({exc})") from exc
         if not isinstance(data, dict):
-            raise ValueError(f"expected a JSON object of partition -> offset, found a JSON {type(data).__name__}")
+            raise SideInputOffsetsError(f"expected a JSON object of partition -> offset, found a JSON {type(data).__name__}")
         offsets: dict[SystemStreamPartition, str] = {}
         for ssp in self.ssps:
             key = _ssp_key(ssp)
@@ -137,11 +143,11 @@ class SideInputStore:
                 continue
             value = data[key]
             if not isinstance(value, str):
-                raise ValueError(f"the offset of {key} is {json.dumps(value)}, not an offset string")
+                raise SideInputOffsetsError(f"the offset of {key} is {json.dumps(value)}, not an offset string")
             try:
                 check_offset(ssp, value)
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"the offset of {key} is {value!r}, not an offset of system {ssp.system!r} ({exc})") from exc
+                raise SideInputOffsetsError(f"the offset of {key} is {value!r}, not an offset of system {ssp.system!r} ({exc})") from exc
             offsets[ssp] = value
         return offsets
 

@@ -19,13 +19,6 @@ class ContainerStatus(str, enum.Enum):
     def exit_code(self) -> int:
         return _EXIT_CODES[self]
 
-    @classmethod
-    def from_exit_code(cls, code: int) -> ContainerStatus:
-        for status, value in _EXIT_CODES.items():
-            if value == code and status is not cls.SHUTDOWN:
-                return status
-        return cls.FAILED
-
 
 _EXIT_CODES = {
     ContainerStatus.COMPLETED: 0,

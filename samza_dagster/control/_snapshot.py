@@ -6,7 +6,7 @@ splits it):
 
     {"<system>.<stream>": {"totalTasks": <int>, "partitions": {"<partition>": {...}}}}
 
-The per-partition body is the design's EndOfStreamCheckpoint (``tasks``) or
+The per-partition body is Samza's EndOfStreamCheckpoint (``tasks``) or
 WatermarkCheckpoint (``tasksToEventTime``), plus what a restore needs that the task set
 alone cannot tell (``endOfStream`` / ``watermark``: a partition ended, or advanced, by a
 system's own message, which names no task).

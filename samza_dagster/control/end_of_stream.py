@@ -89,7 +89,7 @@ class EndOfStreamStates(ProducerTaskStates):
     # -- checkpoint ---------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly snapshot (the design's EndOfStreamCheckpoint per stream)."""
+        """JSON-friendly snapshot (Samza's EndOfStreamCheckpoint per stream)."""
         out: dict[str, Any] = {}
         for ssp, state in self._states.items():
             entry = out.setdefault(stream_id(ssp), {"totalTasks": state.expected, "partitions": {}})

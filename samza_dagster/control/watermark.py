@@ -89,7 +89,7 @@ class WatermarkStates(ProducerTaskStates):
     # -- checkpoint ---------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly snapshot (the design's WatermarkCheckpoint per stream)."""
+        """JSON-friendly snapshot (Samza's WatermarkCheckpoint per stream)."""
         out: dict[str, Any] = {}
         for ssp, state in self._states.items():
             entry = out.setdefault(stream_id(ssp), {"totalTasks": state.expected, "partitions": {}})

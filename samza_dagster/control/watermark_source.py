@@ -16,10 +16,6 @@ from collections.abc import Iterable
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
 from samza_dagster.model import SystemStreamPartition
 
-ALLOWED_LATENESS_KEY = "task.watermark.allowed.lateness.ms"
-INTERVAL_KEY = "task.watermark.interval.ms"
-DEFAULT_INTERVAL_MS = 200
-
 
 class InputWatermarks:
     __slots__ = ("lateness", "max_event_time", "published")

@@ -8,6 +8,7 @@ import threading
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.coordinator.job_coordinator import JobCoordinator
 from samza_dagster.coordinator.messages import SET_CONFIG, CoordinatorStreamMessage
 from samza_dagster.coordinator.stream import CoordinatorStreamLocation, CoordinatorStreamReader, CoordinatorStreamWriter
 from samza_dagster.coordinator.submission import check_set_once
@@ -55,8 +56,6 @@ def run_coordinator_stream_writer(
 def run_job_coordinator(config: Config, host: str = "127.0.0.1", port: int = 0) -> None:
     """Run a JobCoordinator until SIGINT or SIGTERM; prints its URL (a line ``SAMZA_COORDINATOR_URL=<url>``
     that scripts can eval) once it serves."""
-    from samza_dagster.coordinator.job_coordinator import JobCoordinator
-
     done = threading.Event()
     previous = {}
 

@@ -15,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from samza_dagster.config import keys
+
 log = logging.getLogger(__name__)
 
-TOKEN_KEY = "job.coordinator.http.token"
+TOKEN_KEY = keys.JOB_COORDINATOR_HTTP_TOKEN.name
 VERSION_HEADER = "X-Samza-JobModel-Version"
 
 

@@ -17,8 +17,10 @@ import socket
 import threading
 from collections.abc import Iterable, Mapping
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import mask_config
+from samza_dagster.coordinator.errors import CoordinatorNotStartedError
 from samza_dagster.coordinator.http import TOKEN_KEY, CoordinatorHttpServer, ServedModel
 from samza_dagster.coordinator.job_model import JobModel
 from samza_dagster.coordinator.messages import SET_CHANGELOG, SET_INPUT_PARTITIONS, CoordinatorStreamMessage
@@ -38,8 +40,8 @@ from samza_dagster.system.protocols import SystemAdmin
 
 log = logging.getLogger(__name__)
 
-MONITOR_INTERVAL_KEY = "job.coordinator.monitor.interval.ms"
-DEFAULT_MONITOR_INTERVAL_MS = 10_000
+MONITOR_INTERVAL_KEY = keys.JOB_COORDINATOR_MONITOR_INTERVAL_MS.name
+DEFAULT_MONITOR_INTERVAL_MS: int = keys.JOB_COORDINATOR_MONITOR_INTERVAL_MS.default
 SOURCE = "job-coordinator"
 
 
@@ -160,7 +162,7 @@ class JobCoordinator:
     def job_model(self) -> JobModel:
         model = self._model
         if model is None:
-            raise RuntimeError("the job coordinator has not started")
+            raise CoordinatorNotStartedError("the job coordinator has not started")
         return model
 
     @property

@@ -8,6 +8,7 @@ from typing import Any
 
 from samza_dagster.codec import from_wire, to_wire
 from samza_dagster.config.config import Config
+from samza_dagster.config.secrets import mask_config
 from samza_dagster.model import SystemStreamPartition
 
 
@@ -55,8 +56,6 @@ class JobModel:
     def to_dict(self, mask_secrets: bool = True) -> dict[str, Any]:
         data = to_wire(self)
         if mask_secrets:
-            from samza_dagster.config.secrets import mask_config
-
             data["config"] = mask_config(data["config"])
         return data
 

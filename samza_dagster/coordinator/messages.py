@@ -32,7 +32,6 @@ SET_CONTAINER_HOST_ASSIGNMENT = "set-container-host-assignment"
 SET_INPUT_PARTITIONS = "set-input-partitions"
 #: A startpoint (``startpoint.py``): values name the partition (and task) and hold the startpoint.
 SET_STARTPOINT = "set-startpoint"
-MESSAGE_TYPES = (SET_CONFIG, SET_CHANGELOG, SET_CONTAINER_HOST_ASSIGNMENT, SET_INPUT_PARTITIONS, SET_STARTPOINT)
 
 _COMPACT = (",", ":")
 

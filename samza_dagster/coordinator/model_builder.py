@@ -15,6 +15,7 @@ from samza_dagster.coordinator.groupers import (
     ssp_grouper,
 )
 from samza_dagster.coordinator.job_model import ContainerModel, JobModel, TaskModel
+from samza_dagster.coordinator.stream import close_admin
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.system.protocols import SystemAdmin
@@ -42,8 +43,6 @@ def input_partition_counts(
     caller that rebuilds models (the JobCoordinator) reuses them and closes them once.
     Raises the system's StreamNotFoundError (naming the stream) for a stream that does not exist.
     """
-    from samza_dagster.coordinator.stream import close_admin
-
     by_system: dict[str, list[str]] = {}
     for ss in streams:
         names = by_system.setdefault(ss.system, [])

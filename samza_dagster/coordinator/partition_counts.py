@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.coordinator.messages import CoordinatorStreamMessage
 from samza_dagster.model import SystemStream
@@ -20,7 +21,7 @@ from samza_dagster.model import SystemStream
 #: Launch-only: accept changed set-once config and input partition counts of a stateful job.
 #: Read by the job coordinator from the config it is started with and never written to the
 #: coordinator stream, so it applies to the one launch that sets it (CLI: ``run --force-reset``).
-FORCE_RESET_KEY = "job.coordinator.force.reset"
+FORCE_RESET_KEY = keys.JOB_COORDINATOR_FORCE_RESET.name
 
 
 class InputPartitionCountChangedError(ConfigError):

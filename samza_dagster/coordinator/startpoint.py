@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from samza_dagster.errors import SamzaError
@@ -140,8 +141,6 @@ def parse_timestamp_value(raw: Any) -> int:
         if text.lstrip("-").isdigit():
             value = int(text)
         else:
-            from datetime import datetime, timezone
-
             try:
                 when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
             except ValueError:

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from samza_dagster.config.config import Config
 from samza_dagster.coordinator.messages import (
     SET_CHANGELOG,
     SET_CONFIG,
@@ -84,8 +83,6 @@ class CoordinatorStreamState:
         for offset, message in messages:
             self.apply(message, offset)
 
-    def config_view(self) -> Config:
-        return Config(self.config)
 
     def copy(self) -> CoordinatorStreamState:
         return CoordinatorStreamState(

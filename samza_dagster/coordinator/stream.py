@@ -11,6 +11,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.coordinator.messages import (
@@ -20,6 +21,7 @@ from samza_dagster.coordinator.messages import (
 )
 from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.errors import SamzaError
+from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import (
     OutgoingMessageEnvelope,
@@ -32,8 +34,8 @@ from samza_dagster.system.protocols import SystemAdmin, SystemConsumer
 log = logging.getLogger(__name__)
 
 #: How long a catch-up read may take to reach the head it saw before it gives up.
-READ_TIMEOUT_KEY = "job.coordinator.stream.read.timeout.ms"
-DEFAULT_READ_TIMEOUT_MS = 30_000
+READ_TIMEOUT_KEY = keys.JOB_COORDINATOR_STREAM_READ_TIMEOUT_MS.name
+DEFAULT_READ_TIMEOUT_MS: int = keys.JOB_COORDINATOR_STREAM_READ_TIMEOUT_MS.default
 STREAM_PROPERTIES = {"cleanup.policy": "compact"}
 
 
@@ -237,8 +239,6 @@ def _decode(key: object, value: object, offset: str, where: CoordinatorStreamLoc
 
 def read_coordinator_stream(config: Config) -> CoordinatorStreamState:
     """The whole stream folded into its state (an empty state if the stream does not exist)."""
-    from samza_dagster.system.errors import StreamNotFoundError
-
     try:
         with CoordinatorStreamReader(config) as reader:
             state, _ = reader.read_state()

@@ -17,6 +17,7 @@ import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import GROUPERS
@@ -26,7 +27,7 @@ from samza_dagster.coordinator.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream import CoordinatorStreamReader, CoordinatorStreamWriter
 
 SOURCE = "job-submission"
-GROUPER_KEY = "job.systemstreampartition.grouper.factory"
+GROUPER_KEY = keys.JOB_GROUPER.name
 #: Keys (glob patterns) that may only be set once for a stateful job.
 SET_ONCE_PATTERNS = (GROUPER_KEY, "stores.*.changelog", "streams.*.partitions")
 #: Defaults a missing set-once key stands for, so "unset" → "the default" is no change.

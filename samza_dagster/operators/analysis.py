@@ -10,7 +10,6 @@ from collections.abc import Iterable
 
 from samza_dagster.application.app import StreamApplicationDescriptor
 from samza_dagster.application.specs import (
-    InputOperatorSpec,
     JoinOperatorSpec,
     OperatorSpec,
     WindowOperatorSpec,
@@ -72,5 +71,3 @@ def operator_stores(app: StreamApplicationDescriptor, op_ids: set[str]) -> dict[
     return stores
 
 
-def is_input(spec: OperatorSpec) -> bool:
-    return isinstance(spec, InputOperatorSpec)

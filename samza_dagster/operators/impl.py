@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from samza_dagster.application.kv import KV
 from samza_dagster.application.windows import EVENT_TIME, SESSION, WindowPane
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 
@@ -318,5 +317,3 @@ class WindowOperator:
         self.fire_until(float("inf"))  # type: ignore[arg-type]
 
 
-def kv_input(nxt: Next) -> Callable[[Any, Any], None]:
-    return lambda key, message: nxt(KV(key, message))

@@ -37,18 +37,18 @@ from typing import Any
 from samza_dagster.application.app import StreamApplicationDescriptor
 from samza_dagster.application.specs import OperatorSpec, PartitionByOperatorSpec, TableSpec
 from samza_dagster.config import Config, ConfigError
+from samza_dagster.config import keys
 from samza_dagster.config.system_config import StreamConfig
-from samza_dagster.control.watermark_source import DEFAULT_INTERVAL_MS, INTERVAL_KEY
+from samza_dagster.container import SamzaContainer
 from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
+from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import StreamSpec, SystemStream
 
-STAGE_KEY = "app.stage"
-ORIGINAL_JOB_NAME_KEY = "app.stage.application.job.name"
-STORE_FACTORY_KEY = "app.store.factory"
-JOIN_TIME_KEY = "app.join.time"
+STAGE_KEY = keys.APP_STAGE.name
+ORIGINAL_JOB_NAME_KEY = keys.APP_STAGE_JOB_NAME.name
 #: serde of the operators' own stores (window, join, table state) unless stores.<s>.*.serde names one
 OPERATOR_STORE_SERDE = "msgpack"
 
@@ -162,7 +162,7 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
     plan = plan_from_config(plan_cfg)
     descriptor = plan.descriptor
     if descriptor is None:
-        raise ConfigError("config key 'app.class' is not set: the operator runtime runs high-level applications", key="app.class")
+        raise ConfigError(f"config key {keys.APP_CLASS.name!r} is not set: the operator runtime runs high-level applications", key=keys.APP_CLASS.name)
     all_ids = {s.op_id for s in descriptor.input_operators.values()} | set(descriptor.operators)
     stage_raw = cfg.get_str(STAGE_KEY)
     stage_id = None
@@ -184,7 +184,7 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
 
     job_name = descriptor.job_name
     run_name = f"{job_name}-{stage_id}" if stage_id else job_name
-    default_system = cfg.get_str("job.default.system") or descriptor.default_system
+    default_system = cfg.get_str(keys.JOB_DEFAULT_SYSTEM.name) or descriptor.default_system  # unset: the descriptor's
     overrides: dict[str, str] = {}
     specs: list[StreamSpec] = []
     for sid, count in plan.intermediate_streams.items():
@@ -197,7 +197,7 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
             overrides[prefix + "samza.key.serde"] = "bytes"
             overrides[prefix + "samza.offset.default"] = "oldest"
     overrides.update(_descriptor_serde_overrides(cfg, descriptor, default_system))
-    factory = cfg.get_str(STORE_FACTORY_KEY) or "rocksdb"
+    factory = keys.APP_STORE_FACTORY.get(cfg)
     for name, logged in operator_stores(descriptor, op_ids).items():
         overrides[f"stores.{name}.factory"] = factory
         # the operators' own state: typed JSON, never pickle (which runs code named by the bytes
@@ -210,19 +210,18 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
         overrides[f"stores.{store_name('table-' + table.table_id)}.side.inputs"] = ",".join(
             f"{table.side_input_systems[s]}.{table.side_input_physical_names[s]}" for s in table.side_inputs
         )
-    if not cfg.get_str("task.window.ms"):
-        overrides["task.window.ms"] = str(cfg.get_int(INTERVAL_KEY, DEFAULT_INTERVAL_MS) or DEFAULT_INTERVAL_MS)
+    if not cfg.get_str(keys.TASK_WINDOW_MS.name):
+        overrides[keys.TASK_WINDOW_MS.name] = str(keys.TASK_WATERMARK_INTERVAL_MS.get(cfg))
     if stage_id:
         overrides["job.name"] = run_name
         overrides[ORIGINAL_JOB_NAME_KEY] = job_name
-    join_time = cfg.get_choice(JOIN_TIME_KEY, ("processing", "event"), "processing")
+    join_time = keys.APP_JOIN_TIME.get(cfg)
     run_config = cfg.with_overrides(overrides)
     specs_all = descriptor.all_operator_specs()
     prepared = PreparedApplication(
         run_config, plan, descriptor, stage_id, op_ids, input_streams, side_inputs, specs,
         upstream_inputs(descriptor), topological(specs_all), side_tables, join_time == "event",
     )
-    from samza_dagster.operators.task import OperatorTaskFactory
 
     prepared.task_factory = OperatorTaskFactory(prepared)
     if create_streams:
@@ -251,6 +250,4 @@ def _descriptor_serde_overrides(cfg: Config, descriptor: StreamApplicationDescri
 
 def create_container(prepared: PreparedApplication, container_id: str, job_model: Any, **kwargs: Any) -> Any:
     """A SamzaContainer running the application's operator tasks."""
-    from samza_dagster.container import SamzaContainer
-
     return SamzaContainer(container_id, job_model, task_factory=prepared.task_factory, **kwargs)

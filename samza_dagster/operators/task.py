@@ -35,16 +35,16 @@ from samza_dagster.application.specs import (
     StreamTableJoinOperatorSpec,
     WindowOperatorSpec,
 )
+from samza_dagster.config import keys
 from samza_dagster.control.handler import ControlMessageHandler, IntermediateStreamDecoder
 from samza_dagster.control.sender import ControlMessageSender
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
-from samza_dagster.control.watermark_source import ALLOWED_LATENESS_KEY, InputWatermarks
+from samza_dagster.control.watermark_source import InputWatermarks
 from samza_dagster.operators import impl
 from samza_dagster.operators.analysis import store_name
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.model import SystemStream, SystemStreamPartition
 
 _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back
@@ -138,7 +138,7 @@ class OperatorTask:
         ti.control_message_handler = self.handler
         ti.checkpoint_state = self.handler.snapshot
         input_ssps = [ssp for ssp in ssps if ssp not in set(intermediate_ssps)]
-        self.input_watermarks = InputWatermarks(input_ssps, config.get_int(ALLOWED_LATENESS_KEY, 0) or 0)
+        self.input_watermarks = InputWatermarks(input_ssps, keys.TASK_WATERMARK_ALLOWED_LATENESS_MS.get(config))
         # a partition ended (a bounded input's end, or a reconciled intermediate end)
         ti.end_of_stream_listener = self._on_partition_end
         self.counters = context.metrics.counters
@@ -352,4 +352,3 @@ class OperatorTaskFactory:
         return None
 
 
-DEFAULT_INTERMEDIATE_SERDE = JsonSerde

@@ -23,7 +23,7 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.backfill import ReprocessingBackfill
-from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, _group_name, is_written, stream_assets
+from samza_dagster.orchestration.assets import DeclaredOutput, _group_name, is_written, stream_assets
 from samza_dagster.orchestration.ops import RunnerFactory, is_bounded_job, op_name, samza_job_asset
 from samza_dagster.planner import configured_plan
 from samza_dagster.orchestration.sensors import (
@@ -129,6 +129,3 @@ def failed_application_definitions(application: str, error: BaseException) -> dg
     return dg.Definitions(assets=[spec], asset_checks=[_plan_accepted])
 
 
-def stream_assets_of(config: Config, application: str, declared_outputs: Sequence[DeclaredOutput] = ()) -> StreamAssets:
-    """The stream assets of an application from its config (what tests and tools inspect)."""
-    return stream_assets(configured_plan(config), application=application, declared_outputs=declared_outputs)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
+from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.planner.plan import ExecutionPlan, StreamInfo
 
 READ_ROLES = ("bootstrap", "input", "side-input")
@@ -72,7 +73,7 @@ class DeclaredOutput:
     def parse(cls, entry: str, partitions: int = 1) -> DeclaredOutput:
         system, _, stream = entry.partition(".")
         if not system or not stream:
-            raise ValueError(f"declared output {entry!r} must be system.stream")
+            raise OrchestrationError(f"declared output {entry!r} must be system.stream")
         return cls(stream, system, stream, partitions)
 
 
@@ -87,9 +88,6 @@ class StreamAssets:
     read_specs: list[dg.AssetSpec] = field(default_factory=list)
     written_specs: list[dg.AssetSpec] = field(default_factory=list)
 
-    @property
-    def all_keys(self) -> list[dg.AssetKey]:
-        return [s.key for s in (*self.read_specs, *self.written_specs)]
 
     @property
     def written_keys(self) -> list[dg.AssetKey]:

@@ -61,6 +61,7 @@ from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.assets import _group_name, stream_key
+from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.observation import fetch_metadata, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
@@ -126,13 +127,13 @@ def reprocessing_backfill(
     scan of the source instead of one per day).
     """
     if timestamp_field is not None and select_rows is not None:
-        raise ValueError("reprocessing_backfill: pass timestamp_field or select_rows, not both")
+        raise OrchestrationError("reprocessing_backfill: pass timestamp_field or select_rows, not both")
     cfg = config if isinstance(config, Config) else Config.from_properties(config)
     plan = configured_plan(cfg)
     source = _stream(cfg, plan.streams, source_stream, "source_stream")
     batch = _stream(cfg, plan.streams, batch_stream, "batch_stream")
     if "input" not in batch.roles:
-        raise ValueError(
+        raise OrchestrationError(
             f"reprocessing_backfill: batch_stream {batch_stream!r} ({batch.system}.{batch.physical_name}) is not an "
             f"input of job {plan.job_name}; add it to its inputs (task.inputs) at a low priority"
         )
@@ -225,6 +226,7 @@ def resend_window(
     """The Spark half, usable without Dagster: read ``source`` whole, keep the rows of
     ``[start_ms, end_ms)``, re-send them into ``batch`` (created if missing). Returns
     :func:`resend_to_batch_stream`'s summary."""
+    # the spark package pulls in pyspark: loaded only for a Spark re-send
     from samza_dagster.spark import read_options, resend_to_batch_stream
 
     plain = dict(config.items())
@@ -233,7 +235,7 @@ def resend_window(
     if prepare is not None:
         rows = prepare(rows)
     if "value" not in rows.columns:
-        raise ValueError(
+        raise OrchestrationError(
             f"reprocessing {source.id} into {batch.id}: the rows to re-send have no 'value' column "
             f"(columns: {rows.columns}); prepare() must produce one (e.g. F.to_json(F.struct(...)))"
         )
@@ -246,6 +248,7 @@ def resend_window(
 
 def _time_filter(timestamp_field: str | None) -> RowSelector:
     def select(df: Any, start_ms: int, end_ms: int) -> Any:
+        # pyspark (and its JVM gateway) loads only where Spark runs
         from pyspark.sql import functions as F
 
         if timestamp_field is None:
@@ -268,7 +271,7 @@ def _stream(config: Config, streams: dict[str, StreamInfo], name: str, what: str
     system, dot, physical = name.partition(".")
     ss = SystemStream(system, physical) if dot else StreamConfig(config).system_stream(name, job.default_system or "")
     if not ss.system:
-        raise ValueError(f"reprocessing_backfill: {what} {name!r} names no system (set streams.{name}.samza.system "
+        raise OrchestrationError(f"reprocessing_backfill: {what} {name!r} names no system (set streams.{name}.samza.system "
                          "or job.default.system, or write system.stream)")
     partitions = StreamConfig(config).partitions(name) if not dot else None
     return StreamInfo(name if not dot else physical, ss.system, ss.stream, partitions, {"source"})

@@ -164,11 +164,11 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
         try:
             if spec.kind == "rewind":
                 if not spec.stream:
-                    raise ValueError("a rewind backfill needs stream (the input it rewinds)")
+                    raise SamzaComponentError("a rewind backfill needs stream (the input it rewinds)")
                 return rewind_backfill(application, cfg, stream=spec.stream, start_date=spec.start_date,
                                        end_date=spec.end_date, timezone=spec.timezone, name=spec.name)
             if not spec.source_stream or not spec.batch_stream:
-                raise ValueError("a resend backfill needs source_stream and batch_stream")
+                raise SamzaComponentError("a resend backfill needs source_stream and batch_stream")
             return reprocessing_backfill(
                 application, cfg, source_stream=spec.source_stream, batch_stream=spec.batch_stream,
                 start_date=spec.start_date, end_date=spec.end_date, timezone=spec.timezone,

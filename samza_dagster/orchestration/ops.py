@@ -31,19 +31,20 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
+from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
+from samza_dagster.runtime import create_runner
 from samza_dagster.system.errors import SystemUnavailableError
 from samza_dagster.model import StreamSpec
 from samza_dagster.runtime.result import JobResult
 
 #: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"
-SPARK_RESOURCE_KEY = "spark"
 #: builds the runner of a job's config (``samza_dagster.runtime.create_runner`` by default)
 RunnerFactory = Callable[[Config], Any]
 
@@ -59,10 +60,9 @@ def runner_for(spark: SparkResource | None, config: Config) -> tuple[Any, dict[s
     """The job's runner and metadata about how it was made: a job whose ``job.factory.class`` is
     ``spark`` (the product default) runs on the ``spark`` resource's session, so every Spark job
     of one Dagster process shares one session."""
-    from samza_dagster.runtime import create_runner
-
     if JobConfig(config).factory == "spark":
         if spark is not None:
+            # pyspark (and its JVM gateway) loads only where Spark runs
             from pyspark import SparkContext
 
             reused = SparkContext._active_spark_context is not None  # noqa: SLF001 - pyspark's own "is a session up"
@@ -97,7 +97,7 @@ def samza_job_asset(
     base = config
     settings = settings or DagsterSettings.from_config(config)
     if not assets.written_specs:
-        raise ValueError(
+        raise OrchestrationError(
             f"application {assets.application!r} writes no stream the plan knows: declare the outputs "
             "of a low-level task (declared_outputs) so the job has assets to materialize"
         )

@@ -28,6 +28,7 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.coordinator.startpoint import Startpoint, StartpointError, StartpointSpecific, StartpointTimestamp
 from samza_dagster.coordinator.startpoint_resolver import format_timestamp, resolve_startpoints
+from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.runtime.startpoints import input_stream, list_startpoints, set_startpoints
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration.assets import _group_name, stream_key
@@ -102,7 +103,7 @@ def rewind_backfill(
     plan = configured_plan(cfg)
     info = _stream(cfg, plan.streams, stream, "stream")
     if "input" not in info.roles:
-        raise ValueError(
+        raise OrchestrationError(
             f"rewind_backfill: stream {stream!r} ({info.system}.{info.physical_name}) is not an input of job "
             f"{plan.job_name}: a startpoint for it would never be applied"
         )

@@ -22,27 +22,28 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from samza_dagster.config import Config, ConfigError
+from samza_dagster.config import keys
 
-OWNERS_KEY = "dagster.owners"
-MATERIALIZATION_INTERVAL_KEY = "dagster.materialization.interval.ms"
-PROGRESS_INTERVAL_KEY = "dagster.progress.interval.ms"
-PROGRESS_MAX_INTERVAL_KEY = "dagster.progress.max.interval.ms"
-LAG_WARN_KEY = "dagster.check.lag.warn.messages"
-LAG_ERROR_KEY = "dagster.check.lag.error.messages"
-FRESHNESS_WARN_KEY = "dagster.freshness.warn.window.ms"
-FRESHNESS_FAIL_KEY = "dagster.freshness.fail.window.ms"
+OWNERS_KEY = keys.DAGSTER_OWNERS.name
+MATERIALIZATION_INTERVAL_KEY = keys.DAGSTER_MATERIALIZATION_INTERVAL_MS.name
+PROGRESS_INTERVAL_KEY = keys.DAGSTER_PROGRESS_INTERVAL_MS.name
+PROGRESS_MAX_INTERVAL_KEY = keys.DAGSTER_PROGRESS_MAX_INTERVAL_MS.name
+LAG_WARN_KEY = keys.DAGSTER_LAG_WARN.name
+LAG_ERROR_KEY = keys.DAGSTER_LAG_ERROR.name
+FRESHNESS_WARN_KEY = keys.DAGSTER_FRESHNESS_WARN_MS.name
+FRESHNESS_FAIL_KEY = keys.DAGSTER_FRESHNESS_FAIL_MS.name
 
 
 @dataclass(frozen=True)
 class DagsterSettings:
     owners: tuple[str, ...] = ()
-    materialization_interval_s: float = 60.0
-    progress_interval_s: float = 5.0
-    progress_max_interval_s: float = 300.0
-    lag_warn: int = 10_000
-    lag_error: int = 100_000
-    freshness_warn: timedelta = timedelta(minutes=5)
-    freshness_fail: timedelta = timedelta(minutes=10)
+    materialization_interval_s: float = keys.DAGSTER_MATERIALIZATION_INTERVAL_MS.default / 1000
+    progress_interval_s: float = keys.DAGSTER_PROGRESS_INTERVAL_MS.default / 1000
+    progress_max_interval_s: float = keys.DAGSTER_PROGRESS_MAX_INTERVAL_MS.default / 1000
+    lag_warn: int = keys.DAGSTER_LAG_WARN.default
+    lag_error: int = keys.DAGSTER_LAG_ERROR.default
+    freshness_warn: timedelta = timedelta(milliseconds=keys.DAGSTER_FRESHNESS_WARN_MS.default)
+    freshness_fail: timedelta = timedelta(milliseconds=keys.DAGSTER_FRESHNESS_FAIL_MS.default)
 
     @classmethod
     def from_config(cls, config: Config) -> DagsterSettings:
@@ -59,19 +60,19 @@ class DagsterSettings:
             raise ConfigError(
                 f"config key {LAG_ERROR_KEY!r} ({lag_error}) is below {LAG_WARN_KEY!r} ({lag_warn})", key=LAG_ERROR_KEY
             )
-        warn_ms = _non_negative(config, FRESHNESS_WARN_KEY, 300_000)
-        fail_ms = _non_negative(config, FRESHNESS_FAIL_KEY, 600_000)
+        warn_ms = _non_negative(config, FRESHNESS_WARN_KEY, keys.DAGSTER_FRESHNESS_WARN_MS.default)
+        fail_ms = _non_negative(config, FRESHNESS_FAIL_KEY, keys.DAGSTER_FRESHNESS_FAIL_MS.default)
         if fail_ms <= warn_ms:
             raise ConfigError(
                 f"config key {FRESHNESS_FAIL_KEY!r} ({fail_ms}) must be above {FRESHNESS_WARN_KEY!r} ({warn_ms})",
                 key=FRESHNESS_FAIL_KEY,
             )
-        progress_ms = _non_negative(config, PROGRESS_INTERVAL_KEY, 5_000) or 5_000
+        progress_ms = _non_negative(config, PROGRESS_INTERVAL_KEY, keys.DAGSTER_PROGRESS_INTERVAL_MS.default) or keys.DAGSTER_PROGRESS_INTERVAL_MS.default
         return cls(
             owners=owners,
-            materialization_interval_s=_non_negative(config, MATERIALIZATION_INTERVAL_KEY, 60_000) / 1000,
+            materialization_interval_s=_non_negative(config, MATERIALIZATION_INTERVAL_KEY, keys.DAGSTER_MATERIALIZATION_INTERVAL_MS.default) / 1000,
             progress_interval_s=progress_ms / 1000,
-            progress_max_interval_s=max(progress_ms, _non_negative(config, PROGRESS_MAX_INTERVAL_KEY, 300_000)) / 1000,
+            progress_max_interval_s=max(progress_ms, _non_negative(config, PROGRESS_MAX_INTERVAL_KEY, keys.DAGSTER_PROGRESS_MAX_INTERVAL_MS.default)) / 1000,
             lag_warn=lag_warn,
             lag_error=lag_error,
             freshness_warn=timedelta(milliseconds=warn_ms),

@@ -27,6 +27,7 @@ from typing import Any
 
 import dagster as dg
 
+from samza_dagster.coordinator.errors import CoordinatorNotStartedError
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.runtime.result import JobResult
 
@@ -185,7 +186,7 @@ class JobSupervisor:
             return
         try:
             model = coordinator.job_model
-        except RuntimeError:  # not started yet
+        except CoordinatorNotStartedError:
             return
         config = dict(model.config)
         if self._model is None:

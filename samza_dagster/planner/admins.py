@@ -13,12 +13,14 @@ from typing import Any
 
 from samza_dagster.application.app import StreamApplication, StreamApplicationDescriptor
 from samza_dagster.config import Config, ConfigError
+from samza_dagster.config import keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.planner.errors import PlanningError
 from samza_dagster.planner.execution_planner import ExecutionPlanner
 from samza_dagster.planner.plan import ExecutionPlan, JobInfo, Stage, StreamInfo
+from samza_dagster.serde.registry import load_class
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import SystemStream
@@ -86,9 +88,7 @@ def stream_partitions_from_admins(
 
 def load_application(config: Config) -> StreamApplication:
     """Instantiate ``app.class``; errors name the key."""
-    from samza_dagster.serde.registry import load_class
-
-    key = "app.class"
+    key = keys.APP_CLASS.name
     path = config.get_required(key)
     cls = load_class(path, key)
     if not (isinstance(cls, type) and issubclass(cls, StreamApplication)):
@@ -103,17 +103,17 @@ def plan_from_config(config: Config | Mapping[str, Any]) -> ExecutionPlan:
     """The plan of the job ``config`` describes: ``app.class`` (high-level) or ``task.class``
     (low-level: just ``task.inputs``, counts from the admins, no operators)."""
     cfg = config if isinstance(config, Config) else Config(config)
-    if cfg.get_str("app.class"):
+    if keys.APP_CLASS.get(cfg):
         app = load_application(cfg)
         descriptor = StreamApplicationDescriptor.of(app, cfg)
         partitions = stream_partitions_from_admins(cfg, descriptor)
         return ExecutionPlanner(cfg, partitions).plan(descriptor)
-    if cfg.get_str("task.class"):
+    if keys.TASK_CLASS.get(cfg):
         return low_level_plan(cfg)
     raise ConfigError(
         "config key 'app.class' is not set: set app.class (module:Class of a StreamApplication) "
         "or task.class (module:Class of a task)",
-        key="app.class",
+        key=keys.APP_CLASS.name,
     )
 
 
@@ -154,7 +154,7 @@ def low_level_plan(config: Config, partitions: Mapping[SystemStream, int] | None
     stage = Stage("stage-0", list(streams), [], [], [], [], [])
     job_info = JobInfo(job.name, job.id, [stage], list(streams), [], [], [])
     return ExecutionPlan(
-        job.name, job.id, "low-level", streams, {}, {}, [], [], [job_info], task_class=config.get_str("task.class")
+        job.name, job.id, "low-level", streams, {}, {}, [], [], [job_info], task_class=keys.TASK_CLASS.get(config)
     )
 
 
@@ -162,9 +162,9 @@ def configured_plan(config: Config) -> ExecutionPlan:
     """``plan_from_config`` with configured partition counts (``streams.<id>.partitions``) taking
     precedence over lookups: the plan of a job whose streams do not exist yet — a fresh checkout,
     an empty log — still comes out, and no broker is asked for counts the config knows."""
-    if config.get_str("app.class"):
+    if keys.APP_CLASS.get(config):
         return _high_level(config)
-    if config.get_str("task.class"):
+    if keys.TASK_CLASS.get(config):
         return _low_level(config)
     return plan_from_config(config)  # raises the ConfigError naming app.class
 

@@ -1,4 +1,4 @@
-"""Phases 1 and 2 of the design's partition-count calculation.
+"""Phases 1 and 2 of the partition-count calculation of Samza's ExecutionPlanner.
 
 1. *OperatorSpec graph analysis*: one traversal from every input (and intermediate) operator
    builds SendToTable → {StreamTableJoin of the same table} (:class:`SendToTableVisitor`); a

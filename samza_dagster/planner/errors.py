@@ -18,3 +18,7 @@ class PlanningError(SamzaError, ValueError):
         super().__init__(message)
         self.streams = dict(streams or {})
         self.operator = operator
+
+
+class NotAnApplicationError(PlanningError, TypeError):
+    """``plan()`` was given something that is not a StreamApplication or its descriptor."""

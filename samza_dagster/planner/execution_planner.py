@@ -20,18 +20,19 @@ from samza_dagster.application.specs import (
     SendToTableOperatorSpec,
     StreamTableJoinOperatorSpec,
 )
-from samza_dagster.config import Config, ConfigError
-from samza_dagster.config.job_config import MAX_INFERRED_PARTITIONS
+from samza_dagster.config import Config, keys
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.planner.analysis import analyze
-from samza_dagster.planner.errors import PlanningError
+from samza_dagster.planner.errors import NotAnApplicationError, PlanningError
 from samza_dagster.planner.partitions import assign_intermediate_partitions, default_intermediate_partitions
 from samza_dagster.planner.plan import Edge, ExecutionPlan, JobInfo, JoinInfo, OperatorInfo, StreamInfo, TableInfo
 from samza_dagster.planner.stages import split_stages
 from samza_dagster.model import SystemStream
 
-INTERMEDIATE_PARTITIONS_KEY = "job.intermediate.stream.partitions"
+#: the most partitions an intermediate stream gets from its inputs' counts when nothing sets it
+MAX_INFERRED_PARTITIONS = 256
 
 
 class ExecutionPlanner:
@@ -55,7 +56,7 @@ class ExecutionPlanner:
         descriptor = app if isinstance(app, StreamApplicationDescriptor) else None
         if descriptor is None:
             if not isinstance(app, StreamApplication):
-                raise TypeError(f"plan() expects a StreamApplication or its descriptor, got {app!r}")
+                raise NotAnApplicationError(f"plan() expects a StreamApplication or its descriptor, got {app!r}")
             descriptor = StreamApplicationDescriptor.of(app, self.config)
         else:
             descriptor.validate()
@@ -143,10 +144,10 @@ class _Builder:
         legacy = TaskConfig(self.config).legacy_priorities()
         explicit: dict[str, int] = {}
         for info in self.streams.values():
-            info.bootstrap = self._bool_property(info, "samza.bootstrap")
-            info.bounded = self._bool_property(info, "samza.bounded")
+            info.bootstrap = self._bool_property(info, keys.STREAM_BOOTSTRAP.prop)
+            info.bounded = self._bool_property(info, keys.STREAM_BOUNDED.prop)
             if info.roles - {"output"}:
-                raw, key = self._property(info, "samza.priority")
+                raw, key = self._property(info, keys.STREAM_PRIORITY.prop)
                 priority = Config({key: raw}).get_int(key) if raw is not None else None
                 if priority is None:
                     priority = legacy.get(SystemStream(info.system, info.physical_name))
@@ -168,12 +169,7 @@ class _Builder:
 
         known = {sid: s.partitions for sid, s in self.streams.items() if s.partitions is not None and not s.is_intermediate}
         intermediates = [sid for sid, s in self.streams.items() if s.is_intermediate]
-        configured = self.config.get_int(INTERMEDIATE_PARTITIONS_KEY)
-        if configured is not None and configured < 1:
-            raise ConfigError(
-                f"config key {INTERMEDIATE_PARTITIONS_KEY!r} must be a positive integer, got {configured}",
-                key=INTERMEDIATE_PARTITIONS_KEY,
-            )
+        configured = JobConfig(self.config).intermediate_stream_partitions
         default = default_intermediate_partitions(configured, known.values(), MAX_INFERRED_PARTITIONS)
         assigned = assign_intermediate_partitions(analysis.groups, known, intermediates, default)
         for sid, why in assigned.items():

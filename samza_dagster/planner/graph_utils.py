@@ -1,8 +1,8 @@
-"""Graph traversal for the planner: the design's ``GraphUtils.traverse``, made iterative and
+"""Graph traversal for the planner: Samza's ``GraphUtils.traverse``, made iterative and
 cycle-safe.
 
 ``traverse(vertex, visitor, next_vertices)`` visits ``vertex`` and everything reachable from it
-through ``next_vertices`` in depth-first pre-order — the order the design's recursive version
+through ``next_vertices`` in depth-first pre-order — the order Samza's recursive version
 visits — but each vertex at most once (per ``visited`` set), so a diamond does not re-visit its
 tail, a cycle (e.g. a join whose output is sent back into the table it joins, through the
 planner's virtual SendToTable → StreamTableJoin connections) terminates, and a chain of

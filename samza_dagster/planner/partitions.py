@@ -1,4 +1,4 @@
-"""Phase 3 of the design's partition-count calculation: processing the joined stream groups.
+"""Phase 3 of the partition-count calculation of Samza's ExecutionPlanner: processing the joined stream groups.
 
 A group holds the streams of one join. Groups with a known count (an input or side-input
 stream, or an intermediate stream already assigned) give that count to their unassigned

@@ -203,8 +203,6 @@ class ExecutionPlan:
     def intermediate_streams(self) -> dict[str, int]:
         return {sid: s.partitions for sid, s in self.streams.items() if s.is_intermediate and s.partitions}
 
-    def streams_with_role(self, role: str) -> list[StreamInfo]:
-        return [s for s in self.streams.values() if role in s.roles]
 
     def stream_specs(self) -> list[StreamSpec]:
         """StreamSpecs of the intermediate streams, for the runner to create before starting."""

@@ -10,10 +10,13 @@ awaited and stop; the base holds the restart loop) and one entry in :data:`RUNNE
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 
@@ -23,7 +26,7 @@ RUNNERS: dict[str, str] = {
     "spark": "samza_dagster.runtime.spark_runner:SparkJobRunner",
 }
 
-FACTORY_KEY = "job.factory.class"
+FACTORY_KEY = keys.JOB_FACTORY_CLASS.name
 
 
 def run_job(config: Config, **kwargs: Any) -> JobResult:
@@ -33,10 +36,6 @@ def run_job(config: Config, **kwargs: Any) -> JobResult:
 
 def create_runner(config: Config, **kwargs: Any) -> JobRunner:
     """The runner ``job.factory.class`` names, not yet started."""
-    import importlib
-
-    from samza_dagster.config.job_config import JobConfig
-
     name = JobConfig(config).factory
     path = RUNNERS.get(name)
     if path is None:

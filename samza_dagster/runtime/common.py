@@ -7,15 +7,18 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import MASK, is_secret_key
+from samza_dagster.container import SamzaContainer
 from samza_dagster.model import SystemStream
+from samza_dagster.operators import create_container, prepare_application
 
 #: How often a container asks the coordinator whether a newer JobModel is served.
-WATCH_INTERVAL_KEY = "job.coordinator.watch.interval.ms"
-DEFAULT_WATCH_INTERVAL_MS = 2_000
-MAX_RESTARTS_KEY = "job.max.model.restarts"
-DEFAULT_MAX_RESTARTS = 100
+WATCH_INTERVAL_KEY = keys.JOB_COORDINATOR_WATCH_INTERVAL_MS.name
+DEFAULT_WATCH_INTERVAL_MS: int = keys.JOB_COORDINATOR_WATCH_INTERVAL_MS.default
+MAX_RESTARTS_KEY = keys.JOB_MAX_MODEL_RESTARTS.name
+DEFAULT_MAX_RESTARTS: int = keys.JOB_MAX_MODEL_RESTARTS.default
 
 
 @dataclass
@@ -28,9 +31,8 @@ class PreparedJob:
 def prepare_job(config: Config) -> PreparedJob:
     """``app.class`` jobs are planned (streams created, inputs named); ``task.class`` jobs need
     nothing: the coordinator reads ``task.inputs``."""
-    if not config.get_str("app.class"):
+    if not keys.APP_CLASS.get(config):
         return PreparedJob(config)
-    from samza_dagster.operators import prepare_application
 
     prepared = prepare_application(config)
     return PreparedJob(prepared.config, dict(prepared.input_streams), frozenset(prepared.exclude))
@@ -56,12 +58,9 @@ def watch_interval_s(config: Config) -> float:
 def new_container(container_id: str, model: Any, watcher: Any = None, stop_event: Any = None) -> Any:
     """A SamzaContainer: ``task.class`` jobs build their task class; an ``app.class`` job's
     operator graph is rebuilt from the application class (streams already created)."""
-    from samza_dagster.container import SamzaContainer
-
     config = model.config
-    if not config.get_str("app.class"):
+    if not keys.APP_CLASS.get(config):
         return SamzaContainer(container_id, model, job_model_watcher=watcher, stop_event=stop_event)
-    from samza_dagster.operators import create_container, prepare_application
 
     prepared = prepare_application(config, create_streams=False)
     return create_container(prepared, container_id, model, job_model_watcher=watcher, stop_event=stop_event)

@@ -22,6 +22,10 @@ import threading
 from typing import TYPE_CHECKING
 
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
+from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
+from samza_dagster.runtime.interrupts import describe_uncommitted, exit_now, install_stop_handlers
 
 if TYPE_CHECKING:
     from samza_dagster.container.container import SamzaContainer
@@ -52,10 +56,6 @@ def _stop_when_parent_exits(container: SamzaContainer, parent_pid: int) -> None:
 def main() -> int:
     logging.basicConfig(level=os.environ.get("SAMZA_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s %(levelname)s [container %(process)d] %(name)s: %(message)s")
-    from samza_dagster.container.summary import ContainerStatus, ContainerSummary
-    from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
-    from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
-    from samza_dagster.runtime.interrupts import describe_uncommitted, exit_now, install_stop_handlers
 
     container_id = os.environ.get(CONTAINER_ID_ENV)
     summary_path = os.environ.get(SUMMARY_PATH_ENV)

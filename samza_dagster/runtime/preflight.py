@@ -1,33 +1,47 @@
-"""Checks of a job's config before anything is created or started: the runner exists, the task
-or application class imports, and every typed job and task setting parses. A job that would
-fail on its config fails here, as a config error (exit 2), before a stream is created or a
-Spark session started — not minutes later inside a container."""
+"""Checks of a job's config before anything is created or started: every set key with a
+definition (:mod:`samza_dagster.config.keys`) parses as its type, every serde named resolves, the
+runner exists, the task or application class imports, and the job and task views' own rules
+hold. A job that would fail on its config fails here, as a config error (exit 2), before a
+stream is created or a Spark session started — not minutes later inside a container. A key that
+nothing reads gets one WARNING naming the key it most likely meant."""
 
 from __future__ import annotations
 
-from samza_dagster.config import Config
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.keys import SERDE
+from samza_dagster.config.preflight import check_values, definition_of, warn_unread_keys
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.planner import load_application
+from samza_dagster.runtime import RUNNERS
+from samza_dagster.serde.registry import SerdeRegistry, load_class
 
 
 def check_job_config(config: Config) -> None:
-    """Raise the ConfigError (naming the key) of the first setting that does not parse."""
+    """Warn about keys nothing reads; raise the ConfigError (naming the key) of the first
+    setting that does not parse or names something that does not exist."""
+    warn_unread_keys(config)
+    check_values(config)
     for view in (JobConfig(config), TaskConfig(config)):
         for name, attr in vars(type(view)).items():
             if isinstance(attr, property):
                 getattr(view, name)
-    from samza_dagster.runtime import RUNNERS, FACTORY_KEY
-    from samza_dagster.config import ConfigError
-
     factory = JobConfig(config).factory
     if factory not in RUNNERS:
-        raise ConfigError(f"config key {FACTORY_KEY!r}: unknown runner {factory!r}; known: {', '.join(RUNNERS)}",
-                          key=FACTORY_KEY)
-    if config.get_str("app.class"):
-        from samza_dagster.planner import load_application
-
+        raise ConfigError(f"config key {keys.JOB_FACTORY_CLASS.name!r}: unknown runner {factory!r}; known: {', '.join(RUNNERS)}",
+                          key=keys.JOB_FACTORY_CLASS.name)
+    check_serde_names(config)
+    if keys.APP_CLASS.get(config):
         load_application(config)
-    elif config.get_str("task.class"):
-        from samza_dagster.serde.registry import load_class
+    elif (task_class := TaskConfig(config).task_class):
+        load_class(task_class, keys.TASK_CLASS.name)
 
-        load_class(config.get_str("task.class"), "task.class")
+
+def check_serde_names(config: Config) -> None:
+    """Every key naming a serde (a system's, a stream's, a store's) names one that exists: built
+    in or registered with ``serializers.registry.<name>.class`` (whose class is imported)."""
+    registry = SerdeRegistry(config)
+    for key, value in config.items():
+        definition = definition_of(key)
+        if definition is not None and definition.kind is SERDE and value.strip():
+            registry.get(value.strip(), key)

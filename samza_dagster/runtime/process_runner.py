@@ -25,6 +25,7 @@ from typing import Any
 from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import scrub
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.coordinator.client import TOKEN_ENV, URL_ENV
 from samza_dagster.runtime.common import secrets_of
 from samza_dagster.runtime.container_main import CONTAINER_ID_ENV, PARENT_PID_ENV, SUMMARY_PATH_ENV
 from samza_dagster.runtime.result import JobResult
@@ -89,8 +90,6 @@ class ProcessJobRunner(JobRunner):
         return summaries
 
     def _launch(self, cid: str, url: str, summary_path: Path, secrets: dict[str, str]) -> subprocess.Popen:
-        from samza_dagster.coordinator.client import TOKEN_ENV, URL_ENV
-
         env = dict(os.environ)
         env[URL_ENV] = url
         env[CONTAINER_ID_ENV] = cid
@@ -129,5 +128,3 @@ class ProcessJobRunner(JobRunner):
         )
 
 
-def run_process_job(config: Config, **kwargs: Any) -> JobResult:
-    return ProcessJobRunner(config, **kwargs).run()

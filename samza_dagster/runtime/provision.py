@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samza_dagster.config import Config
+from samza_dagster.config import keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
@@ -83,7 +84,7 @@ def _planned(config: Config) -> list[DeclaredStream]:
     try:
         plan = configured_plan(config)
     except PlanningError:
-        if config.get_str("app.class"):
+        if keys.APP_CLASS.get(config):
             raise
         streams = StreamConfig(config)
         default_system = JobConfig(config).default_system

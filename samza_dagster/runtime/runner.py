@@ -29,6 +29,8 @@ from typing import Any, ClassVar
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.coordinator.http import TOKEN_KEY
+from samza_dagster.coordinator.job_coordinator import JobCoordinator
 from samza_dagster.runtime.common import DEFAULT_MAX_RESTARTS, MAX_RESTARTS_KEY, prepare_job
 from samza_dagster.runtime.interrupts import exit_now, install_stop_handlers
 from samza_dagster.runtime.result import JobResult
@@ -66,8 +68,6 @@ class JobRunner(ABC):
         return self._stop.is_set()
 
     def run(self) -> JobResult:
-        from samza_dagster.coordinator.job_coordinator import JobCoordinator
-
         started = time.monotonic()
         result = self._new_result()
         prepared = prepare_job(self.config)
@@ -131,8 +131,6 @@ class JobRunner(ABC):
 
     def _token(self) -> str | None:
         """The coordinator's bearer token, if the job configures one."""
-        from samza_dagster.coordinator.http import TOKEN_KEY
-
         return self.config.get_str(TOKEN_KEY) or None
 
     # -- what a runner supplies ------------------------------------------------------------------

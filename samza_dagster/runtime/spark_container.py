@@ -25,7 +25,15 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from samza_dagster.application.errors import ApplicationError
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.coordinator.client import JobModelWatcher, URL_ENV, fetch_job_model, write_container_host
+from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.errors import SamzaError
+from samza_dagster.planner.errors import PlanningError
+from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
+from samza_dagster.serde.serdes import SerdeError
+from samza_dagster.system.errors import StreamNotFoundError
 
 
 log = logging.getLogger(__name__)
@@ -62,12 +70,6 @@ def is_unretriable(exc: BaseException) -> bool:
     """An error in ``exc``'s cause chain that a restart would meet again: bad config, a stream
     that does not exist, a serde that does not fit the data, an application that cannot be
     planned. (A task's own error, a lost connection, a killed worker: retried.)"""
-    from samza_dagster.application.errors import ApplicationError
-    from samza_dagster.config.errors import ConfigError
-    from samza_dagster.planner.errors import PlanningError
-    from samza_dagster.serde.serdes import SerdeError
-    from samza_dagster.system.errors import StreamNotFoundError
-
     unretriable = (ConfigError, StreamNotFoundError, SerdeError, PlanningError, ApplicationError)
     seen: BaseException | None = exc
     for _ in range(20):
@@ -118,11 +120,6 @@ def run_container(
 ) -> dict[str, Any]:
     """Run container ``container_id`` to its end; returns its summary as a dict. Raises
     :class:`ContainerFailedError` when it fails (at start-up or while running)."""
-    from samza_dagster.coordinator.client import URL_ENV, JobModelWatcher, fetch_job_model
-    from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
-
-    from samza_dagster.coordinator.http import TOKEN_KEY
-
     os.environ[URL_ENV] = coordinator_url
     token = secrets.get(TOKEN_KEY) or None
     container: Any = None
@@ -158,8 +155,6 @@ def run_container(
 def _announce_host(config: Any, container_id: str) -> None:
     """Host affinity (Samza design): tell the coordinator stream where this container runs. Best
     effort — a job does not fail because its locality hint could not be written."""
-    from samza_dagster.coordinator.client import write_container_host
-
     try:
         write_container_host(config, container_id)
     except Exception as exc:  # noqa: BLE001
@@ -173,6 +168,7 @@ def container_partition_fn(
     yields the container's summary as JSON (plain strings cross the Python/JVM boundary safely)."""
 
     def run_partition(_: Iterable[int]) -> Iterator[str]:
+        # pyspark (and its JVM gateway) loads only where Spark runs
         from pyspark import BarrierTaskContext
 
         context = BarrierTaskContext.get()

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
@@ -49,12 +50,12 @@ from samza_dagster.runtime.common import secrets_of
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure
+from samza_dagster.spark.session import get_or_create_spark
 
 log = logging.getLogger(__name__)
 
-HOST_KEY = "job.coordinator.http.host"
-RETRY_KEY = "job.container.retry.count"
-DEFAULT_RETRY_COUNT = 3
+RETRY_KEY = keys.JOB_CONTAINER_RETRY_COUNT.name
+DEFAULT_RETRY_COUNT: int = keys.JOB_CONTAINER_RETRY_COUNT.default
 MAX_ATTEMPTS_SPARK_KEY = "spark.stage.maxConsecutiveAttempts"
 
 
@@ -158,7 +159,7 @@ class SparkJobRunner(JobRunner):
     runner_name = "spark"
 
     def __init__(self, config: Config, *, spark: Any = None) -> None:
-        super().__init__(config, host=config.get_str(HOST_KEY, "127.0.0.1") or "127.0.0.1")
+        super().__init__(config, host=keys.JOB_COORDINATOR_HTTP_HOST.get(config))
         self.container_count = JobConfig(config).container_count
         retry = config.get_int(RETRY_KEY, DEFAULT_RETRY_COUNT)
         if retry is None or retry < 0:
@@ -187,7 +188,6 @@ class SparkJobRunner(JobRunner):
     def session(self) -> tuple[Any, float]:
         if self._spark is not None:
             return self._spark, 0.0
-        from samza_dagster.spark.session import get_or_create_spark
 
         started = time.monotonic()
         spark = get_or_create_spark(self.spark_settings())

@@ -23,14 +23,13 @@ from samza_dagster.coordinator.startpoint import (
 from samza_dagster.coordinator.startpoint_manager import StartpointManager
 from samza_dagster.coordinator.startpoint_resolver import resolve_startpoints
 from samza_dagster.model import SystemStream, SystemStreamPartition, SystemStreamPartitionMetadata
+from samza_dagster.planner import configured_plan
 from samza_dagster.system.factories import system_admin
 
 
 def job_input_streams(config: Config) -> dict[str, SystemStream]:
     """The streams the job's tasks read (``task.inputs``, or the plan's inputs of an
     application, intermediate streams included), by stream id and by ``system.stream``."""
-    from samza_dagster.planner import configured_plan
-
     found: dict[str, SystemStream] = {}
     for info in configured_plan(config).streams.values():
         if "input" in info.roles:

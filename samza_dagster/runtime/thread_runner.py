@@ -13,6 +13,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
 from samza_dagster.runtime.common import new_container, secrets_of, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import describe_uncommitted
 from samza_dagster.runtime.result import JobResult
@@ -36,13 +37,10 @@ class ThreadJobRunner(JobRunner):
 
     def _job_model(self, url: str) -> Any:
         # the served model masks secrets; containers in this process get them back from here
-        from samza_dagster.coordinator.client import fetch_job_model
 
         return unmask(fetch_job_model(url, token=self._token()), self._secrets)
 
     def _run_containers(self, model: Any, url: str, result: JobResult) -> list[ContainerSummary]:
-        from samza_dagster.coordinator.client import JobModelWatcher
-
         watcher = JobModelWatcher(url, model.version, watch_interval_s(model.config), token=self._token()).start()
         try:
             return self._run_threads(model, watcher)
@@ -94,5 +92,3 @@ class ThreadJobRunner(JobRunner):
         return [summaries[cid] for cid in ids if cid in summaries]
 
 
-def run_thread_job(config: Config, **kwargs: Any) -> JobResult:
-    return ThreadJobRunner(config, **kwargs).run()

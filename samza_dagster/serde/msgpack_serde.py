@@ -51,10 +51,10 @@ def register_type(cls: type, name: str | None = None) -> type:
     elif issubclass(cls, enum.Enum):
         codec = (lambda obj: obj.value, cls)
     else:
-        raise TypeError(f"register_type: {cls.__qualname__} is not a dataclass, NamedTuple or Enum")
+        raise TypeRegistrationError(f"register_type: {cls.__qualname__} is not a dataclass, NamedTuple or Enum")
     existing = _REGISTRY.get(type_name)
     if existing is not None and existing[0] is not cls:
-        raise TypeError(f"register_type: the name {type_name!r} is already registered for {existing[0]!r}")
+        raise TypeRegistrationError(f"register_type: the name {type_name!r} is already registered for {existing[0]!r}")
     _REGISTRY[type_name] = (cls, *codec)
     _NAMES[cls] = type_name
     return cls
@@ -164,6 +164,11 @@ class MsgpackSerde:
             raise
         except Exception as exc:  # noqa: BLE001 - msgpack raises several kinds for bad bytes
             raise SerdeError(f"msgpack: cannot decode {_preview(data)}: {exc}") from None
+
+
+class TypeRegistrationError(SerdeError, TypeError):
+    """``register_type`` was given a class it cannot encode (not a dataclass, NamedTuple or
+    Enum) or a name already registered for another class; names the class and the name."""
 
 
 class PickledStateError(SerdeError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig
@@ -72,7 +73,7 @@ class SerdeRegistry:
         return serde
 
     def _create(self, name: str, key: str) -> Serde:
-        class_key = f"serializers.registry.{name}.class"
+        class_key = keys.SERDE_CLASS.key(name=name)
         class_path = self._config.get_str(class_key)
         if class_path:
             cls = load_class(class_path, class_key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import struct
 from typing import Any, Protocol, runtime_checkable
 
@@ -130,13 +131,9 @@ class PickleSerde:
     __slots__ = ()
 
     def to_bytes(self, obj: Any) -> bytes:
-        import pickle
-
         return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
     def from_bytes(self, data: bytes) -> Any:
-        import pickle
-
         try:
             return pickle.loads(data)  # noqa: S301 - opted into by the user by name
         except Exception as exc:  # pickle raises many kinds

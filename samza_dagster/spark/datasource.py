@@ -50,26 +50,28 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.spark.options import (
     SamzaDataSourceError,
     build_config,
+    config_option,
     normalized,
     offset_ranges,
     required,
 )
+from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.factories import system_factory
+from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
 DEFAULT_SCHEMA = "partition INT, offset LONG, key BINARY, value BINARY, timestamp LONG"
 DEFAULT_SCHEMA_STRING = "struct<partition:int,offset:bigint,key:binary,value:binary,timestamp:bigint>"
-METADATA_COLUMNS = ("partition", "offset", "key", "timestamp")
 BATCH_ROWS = 10_000
 DEFAULT_POLL_TIMEOUT_MS = 60_000
 
 
 def _stream_metadata(system: str, stream: str, config: Any) -> Any:
     """The stream's metadata from its system's admin; a clear error naming a missing stream."""
-    from samza_dagster.system.errors import StreamNotFoundError
-    from samza_dagster.system.factories import system_factory
-
     admin = system_factory(config, system).get_admin(system, config)
     try:
         metadata = admin.get_system_stream_metadata([stream]).get(stream)
@@ -167,9 +169,6 @@ class SamzaReader(DataSourceReader):
 
     def _chunks(self, part: SamzaInputPartition) -> Iterator[list[Any]]:
         """Lists of envelopes in offset order, exactly covering [start, end)."""
-        from samza_dagster.system.factories import system_factory
-        from samza_dagster.model import SystemStreamPartition
-
         config = build_config(self.opts)
         consumer = system_factory(config, self.system).get_consumer(self.system, config)
         ssp = SystemStreamPartition(self.system, self.stream, part.partition)
@@ -216,8 +215,6 @@ class SamzaReader(DataSourceReader):
             consumer.stop()
 
     def _rows(self, chunks: Iterator[list[Any]], partition: int) -> Iterator[tuple[Any, ...]]:
-        from samza_dagster.serde.registry import SerdeRegistry
-
         registry = SerdeRegistry(build_config(self.opts))
         value_serde = registry.get(self.opts["serde"], "serde") if self.opts.get("serde") else None
         key_serde = registry.get(self.opts["keyserde"], "keySerde") if self.opts.get("keyserde") else None
@@ -250,6 +247,7 @@ class SamzaReader(DataSourceReader):
 def _arrow_batches(partition: int, chunks: Iterator[list[Any]]) -> Iterator[Any]:
     """Default-schema rows as Arrow record batches of up to BATCH_ROWS rows (far cheaper for
     Spark to ingest than Python tuples)."""
+    # pyarrow loads only inside Spark's Python workers
     import pyarrow as pa
 
     schema = pa.schema(
@@ -317,11 +315,6 @@ class SamzaWriter(DataSourceArrowWriter):
         self.partition_count = len(metadata.partitions)
 
     def write(self, iterator: Iterator[Any]) -> SamzaCommitMessage:
-        from samza_dagster.serde.registry import SerdeRegistry
-        from samza_dagster.system.factories import system_factory
-        from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
-        from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
-
         config = build_config(self.opts)
         value_serde = SerdeRegistry(config).get(self.opts["serde"], "serde") if self.opts.get("serde") else None
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
@@ -408,6 +401,7 @@ def summarize_commits(messages: list[Any]) -> dict[str, Any]:
 def _task_partition_id() -> int:
     """Spreads unkeyed rows of different Spark tasks over different starting partitions."""
     try:
+        # pyspark (and its JVM gateway) loads only where Spark runs
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
@@ -419,6 +413,4 @@ def _task_partition_id() -> int:
 def read_options(system: str, stream: str, config: Mapping[str, str]) -> dict[str, str]:
     """Options for ``spark.read/df.write.format("samza").options(**...)`` carrying ``config``
     verbatim (case preserved)."""
-    from samza_dagster.spark.options import config_option
-
     return {"system": system, "stream": stream, "config": config_option(config)}

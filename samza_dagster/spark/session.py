@@ -63,6 +63,7 @@ def get_or_create_spark(
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     _put_cwd_on_worker_path()
 
+    # pyspark (and its JVM gateway) loads only where Spark runs
     from pyspark.sql import SparkSession
 
     settings = dict(DEFAULTS)
@@ -99,6 +100,7 @@ def _put_cwd_on_worker_path() -> None:
 
 def register_data_source(spark: SparkSession) -> None:
     """Register the ``samza`` format on ``spark`` (idempotent, cheap)."""
+    # the data source imports pyspark at its top: loaded only when registered
     from samza_dagster.spark.datasource import SamzaDataSource
 
     spark.dataSource.register(SamzaDataSource)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
+from samza_dagster.storage.errors import StoreSizeError
 
 _MISSING = object()
 
@@ -35,9 +36,9 @@ class CachedStore:
 
     def __init__(self, store, cache_size: int, batch_size: int) -> None:
         if cache_size < 1:
-            raise ValueError(f"cache size must be >= 1 entry, got {cache_size}")
+            raise StoreSizeError(f"cache size must be >= 1 entry, got {cache_size}")
         if not 1 <= batch_size <= cache_size:
-            raise ValueError(f"write batch size must be between 1 and the cache size {cache_size}, got {batch_size}")
+            raise StoreSizeError(f"write batch size must be between 1 and the cache size {cache_size}, got {batch_size}")
         self._store = store
         #: key → value (None: absent); order = recency, least recently used first
         self._cache: OrderedDict[bytes, bytes | None] = OrderedDict()

@@ -10,6 +10,9 @@ import bisect
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
+from samza_dagster.config.keys import STORE_CONTAINER_CACHE_SIZE_BYTES
+from samza_dagster.storage.errors import StoreSizeError
+
 
 class KeyValueStore(Protocol):
     def get(self, key: Any) -> Any: ...
@@ -64,7 +67,7 @@ class InMemoryRawStore:
 #: because the SST files are in the OS page cache anyway (a miss costs a checksum and a
 #: decompression, not a disk read: no throughput difference measured on the word count) and
 #: because the cache fills with blocks of obsolete files — see ``BlockCache``.
-DEFAULT_BLOCK_CACHE_BYTES = 4 * 1024 * 1024
+DEFAULT_BLOCK_CACHE_BYTES: int = STORE_CONTAINER_CACHE_SIZE_BYTES.default
 
 
 class BlockCache:
@@ -82,12 +85,13 @@ class BlockCache:
 
     def __init__(self, capacity: int) -> None:
         if capacity < 0:
-            raise ValueError(f"RocksDB block cache capacity must be >= 0 bytes, got {capacity}")
+            raise StoreSizeError(f"RocksDB block cache capacity must be >= 0 bytes, got {capacity}")
         self.capacity = capacity
         self._cache = None
 
     def table_options(self):
         """rocksdict BlockBasedOptions using this cache (capacity 0: no block cache at all)."""
+        # RocksDB loads only when a job has a RocksDB store
         from rocksdict import BlockBasedOptions, Cache
 
         table = BlockBasedOptions()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
+from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.storage.task_stores import TaskStores
 
@@ -93,7 +94,7 @@ def restore_stores(
             deadline = time.monotonic() + 600
             while remaining:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"restoring changelogs {sorted(map(str, remaining))} timed out")
+                    raise ReadTimeoutError(f"restoring changelogs {sorted(map(str, remaining))} timed out")
                 polled = consumer.poll(list(remaining), 0.1)
                 for ssp, envelopes in polled.items():
                     if ssp not in remaining:

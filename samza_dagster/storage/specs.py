@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StorageConfig
@@ -22,10 +23,10 @@ from samza_dagster.storage.kv import DEFAULT_BLOCK_CACHE_BYTES, BlockCache
 DEFAULT_STORE_SERDE = "json"
 #: ``stores.<store>.object.cache.size``: entries of the write-back cache of one store in one
 #: task (0 disables the cache). Samza's default is 1000; see docs/decisions.md "## Stores".
-DEFAULT_OBJECT_CACHE_SIZE = 10_000
+DEFAULT_OBJECT_CACHE_SIZE: int = keys.STORE_OBJECT_CACHE_SIZE.default
 #: ``stores.<store>.write.batch.size``: dirty entries that trigger a write-down (Samza: 500);
 #: clamped to the cache size when only the cache size is configured.
-DEFAULT_WRITE_BATCH_SIZE = 5_000
+DEFAULT_WRITE_BATCH_SIZE: int = keys.STORE_WRITE_BATCH_SIZE.default
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def store_specs(config: Config, default_system: str) -> list[StoreSpec]:
                 msg_serde=storage.msg_serde(name) or DEFAULT_STORE_SERDE,
                 changelog=changelog,
                 **cache_sizes,
-                block_cache=BlockCache(storage.container_cache_size_bytes(name, DEFAULT_BLOCK_CACHE_BYTES)),
+                block_cache=BlockCache(storage.container_cache_size_bytes(name)),
             )
         )
     return specs
@@ -79,14 +80,10 @@ def _cache_sizes(config: Config, store: str) -> dict[str, int]:
     """``stores.<store>.object.cache.size`` and ``stores.<store>.write.batch.size``, checked:
     the batch lives in the cache, so it cannot be larger (Samza's rule); an unset batch size
     larger than a configured cache size is lowered to it instead of failing."""
-    cache_key = f"stores.{store}.object.cache.size"
-    batch_key = f"stores.{store}.write.batch.size"
-    cache = config.get_int(cache_key, DEFAULT_OBJECT_CACHE_SIZE)
-    if cache is None or cache < 0:
-        raise ConfigError(f"config key {cache_key!r}: expected a number of entries >= 0 (0 disables the cache), got {cache!r}", key=cache_key)
-    explicit = config.get_int(batch_key)
-    if explicit is not None and explicit < 1:
-        raise ConfigError(f"config key {batch_key!r}: expected a number of entries >= 1, got {explicit!r}", key=batch_key)
+    cache_key = keys.STORE_OBJECT_CACHE_SIZE.key(store=store)
+    batch_key = keys.STORE_WRITE_BATCH_SIZE.key(store=store)
+    cache = keys.STORE_OBJECT_CACHE_SIZE.get(config, store=store)
+    explicit = keys.STORE_WRITE_BATCH_SIZE.read(config, batch_key) if (config.get_str(batch_key) or "").strip() else None
     if explicit is not None and cache and explicit > cache:
         raise ConfigError(
             f"config key {batch_key!r}: the write batch ({explicit}) cannot be larger than the cache it lives in "
@@ -97,11 +94,11 @@ def _cache_sizes(config: Config, store: str) -> dict[str, int]:
 
 
 def state_base_dir(config: Config, default_system: str) -> Path:
-    explicit = config.get_str("job.logged.store.base.dir")
+    explicit = keys.JOB_LOGGED_STORE_BASE_DIR.get(config)
     if explicit:
         return Path(explicit)
-    factory = config.get_str(f"systems.{default_system}.samza.factory") or "log"
-    log_path = config.get_str(f"systems.{default_system}.log.path")
+    factory = keys.SYSTEM_FACTORY.get(config, system=default_system) or "log"
+    log_path = config.get_str(keys.LOG_PATH.key(system=default_system))  # unset: not the log's own default
     if factory == "log" and log_path:
         p = Path(log_path)
         return p.parent / f"{p.name}-state"

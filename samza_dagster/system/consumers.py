@@ -1,6 +1,6 @@
 """SystemConsumers: per-partition buffers between the system consumers and the chooser.
 
-As in Samza (and the design's contract): every system has one poller thread that calls
+As in Samza: every system has one poller thread that calls
 ``consumer.poll`` for the partitions whose buffer has room, and appends what it gets to
 per-partition bounded buffers. The chooser holds at most one envelope per partition: when a
 partition's envelope is chosen, the chooser is immediately updated with that partition's next
@@ -68,6 +68,7 @@ from typing import Any
 from samza_dagster.errors import SamzaError
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.errors import ConsumerSetupError, SystemClientError
 from samza_dagster.system.protocols import SystemConsumer
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class FetchThreshold:
         for name in ("messages", "bytes"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(f"fetch threshold {name} must be at least 1, got {value}")
+                raise ConsumerSetupError(f"fetch threshold {name} must be at least 1, got {value}")
 
 
 def _polls_on_caller_thread(consumer: object) -> bool:
@@ -176,9 +177,9 @@ class SystemConsumers:
     ) -> None:
         check_chooser(chooser, "SystemConsumers' chooser")
         if buffer_capacity_per_ssp is not None and buffer_capacity_per_ssp < 1:
-            raise ValueError(f"buffer_capacity_per_ssp must be at least 1, got {buffer_capacity_per_ssp}")
+            raise ConsumerSetupError(f"buffer_capacity_per_ssp must be at least 1, got {buffer_capacity_per_ssp}")
         if poll_timeout_s <= 0:
-            raise ValueError(f"poll_timeout_s must be positive, got {poll_timeout_s}")
+            raise ConsumerSetupError(f"poll_timeout_s must be positive, got {poll_timeout_s}")
         self._chooser = chooser
         self._chooser_update = chooser.update
         self._chooser_choose = chooser.choose
@@ -216,13 +217,13 @@ class SystemConsumers:
         """Register ``ssp`` (read from ``offset``, the first message to read) with its system's
         consumer and with the chooser."""
         if self._started:
-            raise RuntimeError(f"cannot register {ssp} after SystemConsumers started")
+            raise SystemClientError(f"cannot register {ssp} after SystemConsumers started")
         consumer = self._consumers.get(ssp.system)
         if consumer is None:
             known = ", ".join(sorted(self._consumers)) or "none"
-            raise ValueError(f"no consumer for system {ssp.system!r} of {ssp} (consumers: {known})")
+            raise ConsumerSetupError(f"no consumer for system {ssp.system!r} of {ssp} (consumers: {known})")
         if ssp in self._states:
-            raise ValueError(f"{ssp} is registered twice")
+            raise ConsumerSetupError(f"{ssp} is registered twice")
         consumer.register(ssp, offset)
         self._chooser.register(ssp, offset)
         capacity = self._capacity
@@ -480,9 +481,9 @@ class SystemConsumers:
                 continue
             st = by_ssp.get(ssp)
             if st is None:
-                raise RuntimeError(f"consumer returned envelopes for {ssp}, which was not polled")
+                raise SystemClientError(f"consumer returned envelopes for {ssp}, which was not polled")
             if st.eos_polled:
-                raise RuntimeError(f"consumer returned envelopes for {ssp} after its end-of-stream")
+                raise SystemClientError(f"consumer returned envelopes for {ssp} after its end-of-stream")
             if st.bytes_share is not None:
                 st.fit_bytes(envelopes)
                 limit = self._fetch_limits.get(ssp.system)

@@ -22,3 +22,43 @@ class StreamExistsError(SamzaSystemError):
 
 class SystemUnavailableError(SamzaSystemError, ConnectionError):
     """The system cannot be reached (e.g. the Kafka bootstrap servers); names the address."""
+
+
+class OffsetError(SamzaSystemError, ValueError):
+    """An offset that is not one of the system's (not an integer where the system's are) or that
+    cannot be compared with another; names the stream, partition and offset."""
+
+
+class PartitionError(SamzaSystemError, ValueError):
+    """A partition the stream does not have (or a partition that is not a partition number);
+    names the stream, the partition and the stream's partition count."""
+
+
+class InvalidStreamError(SamzaSystemError, ValueError):
+    """A stream a system cannot create: an invalid name or fewer than one partition."""
+
+
+class MessageTypeError(SamzaSystemError, TypeError):
+    """A key or message a producer cannot write: not bytes (the container's serdes serialize
+    them); names the stream and the type given."""
+
+
+class SystemClientError(SamzaSystemError, RuntimeError):
+    """A consumer used out of its order: a partition registered after start, a poll before
+    start, envelopes returned for a partition that was not polled. Names the system and the
+    partition."""
+
+
+class WrongSystemError(SamzaSystemError, ValueError):
+    """A producer was sent a message for a stream of another system; names both systems."""
+
+
+class ConsumerSetupError(SamzaSystemError, ValueError):
+    """Consumers set up wrongly: a buffer capacity or poll timeout out of range, a partition
+    registered twice, of a system that has no consumer, or polled without being registered;
+    names the partition or the argument."""
+
+
+class SystemWriteError(SamzaSystemError, RuntimeError):
+    """A producer could not write messages it buffered (its storage failed; they stay buffered
+    for a retry); names the system, the stream and where it is stored."""

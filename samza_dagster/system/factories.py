@@ -6,8 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.serde.registry import load_class
 from samza_dagster.system.protocols import SystemFactory
 
 #: Built-in factories, imported lazily so kafka-python is only loaded when Kafka is used.
@@ -23,9 +25,7 @@ def system_factory(config: Config, system_name: str) -> SystemFactory:
 
     A system with no factory configured is the embedded log (the default system).
     """
-    from samza_dagster.serde.registry import load_class
-
-    key = f"systems.{system_name}.samza.factory"
+    key = keys.SYSTEM_FACTORY.key(system=system_name)
     name = (config.get_str(key) or "log").strip()
     path = BUILTIN_FACTORIES.get(name)
     if path is None:

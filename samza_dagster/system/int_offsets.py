@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from samza_dagster.model import SystemStreamPartition
+from samza_dagster.system.errors import OffsetError
 
 
 def parse_offset(ssp: SystemStreamPartition, offset: str, system_kind: str) -> int:
@@ -19,7 +20,7 @@ def parse_offset(ssp: SystemStreamPartition, offset: str, system_kind: str) -> i
     except (TypeError, ValueError):
         position = -1
     if position < 0:
-        raise ValueError(f"{ssp}: offset {offset!r} is not a non-negative integer offset of the {system_kind} system")
+        raise OffsetError(f"{ssp}: offset {offset!r} is not a non-negative integer offset of the {system_kind} system")
     return position
 
 

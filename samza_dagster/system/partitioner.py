@@ -2,7 +2,7 @@
 
 Kafka's default partitioner (murmur2 of the key bytes) is used everywhere, so a keyed stream
 lands in the same partition on the embedded log or in memory as on Kafka, and topics written
-by Java clients co-partition with ours. ``choose_partition`` applies the contract's whole rule
+by Java clients co-partition with ours. ``choose_partition`` applies the whole rule (docs/reference.md, "Wire formats")
 for the systems that pick partitions themselves (log and in-memory): ``partition`` picks the
 partition outright; else ``partition_key`` (or, failing that, ``key``) is hashed; else the
 producer spreads messages round-robin.
@@ -15,6 +15,7 @@ from functools import lru_cache
 from kafka.partitioner.default import murmur2
 
 from samza_dagster.model import OutgoingMessageEnvelope
+from samza_dagster.system.errors import PartitionError
 
 
 @lru_cache(maxsize=65536)
@@ -66,7 +67,7 @@ def choose_partition(
     partition = envelope.partition
     if partition is not None:
         if type(partition) is not int or not 0 <= partition < partition_count:
-            raise ValueError(
+            raise PartitionError(
                 f"stream {envelope.system_stream.stream!r} on system {envelope.system_stream.system!r} has "
                 f"{partition_count} partitions; an envelope asked for partition {partition!r}"
             )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from samza_dagster.config import Config
+from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
 
 
@@ -100,7 +101,7 @@ def read_stream(config: Config, stream: str, *, system: str = "log", timeout_s: 
     try:
         while wanted:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {system}.{stream}: partitions {sorted(s.partition for s in wanted)} not read to head")
+                raise ReadTimeoutError(f"reading {system}.{stream}: partitions {sorted(s.partition for s in wanted)} not read to head")
             for ssp, envelopes in consumer.poll(set(wanted), 0.2).items():
                 for env in envelopes:
                     if env.is_end_of_stream:

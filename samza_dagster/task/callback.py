@@ -44,7 +44,7 @@ class TaskCallback:
 
     def failure(self, exc: BaseException) -> None:
         if not isinstance(exc, BaseException):
-            exc = RuntimeError(str(exc))
+            exc = CallbackError(str(exc))
         self._finish(exc)
 
     @property

@@ -7,6 +7,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.model import SystemStreamPartition
+from samza_dagster.task.errors import NoSuchStoreError
 
 
 class TaskContext:
@@ -42,7 +43,7 @@ class TaskContext:
         store = self._stores.get(name)
         if store is None:
             known = ", ".join(sorted(self._stores)) or "none"
-            raise KeyError(f"task {self.task_name!r} has no store {name!r} (configure stores.{name}.factory); stores: {known}")
+            raise NoSuchStoreError(f"task {self.task_name!r} has no store {name!r} (configure stores.{name}.factory); stores: {known}")
         return store
 
     @property

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.serde.registry import load_class
 from samza_dagster.task.api import is_task
 
 
@@ -22,11 +24,9 @@ class TaskFactory(Protocol):
 class ClassTaskFactory:
     """Instantiates the class ``task.class`` names (``module:Class``), once per task."""
 
-    KEY = "task.class"
+    KEY = keys.TASK_CLASS.name
 
     def __init__(self, config: Config) -> None:
-        from samza_dagster.serde.registry import load_class
-
         path = config.get_str(self.KEY)
         if not path:
             raise ConfigError(f"missing required config key {self.KEY!r} (module:Class of a StreamTask)", key=self.KEY)

@@ -1,4 +1,5 @@
-"""Task classes for the container tests."""
+"""Task classes for the container tests (the ones the benchmarks share are in support/tasks.py and
+imported here, so ``tests.apps.tasks:NoOpTask`` names them too)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,7 @@ from samza_dagster.task import (
     StreamTask,
     WindowableTask,
 )
-
-
-class NoOpTask(StreamTask):
-    def process(self, envelope, collector, coordinator):
-        pass
+from support.tasks import NoOpTask, ProfileLookupTask, SleepTask, WordCountTask  # noqa: F401
 
 
 class NotATask:
@@ -46,17 +43,6 @@ class CopyTask(StreamTask):
 
     def process(self, envelope, collector, coordinator):
         collector.send(OutgoingMessageEnvelope(self.out, envelope.message, key=envelope.key))
-
-
-class WordCountTask(StreamTask, InitableTask):
-    """Counts words in a ``counts`` store (its changelog restores it). Messages are strings."""
-
-    def init(self, context):
-        self.store = context.get_store("counts")
-
-    def process(self, envelope, collector, coordinator):
-        word = envelope.message
-        self.store.put(word, (self.store.get(word) or 0) + 1)
 
 
 class EndOfStreamCountingTask(StreamTask, EndOfStreamListenerTask, InitableTask, ClosableTask):
@@ -179,16 +165,6 @@ class ThreadedAsyncTask(AsyncStreamTask):
         threading.Thread(target=finish, daemon=True).start()
 
 
-class SleepTask(StreamTask):
-    """Sleeps ``test.sleep.ms`` per message (blocking I/O stand-in)."""
-
-    def init(self, context):
-        self.sleep_s = (context.config.get_int("test.sleep.ms", 1) or 1) / 1000.0
-
-    def process(self, envelope, collector, coordinator):
-        time.sleep(self.sleep_s)
-
-
 class ShutdownAfterTask(StreamTask):
     """Asks the whole container to shut down after ``test.shutdown.after`` messages."""
 
@@ -214,20 +190,6 @@ class LeakySecretTask(StreamTask, InitableTask):
 
         print(f"connecting with password {self.secret}", file=sys.stderr)
         raise RuntimeError(f"login failed for password {self.secret}")
-
-
-class ProfileLookupTask(StreamTask, InitableTask):
-    """For each user id read, sends ``{"user", "profile"}`` to ``log.enriched`` with the user's
-    entry in the side-input store ``profiles`` as the task sees it at that moment."""
-
-    def init(self, context):
-        self.profiles = context.get_store("profiles")
-        config = context.config
-        self.out = SystemStream(config.get_str("test.output.system", "log"), config.get_str("test.output.stream", "enriched"))
-
-    def process(self, envelope, collector, coordinator):
-        user = envelope.message
-        collector.send(OutgoingMessageEnvelope(self.out, {"user": user, "profile": self.profiles.get(user)}, key=user))
 
 
 class UpperNameProcessor:

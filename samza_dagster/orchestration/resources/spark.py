@@ -13,6 +13,8 @@ from typing import Any
 
 import dagster as dg
 
+from samza_dagster.spark.session import get_or_create_spark
+
 
 class SparkResource(dg.ConfigurableResource):
     """``master`` — e.g. ``local[2]`` or a cluster URL (default: ``local[<cpu count>]``);
@@ -24,8 +26,6 @@ class SparkResource(dg.ConfigurableResource):
 
     def get_session(self) -> Any:
         """The active SparkSession (or a new one) with the ``samza`` format registered."""
-        from samza_dagster.spark.session import get_or_create_spark
-
         settings = {k: str(v) for k, v in self.spark_config.items()}
         return get_or_create_spark(settings, app_name=self.app_name, master=self.master)
 

@@ -27,12 +27,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.serde.registry import load_class
+from samza_dagster.system.chooser.errors import NotAChooserError
 
 CHOOSER_METHODS = ("register", "start", "stop", "update", "choose")
-CHOOSER_CLASS_KEY = "task.chooser.class"
+CHOOSER_CLASS_KEY = keys.TASK_CHOOSER_CLASS.name
 
 
 class MessageChooser:
@@ -80,7 +84,7 @@ def is_message_chooser(obj: object) -> bool:
 def check_chooser(obj: object, what: str) -> None:
     if not is_message_chooser(obj):
         missing = [name for name in CHOOSER_METHODS if not callable(getattr(obj, name, None))]
-        raise TypeError(f"{what} is not a MessageChooser ({type(obj).__name__} lacks {', '.join(missing)})")
+        raise NotAChooserError(f"{what} is not a MessageChooser ({type(obj).__name__} lacks {', '.join(missing)})")
 
 
 def load_chooser_factory(config: Config) -> MessageChooserFactory | None:
@@ -89,9 +93,8 @@ def load_chooser_factory(config: Config) -> MessageChooserFactory | None:
     Raises ConfigError naming the key when the class cannot be imported, cannot be built
     without arguments, or is not a MessageChooserFactory (no callable ``get_chooser``).
     """
-    from samza_dagster.serde.registry import load_class
 
-    path = (config.get_str(CHOOSER_CLASS_KEY) or "").strip()
+    path = TaskConfig(config).chooser_class or ""
     if not path:
         return None
     cls = load_class(path, CHOOSER_CLASS_KEY)

@@ -1,6 +1,6 @@
 """BatchingChooser: stay on the partition chosen last, up to ``batch_size`` envelopes in a row.
 
-The design's batching idea: once the wrapped chooser has picked partition X, X's next envelope is
+The batching of Samza's MessageChooser design (SAMZA-2): once the wrapped chooser has picked partition X, X's next envelope is
 held back from the wrapped chooser and returned directly by the next ``choose`` — up to
 ``batch_size`` consecutive envelopes from X — before the wrapped chooser's tie-breaking runs
 again. Consecutive envelopes of one partition make for cheaper processing downstream (one
@@ -16,6 +16,7 @@ from typing import Any
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.errors import ChooserError
 
 
 class BatchingChooser(MessageChooser):
@@ -24,7 +25,7 @@ class BatchingChooser(MessageChooser):
     def __init__(self, wrapped: MessageChooser, batch_size: int) -> None:
         check_chooser(wrapped, "BatchingChooser's wrapped chooser")
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise ChooserError(f"batch_size must be a positive integer, got {batch_size!r}")
         self._wrapped = wrapped
         self._batch_size = batch_size
         self._preferred: SystemStreamPartition | None = None

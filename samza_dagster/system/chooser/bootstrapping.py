@@ -1,6 +1,6 @@
 """BootstrappingChooser: hold every other stream back until the bootstrap streams reach head.
 
-The design's design (SAMZA-2), as Samza implemented it:
+Samza's MessageChooser design (SAMZA-2), as Samza implemented it:
 
 * ``register(ssp, offset)`` gives the offset of the first envelope the chooser will see for
   ``ssp``. Only *registered* partitions of the bootstrap streams can lag.
@@ -20,7 +20,7 @@ Offsets are compared with the system's ``SystemAdmin.offset_comparator`` when ``
 has one for the system, else as integers. When that comparator is known to be integer comparison
 (the log, in-memory and Kafka systems', or an admin with ``integer_offsets = True``), the newest
 offset is parsed once at ``start()`` and each chosen envelope of a lagging partition costs one
-``int()`` and one integer comparison instead of a comparator call (same answers). The same chooser also provides the design's restart
+``int()`` and one integer comparison instead of a comparator call (same answers). The same chooser also provides the restart
 guarantee for priorities (see DefaultChooser): any stream, not only a "bootstrap" one, can be
 held to its start-time head this way.
 
@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
+from samza_dagster.system.errors import OffsetError
 from samza_dagster.system.int_offsets import compare_int_offsets
 from samza_dagster.model import (
     END_OF_STREAM_OFFSET,
@@ -110,7 +111,7 @@ def _int_offset(ssp: SystemStreamPartition, offset: str, what: str, admin: Syste
             why = f"no SystemAdmin was given for system {ssp.system!r} to compare it"
         else:
             why = f"the SystemAdmin of system {ssp.system!r} ({type(admin).__name__}) compares offsets as integers"
-        raise ValueError(
+        raise OffsetError(
             f"{what} offset {offset!r} of {ssp.system}.{ssp.stream} partition {ssp.partition} is not an "
             f"integer and {why}"
         ) from None
@@ -273,7 +274,7 @@ class BootstrappingChooser(MessageChooser):
         try:
             return lagging.compare(offset, lagging.newest) >= 0
         except Exception as exc:
-            raise ValueError(
+            raise OffsetError(
                 f"envelope offset {offset!r} of {ssp.system}.{ssp.stream} partition {ssp.partition} cannot be "
                 f"compared with the newest offset {lagging.newest!r} by the SystemAdmin of system "
                 f"{ssp.system!r}: {type(exc).__name__}: {exc}"

@@ -13,14 +13,14 @@ stream with no explicit priority gets one more than the highest configured prior
 so it outranks everything, as in Samza; every other input gets 0. With none of these keys, the
 result is a plain RoundRobinChooser behind one attribute lookup.
 
-Batching sits *inside* each tier, not above the tiers as in Samza's code: the design asks for
+Batching sits *inside* each tier, not above the tiers as in Samza's code: Samza's MessageChooser design (SAMZA-2) asks for
 affinity "in cases where all envelopes have the same priority", and a batch above the tiers would
 let a low-priority partition keep the container for up to ``batch.size`` envelopes while a
 higher-priority one waits. Here priority is never broken by a batch.
 
-**Restart guarantee** (the design: real-time=1, batch=0; "when a processor is stopped and started,
+**Restart guarantee** (SAMZA-2: real-time=1, batch=0; "when a processor is stopped and started,
 the real-time stream will be fully caught up to head before any batch messages are processed").
-The design gets it from the SystemConsumers change: never choose while a stream that has not
+SAMZA-2 gets it from a change to SystemConsumers: never choose while a stream that has not
 reached its start-time head has no envelope in the chooser. Here that rule is the
 BootstrappingChooser's, so DefaultChooser applies it to every input whose priority is above the
 lowest priority in use — bootstrap streams and real-time streams alike. While such a stream is
@@ -38,8 +38,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.system.chooser.base import (
@@ -49,12 +51,13 @@ from samza_dagster.system.chooser.base import (
 )
 from samza_dagster.system.chooser.batching import BatchingChooser
 from samza_dagster.system.chooser.bootstrapping import BootstrappingChooser
+from samza_dagster.system.chooser.errors import ChooserError
 from samza_dagster.system.chooser.round_robin import RoundRobinChooser
 from samza_dagster.system.chooser.tiered_priority import TieredPriorityChooser
 from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.system.protocols import SystemAdmin
 
-BATCH_SIZE_KEY = "task.consumer.batch.size"
+BATCH_SIZE_KEY = keys.TASK_CONSUMER_BATCH_SIZE.name
 #: A bootstrap stream's tier batches this many envelopes of one partition per decision unless
 #: ``task.consumer.batch.size`` is set (1 restores Samza's choose-one-at-a-time). A bootstrap
 #: stream is read to its head before anything else, so nothing waits behind its batches; and
@@ -201,7 +204,7 @@ class DefaultChooser(MessageChooser):
 def _check_bootstrap_flags(config: Config, stream_config: StreamConfig, inputs: set[SystemStream]) -> None:
     """A stream flagged ``samza.bootstrap=true`` that the job does not read is a config mistake:
     the user expects it to be read first, and it would silently not be read at all."""
-    default_system = config.get_str("job.default.system") or "log"
+    default_system = JobConfig(config).default_system
     for key, value in config.items():
         if not key.endswith(".samza.bootstrap"):
             continue
@@ -238,14 +241,14 @@ def _metadata_for(
     for system, names in missing.items():
         admin = (system_admins or {}).get(system)
         if admin is None:
-            raise ValueError(
+            raise ChooserError(
                 f"no metadata for stream(s) {', '.join(f'{system}.{n}' for n in names)} that must reach "
                 f"their head before lower priorities run, and no SystemAdmin for system {system!r} to fetch it"
             )
         fetched = admin.get_system_stream_metadata(names)
         for name in names:
             if name not in fetched:
-                raise ValueError(f"SystemAdmin of system {system!r} returned no metadata for stream {name!r}")
+                raise ChooserError(f"SystemAdmin of system {system!r} returned no metadata for stream {name!r}")
             result[SystemStream(system, name)] = fetched[name]
     return result
 

@@ -2,7 +2,7 @@
 
 Each priority has its own chooser (round-robin, batching, time-aligned...) deciding among the
 streams of that tier; ``choose`` asks the tiers from the highest priority down and returns the
-first envelope any tier gives. This is the design's QoS rule: real-time=1, batch=0 means a batch
+first envelope any tier gives. This is the QoS rule of Samza's MessageChooser design (SAMZA-2): real-time=1, batch=0 means a batch
 message is processed only when no real-time message is available.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.system.chooser.errors import ChooserError
 
 
 class TieredPriorityChooser(MessageChooser):
@@ -33,7 +34,7 @@ class TieredPriorityChooser(MessageChooser):
         for priority in set(priorities.values()):
             if priority not in choosers:
                 streams = sorted(str(s) for s, p in priorities.items() if p == priority)
-                raise ValueError(f"no chooser for priority {priority} (streams {', '.join(streams)})")
+                raise ChooserError(f"no chooser for priority {priority} (streams {', '.join(streams)})")
         for priority, chooser in choosers.items():
             check_chooser(chooser, f"chooser of priority {priority}")
         if default is not None:
@@ -68,7 +69,7 @@ class TieredPriorityChooser(MessageChooser):
         elif self._default is not None:
             chooser = self._default
         else:
-            raise ValueError(
+            raise ChooserError(
                 f"stream {ssp.system}.{ssp.stream} (partition {ssp.partition}) has no priority and "
                 f"the TieredPriorityChooser has no default chooser"
             )
@@ -109,5 +110,3 @@ class TieredPriorityChooser(MessageChooser):
         assert tier is not None, f"a run of {last.ssp} that its tier did not offer"
         tier.take_run(last, count)  # type: ignore[attr-defined]
 
-    def priority_of(self, system_stream: SystemStream) -> int | None:
-        return self._priorities.get(system_stream)

@@ -1,4 +1,4 @@
-"""TimeAlignedChooser: keep input streams aligned by event time (the design's third use case).
+"""TimeAlignedChooser: keep input streams aligned by event time (the third use case of Samza's MessageChooser design, SAMZA-2).
 
 Among the envelopes it holds (one per partition at most), the one with the smallest
 ``event_time`` goes first; equal times go in arrival order. A join that buffers one stream
@@ -41,12 +41,15 @@ import time
 from itertools import count
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
 from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.errors import ChooserError
 
-MAX_SKEW_KEY = "task.chooser.max.skew.ms"
-IDLE_TIMEOUT_KEY = "task.chooser.idle.timeout.ms"
+MAX_SKEW_KEY = keys.TASK_CHOOSER_MAX_SKEW_MS.name
+IDLE_TIMEOUT_KEY = keys.TASK_CHOOSER_IDLE_TIMEOUT_MS.name
 _MISSING: Any = object()
 
 
@@ -58,9 +61,9 @@ class TimeAlignedChooser(MessageChooser):
         if wrapped is not None:
             check_chooser(wrapped, "TimeAlignedChooser's wrapped chooser")
         if not isinstance(max_skew_ms, int) or max_skew_ms < 0:
-            raise ValueError(f"max_skew_ms must be a non-negative integer, got {max_skew_ms!r}")
+            raise ChooserError(f"max_skew_ms must be a non-negative integer, got {max_skew_ms!r}")
         if not isinstance(idle_timeout_ms, int) or idle_timeout_ms < 0:
-            raise ValueError(f"idle_timeout_ms must be a non-negative integer, got {idle_timeout_ms!r}")
+            raise ChooserError(f"idle_timeout_ms must be a non-negative integer, got {idle_timeout_ms!r}")
         self._idle_s = idle_timeout_ms / 1000.0
         #: Registered partitions with no envelope here → event time last chosen from them (None: none yet).
         self._absent: dict[SystemStreamPartition, int | None] = {}
@@ -171,12 +174,8 @@ class TimeAlignedChooserFactory(MessageChooserFactory):
     def get_chooser(self, config: Config, metrics: dict[str, Any] | None = None) -> MessageChooser:
         skew = config.get_int(MAX_SKEW_KEY, 0) or 0
         if skew < 0:
-            from samza_dagster.config.errors import ConfigError
-
             raise ConfigError(f"config key {MAX_SKEW_KEY!r} must be >= 0, got {skew}", key=MAX_SKEW_KEY)
         idle = config.get_int(IDLE_TIMEOUT_KEY, 100)
         if idle is None or idle < 0:
-            from samza_dagster.config.errors import ConfigError
-
             raise ConfigError(f"config key {IDLE_TIMEOUT_KEY!r} must be >= 0, got {idle}", key=IDLE_TIMEOUT_KEY)
         return TimeAlignedChooser(max_skew_ms=skew, idle_timeout_ms=idle)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from samza_dagster.system.errors import StreamExistsError
+from samza_dagster.system.errors import InvalidStreamError, StreamExistsError
 from samza_dagster.system.inmemory.state import InMemoryStream, system_state
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.model import (
@@ -28,7 +28,7 @@ class InMemorySystemAdmin:
     def create_stream(self, spec: StreamSpec) -> bool:
         """Create the stream; False if it exists with the same partition count."""
         if spec.partition_count < 1:
-            raise ValueError(
+            raise InvalidStreamError(
                 f"stream {spec.physical_name!r} on system {self.system_name!r}: "
                 f"partition count must be at least 1, got {spec.partition_count}"
             )

@@ -12,20 +12,22 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.system.errors import ConsumerSetupError, PartitionError
 from samza_dagster.system.inmemory.state import Record, system_state
 from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
-DEFAULT_FETCH_SIZE = 1000
+DEFAULT_FETCH_SIZE: int = keys.INMEMORY_FETCH_SIZE.default
 
 
 class InMemorySystemConsumer:
     def __init__(self, system_name: str, config: Config) -> None:
         self.system_name = system_name
         self._state = system_state(system_name)
-        key = f"systems.{system_name}.inmemory.fetch.size"
+        key = keys.INMEMORY_FETCH_SIZE.key(system=system_name)
         self._fetch_size = config.get_int(key, DEFAULT_FETCH_SIZE) or DEFAULT_FETCH_SIZE
         self._stream_config = StreamConfig(config)
         self._positions: dict[SystemStreamPartition, int] = {}
@@ -76,7 +78,7 @@ class InMemorySystemConsumer:
     def _partition_log(self, ssp: SystemStreamPartition) -> list[Record]:
         partitions = self._state.stream(ssp.stream).partitions
         if not 0 <= ssp.partition < len(partitions):
-            raise ValueError(f"{ssp}: stream {ssp.stream!r} has {len(partitions)} partitions")
+            raise PartitionError(f"{ssp}: stream {ssp.stream!r} has {len(partitions)} partitions")
         return partitions[ssp.partition]
 
     def _collect(self, ssps: list[SystemStreamPartition]) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
@@ -85,7 +87,7 @@ class InMemorySystemConsumer:
         for ssp in ssps:
             position = positions.get(ssp)
             if position is None:
-                raise ValueError(f"{ssp} was polled but never registered with the in-memory consumer")
+                raise ConsumerSetupError(f"{ssp} was polled but never registered with the in-memory consumer")
             log = self._logs.get(ssp)
             if log is None:
                 log = self._logs[ssp] = self._partition_log(ssp)

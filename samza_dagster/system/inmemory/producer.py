@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from samza_dagster.config.config import Config
+from samza_dagster.system.errors import WrongSystemError
 from samza_dagster.system.inmemory.state import system_state
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
@@ -34,7 +35,7 @@ class InMemorySystemProducer:
     def send(self, source: str, envelope: OutgoingMessageEnvelope) -> None:
         system_stream = envelope.system_stream
         if system_stream.system != self.system_name:
-            raise ValueError(
+            raise WrongSystemError(
                 f"in-memory producer of system {self.system_name!r} was sent a message for {system_stream}"
             )
         timestamp = envelope.event_time

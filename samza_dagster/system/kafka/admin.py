@@ -12,8 +12,9 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
-from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError
+from samza_dagster.system.errors import PartitionError, SamzaSystemError, StreamExistsError, StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import connect, unavailable
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
@@ -44,7 +45,7 @@ class KafkaSystemAdmin:
         self.system_name = system_name
         self._clients = clients
         prefix = f"systems.{system_name}.default.stream."
-        self._replication_factor = config.get_int(prefix + "replication.factor", 1) or 1
+        self._replication_factor = keys.SYSTEM_REPLICATION_FACTOR.get(config, system=system_name)
         self._topic_defaults = dict(DEFAULT_TOPIC_CONFIGS)
         self._topic_defaults.update(
             {
@@ -60,6 +61,7 @@ class KafkaSystemAdmin:
     def _client(self) -> Any:
         with self._lock:
             if self._admin is None:
+                # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
                 from kafka import KafkaAdminClient
 
                 self._admin = connect(
@@ -124,7 +126,7 @@ class KafkaSystemAdmin:
                 f"creating stream {topic!r} on system {self.system_name!r} "
                 f"({spec.partition_count} partitions, configs {configs}): {entry.get('error_message')}"
             )
-        raise RuntimeError(f"create_topics returned no result for {topic!r}")  # pragma: no cover
+        raise SamzaSystemError(f"create_topics returned no result for {topic!r}")  # pragma: no cover
 
     def _partition_counts(self, topics: list[str]) -> dict[str, int]:
         """One metadata request for all ``topics``; StreamNotFoundError for the first missing one."""
@@ -189,7 +191,7 @@ class KafkaSystemAdmin:
         counts = self._partition_counts(sorted({ssp.stream for ssp in timestamps}))
         for ssp in timestamps:
             if not 0 <= ssp.partition < counts[ssp.stream]:
-                raise ValueError(
+                raise PartitionError(
                     f"kafka system {self.system_name!r}: stream {ssp.stream!r} has no partition {ssp.partition} "
                     f"(it has {counts[ssp.stream]})"
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.errors import MessageTypeError, OffsetError, SystemClientError
 
 
 def register_start_offset(
@@ -12,19 +13,19 @@ def register_start_offset(
     """Record ``offset`` (the first message to read) for ``ssp``; registered twice, the earlier
     offset wins, as in Samza."""
     if started:
-        raise RuntimeError(f"{ssp} registered after the Kafka consumer of {system!r} started")
+        raise SystemClientError(f"{ssp} registered after the Kafka consumer of {system!r} started")
     try:
         position = int(offset)
     except (TypeError, ValueError):
-        raise ValueError(f"{ssp}: offset {offset!r} is not a Kafka offset (an integer)") from None
+        raise OffsetError(f"{ssp}: offset {offset!r} is not a Kafka offset (an integer)") from None
     if position < 0:
-        raise ValueError(f"{ssp}: offset {offset!r} is negative")
+        raise OffsetError(f"{ssp}: offset {offset!r} is negative")
     previous = start_offsets.get(ssp)
     start_offsets[ssp] = position if previous is None else min(previous, position)
 
 
-def not_bytes_error(system: str, topic: str, envelope: OutgoingMessageEnvelope, cause: Exception) -> TypeError:
-    return TypeError(
+def not_bytes_error(system: str, topic: str, envelope: OutgoingMessageEnvelope, cause: Exception) -> MessageTypeError:
+    return MessageTypeError(
         f"Kafka system {system!r}, topic {topic!r}: key and message must be bytes (serialized by the "
         f"container's serdes), got key {type(envelope.key).__name__}, message {type(envelope.message).__name__}: {cause}"
     )

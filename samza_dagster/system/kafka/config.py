@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 
@@ -69,12 +70,12 @@ _OFFSET_RESET = {"smallest": "earliest", "largest": "latest"}
 
 
 CLIENTS = ("confluent", "kafka-python")
-DEFAULT_CLIENT = "confluent"
+DEFAULT_CLIENT: str = keys.SYSTEM_KAFKA_CLIENT.default
 
 
 def kafka_client(system: str, config: Config) -> str:
     """``systems.<system>.kafka.client``: confluent (default) or kafka-python."""
-    key = f"systems.{system}.kafka.client"
+    key = keys.SYSTEM_KAFKA_CLIENT.key(system=system)
     name = (config.get_str(key) or DEFAULT_CLIENT).strip()
     if name not in CLIENTS:
         raise ConfigError(f"config key {key!r} must be one of {', '.join(CLIENTS)}, got {name!r}", key=key)
@@ -103,6 +104,7 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     client the consumer and producer keys are librdkafka's to check; here only those kafka-python
     knows are kept (for the admin, which connects like the consumer).
     """
+    # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
     prefix = f"systems.{system}."

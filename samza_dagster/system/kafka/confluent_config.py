@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 
@@ -37,8 +38,8 @@ TRANSLATED = {
 }
 #: how long a client waits for an unreachable broker before failing with its address; read by
 #: this system, not passed to librdkafka (kafka-python's name, which the Dagster resource sets)
-BOOTSTRAP_TIMEOUT = "bootstrap.timeout.ms"
-DEFAULT_BOOTSTRAP_TIMEOUT_MS = 5000
+BOOTSTRAP_TIMEOUT = keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.name.split(".consumer.", 1)[1]
+DEFAULT_BOOTSTRAP_TIMEOUT_MS: int = keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.default
 #: keys of the Java or kafka-python clients that mean nothing to librdkafka: ignored with a warning
 IGNORED = frozenset({"zookeeper.connect", "key.serializer", "value.serializer", "key.deserializer",
                      "value.deserializer", "api.version", "metrics.enabled", "allow.auto.create.topics"})

@@ -39,23 +39,24 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
-from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError
+from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError, SystemClientError
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.errors import unavailable
 
-BATCH_KEY = "fetch.batch.messages"
-DEFAULT_BATCH = 500
+BATCH_KEY = keys.SYSTEM_CONSUMER_FETCH_BATCH.name.split(".consumer.", 1)[1]  # within systems.<s>.consumer.
+DEFAULT_BATCH: int = keys.SYSTEM_CONSUMER_FETCH_BATCH.default
 #: the engine's key (not librdkafka's): parked bytes of all partitions above which the
 #: partitions holding them are paused in librdkafka
-PARK_MAX_BYTES_KEY = "park.max.bytes"
+PARK_MAX_BYTES_KEY = keys.SYSTEM_CONSUMER_PARK_MAX_BYTES.name.split(".consumer.", 1)[1]
 #: 32 MiB: six of the test broker's 5 MiB fetch responses, eight of a 4-partition fetch from a
 #: Kafka broker (max.partition.fetch.bytes 1 MiB each)
-DEFAULT_PARK_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_PARK_MAX_BYTES: int = keys.SYSTEM_CONSUMER_PARK_MAX_BYTES.default
 #: what an envelope costs beyond its key and value (the envelope, its offset string, two bytes
 #: objects' headers; measured with tracemalloc), counted against park.max.bytes
 ENVELOPE_OVERHEAD_BYTES = 250
@@ -110,6 +111,7 @@ class ConfluentSystemConsumer:
         register_start_offset(self._start_offsets, ssp, offset, self.system_name, self._consumer is not None)
 
     def start(self) -> None:
+        # confluent-kafka loads only when a Kafka system uses it (kafka.client picks the client library)
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         try:
@@ -197,7 +199,7 @@ class ConfluentSystemConsumer:
             if consumer is None:
                 if self._stopped.is_set():
                     return {}
-                raise RuntimeError(f"poll before start() on the Kafka consumer of {self.system_name!r}")
+                raise SystemClientError(f"poll before start() on the Kafka consumer of {self.system_name!r}")
             if self._pending_eos:
                 due = self._pending_eos & requested
                 if due:

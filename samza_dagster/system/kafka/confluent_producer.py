@@ -25,7 +25,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope
-from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.errors import PartitionError, StreamNotFoundError
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.common import not_bytes_error
 from samza_dagster.system.kafka.errors import KafkaProducerError, unavailable
@@ -61,6 +61,7 @@ class ConfluentSystemProducer:
     def start(self) -> None:
         """Create the client and ask for the cluster's metadata once: an unreachable broker
         fails here, within bootstrap.timeout.ms, naming its address."""
+        # confluent-kafka loads only when a Kafka system uses it (kafka.client picks the client library)
         from confluent_kafka import KafkaException
 
         try:
@@ -95,7 +96,7 @@ class ConfluentSystemProducer:
             else:
                 partition = UNASSIGNED
         elif not 0 <= partition < count:
-            raise ValueError(f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition "
+            raise PartitionError(f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition "
                              f"{partition}: the topic has {count} partitions")
         key = envelope.key
         try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
-from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.errors import StreamNotFoundError, SystemClientError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.errors import connect, unavailable
@@ -54,6 +54,7 @@ class KafkaSystemConsumer:
         register_start_offset(self._start_offsets, ssp, offset, self.system_name, self._consumer is not None)
 
     def start(self) -> None:
+        # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
         from kafka import KafkaConsumer, TopicPartition
 
         self._consumer = connect(
@@ -159,7 +160,7 @@ class KafkaSystemConsumer:
             if consumer is None:
                 if self._stopped.is_set():
                     return {}
-                raise RuntimeError(f"poll before start() on the Kafka consumer of {self.system_name!r}")
+                raise SystemClientError(f"poll before start() on the Kafka consumer of {self.system_name!r}")
             if self._pending_eos:
                 due = self._pending_eos & requested
                 if due:

@@ -30,6 +30,7 @@ def connect(system: str, bootstrap: str, what: str, make: Callable[[], T]) -> T:
     kafka-python bootstraps eagerly in the constructor and gives up after
     ``bootstrap_timeout_ms`` (5 s by default here) with KafkaTimeoutError.
     """
+    # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
     from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MetadataEmptyBrokerList
 
     try:

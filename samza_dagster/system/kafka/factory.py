@@ -28,6 +28,7 @@ class KafkaSystemFactory:
             from samza_dagster.system.kafka.confluent_consumer import ConfluentSystemConsumer
 
             return ConfluentSystemConsumer(system_name, config, confluent_configs(system_name, config))
+        # the chosen client's modules (and library) load only for that client
         from samza_dagster.system.kafka.consumer import KafkaSystemConsumer
 
         return KafkaSystemConsumer(system_name, config, kafka_client_configs(system_name, config))

@@ -19,7 +19,7 @@ from typing import Any
 from kafka.errors import KafkaTimeoutError
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.errors import PartitionError, StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.common import not_bytes_error
 from samza_dagster.system.kafka.errors import KafkaProducerError, connect, unavailable
@@ -78,6 +78,7 @@ class KafkaSystemProducer:
         if producer is None:
             with self._lock:
                 if self._producer is None:
+                    # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
                     from kafka import KafkaProducer
 
                     self._producer = connect(
@@ -115,7 +116,7 @@ class KafkaSystemProducer:
                 self.system_name, topic, f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}"
             ) from exc
         except (AssertionError, ValueError) as exc:  # e.g. an explicit partition that does not exist
-            raise ValueError(
+            raise PartitionError(
                 f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition {partition}: {exc}"
             ) from exc
         future.add_errback(sink)

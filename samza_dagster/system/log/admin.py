@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
+from samza_dagster.system.errors import PartitionError
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.log import retention, storage, time_index
 from samza_dagster.system.log.cleaner import CleanStats, clean_stream, read_policy
@@ -111,7 +112,7 @@ class LogSystemAdmin:
             for ssp, ts in timestamps.items():
                 conn, count = self._stream(ssp.stream)
                 if not 0 <= ssp.partition < count:
-                    raise ValueError(
+                    raise PartitionError(
                         f"log system {self.system_name!r}: stream {ssp.stream!r} has no partition {ssp.partition} "
                         f"(it has {count})"
                     )

@@ -29,17 +29,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.system.log.retention import check_config
 
-DEFAULT_PATH = "./.samza-log"
-DEFAULT_BATCH_SIZE = 1000
-DEFAULT_FETCH_SIZE = 250
-DEFAULT_SYNCHRONOUS = "FULL"
-DEFAULT_BUSY_TIMEOUT_MS = 30_000
-DEFAULT_CLEANER_INTERVAL_MS = 30_000
-DEFAULT_LINGER_MS = 5
+DEFAULT_PATH: str = keys.LOG_PATH.default
+DEFAULT_BATCH_SIZE: int = keys.LOG_BATCH_SIZE.default
+DEFAULT_FETCH_SIZE: int = keys.LOG_FETCH_SIZE.default
+DEFAULT_SYNCHRONOUS: str = keys.LOG_SYNCHRONOUS.default
+DEFAULT_BUSY_TIMEOUT_MS: int = keys.LOG_BUSY_TIMEOUT_MS.default
+DEFAULT_CLEANER_INTERVAL_MS: int = keys.LOG_CLEANER_INTERVAL_MS.default
+DEFAULT_LINGER_MS: int = keys.LOG_LINGER_MS.default
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.system.errors import ConsumerSetupError, PartitionError
 from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.system.log import storage
 from samza_dagster.system.log.config import LogSystemConfig
@@ -70,7 +71,7 @@ class LogSystemConsumer:
                 conn, count = self._open(stream)
                 for ssp in ssps:
                     if not 0 <= ssp.partition < count:
-                        raise ValueError(f"{ssp}: stream {stream!r} has {count} partitions")
+                        raise PartitionError(f"{ssp}: stream {stream!r} has {count} partitions")
                 if self._stream_config.is_bounded(ssps[0].system_stream):
                     upcoming = {p: up for p, _oldest, _newest, up in conn.log_format.partition_offsets(conn, count)}
                     for ssp in ssps:
@@ -140,7 +141,7 @@ class LogSystemConsumer:
         for ssp in ssps:
             position = positions.get(ssp)
             if position is None:
-                raise ValueError(f"{ssp} was polled but never registered with the log consumer")
+                raise ConsumerSetupError(f"{ssp} was polled but never registered with the log consumer")
             limit = fetch
             end = ends.get(ssp)
             if end is not None:

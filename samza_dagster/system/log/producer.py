@@ -38,6 +38,7 @@ import time
 from collections import deque
 
 from samza_dagster.config.config import Config
+from samza_dagster.system.errors import MessageTypeError, SystemWriteError, WrongSystemError
 from samza_dagster.system.log import storage
 from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
@@ -72,7 +73,7 @@ def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> by
         return value  # type: ignore[return-value]
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(
+    raise MessageTypeError(
         f"log system producer: the {what} of a message to stream {envelope.system_stream.stream!r} on system "
         f"{envelope.system_stream.system!r} is {type(value).__name__}, not bytes; configure a serde for the stream"
     )
@@ -154,7 +155,7 @@ class LogSystemProducer:
     def _open(self, envelope: OutgoingMessageEnvelope) -> _StreamWriter:
         system_stream = envelope.system_stream
         if system_stream.system != self.system_name:
-            raise ValueError(f"log producer of system {self.system_name!r} was sent a message for {system_stream}")
+            raise WrongSystemError(f"log producer of system {self.system_name!r} was sent a message for {system_stream}")
         with self._writers_lock:
             writer = self._writers.get(system_stream.stream)
             if writer is None:
@@ -202,7 +203,7 @@ class LogSystemProducer:
                     conn.execute("ROLLBACK")
                 buffer.extendleft(reversed(batch))  # nothing was written: keep them for a retry
                 if isinstance(exc, sqlite3.Error):
-                    raise RuntimeError(
+                    raise SystemWriteError(
                         f"log system {self.system_name!r}: writing {n} messages to stream {writer.name!r} "
                         f"({storage.stream_file(self.log_config.path, writer.name)}) failed: {exc}"
                     ) from exc

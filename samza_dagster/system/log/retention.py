@@ -24,19 +24,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.model import SystemStream
 
-POLICY_KEY = "cleanup.policy"
+POLICY_KEY = keys.STREAM_CLEANUP_POLICY.prop
 #: every key this module reads, with the value used when it is unset
 DEFAULTS: dict[str, str] = {
-    POLICY_KEY: "delete",
-    "retention.ms": "-1",
-    "retention.bytes": "-1",
-    "delete.retention.ms": "86400000",
-    "min.compaction.lag.ms": "0",
+    key.prop: str(key.default)
+    for key in (keys.STREAM_CLEANUP_POLICY, keys.STREAM_RETENTION_MS, keys.STREAM_RETENTION_BYTES,
+                keys.STREAM_DELETE_RETENTION_MS, keys.STREAM_MIN_COMPACTION_LAG_MS)
 }
 _POLICIES = {"delete": (True, False), "compact": (False, True), "compact,delete": (True, True), "delete,compact": (True, True)}
 #: keys that may be -1 ("no limit"); the others must be >= 0
@@ -92,7 +92,7 @@ def stream_properties(config: Config, system: str, stream: str, requested: Mappi
     result = {k: str(v) for k, v in (requested or {}).items()}
     streams = StreamConfig(config)
     system_stream = SystemStream(system, stream)
-    default_system = config.get_str("job.default.system") or "log"
+    default_system = JobConfig(config).default_system
     for key in DEFAULTS:
         explicit = None
         for sid in streams.stream_ids_for(system_stream, default_system):

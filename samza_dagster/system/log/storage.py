@@ -42,7 +42,7 @@ import sqlite3
 import uuid
 from urllib.parse import quote, unquote
 
-from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError
+from samza_dagster.system.errors import InvalidStreamError, StreamExistsError, StreamNotFoundError
 from samza_dagster.system.log.formats import CURRENT, FORMATS, LogFormat
 
 SUFFIX = ".db"
@@ -60,7 +60,7 @@ class StreamConnection(sqlite3.Connection):
 def stream_file(root: str, stream: str) -> str:
     """The file of ``stream`` under ``root``."""
     if not stream or stream in (".", ".."):
-        raise ValueError(f"{stream!r} is not a valid stream name")
+        raise InvalidStreamError(f"{stream!r} is not a valid stream name")
     return os.path.join(root, quote(stream, safe="") + SUFFIX)
 
 
@@ -119,7 +119,7 @@ def create_stream_file(
     temporary name and hard-linked into place, which fails if the name is taken. ``reclaim``:
     the stream's policy removes messages, so the file gives freed pages back (auto_vacuum)."""
     if partition_count < 1:
-        raise ValueError(
+        raise InvalidStreamError(
             f"stream {stream!r} on system {system!r}: partition count must be at least 1, got {partition_count}"
         )
     path = stream_file(root, stream)

@@ -1,0 +1,11 @@
+"""Errors of the task API."""
+
+from samza_dagster.errors import SamzaError
+
+
+class NoSuchStoreError(SamzaError, KeyError):
+    """``TaskContext.get_store`` asked for a store the task does not have; names the task, the
+    store and the stores it has. A ``KeyError``, as a missing name is to a Python mapping."""
+
+    def __str__(self) -> str:  # KeyError's own __str__ would quote the message
+        return str(self.args[0]) if self.args else ""
