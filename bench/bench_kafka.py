@@ -473,7 +473,6 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
 
         if "B3" in want:
             t0 = time.perf_counter()
-            broker_cpu: list[float] = []
 
             def passthrough_on(client: str):
                 def passthrough(rep):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import random
-import sys
-import types
 
 import pytest
 

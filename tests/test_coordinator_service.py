@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import time
 import urllib.error
 import urllib.request
 import uuid

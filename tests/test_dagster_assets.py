@@ -6,7 +6,6 @@ fast with its address, and a rejected plan contained to its application."""
 from __future__ import annotations
 
 import socket
-import time
 from pathlib import Path
 
 import dagster as dg
@@ -19,7 +18,7 @@ from samza_dagster.application import StreamApplication, SystemDescriptor
 from samza_dagster.config import Config
 from samza_dagster.orchestration import application_definitions, stream_assets
 from samza_dagster.planner import ExecutionPlanner
-from samza_dagster.system import SystemStream, SystemStreamPartition, system_factory
+from samza_dagster.system import system_factory
 from samza_dagster.task import StreamTask
 
 

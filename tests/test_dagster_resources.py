@@ -5,7 +5,6 @@ address), the systems resource's config fragment, and the coordinator-stream res
 from __future__ import annotations
 
 import socket
-import time
 
 import pytest
 

@@ -240,7 +240,8 @@ def _run_and_kill(config: Config, tmp_path: Path, phase: str, delay_s: float) ->
             break
         time.sleep(0.005)
     if proc is None:
-        import sys, traceback
+        import sys
+        import traceback
         stack = "".join(traceback.format_stack(sys._current_frames()[thread.ident]))
         raise AssertionError(f"container process never started: {box}\n{stack}")
     started = time.monotonic()

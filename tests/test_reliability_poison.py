@@ -14,7 +14,6 @@ messages, so the coordinator keeps going), the checkpoint reader (CheckpointErro
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -22,7 +22,6 @@ from samza_dagster.system.chooser import (
     DefaultChooser,
     MessageChooser,
     RoundRobinChooser,
-    TieredPriorityChooser,
     TimeAlignedChooser,
 )
 from samza_dagster.system.consumers import SystemConsumers, SystemConsumersError
@@ -358,7 +357,7 @@ def test_currency_codes_bootstrap_on_the_in_memory_system(mem_system):
 def priority_run(system: System, chooser: MessageChooser, bursts: int = 25, burst: int = 20):
     """A batch stream flooded with 200k messages; a producer thread writes bursts of real-time
     messages throughout (each burst committed at once). Returns the chosen stream sequence."""
-    batch = system.create("batch", 1)
+    system.create("batch", 1)
     rt = system.create("realtime", 1)
     system.produce("batch", 0, 200_000)
     sc = SystemConsumers(chooser, {system.name: system.consumer()}, buffer_capacity_per_ssp=2000,
@@ -443,8 +442,8 @@ def _empty(partitions: int):
 
 def test_restart_with_both_streams_behind_processes_realtime_backlog_first(log_system):
     """The restart guarantee of Samza's MessageChooser design (SAMZA-2): real-time priority 1, batch 0, both behind at restart."""
-    rt = log_system.create("realtime", 4)
-    batch = log_system.create("batch", 2)
+    log_system.create("realtime", 4)
+    log_system.create("batch", 2)
     for p in range(4):
         log_system.produce("realtime", p, 300)
     for p in range(2):
@@ -476,8 +475,8 @@ def test_restart_with_both_streams_behind_processes_realtime_backlog_first(log_s
 # -- time alignment --------------------------------------------------------------------------------
 
 def test_time_aligned_streams_are_chosen_in_event_time_order_within_the_skew(mem_system):
-    views = mem_system.create("views", 1)
-    clicks = mem_system.create("clicks", 1)
+    mem_system.create("views", 1)
+    mem_system.create("clicks", 1)
     mem_system.produce("views", 0, 3000, event_time=lambda i: 1_000_000 + 10 * i)
     mem_system.produce("clicks", 0, 1500, event_time=lambda i: 1_000_000 + 20 * i + 5)
     skew = 50
