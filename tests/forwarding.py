@@ -57,6 +57,19 @@ class ForwardingProducer:
     def flush(self, source):
         self.inner.flush(source)
 
+    # transactions (job.processing.guarantee=exactly-once)
+    def init_transactions(self, transactional_id, state_stream):
+        self.inner.init_transactions(transactional_id, state_stream)
+
+    def has_open_transaction(self):
+        return self.inner.has_open_transaction()
+
+    def commit_transaction(self):
+        self.inner.commit_transaction()
+
+    def abort_transaction(self):
+        self.inner.abort_transaction()
+
 
 class ForwardingChooser(_ForwardingPartitions, MessageChooser):
     """A MessageChooser passing every call to ``inner``."""

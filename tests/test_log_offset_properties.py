@@ -8,6 +8,15 @@ and compaction passes, and consumer positions (hypothesis, on real SQLite files)
   (never another message) and never misses what the policy keeps: the newest value of every key
   and every unkeyed message under compaction, the whole suffix after the log start under
   retention.
+
+Interleaved with them, a transactional producer (transactions.py) writes, commits, aborts, and is
+replaced by a new instance of itself (its open transaction aborted, the old instance fenced):
+
+* an aborted message is never read again, and its offsets are never given out again;
+* a ``read_committed`` consumer reads only plain and committed messages, never past the first
+  message of the open transaction; compaction never lets an open message (which may still abort)
+  remove the committed message of its key it would supersede;
+* a fenced instance's writes fail and leave nothing in the log.
 """
 
 from __future__ import annotations
@@ -23,9 +32,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from samza_dagster.config import Config
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.system.log import LogSystemFactory
+from samza_dagster.system.log.transactions import ProducerFencedError
 from support.log_reading import Message, read_partition
 
-SYSTEM, STREAM = "log", "s"
+SYSTEM, STREAM, STATE = "log", "s", "txn-state"
 #: cleanup policies (stream properties) the machine runs under; times are the machine's clock, ms
 POLICIES = [
     {"cleanup.policy": "compact", "delete.retention.ms": "0", "min.compaction.lag.ms": "0"},
@@ -36,6 +46,8 @@ POLICIES = [
 ]
 KEYS = st.sampled_from([None, "a", "b"])
 Written = tuple[str | None, str | None]  # key, value (None: a tombstone)
+#: what became of a written offset
+PLAIN, OPEN, COMMITTED, ABORTED = "plain", "open", "committed", "aborted"
 
 
 class LogOffsetMachine(RuleBasedStateMachine):
@@ -58,23 +70,36 @@ class LogOffsetMachine(RuleBasedStateMachine):
         self.upcoming: dict[int, int] = {}
         self.positions: list[tuple[int, int]] = []
         self.counter = 0
+        #: partition -> offset -> PLAIN / OPEN / COMMITTED / ABORTED
+        self.fate: dict[int, dict[int, str]] = {}
+        self.txn_producer = None
+        self.fenced: list = []  # earlier instances of the transactional producer
 
     @initialize(policy=st.sampled_from(POLICIES), partitions=st.integers(1, 2))
     def create(self, policy: dict[str, str], partitions: int) -> None:
         self.policy, self.partitions = policy, partitions
         self.admin.create_stream(StreamSpec(STREAM, STREAM, SYSTEM, partitions, dict(policy)))
+        self.admin.create_stream(StreamSpec(STATE, STATE, SYSTEM, 1, {"cleanup.policy": "compact"}))
         self.written = {p: {} for p in range(partitions)}
+        self.fate = {p: {} for p in range(partitions)}
         self.upcoming = {p: 0 for p in range(partitions)}
 
     def teardown(self) -> None:
+        for producer in [self.txn_producer, *self.fenced]:
+            if producer is not None:
+                try:
+                    producer.stop()
+                except ProducerFencedError:
+                    pass
         self.producer.stop()
         self.admin.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
     # -- what happens to the log ---------------------------------------------------------------
     @rule(data=st.data(), batch=st.lists(st.tuples(KEYS, st.booleans()), min_size=1, max_size=6))
-    def write(self, data: st.DataObject, batch: list[tuple[str | None, bool]]) -> None:
+    def write(self, data: st.DataObject, batch: list[tuple[str | None, bool]], producer=None, fate: str = PLAIN) -> None:
         partition = data.draw(st.integers(0, self.partitions - 1), label="partition")
+        producer = producer or self.producer
         before = self._metadata()[partition].upcoming_offset
         ss = SystemStream(SYSTEM, STREAM)
         sent: list[Written] = []
@@ -82,16 +107,67 @@ class LogOffsetMachine(RuleBasedStateMachine):
             self.counter += 1
             value = None if (tombstone and key is not None) else f"v{self.counter}"
             sent.append((key, value))
-            self.producer.send("p", OutgoingMessageEnvelope(
+            producer.send("p", OutgoingMessageEnvelope(
                 ss, None if value is None else value.encode(), None if key is None else key.encode(),
                 partition=partition, event_time=self.now))
-        self.producer.flush("p")
+        producer.flush("p")
         start = int(before)
         # the batch lands at the upcoming offset seen before it, densely, in order
         assert self._read(partition, start) == [(start + i, k, v) for i, (k, v) in enumerate(sent)]
         for i, message in enumerate(sent):
             assert start + i not in self.written[partition], f"offset {start + i} given out twice"
             self.written[partition][start + i] = message
+            self.fate[partition][start + i] = fate
+
+    # -- the transactional producer ------------------------------------------------------------
+    def _new_txn_producer(self):  # noqa: ANN202
+        producer = self.factory.get_producer(SYSTEM, self.config)
+        producer.register("p")
+        producer.start()
+        producer.init_transactions("t", STATE)
+        return producer
+
+    @rule(data=st.data(), batch=st.lists(st.tuples(KEYS, st.booleans()), min_size=1, max_size=4))
+    def write_in_a_transaction(self, data: st.DataObject, batch: list[tuple[str | None, bool]]) -> None:
+        if self.txn_producer is None:
+            self.txn_producer = self._new_txn_producer()
+        self.write(data, batch, self.txn_producer, OPEN)
+
+    @precondition(lambda self: self.txn_producer is not None)
+    @rule()
+    def commit(self) -> None:
+        self.txn_producer.commit_transaction()
+        self._settle(COMMITTED)
+
+    @precondition(lambda self: self.txn_producer is not None)
+    @rule()
+    def abort(self) -> None:
+        self.txn_producer.abort_transaction()
+        self._settle(ABORTED)
+
+    @precondition(lambda self: self.txn_producer is not None)
+    @rule(data=st.data())
+    def a_new_instance_takes_over(self, data: st.DataObject) -> None:
+        """The container restarts while its old instance still runs: the open transaction is
+        aborted, and the old instance can no longer write."""
+        old, self.txn_producer = self.txn_producer, self._new_txn_producer()
+        self._settle(ABORTED)
+        self.fenced.append(old)
+        partition = data.draw(st.integers(0, self.partitions - 1), label="partition")
+        before = self._metadata()[partition].upcoming_offset
+        old.send("p", OutgoingMessageEnvelope(SystemStream(SYSTEM, STREAM), b"zombie", partition=partition))
+        try:
+            old.flush("p")
+            raise AssertionError("a fenced producer wrote")
+        except ProducerFencedError:
+            pass
+        assert self._metadata()[partition].upcoming_offset == before
+
+    def _settle(self, fate: str) -> None:
+        for fates in self.fate.values():
+            for offset, was in fates.items():
+                if was == OPEN:
+                    fates[offset] = fate
 
     @rule(data=st.data())
     def delete_a_key(self, data: st.DataObject) -> None:
@@ -135,29 +211,36 @@ class LogOffsetMachine(RuleBasedStateMachine):
             got = self._read(partition, position)
             offsets = [o for o, _, _ in got]
             assert offsets == sorted(set(offsets))
-            written = self.written[partition]
+            written, fates = self.written[partition], self.fate[partition]
             for offset, key, value in got:
                 assert offset >= position and written[offset] == (key, value), f"offset {offset}: read {(key, value)}"
+                assert fates[offset] != ABORTED, f"offset {offset} of an aborted transaction was read"
             oldest = int(metadata[partition].oldest_offset)
-            kept = self._must_keep(written, max(position, oldest if self._deletes else 0))
+            kept = self._must_keep(written, max(position, oldest if self._deletes else 0), fates)
             missing = kept - set(offsets)
             assert not missing, f"partition {partition} from {position}: offsets {sorted(missing)} lost"
+            # read_committed: the same, up to the first open message
+            first_open = min((o for o, f in fates.items() if f == OPEN), default=None)
+            committed = self._read(partition, position, read_committed=True)
+            assert committed == [m for m in got if first_open is None or m[0] < first_open]
+            assert all(fates[o] in (PLAIN, COMMITTED) for o, _, _ in committed)
 
     # -- helpers -------------------------------------------------------------------------------
     @property
     def _deletes(self) -> bool:
         return "delete" in self.policy["cleanup.policy"]
 
-    def _must_keep(self, written: dict[int, Written], start: int) -> set[int]:
-        """Offsets at or after ``start`` no cleaning may have removed."""
-        offsets = [o for o in sorted(written) if o >= start]
+    def _must_keep(self, written: dict[int, Written], start: int, fates: dict[int, str]) -> set[int]:
+        """Offsets at or after ``start`` no cleaning (nor abort) may have removed. An open message
+        supersedes nothing yet: its transaction may abort."""
+        offsets = [o for o in sorted(written) if o >= start and fates[o] != ABORTED]
         if "compact" not in self.policy["cleanup.policy"]:
             return set(offsets)  # retention removes a prefix only: the rest is whole
         newest: dict[str, int] = {}
         keep: set[int] = set()
         for offset in offsets:
             key, _value = written[offset]
-            if key is None:
+            if key is None or fates[offset] == OPEN:
                 keep.add(offset)
             else:
                 newest[key] = offset
@@ -167,8 +250,11 @@ class LogOffsetMachine(RuleBasedStateMachine):
     def _metadata(self):  # noqa: ANN202 - partition -> SystemStreamPartitionMetadata
         return self.admin.get_system_stream_metadata([STREAM])[STREAM].partitions
 
-    def _read(self, partition: int, position: int) -> list[Message]:
-        return read_partition(self.config, SYSTEM, STREAM, partition, str(position))
+    def _read(self, partition: int, position: int, read_committed: bool = False) -> list[Message]:
+        config = self.config
+        if read_committed:
+            config = config.with_overrides({f"systems.{SYSTEM}.consumer.isolation.level": "read_committed"})
+        return read_partition(config, SYSTEM, STREAM, partition, str(position))
 
 
 LogOffsetMachine.TestCase.settings = settings(max_examples=120, stateful_step_count=20, deadline=None)

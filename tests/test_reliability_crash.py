@@ -53,9 +53,13 @@ class _Pause:
         self.seen: Counter = Counter()
         self.lock = threading.Lock()
 
+    def inside_container(self) -> bool:
+        """Only inside a container process, never in the test's own coordinator."""
+        return "SAMZA_CONTAINER_ID" in os.environ
+
     def at(self, phase: str) -> None:
-        if phase != self.phase or "SAMZA_CONTAINER_ID" not in os.environ:
-            return  # only inside a container process, never in the test's own coordinator
+        if phase != self.phase or not self.inside_container():
+            return
         with self.lock:
             self.seen[phase] += 1
             hit = self.seen[phase] == self.nth
@@ -64,13 +68,14 @@ class _Pause:
             time.sleep(60)  # the test kills us here
 
 
-_pauses: dict[int, _Pause] = {}
+_pauses: dict[tuple[type, int], _Pause] = {}
 
 
-def _pause_for(config: Config) -> _Pause:
-    p = _pauses.get(id(config))
+def _pause_for(config: Config, kind: type[_Pause] = _Pause) -> _Pause:
+    """The one pause (of class ``kind``) of a container's config object."""
+    p = _pauses.get((kind, id(config)))
     if p is None:
-        p = _pauses[id(config)] = _Pause(config)
+        p = _pauses[(kind, id(config))] = kind(config)
     return p
 
 

@@ -29,7 +29,7 @@ def checkpoint_system(config: Config) -> str:
 
 
 class CheckpointManager:
-    def __init__(self, config: Config, admin, producer, consumer_factory) -> None:
+    def __init__(self, config: Config, admin, producer, consumer_factory, owns_producer: bool = True) -> None:
         job = JobConfig(config)
         self.system = checkpoint_system(config)
         self.stream = checkpoint_stream_name(job.name, job.id)
@@ -38,6 +38,9 @@ class CheckpointManager:
         self._admin = admin
         self._producer = producer
         self._consumer_factory = consumer_factory
+        #: False when the producer is the container's (exactly-once: the checkpoints are written
+        #: by the container's transaction), which starts and stops it
+        self._owns_producer = owns_producer
         self._started = False
 
     def start(self) -> None:
@@ -47,7 +50,7 @@ class CheckpointManager:
         except Exception:  # noqa: BLE001 - it exists; read_all reports a real problem
             pass
         self._producer.register(SOURCE)
-        if not self._started:
+        if not self._started and self._owns_producer:
             self._producer.start()
             self._started = True
 

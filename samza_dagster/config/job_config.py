@@ -50,5 +50,14 @@ class JobConfig:
         return keys.JOB_INTERMEDIATE_STREAM_PARTITIONS.get(self.config)
 
     @property
+    def processing_guarantee(self) -> str:
+        """``at-least-once`` (the default, Samza's) or ``exactly-once`` (container/exactly_once.py)."""
+        return keys.JOB_PROCESSING_GUARANTEE.get(self.config)
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == "exactly-once"
+
+    @property
     def grouper(self) -> str:
         return keys.JOB_GROUPER.get(self.config)

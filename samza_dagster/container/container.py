@@ -11,7 +11,12 @@ SystemConsumers and chooser → RunLoop.
 Commit order for a task (RunLoop guarantees nothing is in flight): snapshot offsets
 processed → flush stores → flush every producer for the task's source (its output and its
 changelog writes become durable) → look up changelog offsets → write the checkpoint. So a
-checkpoint never covers output or state that is not durable. Tasks whose commits fall due together
+checkpoint never covers output or state that is not durable.
+
+Exactly-once (``job.processing.guarantee``, exactly_once.py): the same steps inside one transaction
+of the checkpoint system's producer — the flush writes outputs and changelog as open messages, the
+checkpoints are written by the commit point, and only then does anything become readable to
+``read_committed`` readers; every commit covers every task of the container. Tasks whose commits fall due together
 take each step together (``_commit``): one producer flush, one changelog-offset lookup per system,
 one checkpoint flush for all of them, so a commit's cost does not grow per task by more than the
 task's own bookkeeping.
@@ -33,6 +38,7 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig, SystemConfig
 from samza_dagster.container.assembly import ContainerPlan, side_inputs_manager
 from samza_dagster.container.dead_letter import DeadLetterSender, ensure_dead_letter_stream
+from samza_dagster.container.exactly_once import NonTransactionalProducer, check_exactly_once, transactional_id
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
@@ -102,6 +108,9 @@ class SamzaContainer:
         self._consumer_metrics: dict[str, Any] = {}
         self.startpoints: ContainerStartpoints | None = None
         self._final_lag: dict[str, int] = {}
+        self._exactly_once = False
+        #: exactly-once: the checkpoint system's producer, which runs the container's transactions
+        self._transactions: Any = None
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -188,6 +197,8 @@ class SamzaContainer:
         head), task instances (initialised), consumers from the starting offsets, the run loop."""
         apply_switch_interval(self.config)
         plan = ContainerPlan.of(self.config, self.container_model, self.task_factory)
+        self._exactly_once = plan.job.exactly_once
+        check_exactly_once(self.config)
         self._start_producers(plan)
         metadata = self._input_metadata(plan)
         last = self._start_checkpoints(plan)
@@ -220,6 +231,10 @@ class SamzaContainer:
         for producer in self.producers.values():
             producer.start()
             self._started_producers.append(producer)
+        if self._exactly_once:  # only the checkpoint system's producer runs the transactions
+            for system, producer in self.producers.items():
+                if system != plan.checkpoint_system:
+                    self.producers[system] = NonTransactionalProducer(system, plan.checkpoint_system, producer)
 
     def _input_metadata(self, plan: ContainerPlan) -> dict[SystemStream, Any]:
         """Offsets of every input stream (starting offsets, the bootstrap chooser), one batched
@@ -232,13 +247,25 @@ class SamzaContainer:
         return metadata
 
     def _start_checkpoints(self, plan: ContainerPlan) -> dict[str, Checkpoint]:
-        """Start the checkpoint manager; the last checkpoint of every task."""
+        """Start the checkpoint manager; the last checkpoint of every task. Exactly-once: the
+        checkpoints go through the container's transactional producer (they are part of each
+        commit), whose transactions are initialised here — fencing an older instance of this
+        container and settling what it left open — before anything is read back."""
         system = plan.checkpoint_system
-        self.checkpoints = CheckpointManager(
-            self.config, self._admin(system), self._factory(system).get_producer(system, self.config),
-            lambda: self._new_consumer(system),
-        )
-        self.checkpoints.start()
+        if self._exactly_once:
+            producer = self.producers[system]
+            self.checkpoints = CheckpointManager(
+                self.config, self._admin(system), producer, lambda: self._new_consumer(system), owns_producer=False,
+            )
+            self.checkpoints.start()
+            producer.init_transactions(transactional_id(self.config, self.container_id), self.checkpoints.stream)
+            self._transactions = producer
+        else:
+            self.checkpoints = CheckpointManager(
+                self.config, self._admin(system), self._factory(system).get_producer(system, self.config),
+                lambda: self._new_consumer(system),
+            )
+            self.checkpoints.start()
         return self.checkpoints.read_last()
 
     def _open_stores(self, plan: ContainerPlan, last: dict[str, Checkpoint]) -> None:
@@ -277,6 +304,8 @@ class SamzaContainer:
             self.tasks[name] = ti
             if name in last:
                 self.last_checkpoints[name] = last[name]
+        if self._exactly_once:
+            check_exactly_once(self.config, task_is_async=any(ti.is_async for ti in self.tasks.values()))
         for ti in self.tasks.values():
             ti.init()
 
@@ -372,6 +401,10 @@ class SamzaContainer:
         offsets looked up in one call per system, the checkpoints written in one flush — so a
         commit of 1,024 tasks costs about what a commit of one does, plus the per-task
         bookkeeping."""
+        if self._exactly_once:
+            # one transaction holds every task's outputs since the last commit, so every task's
+            # offsets go with it (inline mode: none has anything in flight)
+            tasks = list(self.tasks.values())
         batch: list[tuple[TaskInstance, dict[SystemStreamPartition, str]]] = []
         for ti in tasks:
             offsets = dict(ti.last_processed)
@@ -391,6 +424,8 @@ class SamzaContainer:
                 ti.task_stores.flush()
             batch.append((ti, offsets))
         if not batch:
+            if self._transactions is not None and self._transactions.has_open_transaction():
+                self._commit_transaction()  # e.g. the restore's trimming writes: they restore committed state
             return
         names = [ti.task_name for ti, _ in batch]
         if self.side_inputs is not None:
@@ -406,6 +441,8 @@ class SamzaContainer:
             checkpoints[ti.task_name] = Checkpoint(offsets, changelog_offsets.get(ti.task_name, {}), eos, watermarks)
         assert self.checkpoints is not None
         self.checkpoints.write_all(checkpoints)
+        if self._transactions is not None:
+            self._commit_transaction()
         for ti, _ in batch:
             checkpoint = checkpoints[ti.task_name]
             self.last_checkpoints[ti.task_name] = checkpoint
@@ -414,6 +451,19 @@ class SamzaContainer:
                 self.startpoints.committed(ti.task_name, checkpoint.offsets, set(ti.last_processed))
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("committed %s: %s %s", ti.task_name, checkpoint.offsets, ti.metrics.snapshot())
+
+    def _commit_transaction(self) -> None:
+        """Exactly-once: the commit point. A failure aborts what the transaction wrote (a fenced
+        producer's was already removed by its successor) and fails the container."""
+        assert self._transactions is not None
+        try:
+            self._transactions.commit_transaction()
+        except BaseException:
+            try:
+                self._transactions.abort_transaction()
+            except Exception as exc:  # noqa: BLE001 - the commit's error is the one to report
+                log.warning("container %s: aborting the failed transaction failed too: %s", self.container_id, exc)
+            raise
 
     def _flush_producers(self, sources: list[str]) -> None:
         """Make every task's output and changelog writes durable: one flush per producer when its

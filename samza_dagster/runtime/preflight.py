@@ -12,9 +12,11 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.keys import SERDE
 from samza_dagster.config.preflight import check_values, definition_of, warn_unread_keys
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.container.exactly_once import check_exactly_once
 from samza_dagster.planner import load_application
 from samza_dagster.runtime import RUNNERS
 from samza_dagster.serde.registry import SerdeRegistry, load_class
+from samza_dagster.task.api import is_async_task
 
 
 def check_job_config(config: Config) -> None:
@@ -31,10 +33,12 @@ def check_job_config(config: Config) -> None:
         raise ConfigError(f"config key {keys.JOB_FACTORY_CLASS.name!r}: unknown runner {factory!r}; known: {', '.join(RUNNERS)}",
                           key=keys.JOB_FACTORY_CLASS.name)
     check_serde_names(config)
+    task_is_async = False
     if keys.APP_CLASS.get(config):
         load_application(config)
     elif (task_class := TaskConfig(config).task_class):
-        load_class(task_class, keys.TASK_CLASS.name)
+        task_is_async = is_async_task(load_class(task_class, keys.TASK_CLASS.name))
+    check_exactly_once(config, task_is_async)
 
 
 def check_serde_names(config: Config) -> None:

@@ -13,7 +13,7 @@ A pass reads the stream's policy from the file (retention.py) and, per partition
   ``retention.bytes`` of keys and values. The partition's start moves up; nothing in the middle.
 * **compact** — in the *cleanable section* (from the oldest message up to the first one younger
   than ``min.compaction.lag.ms``) removes every keyed message that a newer message of the same key
-  supersedes, and a newest-of-its-key tombstone older than ``delete.retention.ms``. Messages with
+  supersedes (never past the first message of an open transaction: transactions.py), and a newest-of-its-key tombstone older than ``delete.retention.ms``. Messages with
   no key are kept. Offsets are kept: compaction leaves gaps, which range reads step over.
 
 Scans run in a read snapshot and never block anyone (WAL). Deletions run in transactions of at
@@ -34,8 +34,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from samza_dagster.system.log import storage
-from samza_dagster.system.log.formats import NEXT_OFFSET_META, LogFormat
+from samza_dagster.system.log import storage, transactions
+from samza_dagster.system.log.formats import LogFormat
 from samza_dagster.system.log.retention import CleanupPolicy
 
 #: messages removed per transaction
@@ -76,7 +76,9 @@ def clean_stream(
     now = int(time.time() * 1000) if now_ms is None else now_ms
     stats = CleanStats()
     fmt = conn.log_format
-    for partition in sorted(partitions):
+    partitions = sorted(partitions)
+    stable = transactions.stable_ends(conn, fmt, partitions) if policy.compact else {}
+    for partition in partitions:
         if stopping():
             break
         if policy.delete:
@@ -84,7 +86,8 @@ def clean_stream(
             if cut is not None:
                 stats.deleted += _delete_prefix(conn, fmt, partition, cut, stopping)
         if policy.compact:
-            stats.deleted += _delete_offsets(conn, fmt, partition, _compactable(conn, fmt, partition, policy, now), stopping)
+            compactable = _compactable(conn, fmt, partition, policy, now, stable[partition])
+            stats.deleted += _delete_offsets(conn, fmt, partition, compactable, stopping)
     if stats.deleted and not stopping():
         stats.vacuumed_pages = _vacuum(conn, stopping)
     return stats
@@ -121,8 +124,12 @@ def _retention_cut(conn: sqlite3.Connection, fmt: LogFormat, partition: int, pol
     return cut
 
 
-def _compactable(conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int) -> list[int]:
-    """Offsets compaction removes: superseded keyed messages and expired newest tombstones."""
+def _compactable(
+    conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int, stable_end: int
+) -> list[int]:
+    """Offsets compaction removes: superseded keyed messages and expired newest tombstones, below
+    ``stable_end`` (the first offset of an open transaction, which may still be aborted: Kafka's
+    cleaner stops at the last stable offset too)."""
     lag_horizon = now - policy.min_compaction_lag_ms
     tombstone_horizon = now - policy.delete_retention_ms
     newest: dict[bytes, int] = {}
@@ -131,7 +138,7 @@ def _compactable(conn: sqlite3.Connection, fmt: LogFormat, partition: int, polic
     cursor = fmt.scan(conn, partition)
     try:
         for offset, key, tombstone, _size, timestamp in cursor:
-            if timestamp > lag_horizon:
+            if timestamp > lag_horizon or offset >= stable_end:
                 break  # the end of the cleanable section
             if key is None:
                 continue
@@ -150,21 +157,11 @@ def _compactable(conn: sqlite3.Connection, fmt: LogFormat, partition: int, polic
     return removable
 
 
-def _in_transaction(conn: sqlite3.Connection, fmt: LogFormat, partition: int, delete: Callable[[], int]) -> int:
+def _in_transaction(conn: storage.StreamConnection, fmt: LogFormat, partition: int, delete: Callable[[], int]) -> int:
     """Run ``delete`` in its own write transaction, after recording the partition's next offset."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(
-            "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            (NEXT_OFFSET_META.format(partition), str(fmt.next_offset(conn, partition))),
-        )
-        removed = delete()
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return removed
+    with storage.write_transaction(conn):
+        fmt.record_next_offset(conn, partition)
+        return delete()
 
 
 def _delete_prefix(conn: sqlite3.Connection, fmt: LogFormat, partition: int, cut: int, stopping: Callable[[], bool]) -> int:

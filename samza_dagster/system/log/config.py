@@ -20,6 +20,12 @@
 * ``log.cleaner.interval.ms`` — the least time between two cleaning passes (retention,
   compaction: cleaner.py) of one stream by one producer (default 30000; 0: after every batch).
 
+* ``consumer.isolation.level`` (``systems.<system>.consumer.isolation.level``, Kafka's consumer
+  key) — ``read_uncommitted`` reads every message, ``read_committed`` stops each partition before
+  the oldest open transaction (transactions.py) and never sees an aborted one. Default
+  ``read_uncommitted``, as Kafka's — except in a job with ``job.processing.guarantee=exactly-once``,
+  whose consumers default to ``read_committed`` (as Kafka Streams sets them).
+
 The cleanup keys of streams (``systems.<s>.streams.<stream>.retention.ms`` ...) are checked here
 too, so a bad one fails when the system is created: see retention.py.
 """
@@ -53,6 +59,7 @@ class LogSystemConfig:
     busy_timeout_s: float
     cleaner_interval_s: float = DEFAULT_CLEANER_INTERVAL_MS / 1000.0
     linger_s: float = DEFAULT_LINGER_MS / 1000.0
+    read_committed: bool = False
 
     @classmethod
     def from_config(cls, system: str, config: Config) -> LogSystemConfig:
@@ -71,6 +78,10 @@ class LogSystemConfig:
         linger = config.get_int(linger_key, DEFAULT_LINGER_MS)
         if linger is None or linger < 0:
             raise ConfigError(f"config key {linger_key!r} must be an integer >= 0, got {linger!r}", key=linger_key)
+        isolation = keys.SYSTEM_CONSUMER_ISOLATION_LEVEL.get(config, system=system)
+        if isolation is None:  # as Kafka Streams sets it: an exactly-once job's reads are read_committed
+            exactly_once = keys.JOB_PROCESSING_GUARANTEE.get(config) == "exactly-once"
+            isolation = "read_committed" if exactly_once else "read_uncommitted"
         return cls(
             system=system,
             path=os.path.abspath(os.path.expanduser(path)),
@@ -80,6 +91,7 @@ class LogSystemConfig:
             busy_timeout_s=_positive(config, prefix + "busy.timeout.ms", DEFAULT_BUSY_TIMEOUT_MS) / 1000.0,
             cleaner_interval_s=interval / 1000.0,
             linger_s=linger / 1000.0,
+            read_committed=isolation == "read_committed",
         )
 
 

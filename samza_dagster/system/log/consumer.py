@@ -10,6 +10,13 @@ the range queries run again.
 Bounded streams (``streams.<id>.samza.bounded``) end at the upcoming offset each registered
 partition had at ``start()``: after the message just before it, the next poll returns the
 partition's end-of-stream envelope, once. An empty partition ends on the first poll.
+
+Isolation (``systems.<s>.consumer.isolation.level``, config.py). ``read_committed`` reads each
+partition only up to its last stable offset — before the first message of the oldest transaction
+still open in it (transactions.py); a partition waits there until that transaction commits (its
+messages become readable) or aborts (they are removed). The bound (the last stable offset, or the
+next offset when nothing is open) is read in one snapshot and stays true, so it is asked again only
+when a partition has been read up to it: a backlog costs one lookup, not one per poll.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.system.errors import ConsumerSetupError, PartitionError
 from samza_dagster.system.int_offsets import parse_offset
-from samza_dagster.system.log import storage
+from samza_dagster.system.log import storage, transactions
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
@@ -51,6 +58,9 @@ class LogSystemConsumer:
         self._lock = threading.Lock()
         self._stopped = False
         self._fetch = self.log_config.fetch_size
+        self._read_committed = self.log_config.read_committed
+        #: read_committed: per partition, an offset below which everything is stable (_refresh_stable)
+        self._stable: dict[SystemStreamPartition, int] = {}
 
     def limit_fetch(self, envelopes: int) -> None:
         """Read at most ``envelopes`` per partition per poll (below ``log.fetch.size``): the
@@ -122,6 +132,8 @@ class LogSystemConsumer:
     def _open(self, stream: str) -> tuple[storage.StreamConnection, int]:
         cfg = self.log_config
         conn, count = storage.open_stream(self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s)
+        if self._read_committed:
+            transactions.ensure_stream_tables(conn)  # a file never written transactionally has none yet
         old = self._conns.pop(stream, None)
         if old is not None:
             old.close()
@@ -135,6 +147,27 @@ class LogSystemConsumer:
         return conn
 
     def _read(self, ssps: list[SystemStreamPartition]) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+        return self._read_in(ssps, self._stable if self._read_committed else None)
+
+    def _refresh_stable(self, stream: str, conn: storage.StreamConnection) -> None:
+        """read_committed: how far each registered partition of ``stream`` may be read — its last
+        stable offset, or its next offset when no transaction is open — from one snapshot. Stays
+        true for good (what is stable stays stable; a new transaction starts at or past the next
+        offset), so it is asked again only when a partition has been read up to it."""
+        partitions = [ssp.partition for ssp in self._positions if ssp.stream == stream]
+        conn.execute("BEGIN")
+        try:
+            lso = transactions.last_stable_offsets(conn)
+            upcoming = conn.log_format.next_offsets(conn, partitions)
+        finally:
+            conn.execute("COMMIT")
+        self._stable.update({
+            SystemStreamPartition(self.system_name, stream, p): lso.get(p, upcoming[p]) for p in partitions
+        })
+
+    def _read_in(
+        self, ssps: list[SystemStreamPartition], stable: dict[SystemStreamPartition, int] | None
+    ) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
         result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
         positions, ends, fetch = self._positions, self._ends, self._fetch
         envelope = IncomingMessageEnvelope
@@ -142,21 +175,30 @@ class LogSystemConsumer:
             position = positions.get(ssp)
             if position is None:
                 raise ConsumerSetupError(f"{ssp} was polled but never registered with the log consumer")
-            limit = fetch
             end = ends.get(ssp)
-            if end is not None:
-                if position >= end:
-                    if ssp not in self._ended:
-                        self._ended.add(ssp)
-                        result[ssp] = [envelope.end_of_stream(ssp)]
-                    continue
-                limit = min(fetch, end - position)
+            if end is not None and position >= end:
+                if ssp not in self._ended:
+                    self._ended.add(ssp)
+                    result[ssp] = [envelope.end_of_stream(ssp)]
+                continue
             conn = self._conn(ssp.stream)
-            rows = conn.log_format.read(conn, ssp.partition, position, limit)
+            if stable is not None:
+                below = stable.get(ssp)
+                if below is None or position >= below:
+                    self._refresh_stable(ssp.stream, conn)
+                    below = stable[ssp]
+                    if position >= below:
+                        continue  # nothing new, or an open transaction: wait for its commit or abort
+                end = below if end is None else min(end, below)
+            rows = conn.log_format.read(conn, ssp.partition, position, fetch, end)
             if rows:
                 result[ssp] = [
                     envelope(ssp, str(offset), key, value, 0 if value is None else len(value), timestamp)
                     for offset, key, value, timestamp in rows
                 ]
                 positions[ssp] = rows[-1][0] + 1
+            if end is not None and len(rows) < fetch:
+                # everything below the bound is read: step over a gap (compaction, an abort) before
+                # it, so a bounded partition reaches its end even when its last offsets are gone
+                positions[ssp] = end
         return result

@@ -39,6 +39,7 @@ _PARTITIONS_PER_STATEMENT = 1000
 #: the partitions ``p(n)`` the bounds statements range over: all of them, or a listed few
 _ALL_PARTITIONS = "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM p WHERE n + 1 < ?) "
 _LISTED_PARTITIONS = "WITH p(n) AS (VALUES {values}) "
+_UPSERT_META = "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
 _NEXT_OFFSETS_SQL = "SELECT name, value FROM meta WHERE name >= 'next_offset.' AND name < 'next_offset/'"
 #: a message's size for ``retention.bytes``: its key and value bytes
 _SIZE = "coalesce(length(key), 0) + coalesce(length(value), 0)"
@@ -53,8 +54,12 @@ class LogFormat:
     read_sql: str
     insert_sql: str
 
-    def read(self, conn: sqlite3.Connection, partition: int, position: int, limit: int) -> list[tuple]:
-        """Up to ``limit`` rows ``(offset, key, value, timestamp)`` of ``partition`` from ``position``."""
+    def read(
+        self, conn: sqlite3.Connection, partition: int, position: int, limit: int, end: int | None = None
+    ) -> list[tuple]:
+        """Up to ``limit`` rows ``(offset, key, value, timestamp)`` of ``partition`` from ``position``,
+        and below offset ``end`` when given (a bounded stream's end, a last stable offset: a
+        count alone would step over gaps that compaction or an abort left, past the bound)."""
         raise NotImplementedError
 
     def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
@@ -75,6 +80,11 @@ class LogFormat:
             after_last = 0 if last is None else last + 1
             result[partition] = max(after_last, floors.get(partition, 0))
         return result
+
+    def record_next_offset(self, conn: sqlite3.Connection, partition: int) -> None:
+        """Keep the partition's next offset as its floor (inside the caller's write transaction),
+        before removing messages that may be its newest: offsets never go back."""
+        conn.execute(_UPSERT_META, (NEXT_OFFSET_META.format(partition), str(self.next_offset(conn, partition))))
 
     def recorded_next_offsets(self, conn: sqlite3.Connection) -> dict[int, int]:
         """Every ``next_offset.<partition>`` floor cleaning recorded (none: never cleaned)."""
@@ -160,9 +170,12 @@ class RowidFormat(LogFormat):
     _bounds_sql = _ALL_PARTITIONS + _per_partition
     _bounds_of_sql = _LISTED_PARTITIONS + _per_partition
 
-    def read(self, conn: sqlite3.Connection, partition: int, position: int, limit: int) -> list[tuple]:
+    def read(
+        self, conn: sqlite3.Connection, partition: int, position: int, limit: int, end: int | None = None
+    ) -> list[tuple]:
         base = partition << _PARTITION_SHIFT
-        return conn.execute(self.read_sql, (base + position, base + (1 << _PARTITION_SHIFT), limit)).fetchall()
+        upper = base + (1 << _PARTITION_SHIFT) if end is None else base + end
+        return conn.execute(self.read_sql, (base + position, upper, limit)).fetchall()
 
     def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
         base = partition << _PARTITION_SHIFT
@@ -215,8 +228,17 @@ class WithoutRowidFormat(LogFormat):
     _bounds_sql = _ALL_PARTITIONS + _per_partition
     _bounds_of_sql = _LISTED_PARTITIONS + _per_partition
 
-    def read(self, conn: sqlite3.Connection, partition: int, position: int, limit: int) -> list[tuple]:
-        return conn.execute(self.read_sql, (partition, position, limit)).fetchall()
+    _read_below_sql = (
+        'SELECT "offset", key, value, timestamp FROM messages '
+        'WHERE "partition" = ? AND "offset" >= ? AND "offset" < ? ORDER BY "offset" LIMIT ?'
+    )
+
+    def read(
+        self, conn: sqlite3.Connection, partition: int, position: int, limit: int, end: int | None = None
+    ) -> list[tuple]:
+        if end is None:
+            return conn.execute(self.read_sql, (partition, position, limit)).fetchall()
+        return conn.execute(self._read_below_sql, (partition, position, end, limit)).fetchall()
 
     def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
         return conn.execute(self._max_sql, (partition,)).fetchone()[0]

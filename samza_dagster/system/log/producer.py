@@ -36,10 +36,11 @@ import sqlite3
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.errors import MessageTypeError, SystemWriteError, WrongSystemError
-from samza_dagster.system.log import storage
+from samza_dagster.system.errors import MessageTypeError, StreamNotFoundError, SystemWriteError, WrongSystemError
+from samza_dagster.system.log import storage, transactions
 from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.model import OutgoingMessageEnvelope
@@ -94,6 +95,7 @@ class LogSystemProducer:
         cfg = self.log_config
         self._cleaner = LogCleaner(system_name, cfg.path, cfg.synchronous, cfg.busy_timeout_s, cfg.cleaner_interval_s)
         self._linger = _Linger(self, cfg.linger_s) if cfg.linger_s > 0 else None
+        self._txn: _Transaction | None = None
 
     def register(self, source: str) -> None:
         self._sources.add(source)
@@ -144,7 +146,10 @@ class LogSystemProducer:
     def stop(self) -> None:
         if self._linger is not None:
             self._linger.stop()
-        self.flush("")
+        if self._txn is None:
+            self.flush("")
+        elif self.has_open_transaction():
+            self.abort_transaction()  # not committed: nobody may read it (the next commit would have)
         self._cleaner.stop()
         with self._writers_lock:
             for writer in self._writers.values():
@@ -156,18 +161,27 @@ class LogSystemProducer:
         system_stream = envelope.system_stream
         if system_stream.system != self.system_name:
             raise WrongSystemError(f"log producer of system {self.system_name!r} was sent a message for {system_stream}")
-        with self._writers_lock:
-            writer = self._writers.get(system_stream.stream)
-            if writer is None:
-                cfg = self.log_config
-                conn, count = storage.open_stream(
-                    self.system_name, cfg.path, system_stream.stream, cfg.synchronous, cfg.busy_timeout_s
-                )
-                self._cleaner.watch(system_stream.stream, conn)
-                writer = self._writers[system_stream.stream] = _StreamWriter(system_stream.stream, conn, count)
+        return self._writer(system_stream.stream)
+
+    def _writer(self, stream: str) -> _StreamWriter:
+        writer = self._writers.get(stream)
+        if writer is None:
+            with self._writers_lock:
+                writer = self._writers.get(stream)
+                if writer is None:
+                    cfg = self.log_config
+                    conn, count = storage.open_stream(self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s)
+                    self._cleaner.watch(stream, conn)
+                    writer = self._writers[stream] = _StreamWriter(stream, conn, count)
         return writer
 
     def _write(self, writer: _StreamWriter) -> None:
+        txn = self._txn
+        if txn is not None:
+            if writer.name == txn.state_stream:
+                return  # checkpoint messages are written by the commit point itself
+            if writer.name not in txn.registered:
+                self._register(txn, writer)
         with writer.lock:
             buffer = writer.buffer
             n = len(buffer)
@@ -178,23 +192,16 @@ class LogSystemProducer:
             conn = writer.conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                log_format = conn.log_format
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
-                if version != writer.data_version:  # another connection wrote: cached offsets may be stale
-                    writer.next_offsets.clear()
-                    writer.data_version = version
-                next_offset = writer.next_offsets
-                partitions = {row[0] for row in batch}
-                missing = [partition for partition in partitions if partition not in next_offset]
-                if missing:
-                    next_offset.update(log_format.next_offsets(conn, missing))
-                rows = []
-                append = rows.append
-                for partition, key, value, timestamp in batch:
-                    offset = next_offset[partition]
-                    next_offset[partition] = offset + 1
-                    append((partition, offset, key, value, timestamp))
-                log_format.insert(conn, rows)
+                if txn is None:
+                    partitions = self._append(conn, writer, batch)
+                else:
+                    transactions.check_file_epoch(conn, txn.producer, txn.epoch, writer.name)
+                    start: dict[int, int] = {}
+                    partitions = self._append(conn, writer, batch, start)
+                    next_offset = writer.next_offsets
+                    transactions.record_open(
+                        conn, txn.producer, txn.epoch, txn.seq, {p: (start[p], next_offset[p] - 1) for p in partitions}
+                    )
                 conn.execute("COMMIT")
             except BaseException as exc:
                 writer.next_offsets.clear()  # advanced for rows that were not written
@@ -208,7 +215,159 @@ class LogSystemProducer:
                         f"({storage.stream_file(self.log_config.path, writer.name)}) failed: {exc}"
                     ) from exc
                 raise
+            if txn is not None:
+                txn.touched.add(writer.name)
             self._cleaner.note_write(writer.name, partitions)
+
+    def _append(
+        self, conn: storage.StreamConnection, writer: _StreamWriter, batch: list[Row], start: dict[int, int] | None = None
+    ) -> set[int]:
+        """Insert ``batch`` inside the caller's write transaction, each row at its partition's next
+        offset; the partitions written. With ``start`` (a transaction's batch), each written
+        partition's first offset is put there."""
+        log_format = conn.log_format
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != writer.data_version:  # another connection wrote: cached offsets may be stale
+            writer.next_offsets.clear()
+            writer.data_version = version
+        next_offset = writer.next_offsets
+        partitions = {row[0] for row in batch}
+        missing = [partition for partition in partitions if partition not in next_offset]
+        if missing:
+            next_offset.update(log_format.next_offsets(conn, missing))
+        if start is not None:
+            start.clear()
+            start.update({p: next_offset[p] for p in partitions})
+        rows = []
+        append = rows.append
+        for partition, key, value, timestamp in batch:
+            offset = next_offset[partition]
+            next_offset[partition] = offset + 1
+            append((partition, offset, key, value, timestamp))
+        log_format.insert(conn, rows)
+        return partitions
+
+    # -- transactions (transactions.py; the container's exactly-once commit) -------------------
+    def init_transactions(self, transactional_id: str, state_stream: str) -> None:
+        """Kafka's ``initTransactions``: take over ``transactional_id`` — raise its epoch in the
+        state file (the ``state_stream``'s, which must exist: the job's checkpoint stream), so
+        an older instance still running is fenced; roll forward a transaction it committed
+        but did not finish, and remove the messages of one it left open. From now on every write
+        is transactional and becomes readable (``read_committed``) at ``commit_transaction``."""
+        if self._txn is not None:
+            raise transactions.TransactionStateError(
+                f"log producer of system {self.system_name!r}: transactions already initialised")
+        state = self._writer(state_stream)
+        with state.lock:
+            record = transactions.bump_epoch(state.conn, transactional_id)
+        cfg = self.log_config
+        for stream in sorted(record.streams):
+            try:
+                conn, _ = storage.open_stream(self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s)
+            except StreamNotFoundError:
+                continue  # deleted since: its open messages went with it
+            try:
+                removed = transactions.resolve_file(
+                    conn, conn.log_format, transactional_id, record.committed_seq, fence_epoch=record.epoch
+                )
+            finally:
+                conn.close()
+            if removed:
+                log.info("log system %r: aborted %d messages of an unfinished transaction of %r in stream %r",
+                         self.system_name, removed, transactional_id, stream)
+        self._txn = _Transaction(transactional_id, record.epoch, record.committed_seq + 1, state_stream, record.streams)
+
+    @property
+    def transactional(self) -> bool:
+        return self._txn is not None
+
+    def has_open_transaction(self) -> bool:
+        """Whether the current transaction holds anything (written or buffered)."""
+        txn = self._txn
+        return txn is not None and (bool(txn.touched) or any(w.buffer for w in list(self._writers.values())))
+
+    def commit_transaction(self) -> None:
+        """Write what is buffered (as open messages), then the commit point: in one transaction of
+        the state file, the buffered checkpoint messages and the sequence number; then the
+        markers that make every written stream's messages of this transaction readable."""
+        txn = self._require_transaction()
+        for writer in list(self._writers.values()):
+            if writer.name != txn.state_stream:
+                self._write(writer)
+        state = self._writers[txn.state_stream]
+        with state.lock:
+            buffer = state.buffer
+            batch = [buffer.popleft() for _ in range(len(buffer))]
+            conn = state.conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                if batch:
+                    self._append(conn, state, batch)
+                transactions.mark_committed(conn, txn.producer, txn.epoch, txn.seq)
+                conn.execute("COMMIT")
+            except BaseException:
+                state.next_offsets.clear()
+                state.data_version = None
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                buffer.extendleft(reversed(batch))
+                raise
+        committed = txn.seq
+        self._settle(txn, lambda conn: transactions.write_markers(conn, txn.producer, committed))
+
+    def abort_transaction(self) -> None:
+        """Drop what is buffered and remove what the transaction wrote (nobody reading
+        ``read_committed`` saw it)."""
+        txn = self._require_transaction()
+        for writer in list(self._writers.values()):
+            with writer.lock:
+                writer.buffer.clear()
+        aborted = txn.seq
+        self._settle(txn, lambda conn: transactions.resolve_file(
+            conn, conn.log_format, txn.producer, aborted - 1, abort=(txn.epoch, aborted)))
+
+    def _settle(self, txn: _Transaction, settle: Callable[[storage.StreamConnection], object]) -> None:
+        """End the current transaction: the next one gets the next sequence number, and each
+        stream it wrote is settled (markers after a commit, removal after an abort)."""
+        txn.seq += 1
+        touched = sorted(txn.touched)
+        txn.touched.clear()
+        for name in touched:
+            writer = self._writers[name]
+            with writer.lock:
+                settle(writer.conn)
+
+    def _require_transaction(self) -> _Transaction:
+        if self._txn is None:
+            raise transactions.TransactionStateError(
+                f"log producer of system {self.system_name!r}: init_transactions was not called")
+        return self._txn
+
+    def _register(self, txn: _Transaction, writer: _StreamWriter) -> None:
+        """Before the first transactional write to a stream: its name in the producer's record (so
+        recovery finds it) and its transaction tables."""
+        state = self._writers[txn.state_stream]
+        with state.lock:
+            transactions.register_streams(state.conn, txn.producer, txn.epoch, [writer.name])
+        with writer.lock:
+            transactions.ensure_stream_tables(writer.conn)
+        txn.registered.add(writer.name)
+
+
+class _Transaction:
+    """The producer's transaction state: its id and epoch, the sequence number of the open
+    transaction, the streams registered in the state file and the ones written since the last
+    commit or abort."""
+
+    __slots__ = ("producer", "epoch", "seq", "state_stream", "registered", "touched")
+
+    def __init__(self, producer: str, epoch: int, seq: int, state_stream: str, registered: set[str]) -> None:
+        self.producer = producer
+        self.epoch = epoch
+        self.seq = seq
+        self.state_stream = state_stream
+        self.registered = registered
+        self.touched: set[str] = set()
 
 
 class _Linger:

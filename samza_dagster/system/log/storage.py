@@ -40,6 +40,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import quote, unquote
 
 from samza_dagster.system.errors import InvalidStreamError, StreamExistsError, StreamNotFoundError
@@ -55,6 +57,20 @@ class StreamConnection(sqlite3.Connection):
     """A connection to one stream file, knowing its table layout (``log_format``)."""
 
     log_format: LogFormat = CURRENT
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` (the file's write lock first, so writers in any process serialize) …
+    ``COMMIT``, rolled back when the block raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def stream_file(root: str, stream: str) -> str:
