@@ -214,6 +214,12 @@ class OperatorTask:
         return impl.fan_out([self._build(d, spec) for d in spec.registered_operator_specs])
 
     def _make(self, spec: OperatorSpec) -> Any:
+        fn = getattr(spec, "fn", None)
+        init = getattr(fn, "init", None)
+        if callable(init):
+            # Samza's InitableFunction: a function object with ``init(context)`` gets the task's
+            # context once per task before its first message — its metrics_registry, stores, config
+            init(self.context)
         if isinstance(spec, MapOperatorSpec):
             return impl.map_op(spec.fn, self._downstream(spec))
         if isinstance(spec, FilterOperatorSpec):

@@ -37,6 +37,10 @@ from samza_dagster.runtime.result import JobResult
 
 log = logging.getLogger(__name__)
 
+#: the job coordinator's port (its JobModel and, with a prometheus reporter, ``/metrics``);
+#: 0, the default, takes any free port — set it to give Prometheus a fixed scrape target
+PORT_KEY = "job.coordinator.http.port"
+
 
 class JobRunner(ABC):
     """``run()`` blocks until the job ends; ``stop()`` (any thread) asks every container to
@@ -72,7 +76,8 @@ class JobRunner(ABC):
         result = self._new_result()
         prepared = prepare_job(self.config)
         self.coordinator = JobCoordinator(
-            prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
+            prepared.config, host=self.host, port=self.config.get_int(PORT_KEY, 0) or 0,
+            input_streams=prepared.input_streams, exclude=prepared.exclude,
         )
         url = self.coordinator.start()
         try:
