@@ -569,10 +569,9 @@ class SamzaContainer:
             except Exception:  # noqa: BLE001 - informational
                 pass
         metrics["lag"] = self._final_lag
-        try:  # the registries' values (Samza's names): what the reporters sent last
-            metrics["registry"] = self.reporting.snapshots()
-        except Exception:  # noqa: BLE001 - informational
-            log.debug("registry snapshot for the summary failed", exc_info=True)
+        # the registries' values at the stop (Samza's groups and names), whatever reporters run:
+        # what Dagster's final materialization and lag check read
+        metrics["registry"] = self.reporting.final
         if self.side_inputs is not None and self.side_inputs.stores:
             metrics["side_inputs"] = {
                 "bootstrapped": dict(self.side_inputs_restored),

@@ -32,6 +32,8 @@ class ContainerReporting:
         self.reporters: list[Any] = []
         self._lag: ConsumerLag | None = None
         self._task_registries: list[MetricsRegistry] = []
+        #: the registries' values when the container stopped (its summary carries them)
+        self.final: dict[str, dict[str, dict[str, Any]]] = {}
 
     def start(
         self,
@@ -66,6 +68,10 @@ class ContainerReporting:
                 log.warning("container %s: metrics reporter %r failed to stop", self.container_id, reporter,
                             exc_info=True)
         self.reporters = []
+        try:  # after the reporters' last snapshots: a timer's mean is not split between them
+            self.final = self.snapshots()
+        except Exception:  # noqa: BLE001 - informational
+            log.debug("container %s: final metrics snapshot failed", self.container_id, exc_info=True)
         if self._lag is not None:
             try:
                 self._lag.close()
