@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from samza_dagster.application import StreamApplication
 from samza_dagster.task import InitableTask, StreamTask
 
 GROUP = "tests.metrics_apps.CountingTask"
@@ -23,3 +24,28 @@ class CountingTask(StreamTask, InitableTask):
         size = len(envelope.message or b"")
         self.last_length.set(size)
         self.sizes.update(size)
+
+
+class CountingMap:
+    """A map function with Samza's ``init(context)`` (InitableFunction): counts what it maps in
+    the task's registry, group ``GROUP``, counter ``mapped``."""
+
+    def init(self, context):
+        self.mapped = context.metrics_registry.new_counter(GROUP, "mapped")
+
+    def __call__(self, message):
+        self.mapped.inc()
+        return message
+
+
+class CountingApp(StreamApplication):
+    """``in`` → CountingMap → ``out`` (JSON both ways)."""
+
+    def describe(self, app):
+        from samza_dagster.application import SystemDescriptor
+        from samza_dagster.serde import JsonSerde
+
+        log = SystemDescriptor("log")
+        source = app.get_input_stream(log.input("in", serde=JsonSerde()))
+        sink = app.get_output_stream(log.output("out", serde=JsonSerde()))
+        source.map(CountingMap()).send_to(sink)

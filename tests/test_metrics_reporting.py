@@ -177,3 +177,27 @@ def test_spark_runner_job_metrics_reach_the_coordinators_prometheus_endpoint(tmp
         spark.stop()
     _check_scrape(samples)
     _check_snapshot_stream(config)
+
+
+def test_a_high_level_functions_counter_is_in_the_task_registry_and_on_the_snapshot_stream(tmp_path):
+    from samza_dagster.runtime import run_job
+    from support import hl_harness
+
+    config = hl_harness.base(tmp_path, "metrics-hl", "x").with_overrides({
+        "app.class": "tests.metrics_apps:CountingApp",
+        "systems.log.streams.in.samza.bounded": "true",
+        "job.container.count": "1",
+        "metrics.reporters": "snapshot",
+        "metrics.reporter.snapshot.class": "snapshot",
+        "metrics.reporter.snapshot.stream": "log.metrics",
+    })
+    hl_harness.create(config, "in", 2)
+    hl_harness.create(config, "out", 2)
+    hl_harness.produce(config, "in", [(i % 2, None, {"n": i}) for i in range(30)])
+    result = run_job(config)
+    assert result.succeeded, result.summary_line()
+    (summary,) = result.summaries
+    registry = summary.metrics["registry"]
+    assert {p: registry[f"TaskName-Partition {p}"][GROUP]["mapped"] for p in (0, 1)} == {0: 15, 1: 15}
+    snapshots = latest_snapshots(config, METRICS).snapshots()  # the default interval (60 s): the stop's snapshot
+    assert sum(s.value(GROUP, "mapped", 0) for s in snapshots) == 30
