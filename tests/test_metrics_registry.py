@@ -168,3 +168,16 @@ def test_a_bad_reporter_config_fails_the_preflight_naming_the_key(entries, key, 
     assert err.value.key == key
     assert key in str(err.value)
 
+
+
+def test_samza_dagster_run_refuses_a_bad_reporter_with_exit_2_naming_the_key(tmp_path, capsys):
+    from samza_dagster.cli import main
+
+    properties = tmp_path / "job.properties"
+    entries = dict(_job(metrics__reporters="snap", metrics__reporter__snap__class="snapshot",
+                        metrics__reporter__snap__stream="log.metrics", metrics__reporter__snap__interval="-1").items())
+    entries["systems.log.log.path"] = str(tmp_path / "log")
+    properties.write_text("".join(f"{k}={v}\n" for k, v in entries.items()))
+    assert main(["run", "--config-path", str(properties)]) == 2
+    assert "metrics.reporter.snap.interval" in capsys.readouterr().err
+    assert not (tmp_path / "log").exists()  # refused before any stream was created

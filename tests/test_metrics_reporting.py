@@ -132,6 +132,7 @@ def _check_snapshot_stream(config: Config) -> None:
     assert sum(s.value(SYSTEM_CONSUMERS_GROUP, "choose-object") for s in containers) == TOTAL
     assert all(s.value(CONTAINER_GROUP, "process-ns") > 0 for s in containers)
     assert all(0 <= s.value(CONTAINER_GROUP, "event-loop-utilization") <= 1 for s in containers)
+    assert [s.value(LOG_CONSUMER_GROUP, "messages-behind-high-watermark") for s in containers] == [0, 0]
     lag = {name: v for s in containers for name, v in s.metrics[LOG_CONSUMER_GROUP].items()}
     for p in range(PARTITIONS):
         assert lag[f"log-input-{p}-messages-behind-high-watermark"] == 0

@@ -226,6 +226,14 @@ class ConsumerLag:
             registry.computed_gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition,
                                                             "messages-behind-high-watermark"),
                                     lambda ssp=ssp: self.behind[ssp])
+        # the container's lag in one number per consumer group (not Samza's: a chart of a job's
+        # lag should not have to match metric names per partition)
+        by_group: dict[str, list[SystemStreamPartition]] = {}
+        for ssp in ssps:
+            by_group.setdefault(groups(ssp.system), []).append(ssp)
+        for group, members in by_group.items():
+            registry.computed_gauge(group, "messages-behind-high-watermark",
+                                    lambda members=members: sum(self.behind[ssp] for ssp in members))
         registry.before_snapshot(self.refresh)
 
     def refresh(self) -> None:
