@@ -144,8 +144,9 @@ def _check_snapshot_stream(config: Config) -> None:
         assert task.value(TASK_GROUP, f"log-input-{partition}-offset") == str(PER_PARTITION - 1)
 
 
-def test_thread_runner_job_metrics_on_prometheus_the_snapshot_stream_and_the_cli(tmp_path, capsys):
-    config = _config(tmp_path, "metrics-thread", "thread")
+@pytest.mark.parametrize("runner", ["thread", "process"])
+def test_job_metrics_on_prometheus_the_snapshot_stream_and_the_cli(tmp_path, capsys, runner):
+    config = _config(tmp_path, f"metrics-{runner}", runner)
     _fill_input(config)
     samples = _run_and_scrape(config, create_runner(config))
     _check_scrape(samples)

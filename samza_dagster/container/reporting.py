@@ -18,6 +18,7 @@ from samza_dagster.metrics.config import MetricsConfig, metrics_config
 from samza_dagster.metrics.groups import consumer_group
 from samza_dagster.metrics.registry import MetricsRegistry, container_source
 from samza_dagster.metrics.reporter import container_reporters
+from samza_dagster.metrics.snapshot import plain
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class ContainerReporting:
                             exc_info=True)
         self.reporters = []
         try:  # after the reporters' last snapshots: a timer's mean is not split between them
-            self.final = self.snapshots()
+            self.final = {source: plain(metrics) for source, metrics in self.snapshots().items()}
         except Exception:  # noqa: BLE001 - informational
             log.debug("container %s: final metrics snapshot failed", self.container_id, exc_info=True)
         if self._lag is not None:

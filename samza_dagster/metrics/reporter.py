@@ -102,7 +102,7 @@ class SnapshotReporter:
 
     def start(self) -> None:
         factory = system_factory(self.config, self.stream.system)
-        ensure_metrics_stream(self.config, self.stream, factory.get_admin(self.stream.system, self.config))
+        ensure_metrics_stream(self.config, self.stream)
         producer = factory.get_producer(self.stream.system, self.config)
         producer.register(self._source)
         producer.start()

@@ -95,6 +95,12 @@ class MetricsSnapshot:
         return self.metrics.get(group, {}).get(name, default)
 
 
+def plain(metrics: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``metrics`` with every value JSON can hold (what a user's gauge holds otherwise, as text):
+    safe to put in a container summary that travels as JSON."""
+    return json.loads(json.dumps(metrics, default=_jsonable))
+
+
 def _jsonable(value: Any) -> Any:
     """A value JSON has no type for (a set, a custom object a user's gauge holds) as a string."""
     if isinstance(value, (set, frozenset, tuple)):
