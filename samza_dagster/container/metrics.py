@@ -10,6 +10,7 @@ from typing import Any
 
 from samza_dagster.metrics.groups import CONTAINER_GROUP, SYSTEM_CONSUMERS_GROUP, TASK_GROUP, partition_metric
 from samza_dagster.metrics.registry import MetricsRegistry
+from samza_dagster.metrics.stream import close_admin
 from samza_dagster.model import SystemStreamPartition
 
 #: the operator runtime's counters (late messages, expired join entries) of a high-level job
@@ -261,9 +262,5 @@ class ConsumerLag:
     def close(self) -> None:
         self._closed = True
         for admin in self._admins.values():
-            for name in ("close", "stop"):
-                method = getattr(admin, name, None)
-                if callable(method):
-                    method()
-                    break
+            close_admin(admin)
         self._admins.clear()

@@ -24,8 +24,8 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.metrics.config import MetricsConfig, ReporterConfig
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.snapshot import MetricsHeader, MetricsSnapshot
-from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
-from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.metrics.stream import ensure_metrics_stream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.factories import system_factory
 
 log = logging.getLogger(__name__)
@@ -44,25 +44,6 @@ class MetricsReporter(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
-
-
-def ensure_metrics_stream(config: Config, stream: SystemStream, admin: Any = None) -> None:
-    """Create ``stream`` with one partition unless it exists (with any partition count)."""
-    own = admin is None
-    if own:
-        admin = system_factory(config, stream.system).get_admin(stream.system, config)
-    try:
-        try:
-            admin.get_system_stream_metadata([stream.stream])
-        except StreamNotFoundError:
-            admin.create_stream(StreamSpec(stream.stream, stream.stream, stream.system, 1))
-    finally:
-        if own:
-            for name in ("close", "stop"):
-                method = getattr(admin, name, None)
-                if callable(method):
-                    method()
-                    break
 
 
 class SnapshotReporter:

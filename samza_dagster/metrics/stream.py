@@ -10,8 +10,10 @@ import time
 from typing import Any
 
 from samza_dagster.config.config import Config
+from samza_dagster.metrics.errors import MetricsError
 from samza_dagster.metrics.snapshot import MetricsSnapshot, MetricsSnapshotError
-from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 
 log = logging.getLogger(__name__)
@@ -90,8 +92,6 @@ class MetricsStreamReader:
                 if ssp not in self._last or compare(self._last[ssp], self.head[ssp]) < 0  # type: ignore[arg-type]
             }
         if pending:
-            from samza_dagster.metrics.errors import MetricsError
-
             names = ", ".join(f"{s.stream}[{s.partition}]" for s in sorted(pending))
             raise MetricsError(f"metrics stream {self.stream.system}.{self.stream.stream}: partitions {names} "
                                f"were not read to their head within {timeout_s:.0f} s")
@@ -101,7 +101,7 @@ class MetricsStreamReader:
         try:
             self._consumer.stop()
         finally:
-            _close(self.admin)
+            close_admin(self.admin)
 
     def __enter__(self) -> MetricsStreamReader:
         return self
@@ -110,12 +110,25 @@ class MetricsStreamReader:
         self.close()
 
 
-def _close(admin: Any) -> None:
+def close_admin(admin: Any) -> None:
+    """Release an admin: whichever of ``close()`` (Kafka) or ``stop()`` (log) it has."""
     for name in ("close", "stop"):
         method = getattr(admin, name, None)
         if callable(method):
             method()
             return
+
+
+def ensure_metrics_stream(config: Config, stream: SystemStream) -> None:
+    """Create ``stream`` with one partition unless it exists (with any partition count)."""
+    admin = system_factory(config, stream.system).get_admin(stream.system, config)
+    try:
+        try:
+            admin.get_system_stream_metadata([stream.stream])
+        except StreamNotFoundError:
+            admin.create_stream(StreamSpec(stream.stream, stream.stream, stream.system, 1))
+    finally:
+        close_admin(admin)
 
 
 def latest_snapshots(config: Config, stream: SystemStream) -> LatestSnapshots:
@@ -142,8 +155,6 @@ class MetricsStreamFollower:
     def start(self) -> None:
         """Returns once the follower reads from the stream's current head (created when missing),
         so nothing a container writes after this is missed; raises what stopped it from reading."""
-        from samza_dagster.metrics.reporter import ensure_metrics_stream
-
         ensure_metrics_stream(self.config, self.stream)
         ready = threading.Event()
         failed: list[BaseException] = []
