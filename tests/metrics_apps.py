@@ -49,3 +49,14 @@ class CountingApp(StreamApplication):
         source = app.get_input_stream(log.input("in", serde=JsonSerde()))
         sink = app.get_output_stream(log.output("out", serde=JsonSerde()))
         source.map(CountingMap()).send_to(sink)
+
+
+class StoreCountingTask(StreamTask, InitableTask):
+    """Counts messages per key in the store ``counts`` (one get and one put per message)."""
+
+    def init(self, context):
+        self.store = context.get_store("counts")
+
+    def process(self, envelope, collector, coordinator):
+        key = envelope.key.decode()
+        self.store.put(key, (self.store.get(key) or 0) + 1)

@@ -203,3 +203,41 @@ def test_a_high_level_functions_counter_is_in_the_task_registry_and_on_the_snaps
     assert {p: registry[f"TaskName-Partition {p}"][GROUP]["mapped"] for p in (0, 1)} == {0: 15, 1: 15}
     snapshots = latest_snapshots(config, METRICS).snapshots()  # the default interval (60 s): the stop's snapshot
     assert sum(s.value(GROUP, "mapped", 0) for s in snapshots) == 30
+
+
+def test_store_metrics_count_the_caches_gets_the_changelog_writes_and_the_restore(tmp_path):
+    from samza_dagster.metrics import CACHED_STORE_GROUP, LOGGED_STORE_GROUP, STORAGE_MANAGER_GROUP
+    from samza_dagster.runtime import run_job
+
+    config = Config({
+        "job.name": "metrics-store", "job.factory.class": "thread", "job.default.system": "log",
+        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
+        "task.class": "tests.metrics_apps:StoreCountingTask", "task.inputs": "log.keyed",
+        "systems.log.streams.keyed.samza.bounded": "true",
+        "stores.counts.factory": "rocksdb", "stores.counts.changelog": "log.counts-changelog",
+        "stores.counts.key.serde": "string", "stores.counts.msg.serde": "integer",
+        "job.logged.store.base.dir": str(tmp_path / "state"),
+    })
+    factory = system_factory(config, "log")
+    factory.get_admin("log", config).create_stream(StreamSpec("keyed", "keyed", "log", 1))
+    producer = factory.get_producer("log", config)
+    producer.register("t")
+    producer.start()
+    for i in range(100):
+        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", "keyed"), b"v", key=f"k{i % 10}".encode(), partition=0))
+    producer.flush("t")
+    producer.stop()
+
+    first = run_job(config)
+    assert first.succeeded, first.summary_line()
+    task = first.summaries[0].metrics["registry"]["TaskName-Partition 0"]
+    assert task[CACHED_STORE_GROUP]["counts-gets"] == 100
+    assert task[CACHED_STORE_GROUP]["counts-cache-hits"] == 90  # each key misses once, then is cached
+    assert task[CACHED_STORE_GROUP]["counts-dirty-count"] == 0  # all written down at the last commit
+    writes = task[LOGGED_STORE_GROUP]["counts-changelog-writes"]
+    assert writes == task[CACHED_STORE_GROUP]["counts-written"] and 10 <= writes <= 100
+
+    again = run_job(config)  # nothing new to read: the store is rebuilt from its changelog
+    assert again.succeeded, again.summary_line()
+    container = again.summaries[0].metrics["registry"]["samza-container-0"]
+    assert container[STORAGE_MANAGER_GROUP]["counts-restored-messages"] == writes

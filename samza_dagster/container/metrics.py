@@ -8,7 +8,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from samza_dagster.metrics.groups import CONTAINER_GROUP, SYSTEM_CONSUMERS_GROUP, TASK_GROUP, partition_metric
+from samza_dagster.metrics.groups import (
+    CACHED_STORE_GROUP,
+    CONTAINER_GROUP,
+    LOGGED_STORE_GROUP,
+    STORAGE_MANAGER_GROUP,
+    SYSTEM_CONSUMERS_GROUP,
+    TASK_GROUP,
+    partition_metric,
+)
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.stream import close_admin
 from samza_dagster.model import SystemStreamPartition
@@ -130,14 +138,33 @@ def register_task_metrics(registry: MetricsRegistry, metrics: TaskMetrics, last_
     registry.before_snapshot(operator_counters)
 
 
+def register_store_metrics(registry: MetricsRegistry, stores: Any) -> None:
+    """A task's stores (a TaskStores): the write-back cache's hits, misses, size and dirty
+    entries (Samza's CachedStoreMetrics) and the changelog writes (LoggedStoreMetrics), read
+    from the counters the stores keep."""
+    for name, cached in sorted(stores.cached.items()):
+        gauge = registry.computed_gauge
+        gauge(CACHED_STORE_GROUP, f"{name}-gets", lambda c=cached: c.hits + c.misses)
+        gauge(CACHED_STORE_GROUP, f"{name}-cache-hits", lambda c=cached: c.hits)
+        gauge(CACHED_STORE_GROUP, f"{name}-cache-misses", lambda c=cached: c.misses)
+        gauge(CACHED_STORE_GROUP, f"{name}-cache-size", lambda c=cached: len(c))
+        gauge(CACHED_STORE_GROUP, f"{name}-dirty-count", lambda c=cached: c.dirty_count)
+        gauge(CACHED_STORE_GROUP, f"{name}-written", lambda c=cached: c.written)
+    for name, logged in sorted(stores.logged.items()):
+        registry.computed_gauge(LOGGED_STORE_GROUP, f"{name}-changelog-writes", lambda s=logged: s.writes)
+
+
 def register_container_metrics(
     registry: MetricsRegistry,
     container: ContainerMetrics,
     tasks: list[TaskMetrics],
     consumers: Any,
     clock: Callable[[], float],
+    restored: dict[str, int] | None = None,
 ) -> None:
-    """Samza's SamzaContainerMetrics and SystemConsumersMetrics, in the container's registry."""
+    """Samza's SamzaContainerMetrics and SystemConsumersMetrics, in the container's registry;
+    ``restored``: changelog messages applied per store at start-up."""
+    restored = restored or {}
     group = CONTAINER_GROUP
     gauge = registry.computed_gauge
 
@@ -155,6 +182,8 @@ def register_container_metrics(
     gauge(group, "event-loop-utilization", _Utilization(tasks, consumers, clock))
     gauge(group, "container-startup-time", lambda: int(container.start_s * _NS))
     gauge(group, "physical-memory-mb", _resident_mb)
+    for store, count in sorted(restored.items()):  # changelog messages applied at start-up
+        gauge(STORAGE_MANAGER_GROUP, f"{store}-restored-messages", lambda count=count: count)
 
     sc = SYSTEM_CONSUMERS_GROUP
     gauge(sc, "choose-null", lambda: container.null_chooses)

@@ -42,11 +42,13 @@ class ContainerReporting:
         consumers: Any,
         container_metrics: ContainerMetrics,
         new_admin: Callable[[str], Any],
+        restored: dict[str, int] | None = None,
     ) -> None:
         """Register the engine's metrics, then start every reporter over the container's and
         each task's registry."""
         register_container_metrics(
-            self.registry, container_metrics, [ti.metrics for ti in tasks.values()], consumers, time.monotonic
+            self.registry, container_metrics, [ti.metrics for ti in tasks.values()], consumers, time.monotonic,
+            restored,
         )
         owners = {ssp: ti.last_processed for ti in tasks.values() for ssp in ti.ssps}
         systems = SystemConfig(self.config)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from samza_dagster.container.errors import DeserializationError, TaskProcessError, coordinates
-from samza_dagster.container.metrics import TaskMetrics, register_task_metrics
+from samza_dagster.container.metrics import TaskMetrics, register_store_metrics, register_task_metrics
 from samza_dagster.metrics.registry import MetricsRegistry, task_source
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStream, SystemStreamPartition
@@ -142,6 +142,8 @@ class TaskInstance:
         self._metrics = self.metrics
         self._processed = self.metrics.processed
         register_task_metrics(self.metrics_registry, self.metrics, self.last_processed)
+        if stores is not None:
+            register_store_metrics(self.metrics_registry, stores)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def init(self) -> None:

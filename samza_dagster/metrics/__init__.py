@@ -3,7 +3,10 @@ groups them; the snapshot JSON that reporters write to a metrics stream; the rep
 ``metrics.reporters``; and the Prometheus view of a job's snapshots."""
 
 from samza_dagster.metrics.groups import (
+    CACHED_STORE_GROUP,
     CONTAINER_GROUP,
+    LOGGED_STORE_GROUP,
+    STORAGE_MANAGER_GROUP,
     LOG_CONSUMER_GROUP,
     KAFKA_CONSUMER_GROUP,
     STORE_GROUP,
@@ -15,7 +18,10 @@ from samza_dagster.metrics.snapshot import MetricsHeader, MetricsSnapshot, Metri
 from samza_dagster.metrics.types import Counter, Gauge, ListGauge, Metric, Timer
 
 __all__ = [
+    "CACHED_STORE_GROUP",
     "CONTAINER_GROUP",
+    "LOGGED_STORE_GROUP",
+    "STORAGE_MANAGER_GROUP",
     "Counter",
     "Gauge",
     "KAFKA_CONSUMER_GROUP",

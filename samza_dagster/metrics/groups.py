@@ -8,6 +8,9 @@ KAFKA_CONSUMER_GROUP = "org.apache.samza.system.kafka.KafkaSystemConsumerMetrics
 #: the embedded log has no Samza counterpart; its consumer metrics follow the Kafka ones' names
 LOG_CONSUMER_GROUP = "samza_dagster.system.log.LogSystemConsumerMetrics"
 STORE_GROUP = "org.apache.samza.storage.kv.KeyValueStoreMetrics"
+CACHED_STORE_GROUP = "org.apache.samza.storage.kv.CachedStoreMetrics"
+LOGGED_STORE_GROUP = "org.apache.samza.storage.kv.LoggedStoreMetrics"
+STORAGE_MANAGER_GROUP = "org.apache.samza.storage.ContainerStorageManagerMetrics"
 
 
 def consumer_group(factory: str) -> str:
