@@ -179,28 +179,43 @@ def register_container_metrics(
     registry.computed_timer(group, "window-ns", lambda: (sum(t.window_s for t in tasks) * _NS, sum(t.window_count for t in tasks)))
     registry.computed_timer(group, "commit-ns", lambda: (sum(t.commit_s for t in tasks) * _NS, sum(t.commit_count for t in tasks)))
     registry.computed_timer(group, "block-ns", lambda: (consumers.block_s * _NS, consumers.blocks))
-    gauge(group, "event-loop-utilization", _Utilization(tasks, consumers, clock))
+    gauge(group, "event-loop-utilization", _Utilization(consumers, clock))
     gauge(group, "container-startup-time", lambda: int(container.start_s * _NS))
     gauge(group, "physical-memory-mb", _resident_mb)
     for store, count in sorted(restored.items()):  # changelog messages applied at start-up
         gauge(STORAGE_MANAGER_GROUP, f"{store}-restored-messages", lambda count=count: count)
 
     sc = SYSTEM_CONSUMERS_GROUP
+    counts = _ConsumerCounts(consumers)
+    registry.before_snapshot(counts.refresh)
     gauge(sc, "choose-null", lambda: container.null_chooses)
-    gauge(sc, "choose-object", lambda: sum(consumers.chosen_counts().values()))
-    gauge(sc, "unprocessed-messages", lambda: sum(consumers.buffer_sizes().values()))
+    gauge(sc, "choose-object", lambda: sum(counts.chosen.values()))
+    gauge(sc, "unprocessed-messages", lambda: sum(counts.buffered.values()))
     for ssp in sorted(consumers.buffer_sizes()):
         gauge(sc, partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-chosen"),
-              lambda ssp=ssp: consumers.chosen_counts()[ssp])
+              lambda ssp=ssp: counts.chosen[ssp])
         gauge(sc, partition_metric(ssp.system, ssp.stream, ssp.partition, "buffered-message-count"),
-              lambda ssp=ssp: consumers.buffered(ssp))
+              lambda ssp=ssp: counts.buffered[ssp])
+
+
+class _ConsumerCounts:
+    """SystemConsumers' per-partition counts, read once per snapshot for all its gauges."""
+
+    def __init__(self, consumers: Any) -> None:
+        self._consumers = consumers
+        self.chosen: dict[SystemStreamPartition, int] = {}
+        self.buffered: dict[SystemStreamPartition, int] = {}
+
+    def refresh(self) -> None:
+        self.chosen = self._consumers.chosen_counts()
+        self.buffered = self._consumers.buffer_sizes()
 
 
 class _Utilization:
     """Samza's event-loop-utilization: the share of wall time since the previous snapshot the
     run loop spent not waiting for messages (processing, windows, commits, choosing)."""
 
-    def __init__(self, tasks: list[TaskMetrics], consumers: Any, clock: Callable[[], float]) -> None:
+    def __init__(self, consumers: Any, clock: Callable[[], float]) -> None:
         self._consumers = consumers
         self._clock = clock
         self._since = clock()
