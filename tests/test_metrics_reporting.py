@@ -241,3 +241,8 @@ def test_store_metrics_count_the_caches_gets_the_changelog_writes_and_the_restor
     assert again.succeeded, again.summary_line()
     container = again.summaries[0].metrics["registry"]["samza-container-0"]
     assert container[STORAGE_MANAGER_GROUP]["counts-restored-messages"] == writes
+    # it resumed after its checkpoint and processed nothing: nothing is behind (the lag counts from
+    # where the container started, not from the partition's oldest offset)
+    assert sum(again.summaries[0].messages_per_stream.values()) == 0
+    assert container[LOG_CONSUMER_GROUP]["log-keyed-0-messages-behind-high-watermark"] == 0
+    assert container[LOG_CONSUMER_GROUP]["log-keyed-0-high-watermark"] == 100

@@ -217,7 +217,7 @@ class SamzaContainer:
         starting.update(self.startpoints.apply(self.container_model.tasks, self.tasks, self._admin, metadata))
         self._start_consumers(plan, metadata, starting)
         self._create_run_loop(plan)
-        self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored)
+        self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored, starting)
         self.side_inputs.start()
         if self.stop_event.is_set():
             self.run_loop.request_stop()

@@ -256,9 +256,13 @@ class ConsumerLag:
         ssps: dict[SystemStreamPartition, dict[SystemStreamPartition, str]],
         new_admin: Callable[[str], Any],
         groups: Callable[[str], str],
+        starting: dict[SystemStreamPartition, str] | None = None,
     ) -> None:
         #: ssp -> the last_processed dict of the task that owns it
         self._owners = ssps
+        #: where the container started reading each partition (its checkpoint, a startpoint or
+        #: the offset default): before a partition's first message it is what is behind
+        self._starting = starting or {}
         self._new_admin = new_admin
         self._admins: dict[str, Any] = {}
         self._closed = False
@@ -300,8 +304,13 @@ class ConsumerLag:
                     continue
                 high = int(pm.upcoming_offset)
                 done = last.get(ssp)
+                if done is not None:
+                    next_offset = int(done) + 1
+                else:
+                    start = self._starting.get(ssp)
+                    next_offset = int(start) if start is not None and start.lstrip("-").isdigit() else int(pm.oldest_offset)
                 self.high_watermark[ssp] = high
-                self.behind[ssp] = max(0, high - (int(done) + 1 if done is not None else int(pm.oldest_offset)))
+                self.behind[ssp] = max(0, high - next_offset)
 
     def close(self) -> None:
         self._closed = True

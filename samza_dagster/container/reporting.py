@@ -19,6 +19,7 @@ from samza_dagster.metrics.groups import consumer_group
 from samza_dagster.metrics.registry import MetricsRegistry, container_source
 from samza_dagster.metrics.reporter import container_reporters
 from samza_dagster.metrics.snapshot import plain
+from samza_dagster.model import SystemStreamPartition
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +44,19 @@ class ContainerReporting:
         container_metrics: ContainerMetrics,
         new_admin: Callable[[str], Any],
         restored: dict[str, int] | None = None,
+        starting: dict[SystemStreamPartition, str] | None = None,
     ) -> None:
         """Register the engine's metrics, then start every reporter over the container's and
-        each task's registry."""
+        each task's registry. ``starting``: where each input partition is read from."""
         register_container_metrics(
             self.registry, container_metrics, [ti.metrics for ti in tasks.values()], consumers, time.monotonic,
             restored,
         )
         owners = {ssp: ti.last_processed for ti in tasks.values() for ssp in ti.ssps}
         systems = SystemConfig(self.config)
-        self._lag = ConsumerLag(self.registry, owners, new_admin, lambda s: consumer_group(systems.factory(s) or "log"))
+        self._lag = ConsumerLag(
+            self.registry, owners, new_admin, lambda s: consumer_group(systems.factory(s) or "log"), starting
+        )
         self._task_registries = [tasks[name].metrics_registry for name in sorted(tasks)]
         for reporter in container_reporters(self.metrics_config, self.config, self.container_id):
             reporter.register(self.registry.source, self.registry)
