@@ -221,6 +221,7 @@ APP_STORE_FACTORY = define("app.store.factory", _choice("rocksdb", "inmemory"), 
                            "the store factory of the operators' own stores (windows, joins)")
 APP_JOIN_TIME = define("app.join.time", _choice("processing", "event"), "processing",
                        "what a stream-stream join's window measures: arrival or event time")
+APP_VERSION = define("app.version", STR, "0.0.1", "the job's version, the `version` of its metrics snapshots' header")
 
 # task.*
 TASK_CLASS = define("task.class", CLASS, None, "`module:Class` of a task (a low-level job)")

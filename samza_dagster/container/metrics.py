@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from samza_dagster.metrics.groups import (
@@ -127,15 +128,19 @@ def register_task_metrics(registry: MetricsRegistry, metrics: TaskMetrics, last_
     registry.computed_timer(group, "process-ns", lambda: (metrics.process_s * _NS, metrics.envelopes_processed))
     for ssp in sorted(metrics.processed):
         gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition, "offset"),
-              lambda ssp=ssp: last_processed.get(ssp))
+              partial(last_processed.get, ssp))
         gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-processed"),
-              lambda ssp=ssp: metrics.processed[ssp])
+              partial(metrics.processed.__getitem__, ssp))
 
     def operator_counters() -> None:  # counters the operator runtime adds as operators start
         for name in list(metrics.counters):
-            registry.computed_gauge(OPERATOR_GROUP, name, lambda name=name: metrics.counters.get(name, 0))
+            registry.computed_gauge(OPERATOR_GROUP, name, partial(metrics.counters.get, name, 0))
 
     registry.before_snapshot(operator_counters)
+
+
+def _cache_gets(cached: Any) -> int:
+    return int(cached.hits + cached.misses)
 
 
 def register_store_metrics(registry: MetricsRegistry, stores: Any) -> None:
@@ -144,14 +149,14 @@ def register_store_metrics(registry: MetricsRegistry, stores: Any) -> None:
     from the counters the stores keep."""
     for name, cached in sorted(stores.cached.items()):
         gauge = registry.computed_gauge
-        gauge(CACHED_STORE_GROUP, f"{name}-gets", lambda c=cached: c.hits + c.misses)
-        gauge(CACHED_STORE_GROUP, f"{name}-cache-hits", lambda c=cached: c.hits)
-        gauge(CACHED_STORE_GROUP, f"{name}-cache-misses", lambda c=cached: c.misses)
-        gauge(CACHED_STORE_GROUP, f"{name}-cache-size", lambda c=cached: len(c))
-        gauge(CACHED_STORE_GROUP, f"{name}-dirty-count", lambda c=cached: c.dirty_count)
-        gauge(CACHED_STORE_GROUP, f"{name}-written", lambda c=cached: c.written)
+        gauge(CACHED_STORE_GROUP, f"{name}-gets", partial(_cache_gets, cached))
+        gauge(CACHED_STORE_GROUP, f"{name}-cache-hits", partial(getattr, cached, "hits"))
+        gauge(CACHED_STORE_GROUP, f"{name}-cache-misses", partial(getattr, cached, "misses"))
+        gauge(CACHED_STORE_GROUP, f"{name}-cache-size", partial(len, cached))
+        gauge(CACHED_STORE_GROUP, f"{name}-dirty-count", partial(getattr, cached, "dirty_count"))
+        gauge(CACHED_STORE_GROUP, f"{name}-written", partial(getattr, cached, "written"))
     for name, logged in sorted(stores.logged.items()):
-        registry.computed_gauge(LOGGED_STORE_GROUP, f"{name}-changelog-writes", lambda s=logged: s.writes)
+        registry.computed_gauge(LOGGED_STORE_GROUP, f"{name}-changelog-writes", partial(getattr, logged, "writes"))
 
 
 def register_container_metrics(
@@ -183,7 +188,7 @@ def register_container_metrics(
     gauge(group, "container-startup-time", lambda: int(container.start_s * _NS))
     gauge(group, "physical-memory-mb", _resident_mb)
     for store, count in sorted(restored.items()):  # changelog messages applied at start-up
-        gauge(STORAGE_MANAGER_GROUP, f"{store}-restored-messages", lambda count=count: count)
+        gauge(STORAGE_MANAGER_GROUP, f"{store}-restored-messages", partial(int, count))
 
     sc = SYSTEM_CONSUMERS_GROUP
     counts = _ConsumerCounts(consumers)
@@ -193,9 +198,9 @@ def register_container_metrics(
     gauge(sc, "unprocessed-messages", lambda: sum(counts.buffered.values()))
     for ssp in sorted(consumers.buffer_sizes()):
         gauge(sc, partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-chosen"),
-              lambda ssp=ssp: counts.chosen[ssp])
+              partial(counts.chosen_of, ssp))
         gauge(sc, partition_metric(ssp.system, ssp.stream, ssp.partition, "buffered-message-count"),
-              lambda ssp=ssp: counts.buffered[ssp])
+              partial(counts.buffered_of, ssp))
 
 
 class _ConsumerCounts:
@@ -209,6 +214,12 @@ class _ConsumerCounts:
     def refresh(self) -> None:
         self.chosen = self._consumers.chosen_counts()
         self.buffered = self._consumers.buffer_sizes()
+
+    def chosen_of(self, ssp: SystemStreamPartition) -> int:
+        return self.chosen[ssp]
+
+    def buffered_of(self, ssp: SystemStreamPartition) -> int:
+        return self.buffered[ssp]
 
 
 class _Utilization:
@@ -271,10 +282,10 @@ class ConsumerLag:
         for ssp in sorted(ssps):
             group = groups(ssp.system)
             registry.computed_gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition, "high-watermark"),
-                                    lambda ssp=ssp: self.high_watermark[ssp])
+                                    partial(self.high_watermark.__getitem__, ssp))
             registry.computed_gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition,
                                                             "messages-behind-high-watermark"),
-                                    lambda ssp=ssp: self.behind[ssp])
+                                    partial(self.behind.__getitem__, ssp))
         # the container's lag in one number per consumer group (not Samza's: a chart of a job's
         # lag should not have to match metric names per partition)
         by_group: dict[str, list[SystemStreamPartition]] = {}
@@ -282,8 +293,11 @@ class ConsumerLag:
             by_group.setdefault(groups(ssp.system), []).append(ssp)
         for group, members in by_group.items():
             registry.computed_gauge(group, "messages-behind-high-watermark",
-                                    lambda members=members: sum(self.behind[ssp] for ssp in members))
+                                    partial(self._behind_of, members))
         registry.before_snapshot(self.refresh)
+
+    def _behind_of(self, ssps: list[SystemStreamPartition]) -> int:
+        return sum(self.behind[ssp] for ssp in ssps)
 
     def refresh(self) -> None:
         if self._closed:  # after shutdown the gauges keep their last values

@@ -14,20 +14,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import SystemConfig
 from samza_dagster.model import SystemStream
 
-REPORTERS_KEY = "metrics.reporters"
+REPORTERS_KEY = keys.METRICS_REPORTERS.name
 SNAPSHOT = "snapshot"
 PROMETHEUS = "prometheus"
 #: Samza's factory class names, accepted for configs carried over from a Samza job
 SAMZA_CLASSES = {
     "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory": SNAPSHOT,
 }
-DEFAULT_INTERVAL_S = 60.0
+DEFAULT_INTERVAL_S = float(keys.METRICS_REPORTER_INTERVAL.default)
 
 
 def reporter_key(name: str, field: str) -> str:

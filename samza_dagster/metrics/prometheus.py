@@ -20,6 +20,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from samza_dagster.metrics.snapshot import MetricsSnapshot
 
+__all__ = ["CONTENT_TYPE", "LABELS", "PREFIX", "SnapshotCollector", "exposition", "prometheus_name"]
+
 PREFIX = "samza_"
 LABELS = ("job", "job_id", "container", "source", "group")
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")

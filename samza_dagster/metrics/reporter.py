@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from samza_dagster import __version__
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.metrics.config import MetricsConfig, ReporterConfig
@@ -30,9 +31,6 @@ from samza_dagster.system.factories import system_factory
 
 log = logging.getLogger(__name__)
 
-#: ``app.version`` fills the header's ``version`` (Samza's job version); Samza's default
-VERSION_KEY = "app.version"
-DEFAULT_VERSION = "0.0.1"
 
 
 class MetricsReporter(Protocol):
@@ -68,7 +66,7 @@ class SnapshotReporter:
         self.container_name = container_name
         self._job_name, self._job_id = job.name, job.id
         self._host = host or socket.gethostname()
-        self._version = config.get_str(VERSION_KEY) or DEFAULT_VERSION
+        self._version = keys.APP_VERSION.get(config)  # Samza's job version in the header
         self._clock = clock
         self._reset_ms = int(clock() * 1000)
         self._registries: list[tuple[str, MetricsRegistry]] = []

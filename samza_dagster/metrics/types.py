@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from samza_dagster.metrics.errors import MetricsError
+
 
 class Metric:
     """One named value; ``value()`` is what a snapshot records."""
@@ -80,7 +82,7 @@ class ListGauge(Metric):
     def __init__(self, name: str, max_items: int = 100) -> None:
         super().__init__(name)
         if max_items < 1:
-            raise ValueError(f"ListGauge {name!r}: max_items must be at least 1, got {max_items}")
+            raise MetricsError(f"ListGauge {name!r}: max_items must be at least 1, got {max_items}")
         self.max_items = max_items
         self._items: list[Any] = []
 

@@ -26,6 +26,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
@@ -37,9 +38,6 @@ from samza_dagster.runtime.result import JobResult
 
 log = logging.getLogger(__name__)
 
-#: the job coordinator's port (its JobModel and, with a prometheus reporter, ``/metrics``);
-#: 0, the default, takes any free port — set it to give Prometheus a fixed scrape target
-PORT_KEY = "job.coordinator.http.port"
 
 
 class JobRunner(ABC):
@@ -76,7 +74,7 @@ class JobRunner(ABC):
         result = self._new_result()
         prepared = prepare_job(self.config)
         self.coordinator = JobCoordinator(
-            prepared.config, host=self.host, port=self.config.get_int(PORT_KEY, 0) or 0,
+            prepared.config, host=self.host, port=keys.JOB_COORDINATOR_HTTP_PORT.get(self.config),
             input_streams=prepared.input_streams, exclude=prepared.exclude,
         )
         url = self.coordinator.start()
