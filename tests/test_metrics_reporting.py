@@ -185,7 +185,10 @@ def test_a_high_level_functions_counter_is_in_the_task_registry_and_on_the_snaps
     from samza_dagster.runtime import run_job
     from support import hl_harness
 
-    config = hl_harness.base(tmp_path, "metrics-hl", "x").with_overrides({
+    config = Config({
+        "job.name": "metrics-hl", "job.default.system": "log", "job.factory.class": "thread",
+        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
+        "task.commit.ms": "500", "app.store.factory": "inmemory",
         "app.class": "tests.metrics_apps:CountingApp",
         "systems.log.streams.in.samza.bounded": "true",
         "job.container.count": "1",
