@@ -90,6 +90,10 @@ def dispatch(args: argparse.Namespace) -> int:
             raise ConfigError(f"--type set-config needs --value (the new value of {args.key!r})", key=args.key)
         print(run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset))
         return EXIT_OK
+    if args.command == "metrics":
+        from samza_dagster.cli.metrics import run_metrics_command
+
+        return run_metrics_command(args, config)
     if args.command == "job-coordinator":
         run_job_coordinator(config, args.host, args.port)
         return EXIT_OK

@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     coordinator.add_argument("--host", default="127.0.0.1", type=host)
     coordinator.add_argument("--port", type=port, default=0)
 
+    metrics = sub.add_parser("metrics", help="print the latest metrics of a job's containers")
+    _config_args(metrics)
+    metrics.add_argument("--json", action="store_true", help="Samza's snapshot JSON instead of tables")
+    metrics.add_argument("--stream", default=None, metavar="SYSTEM.STREAM",
+                         help="the metrics stream (default: the job's snapshot reporter's)")
+
     sub.add_parser("bench", add_help=False, help="the benchmarks (python -m bench)")
     return parser
 

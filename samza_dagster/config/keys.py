@@ -192,6 +192,8 @@ JOB_COORDINATOR_HTTP_HOST = define("job.coordinator.http.host", STR, "127.0.0.1"
                                    "the address the job coordinator's HTTP service listens on (spark runner)")
 JOB_COORDINATOR_HTTP_TOKEN = define("job.coordinator.http.token", STR, None,
                                     "a bearer token the coordinator's HTTP service requires (unset: none)")
+JOB_COORDINATOR_HTTP_PORT = define("job.coordinator.http.port", _int(0), 0,
+                                   "the job coordinator's port (0: any free one; fix it for a Prometheus scrape target)")
 JOB_COORDINATOR_MONITOR_INTERVAL_MS = define("job.coordinator.monitor.interval.ms", _int(0), 10_000,
                                              "how often the job coordinator checks input partition counts")
 JOB_COORDINATOR_WATCH_INTERVAL_MS = define("job.coordinator.watch.interval.ms", _int(0), 2_000,
@@ -219,6 +221,7 @@ APP_STORE_FACTORY = define("app.store.factory", _choice("rocksdb", "inmemory"), 
                            "the store factory of the operators' own stores (windows, joins)")
 APP_JOIN_TIME = define("app.join.time", _choice("processing", "event"), "processing",
                        "what a stream-stream join's window measures: arrival or event time")
+APP_VERSION = define("app.version", STR, "0.0.1", "the job's version, the `version` of its metrics snapshots' header")
 
 # task.*
 TASK_CLASS = define("task.class", CLASS, None, "`module:Class` of a task (a low-level job)")
@@ -342,6 +345,13 @@ STORE_CONTAINER_CACHE_SIZE_BYTES = define("stores.<store>.container.cache.size.b
 SERDE_CLASS = define("serializers.registry.<name>.class", CLASS, None,
                      "`module:Class` of a serde (or of a factory with `get_serde(name, config)`) registered as `<name>`")
 METRICS_TIMER_ENABLED = define("metrics.timer.enabled", BOOL, True, "time each process, window and commit")
+METRICS_REPORTERS = define("metrics.reporters", LIST, [], "names of the metrics reporters the containers run")
+METRICS_REPORTER_CLASS = define("metrics.reporter.<name>.class", STR, None,
+                                "`snapshot`, `prometheus` or `module:Class` of a reporter (checked by the pre-flight)")
+METRICS_REPORTER_STREAM = define("metrics.reporter.<name>.stream", STR, None,
+                                 "`system.stream` a snapshot reporter writes, a prometheus reporter serves")
+METRICS_REPORTER_INTERVAL = define("metrics.reporter.<name>.interval", STR, "60",
+                                   "seconds between snapshots, a positive number")
 CONTAINER_BUFFER_CAPACITY = define("samza.container.buffer.capacity.per.ssp", _int(1), None,
                                    "envelopes SystemConsumers buffers per partition (unset: its own default)")
 

@@ -42,6 +42,7 @@ from samza_dagster.container.exactly_once import NonTransactionalProducer, check
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
+from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
 from samza_dagster.container.startpoints import ContainerStartpoints
@@ -85,6 +86,8 @@ class SamzaContainer:
         self._system_factory = system_factory
         self._watcher = job_model_watcher
         self.metrics = ContainerMetrics(container_id)
+        #: the container's MetricsRegistry and the reporters of ``metrics.reporters``
+        self.reporting = ContainerReporting(self.config, container_id)
         self.requests = ContainerRequests()
         self.tasks: dict[str, TaskInstance] = {}
         self.summary: ContainerSummary | None = None
@@ -214,9 +217,14 @@ class SamzaContainer:
         starting.update(self.startpoints.apply(self.container_model.tasks, self.tasks, self._admin, metadata))
         self._start_consumers(plan, metadata, starting)
         self._create_run_loop(plan)
+        self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored, starting)
         self.side_inputs.start()
         if self.stop_event.is_set():
             self.run_loop.request_stop()
+
+    def _new_metrics_admin(self, system: str) -> Any:
+        """An admin for the metrics' lag lookups: its own, used on the reporter's thread."""
+        return self._factory(system).get_admin(system, self.config)
 
     def _start_producers(self, plan: ContainerPlan) -> None:
         """One producer per system, every task registered as a source."""
@@ -515,6 +523,7 @@ class SamzaContainer:
                     first = exc
                 log.warning("container %s: error during shutdown: %s", self.container_id, exc)
 
+        attempt(self.reporting.stop)  # first: the last snapshot holds the final counts
         if self.consumers is not None:
             attempt(self.consumers.stop)
         if self.side_inputs is not None:
@@ -560,6 +569,9 @@ class SamzaContainer:
             except Exception:  # noqa: BLE001 - informational
                 pass
         metrics["lag"] = self._final_lag
+        # the registries' values at the stop (Samza's groups and names), whatever reporters run:
+        # what Dagster's final materialization and lag check read
+        metrics["registry"] = self.reporting.final
         if self.side_inputs is not None and self.side_inputs.stores:
             metrics["side_inputs"] = {
                 "bootstrapped": dict(self.side_inputs_restored),

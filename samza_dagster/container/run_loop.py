@@ -157,7 +157,6 @@ class RunLoop(ScheduledMode):
         poll_timeout = self.poll_timeout_s
         metrics = self.metrics
         eos = END_OF_STREAM_OFFSET
-        nulls = 0
         chosen = 0
         try:
             while True:
@@ -190,14 +189,13 @@ class RunLoop(ScheduledMode):
                             last[ssp] = offset
                             counts[ssp] += 1
                 else:
-                    nulls += 1
+                    metrics.null_chooses += 1  # live: the idle path, read by the metrics
                 if requests.pending or monotonic() >= self._next_deadline:
                     status = self._housekeeping(monotonic())
                     if status is not None:
                         return status
         finally:
             metrics.chooses += chosen
-            metrics.null_chooses += nulls
 
     def _run_inline_runs(self) -> str:
         """Inline mode when the chooser offers runs (``task.consumer.batch.size`` > 1): one
@@ -216,14 +214,13 @@ class RunLoop(ScheduledMode):
         poll_timeout = self.poll_timeout_s
         metrics = self.metrics
         eos = END_OF_STREAM_OFFSET
-        nulls = 0
         chosen = 0
         t0 = 0.0
         try:
             while True:
                 run = choose_run(poll_timeout)
                 if run is None:
-                    nulls += 1
+                    metrics.null_chooses += 1  # live: the idle path, read by the metrics
                     if requests.pending or monotonic() >= self._next_deadline:
                         status = self._housekeeping(monotonic())
                         if status is not None:
@@ -287,7 +284,6 @@ class RunLoop(ScheduledMode):
                         return status
         finally:
             metrics.chooses += chosen
-            metrics.null_chooses += nulls
 
     def _housekeeping(self, now: float) -> str | None:
         """Timers, requests and end of stream, for the tasks that may have something due (every

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from samza_dagster.container.errors import DeserializationError, TaskProcessError, coordinates
-from samza_dagster.container.metrics import TaskMetrics
+from samza_dagster.container.metrics import TaskMetrics, register_store_metrics, register_task_metrics
+from samza_dagster.metrics.registry import MetricsRegistry, task_source
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.task.api import (
@@ -98,12 +99,14 @@ class TaskInstance:
         self.is_windowable = is_windowable(task)
         self.is_eos_listener = is_end_of_stream_listener(task)
         self.metrics = TaskMetrics(task_name, ssps)
+        self.metrics_registry = MetricsRegistry(task_source(task_name))
         self.collector = MessageCollector(task_name, producers, serdes)
         self.coordinator = TaskCoordinator(task_name, container_requests)
         self._container_requests = container_requests
         self.task_stores = stores
         self.context = TaskContext(
-            task_name, ssps, config, container_id, self.metrics, stores.stores if stores is not None else {}, changelog_partition
+            task_name, ssps, config, container_id, self.metrics, stores.stores if stores is not None else {}, changelog_partition,
+            metrics_registry=self.metrics_registry,
         )
         self.drop_deserialization_errors = drop_deserialization_errors
         #: a DeadLetterSender (``task.dlq.stream``): undecodable messages go there and are skipped
@@ -138,6 +141,9 @@ class TaskInstance:
         self._process = getattr(task, "process_async" if self.is_async else "process")
         self._metrics = self.metrics
         self._processed = self.metrics.processed
+        register_task_metrics(self.metrics_registry, self.metrics, self.last_processed)
+        if stores is not None:
+            register_store_metrics(self.metrics_registry, stores)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def init(self) -> None:

@@ -1,7 +1,9 @@
 """The job coordinator's HTTP service (Samza design): read-only JSON over stdlib ``http.server``.
 
 ``GET /`` → the JobModel, ``GET /config`` → the job's config, ``GET /healthz`` → status and model
-version (cheap; what containers poll to notice a new model). Secrets are masked. Any other path
+version (cheap; what containers poll to notice a new model), ``GET /metrics`` → the job's metrics
+in Prometheus' text format when a ``prometheus`` metrics reporter is configured (every
+container's latest snapshot from the metrics stream). Secrets are masked. Any other path
 is a 404 and any other method a 405, both with a JSON error body. With
 ``job.coordinator.http.token`` set, every request needs ``Authorization: Bearer <token>``.
 """
@@ -37,10 +39,18 @@ class CoordinatorHttpServer(ThreadingHTTPServer):
     # A restarted coordinator must be able to take the same port straight away.
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], served: Callable[[], ServedModel], token: str | None) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        served: Callable[[], ServedModel],
+        token: str | None,
+        metrics: Callable[[], tuple[bytes, str]] | None = None,
+    ) -> None:
         super().__init__(address, _Handler)
         self.served = served
         self.token = token
+        #: the Prometheus exposition and its content type, when the job has a prometheus reporter
+        self.metrics = metrics
 
 
 def _json(data: object) -> bytes:
@@ -63,8 +73,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, served.config_json, served.version)
         elif path == "/healthz":
             self._send(200, _json({"status": "ok", "version": served.version}), served.version)
+        elif path == "/metrics" and self.server.metrics is not None:
+            body, content_type = self.server.metrics()
+            self._send(200, body, served.version, content_type=content_type)
+        elif path == "/metrics":
+            self._send(404, _json({"error": "no metrics here: configure a reporter of class prometheus "
+                                            "(metrics.reporters, metrics.reporter.<name>.class)"}))
         else:
-            self._send(404, _json({"error": f"no such resource {path!r}; try /, /config or /healthz"}))
+            self._send(404, _json({"error": f"no such resource {path!r}; try /, /config, /healthz or /metrics"}))
 
     def _method_not_allowed(self) -> None:
         if not self._authorized():
@@ -86,13 +102,16 @@ class _Handler(BaseHTTPRequestHandler):
                    extra={"WWW-Authenticate": "Bearer"})
         return False
 
-    def _send(self, status: int, body: bytes, version: int | None = None, extra: dict[str, str] | None = None) -> None:
+    def _send(
+        self, status: int, body: bytes, version: int | None = None, extra: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         # Drain a request body so a keep-alive connection stays in sync.
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         if version is not None:

@@ -15,7 +15,8 @@ import json
 import logging
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
@@ -35,6 +36,7 @@ from samza_dagster.coordinator.partition_counts import (
     record_input_partitions,
 )
 from samza_dagster.coordinator.submission import SubmissionResult, is_stateful, submit_job_config
+from samza_dagster.metrics.config import metrics_config
 from samza_dagster.model import SystemStream
 from samza_dagster.system.protocols import SystemAdmin
 
@@ -92,6 +94,7 @@ class JobCoordinator:
         self._reader: CoordinatorStreamReader | None = None
         self._writer: CoordinatorStreamWriter | None = None
         self._server: CoordinatorHttpServer | None = None
+        self._metrics: Any = None  # a MetricsStreamFollower when the job has a prometheus reporter
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self.url: str | None = None
@@ -115,7 +118,9 @@ class JobCoordinator:
         self._state.apply_all(messages)
         # Bootstrapped config: the stream's contents (which now include the submission).
         self._rebuild(version=1, raise_errors=True)
-        self._server = CoordinatorHttpServer((self.host, self.port), self._current_served, self._token())
+        self._server = CoordinatorHttpServer(
+            (self.host, self.port), self._current_served, self._token(), self._start_metrics()
+        )
         bound_host, bound_port = self._server.server_address[:2]
         self.port = bound_port
         self.url = f"http://{_url_host(self.host, str(bound_host))}:{bound_port}"
@@ -141,6 +146,9 @@ class JobCoordinator:
             thread.join(timeout=10)
         self._threads = []
         self._server = None
+        if self._metrics is not None:
+            self._metrics.stop()
+            self._metrics = None
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -279,6 +287,25 @@ class JobCoordinator:
             served = self._served
         assert served is not None
         return served
+
+    def _start_metrics(self) -> Callable[[], tuple[bytes, str]] | None:
+        """With a prometheus reporter, follow its metrics stream from now on and serve every
+        container's latest snapshot at ``/metrics``: one scrape target for the whole job, whatever
+        runs the containers (threads, processes, Spark executors on other machines)."""
+        prometheus = metrics_config(self.job_model.config).prometheus
+        if prometheus is None or prometheus.stream is None:
+            return None
+        from samza_dagster.metrics.prometheus import CONTENT_TYPE, exposition
+        from samza_dagster.metrics.stream import MetricsStreamFollower
+
+        follower = self._metrics = MetricsStreamFollower(self.job_model.config, prometheus.stream)
+        follower.start()
+        return lambda: (exposition(follower.latest.snapshots), CONTENT_TYPE)
+
+    @property
+    def metrics_snapshots(self) -> list[Any]:
+        """The latest snapshot of every container and source, when a prometheus reporter is configured."""
+        return self._metrics.latest.snapshots() if self._metrics is not None else []
 
     def _token(self) -> str | None:
         return self.submitted_config.get_str(TOKEN_KEY) or self.job_model.config.get_str(TOKEN_KEY) or None

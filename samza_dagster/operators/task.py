@@ -16,6 +16,7 @@ intermediate stream (``task_count`` = the tasks of the job consuming its upstrea
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -214,16 +215,24 @@ class OperatorTask:
         return impl.fan_out([self._build(d, spec) for d in spec.registered_operator_specs])
 
     def _make(self, spec: OperatorSpec) -> Any:
+        fn = getattr(spec, "fn", None)
+        if callable(getattr(fn, "init", None)):
+            # Samza's InitableFunction: a function object with ``init(context)`` gets the task's
+            # context before its first message — its metrics_registry, stores, config. Each task
+            # gets its own copy, as Samza deserializes the operator spec per task: a counter the
+            # function registers then counts that task's messages, not the container's.
+            fn = copy.copy(fn)
+            fn.init(self.context)
         if isinstance(spec, MapOperatorSpec):
-            return impl.map_op(spec.fn, self._downstream(spec))
+            return impl.map_op(fn, self._downstream(spec))
         if isinstance(spec, FilterOperatorSpec):
-            return impl.filter_op(spec.fn, self._downstream(spec))
+            return impl.filter_op(fn, self._downstream(spec))
         if isinstance(spec, FlatMapOperatorSpec):
-            return impl.flat_map_op(spec.fn, self._downstream(spec))
+            return impl.flat_map_op(fn, self._downstream(spec))
         if isinstance(spec, MergeOperatorSpec):
             return self._downstream(spec)
         if isinstance(spec, SinkOperatorSpec):
-            fn, collector, coordinator = spec.fn, self.collector, self.coordinator
+            collector, coordinator = self.collector, self.coordinator
             return lambda m: fn(m, collector, coordinator)
         if isinstance(spec, OutputOperatorSpec):
             out = spec.output_stream
@@ -246,7 +255,7 @@ class OperatorTask:
             return op
         if isinstance(spec, StreamTableJoinOperatorSpec):
             store = self.context.get_store(store_name("table-" + spec.table_spec.table_id))
-            return impl.StreamTableJoin(store, spec.fn, spec.key_fn, self._downstream(spec))
+            return impl.StreamTableJoin(store, fn, spec.key_fn, self._downstream(spec))
         if isinstance(spec, SendToTableOperatorSpec):
             return impl.send_to_table(self.context.get_store(store_name("table-" + spec.table_spec.table_id)))
         if isinstance(spec, WindowOperatorSpec):

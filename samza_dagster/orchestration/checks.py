@@ -1,7 +1,8 @@
 """Asset checks on the streams a Samza job writes.
 
-* ``consumer_lag`` — how many input messages the job has not yet processed (its checkpoints
-  against the inputs' upcoming offsets): passes up to ``dagster.check.lag.warn.messages``, fails
+* ``consumer_lag`` — how many input messages the job has not yet processed: when a run ends, the
+  containers' own ``messages-behind-high-watermark`` metrics (the numbers the metrics stream and
+  Prometheus show); otherwise its checkpoints against the inputs' upcoming offsets. Passes up to ``dagster.check.lag.warn.messages``, fails
   with severity WARN up to ``dagster.check.lag.error.messages``, with ERROR above. Evaluated when
   a run of the job ends and by the application's stream observation sensor while it runs.
 * ``reached_end_of_stream`` — a bounded job's run ended by itself, every input at its end (not
@@ -43,9 +44,12 @@ def lag_per_input(inputs: Mapping[str, StreamObservation]) -> dict[str, int]:
 
 
 def lag_evaluation(
-    key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings
+    key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings,
+    metrics_lag: Mapping[str, int] | None = None,
 ) -> dg.AssetCheckEvaluation:
-    per_input = lag_per_input(inputs)
+    """``metrics_lag`` (stream id → messages behind, from the job's metrics) wins over the
+    checkpoint-based lag of ``inputs`` when given."""
+    per_input = dict(metrics_lag) if metrics_lag else lag_per_input(inputs)
     total = sum(per_input.values())
     if total > settings.lag_error:
         passed, severity = False, dg.AssetCheckSeverity.ERROR
@@ -63,14 +67,18 @@ def lag_evaluation(
         metadata={
             "lag": dg.MetadataValue.int(total),
             "lag_per_input": dg.MetadataValue.json(per_input),
+            "lag_source": "metrics" if metrics_lag else "checkpoints",
             "warn_above": dg.MetadataValue.int(settings.lag_warn),
             "error_above": dg.MetadataValue.int(settings.lag_error),
         },
     )
 
 
-def lag_result(key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings) -> dg.AssetCheckResult:
-    evaluation = lag_evaluation(key, inputs, settings)
+def lag_result(
+    key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings,
+    metrics_lag: Mapping[str, int] | None = None,
+) -> dg.AssetCheckResult:
+    evaluation = lag_evaluation(key, inputs, settings, metrics_lag)
     return dg.AssetCheckResult(
         asset_key=key, check_name=LAG_CHECK, passed=evaluation.passed, severity=evaluation.severity,
         description=evaluation.description, metadata=evaluation.metadata,

@@ -32,6 +32,7 @@ from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
 from samza_dagster.orchestration.errors import OrchestrationError
+from samza_dagster.orchestration.job_metrics import JobMetrics, follow_job_metrics
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
@@ -42,6 +43,7 @@ from samza_dagster.runtime import create_runner
 from samza_dagster.system.errors import SystemUnavailableError
 from samza_dagster.model import StreamSpec
 from samza_dagster.runtime.result import JobResult
+from samza_dagster.metrics.stream import MetricsStreamFollower
 
 #: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"
@@ -186,9 +188,14 @@ def run_samza_job(
     else:
         runner, runner_md = runner_for(spark, cfg)
     watch = _Progress(cfg, written, before, bootstrap_inputs)
-    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name)
+    follower = _follow_metrics(context, cfg, job_name)
+    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name, follower)
     context.log.info(f"job {job_name}: starting ({JobConfig(cfg).factory} runner)")
-    outcome = JobSupervisor(context, runner, job_name, settings, watch.progress, live.emit).run()
+    try:
+        outcome = JobSupervisor(context, runner, job_name, settings, watch.progress, live.emit).run()
+    finally:
+        if follower is not None:
+            follower.stop()
     if outcome.error is not None:
         exc = outcome.error
         raise dg.Failure(description=f"job {job_name} failed: {type(exc).__name__}: {exc}") from exc
@@ -219,6 +226,12 @@ def run_samza_job(
         job_md["job_model_changes"] = dg.MetadataValue.json(
             [{"version": v, "changed": keys} for v, keys in outcome.model_changes]
         )
+    final_metrics = JobMetrics.from_result(result)
+    if final_metrics:
+        job_md.update(_metrics_metadata(final_metrics))
+        job_md["process_envelopes_per_s"] = dg.MetadataValue.float(
+            round(final_metrics.process_envelopes / elapsed, 1) if elapsed > 0 else 0.0
+        )
     spark_startup = results.spark_startup_s(result)
     if spark_startup is not None:
         job_md["spark_startup_s"] = dg.MetadataValue.float(round(spark_startup, 3))
@@ -230,6 +243,7 @@ def run_samza_job(
         job_md["bootstrap"] = dg.MetadataValue.json(boot)
     finals = results.final_offsets(result)
     final_inputs = _observe_quietly(context, cfg, read, job_name)
+    metrics_lag = final_metrics.lag_per_input(inputs.values())
     for sid, obs in inputs.items():
         progress = _input_progress(obs, processed, finals, assets.streams[sid].bootstrap)
         entry = boot.get(f"{obs.system}.{obs.physical_name}")
@@ -237,7 +251,9 @@ def run_samza_job(
             progress.update(bootstrap.final_metadata(entry))
             context.log.info(bootstrap.final_line(job_name, f"{obs.system}.{obs.physical_name}", entry))
         final = final_inputs.get(sid)
-        if final is not None and final.lag is not None:
+        if sid in metrics_lag:
+            progress["lag"] = dg.MetadataValue.int(metrics_lag[sid])
+        elif final is not None and final.lag is not None:
             progress["lag"] = dg.MetadataValue.int(sum(final.lag.values()))
         context.log_event(
             dg.AssetObservation(asset_key=assets.keys[sid], description=f"processed by {job_name}", metadata=progress)
@@ -253,7 +269,7 @@ def run_samza_job(
             metadata={**_written_metadata(before[stream.id], after[stream.id]), **job_md},
             data_version=dg.DataVersion(after[stream.id].data_version),
         )
-        yield checks.lag_result(key, final_inputs, settings)
+        yield checks.lag_result(key, final_inputs, settings, metrics_lag)
         if bounded:
             yield checks.end_of_stream_result(key, status, outcome.stopped_by)
 
@@ -272,6 +288,24 @@ def in_dependency_order(streams: list[StreamInfo]) -> list[StreamInfo]:
     return ordered
 
 
+def _follow_metrics(context: dg.AssetExecutionContext, cfg: Config, job_name: str) -> MetricsStreamFollower | None:
+    """The job's metrics stream followed while it runs (live materializations read it); without a
+    snapshot reporter, or when the stream cannot be read, live materializations go without."""
+    try:
+        return follow_job_metrics(cfg)
+    except Exception as exc:  # noqa: BLE001 - metrics must not keep a job from running
+        context.log.warning(f"job {job_name}: its metrics stream cannot be followed: {exc}")
+        return None
+
+
+def _metrics_metadata(metrics: JobMetrics) -> dict[str, Any]:
+    """The containers' metrics Dagster plots across materializations (Samza's names)."""
+    return {
+        "process_envelopes": dg.MetadataValue.int(metrics.process_envelopes),
+        "process_ns": dg.MetadataValue.float(metrics.process_ns),
+    }
+
+
 def _observe_quietly(context: dg.AssetExecutionContext, cfg: Config, streams: list[StreamInfo], job_name: str) -> dict[str, StreamObservation]:
     """Inputs with their lag after the run; an observation failure is a warning, not a failed run."""
     try:
@@ -288,12 +322,14 @@ class _LiveMaterializations:
 
     def __init__(
         self, context: dg.AssetExecutionContext, assets: StreamAssets, cfg: Config, read: list[StreamInfo], written: list[StreamInfo],
-        before: dict[str, StreamObservation], job_name: str,
+        before: dict[str, StreamObservation], job_name: str, metrics: MetricsStreamFollower | None = None,
     ) -> None:
         self.context, self.assets, self.cfg = context, assets, cfg
         self.read, self.written, self.before, self.job_name = read, written, before, job_name
         self.last: dict[str, int] = {sid: 0 for sid in before}
         self.warned = False
+        self.metrics = metrics
+        self.last_processed = 0
 
     def emit(self, interval_s: float) -> None:
         try:
@@ -305,6 +341,19 @@ class _LiveMaterializations:
                 self.warned = True
             return
         lag = checks.lag_per_input(inputs)
+        metrics_md: dict[str, Any] = {}
+        if self.metrics is not None:
+            live = JobMetrics.from_follower(self.metrics)
+            if live:  # the containers' own numbers win: lag, throughput, process-ns
+                lag = live.lag_per_input(inputs.values()) or lag
+                processed = live.process_envelopes
+                recent, self.last_processed = processed - self.last_processed, processed
+                metrics_md = {
+                    **_metrics_metadata(live),
+                    "process_envelopes_per_s": dg.MetadataValue.float(
+                        round(max(0, recent) / interval_s, 1) if interval_s else 0.0
+                    ),
+                }
         lag_md = {f"lag_{sid}": dg.MetadataValue.int(n) for sid, n in lag.items()}
         for stream in in_dependency_order(self.written):
             md = _written_metadata(self.before[stream.id], now[stream.id])
@@ -319,6 +368,7 @@ class _LiveMaterializations:
                     "throughput_msgs_per_s": dg.MetadataValue.float(round(recent / interval_s, 1) if interval_s else 0.0),
                     "lag": dg.MetadataValue.int(sum(lag.values())),
                     **lag_md,
+                    **metrics_md,
                     "job_status": "running",
                 },
                 tags={DATA_VERSION_TAG: now[stream.id].data_version},

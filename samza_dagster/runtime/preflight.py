@@ -28,6 +28,9 @@ def check_job_config(config: Config) -> None:
         for name, attr in vars(type(view)).items():
             if isinstance(attr, property):
                 getattr(view, name)
+    from samza_dagster.metrics.config import metrics_config
+
+    metrics_config(config)  # reporters: class, stream on a configured system, positive interval
     factory = JobConfig(config).factory
     if factory not in RUNNERS:
         raise ConfigError(f"config key {keys.JOB_FACTORY_CLASS.name!r}: unknown runner {factory!r}; known: {', '.join(RUNNERS)}",

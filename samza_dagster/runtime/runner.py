@@ -26,6 +26,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
@@ -36,6 +37,7 @@ from samza_dagster.runtime.interrupts import exit_now, install_stop_handlers
 from samza_dagster.runtime.result import JobResult
 
 log = logging.getLogger(__name__)
+
 
 
 class JobRunner(ABC):
@@ -72,7 +74,8 @@ class JobRunner(ABC):
         result = self._new_result()
         prepared = prepare_job(self.config)
         self.coordinator = JobCoordinator(
-            prepared.config, host=self.host, input_streams=prepared.input_streams, exclude=prepared.exclude
+            prepared.config, host=self.host, port=keys.JOB_COORDINATOR_HTTP_PORT.get(self.config),
+            input_streams=prepared.input_streams, exclude=prepared.exclude,
         )
         url = self.coordinator.start()
         try:

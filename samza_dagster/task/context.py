@@ -13,7 +13,7 @@ from samza_dagster.task.errors import NoSuchStoreError
 class TaskContext:
     __slots__ = (
         "task_name", "system_stream_partitions", "config", "container_id", "metrics", "_stores", "changelog_partition",
-        "task_instance", "container",
+        "task_instance", "container", "metrics_registry",
     )
 
     def __init__(
@@ -25,6 +25,7 @@ class TaskContext:
         metrics: Any,
         stores: Mapping[str, Any],
         changelog_partition: int = 0,
+        metrics_registry: Any = None,
     ) -> None:
         self.task_name = task_name
         self.system_stream_partitions = system_stream_partitions
@@ -33,6 +34,10 @@ class TaskContext:
         self.metrics = metrics
         self._stores = stores
         self.changelog_partition = changelog_partition
+        #: the task's MetricsRegistry (Samza's task metrics registry): ``new_counter(group, name)``,
+        #: ``new_gauge(group, name, default)``, ``new_timer``, ``new_list_gauge`` — what a task
+        #: registers there is in every snapshot its container's reporters write
+        self.metrics_registry = metrics_registry
         #: engine back-references for framework tasks (the operator runtime installs decoders
         #: and control-message handling on its TaskInstance, and reads the JobModel, producers
         #: and last checkpoint from its container). Set by the container; user tasks need neither.
