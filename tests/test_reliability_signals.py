@@ -53,11 +53,23 @@ def _job(tmp_path: Path, runner: str, sleep_ms: int) -> tuple[Path, Config, Path
     return properties, config, progress
 
 
-def _start(properties: Path) -> subprocess.Popen[str]:
+def _as_from_a_terminal() -> None:
+    """The signal dispositions a job started from a terminal has: the suite itself may run with
+    SIGINT ignored (a shell's background job) and children inherit that."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _as_a_background_job_ignoring_both() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _start(properties: Path, dispositions=_as_from_a_terminal) -> subprocess.Popen[str]:
     # a session of its own: the signal goes to the runner's process alone, not to a process group
     return subprocess.Popen(
         [str(CLI), "run", "--config-path", str(properties)], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=dispositions,
     )
 
 
@@ -123,6 +135,28 @@ def test_the_first_signal_stops_gracefully_with_a_final_commit_of_every_processe
     assert len(read_stream(config, "output")) == len(processed)  # the outputs before the checkpoint
     if runner == "process":
         assert _container_processes_of(proc.pid) == []
+
+
+@pytest.mark.timeout(240)
+def test_sigterm_stops_a_job_started_with_stop_signals_ignored_and_its_containers_too(tmp_path):
+    """A job started where SIGINT and SIGTERM are ignored (a background job of a shell that
+    ignores SIGTERM too): SIGINT stays ignored, as nohup's convention asks, but SIGTERM — how
+    service managers, Dagster and the process runner stop a job — still stops the runner and, through
+    it, every container gracefully (they inherit the ignored dispositions)."""
+    properties, config, progress = _job(tmp_path, "process", sleep_ms=20)
+    proc = _start(properties, _as_a_background_job_ignoring_both)
+    try:
+        wait_until(lambda: len(_processed(progress)) >= 10 or proc.poll() is not None, 180, "ten processed messages")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out, err)
+    assert "stopped by SIGTERM, everything processed committed" in out, (out, err)
+    processed = _processed(progress)
+    assert read_checkpoints(config)["Partition 0"].offsets[("log", "words", 0)] == str(processed[-1])
+    assert _container_processes_of(proc.pid) == []
 
 
 @pytest.mark.timeout(120)

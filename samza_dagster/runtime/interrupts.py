@@ -41,9 +41,14 @@ def install_stop_handlers(on_first: Callable[[str], None], on_second: Callable[[
 
     previous = {}
     for sig in STOP_SIGNALS:
-        current = signal.getsignal(sig)
-        if current is not signal.SIG_IGN:
-            previous[sig] = signal.signal(sig, handler)
+        # An ignored SIGINT is kept ignored: a shell starts background jobs that way so a
+        # terminal's Ctrl-C does not reach them (nohup's convention). SIGTERM is always handled:
+        # it is how a service manager, Dagster and the process runner stop a job, and an ignored
+        # SIGTERM inherited from whatever started us would leave the job unstoppable but by SIGKILL,
+        # without its final commit.
+        if sig == signal.SIGINT and signal.getsignal(sig) is signal.SIG_IGN:
+            continue
+        previous[sig] = signal.signal(sig, handler)
 
     def restore() -> None:
         for sig, old in previous.items():
