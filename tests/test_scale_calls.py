@@ -103,9 +103,10 @@ def _run(tmp_path: Path, partitions: int, counts: Counter) -> Counter:
 
 def test_start_commit_and_stop_cost_stays_linear_in_partitions(tmp_path, counted):
     small, large = _run(tmp_path, 8, counted), _run(tmp_path, 64, counted)
-    # partition bounds: start-up (input metadata, bounded ends) and the lag at shutdown read each
-    # partition a few times; reading all of them per partition would be 64 * 64
-    assert large["partition bounds read"] <= 5 * 64, large
+    # partition bounds: start-up (input metadata, bounded ends) and the lag at shutdown (the
+    # summary's, and the consumer-lag metric's final snapshot: two lookups of every partition)
+    # read each partition a few times; reading all of them per partition would be 64 * 64
+    assert large["partition bounds read"] <= 6 * 64, large
     assert large["partition bounds read"] <= 8 * small["partition bounds read"] + 16, (small, large)
     # the run loop looks at a task when it asks or ends (plus every task at a timer), not at
     # every task whenever one ends
