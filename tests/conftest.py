@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from samza_dagster.config import Config
@@ -31,3 +33,14 @@ def log_config(tmp_path) -> Config:
             "systems.log.log.path": str(tmp_path / "log"),
         }
     )
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_not_ignored():
+    """Every test starts with SIGTERM at its default. A process started with SIGTERM ignored (or
+    a library in this process that left it so) passes the ignored signal to every child: Dagster's
+    compute-log ``tail`` processes then survive the SIGTERM that ends them, and an in-process
+    Dagster run waits for them after its op returned — seen as a run that 'did not stop'."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
