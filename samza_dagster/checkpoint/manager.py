@@ -16,6 +16,7 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system.positions import position_reached
 
 SOURCE = "__checkpoint"
 
@@ -61,6 +62,7 @@ class CheckpointManager:
         if pm is None or pm.newest_offset is None:
             return {}
         newest = int(pm.newest_offset)
+        upcoming = int(pm.upcoming_offset)
         raw: dict[str, tuple[bytes, str]] = {}
         consumer = self._consumer_factory()
         consumer.register(self.ssp, pm.oldest_offset)
@@ -71,7 +73,12 @@ class CheckpointManager:
             while not done:
                 if time.monotonic() > deadline:
                     raise ReadTimeoutError(f"reading checkpoint stream {self.system}.{self.stream} timed out")
-                for env in consumer.poll([self.ssp], 0.1).get(self.ssp, []):
+                envelopes = consumer.poll([self.ssp], 0.1).get(self.ssp)
+                if not envelopes:
+                    # the newest offset may hold no message: an exactly-once job's commit marker (Kafka)
+                    done = position_reached(consumer, self.ssp, upcoming)
+                    continue
+                for env in envelopes:
                     if env.is_end_of_stream:
                         done = True
                         break

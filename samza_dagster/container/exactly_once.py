@@ -1,12 +1,13 @@
 """``job.processing.guarantee=exactly-once``: what a container needs for it, checked before
 anything starts, and the guard on systems outside the job's transactions.
 
-A container commits as one transaction (samza_dagster/system/log/transactions.py): the outputs,
+A container commits as one transaction of its checkpoint system's producer (the embedded log's,
+samza_dagster/system/log/transactions.py, or Kafka's, system/kafka/confluent_producer.py): the outputs,
 changelog writes and control messages its tasks sent since the last commit, and every task's
 checkpoint, become readable together (``read_committed``) or are removed. That holds when
 
-* the checkpoint system can run transactions (its factory says ``supports_transactions``: the
-  embedded log) — its file holds the commit point — and every stream the job writes is on that system (changelogs, the dead-letter stream
+* the checkpoint system can run transactions (its factory's ``supports_transactions``: the
+  embedded log, Kafka on the confluent client) and every stream the job writes is on that system (changelogs, the dead-letter stream
   and any output: a message to another system could not be taken back, so sending one fails);
 * every task of the container is quiet at each commit, so that no output is in the transaction
   without the offset of the input that caused it: the inline run loop (one thread, synchronous
@@ -53,12 +54,21 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
         return
     system = checkpoint_system(config)
     factory_key = f"systems.{system}.samza.factory"
-    if not getattr(system_factory(config, system), "supports_transactions", False):
-        factory = (config.get_str(factory_key) or "log").strip()
+    factory = system_factory(config, system)
+    supports = getattr(factory, "supports_transactions", None)
+    if not callable(supports) or not supports(system, config):
+        name = (config.get_str(factory_key) or "log").strip()
+        if name == "kafka":
+            client_key = keys.SYSTEM_KAFKA_CLIENT.key(system=system)
+            raise _problem(
+                client_key,
+                f"the checkpoint system {system!r} is Kafka on the {config.get_str(client_key)!r} client, whose "
+                "transactions are not wired in; use kafka.client=confluent (the default)",
+            )
         raise _problem(
             factory_key,
-            f"the checkpoint system {system!r} is {factory!r}, which cannot run the job's transactions; "
-            "exactly-once needs the checkpoint system and every output on the embedded log (log)",
+            f"the checkpoint system {system!r} is {name!r}, which cannot run the job's transactions; "
+            "exactly-once needs the checkpoint system and every output on the embedded log (log) or on Kafka",
         )
     for spec in store_specs(config, job.default_system):
         if spec.changelog is not None and spec.changelog.system != system:

@@ -44,6 +44,7 @@ from samza_dagster.container.offset_reset import admin_cleanup_policy, out_of_ra
 from samza_dagster.errors import SamzaError
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry, load_class
+from samza_dagster.system.positions import position_reached
 
 log = logging.getLogger(__name__)
 
@@ -205,12 +206,17 @@ class SideInputsManager:
                 wanted = [ssp for ssp in remaining if ssp.system == system]
                 if not wanted:
                     continue
-                for ssp, envelopes in consumer.poll(wanted, 0.1).items():
+                polled = consumer.poll(wanted, 0.1)
+                for ssp, envelopes in polled.items():
                     self._apply(ssp, envelopes)
                     head = heads[ssp]
                     if any(e.is_end_of_stream for e in envelopes) or (
                         envelopes and int(envelopes[-1].offset) >= int(head)
                     ):
+                        remaining.discard(ssp)
+                for ssp in wanted:
+                    # the newest offset may hold no message: a commit marker of an exactly-once writer (Kafka)
+                    if not polled.get(ssp) and position_reached(consumer, ssp, int(heads[ssp]) + 1):
                         remaining.discard(ssp)
         return self.applied_counts()
 

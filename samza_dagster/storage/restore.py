@@ -9,6 +9,7 @@ import time
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.storage.task_stores import TaskStores
+from samza_dagster.system.positions import position_reached
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +78,14 @@ def restore_stores(
         streams = sorted({s.stream for s in ssps})
         metadata = admin.get_system_stream_metadata(streams)
         newest: dict[SystemStreamPartition, int] = {}
+        upcoming: dict[SystemStreamPartition, int] = {}
         consumer = None
         for ssp in ssps:
             pm = metadata[ssp.stream].partitions.get(ssp.partition)
             if pm is None or pm.newest_offset is None:
                 continue
             newest[ssp] = int(pm.newest_offset)
+            upcoming[ssp] = int(pm.upcoming_offset)
             if consumer is None:
                 consumer = consumer_for_system(system)
             consumer.register(ssp, pm.oldest_offset)
@@ -96,6 +99,10 @@ def restore_stores(
                 if time.monotonic() > deadline:
                     raise ReadTimeoutError(f"restoring changelogs {sorted(map(str, remaining))} timed out")
                 polled = consumer.poll(list(remaining), 0.1)
+                for ssp in [s for s in remaining if not polled.get(s)]:
+                    # the newest offset may hold no message: an exactly-once job's commit marker (Kafka)
+                    if position_reached(consumer, ssp, upcoming[ssp]):
+                        remaining.discard(ssp)
                 for ssp, envelopes in polled.items():
                     if ssp not in remaining:
                         continue

@@ -15,6 +15,14 @@ Statistics. With ``systems.<s>.producer.statistics.interval.ms`` set, librdkafka
 (messages sent, produce requests) are kept and reported by :meth:`metrics_snapshot` (the
 container's summary shows them under ``producer-<system>``): messages per produce request is
 how well ``linger.ms`` / ``batch.num.messages`` batch.
+
+Transactions (``job.processing.guarantee=exactly-once``, container/exactly_once.py). The container
+calls :meth:`init_transactions` once, before it sends anything; from then on everything sent — the
+tasks' outputs, changelog writes, control messages and the checkpoints — belongs to the open
+transaction, made readable to ``read_committed`` consumers by :meth:`commit_transaction` (after
+which the next one begins) or discarded by :meth:`abort_transaction`. The transactional id
+is the container's, so a restarted container fences the instance it replaces (the broker aborts
+that instance's open transaction and refuses its writes: :class:`KafkaProducerFencedError`).
 """
 
 from __future__ import annotations
@@ -23,17 +31,28 @@ import json
 import threading
 from typing import Any
 
+# this module loads only when a Kafka system runs on the confluent client (factory.py)
+from confluent_kafka import KafkaError, KafkaException, Producer
+
 from samza_dagster.config.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import PartitionError, StreamNotFoundError
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.common import not_bytes_error
-from samza_dagster.system.kafka.errors import KafkaProducerError, unavailable
+from samza_dagster.config import keys
+from samza_dagster.system.kafka.errors import (
+    KafkaProducerError,
+    KafkaProducerFencedError,
+    KafkaTransactionError,
+    unavailable,
+)
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
 #: serve delivery callbacks every this many sends (poll(0) costs a call into librdkafka)
 SERVE_EVERY = 512
 UNASSIGNED = -1
+#: librdkafka's default ``transaction.timeout.ms``: the broker aborts a transaction open longer
+TRANSACTION_TIMEOUT_MS = 60_000
 
 
 class ConfluentSystemProducer:
@@ -52,6 +71,11 @@ class ConfluentSystemProducer:
         self._flush_timeout_s = int(delivery_ms) / 1000 + 5
         self._statistics: dict[str, int] = {}
         self._flushes = 0
+        self._commit_ms = keys.TASK_COMMIT_MS.get(config)
+        #: set by init_transactions: every send is then part of the open transaction
+        self._transactional_id: str | None = None
+        #: whether the open transaction holds a message (a commit of an empty one is skipped)
+        self._sent = False
         if int(clients.producer.get("statistics.interval.ms", 0) or 0) > 0:
             clients.producer["stats_cb"] = self._on_statistics
 
@@ -61,22 +85,17 @@ class ConfluentSystemProducer:
     def start(self) -> None:
         """Create the client and ask for the cluster's metadata once: an unreachable broker
         fails here, within bootstrap.timeout.ms, naming its address."""
-        # confluent-kafka loads only when a Kafka system uses it (kafka.client picks the client library)
-        from confluent_kafka import KafkaException
-
         try:
             self._client().list_topics(timeout=self._clients.bootstrap_timeout_s)
         except KafkaException as exc:
             raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "producer start") from exc
 
-    def _client(self) -> Any:
+    def _client(self, conf: dict[str, Any] | None = None) -> Any:
         if self._producer is None:
             with self._lock:
                 if self._producer is None:
-                    from confluent_kafka import KafkaException, Producer
-
                     try:
-                        self._producer = Producer(self._clients.producer)
+                        self._producer = Producer(conf or self._clients.producer)
                     except KafkaException as exc:
                         raise config_error(exc, self._clients.producer_sources, "producer") or exc from None
         return self._producer
@@ -108,6 +127,9 @@ class ConfluentSystemProducer:
                              timestamp=envelope.event_time or 0)
         except TypeError as exc:
             raise not_bytes_error(self.system_name, topic, envelope, exc) from exc
+        except KafkaException as exc:  # librdkafka's fatal state: e.g. a newer instance fenced this one
+            raise self._client_error(f"send to topic {topic!r}", exc) from exc
+        self._sent = True
         self._unserved += 1
         if self._unserved >= SERVE_EVERY:
             self._unserved = 0
@@ -116,7 +138,6 @@ class ConfluentSystemProducer:
     def _partition_count(self, topic: str) -> int:
         """Partition count of ``topic`` (one metadata request per topic; topics do not shrink).
         A topic that does not exist is a StreamNotFoundError here, at the first send."""
-        from confluent_kafka import KafkaException
 
         try:
             metadata = self._producer.list_topics(topic, timeout=self._clients.bootstrap_timeout_s)
@@ -130,7 +151,8 @@ class ConfluentSystemProducer:
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None and self._error is None:
-            self._error = KafkaProducerError(
+            kind = KafkaProducerFencedError if _is_fenced(error) else KafkaProducerError
+            self._error = kind(
                 f"Kafka system {self.system_name!r}: send to topic {message.topic()!r} partition "
                 f"{message.partition()} failed: {error.str()}"
             )
@@ -154,7 +176,10 @@ class ConfluentSystemProducer:
         first failure. One librdkafka producer serves every source, as in Samza."""
         self._flushes += 1
         if self._producer is not None:
-            left = self._producer.flush(self._flush_timeout_s)
+            try:
+                left = self._producer.flush(self._flush_timeout_s)
+            except KafkaException as exc:
+                raise self._client_error("flush", exc) from exc
             if left:
                 raise unavailable(self.system_name, self._clients.bootstrap_servers,
                                   TimeoutError(f"{left} messages unacknowledged"),
@@ -166,7 +191,111 @@ class ConfluentSystemProducer:
         if self._producer is None:
             return
         try:
-            if self._error is None:
+            if self._transactional_id is not None:
+                if self._sent and self._error is None:
+                    self.abort_transaction()  # not committed: nobody may read it (the next commit would have)
+            elif self._error is None:
                 self.flush("stop")
         finally:
             self._producer = None
+
+    # -- transactions (the container's exactly-once commit) ---------------------------------
+    def init_transactions(self, transactional_id: str, state_stream: str) -> None:
+        """Kafka's ``initTransactions``: write from now on in transactions under
+        ``transactional_id``. The broker fences every older producer with that id and aborts the
+        transaction it left open. librdkafka takes the id only when a client is created, so the
+        client is replaced (the container calls this before it sends anything). The checkpoints
+        (``state_stream``) are sent in each transaction like any other message; the parameter is
+        the embedded log's, whose commit point lives in that stream's file."""
+
+        if self._transactional_id is not None:
+            raise KafkaTransactionError(
+                f"Kafka system {self.system_name!r}: transactions already initialised ({self._transactional_id!r})")
+        if self._producer is not None:
+            self.flush("init_transactions")
+            self._producer = None
+        conf = dict(self._clients.producer)
+        conf["transactional.id"] = transactional_id
+        conf.setdefault("transaction.timeout.ms", self._transaction_timeout_ms(conf))
+        producer = self._client(conf)
+        self._transactional_id = transactional_id
+        try:
+            producer.init_transactions(self._flush_timeout_s)
+            producer.begin_transaction()
+        except KafkaException as exc:
+            raise self._transaction_error("initialising transactions", exc) from exc
+        self._sent = False
+
+    def _transaction_timeout_ms(self, conf: dict[str, Any]) -> int:
+        """The broker aborts a transaction open longer than this, so it must outlast a commit
+        interval (a transaction spans one); librdkafka also wants it >= the delivery timeout."""
+        delivery_ms = int(conf.get("delivery.timeout.ms") or conf.get("message.timeout.ms") or 0)
+        return max(TRANSACTION_TIMEOUT_MS, 2 * self._commit_ms, delivery_ms)
+
+    @property
+    def transactional(self) -> bool:
+        return self._transactional_id is not None
+
+    def has_open_transaction(self) -> bool:
+        """Whether the open transaction holds a message."""
+        return self._transactional_id is not None and self._sent
+
+    def commit_transaction(self) -> None:
+        """Deliver what was sent, then commit: the transaction's messages (on every topic) become
+        readable to ``read_committed`` consumers together. The next transaction begins."""
+
+        producer = self._require_transaction()
+        if self._error is not None:  # a message of this transaction failed: it must be aborted
+            raise self._error
+        try:
+            producer.commit_transaction(self._flush_timeout_s)
+        except KafkaException as exc:
+            raise self._transaction_error("commit", exc) from exc
+        self._sent = False
+        try:
+            producer.begin_transaction()
+        except KafkaException as exc:
+            raise self._transaction_error("beginning the next transaction after a commit", exc) from exc
+
+    def abort_transaction(self) -> None:
+        """Discard what the open transaction wrote (``read_committed`` consumers never see it);
+        the next transaction begins. A delivery failure that led here is cleared with it."""
+
+        producer = self._require_transaction()
+        try:
+            producer.abort_transaction(self._flush_timeout_s)
+            producer.begin_transaction()
+        except KafkaException as exc:
+            raise self._transaction_error("abort", exc) from exc
+        self._sent = False
+        self._error = None
+
+    def _require_transaction(self) -> Any:
+        if self._transactional_id is None or self._producer is None:
+            raise KafkaTransactionError(
+                f"Kafka system {self.system_name!r}: no transactions (init_transactions was not called, or the "
+                "producer stopped)")
+        return self._producer
+
+    def _client_error(self, what: str, exc: BaseException) -> KafkaProducerError:
+        """What a librdkafka exception outside the transaction calls means (a fenced or otherwise
+        failed transactional producer, or a fatal client error)."""
+        if self._transactional_id is not None:
+            return self._transaction_error(what, exc)
+        return KafkaProducerError(f"Kafka system {self.system_name!r}: {what} failed: {exc}")
+
+    def _transaction_error(self, what: str, exc: BaseException) -> KafkaTransactionError:
+        error = exc.args[0] if exc.args else None
+        text = error.str() if isinstance(error, KafkaError) else str(exc)
+        if isinstance(error, KafkaError) and _is_fenced(error):
+            return KafkaProducerFencedError(
+                f"Kafka system {self.system_name!r}: transactional producer {self._transactional_id!r} is fenced "
+                f"({what}): a newer instance of this container started with the same transactional id, and only "
+                f"it may write: {text}")
+        return KafkaTransactionError(
+            f"Kafka system {self.system_name!r}: {what} of a transaction of {self._transactional_id!r} failed: {text}")
+
+
+def _is_fenced(error: Any) -> bool:
+    """Whether a librdkafka error says a newer producer took over the transactional id."""
+    return error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)

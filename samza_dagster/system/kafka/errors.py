@@ -18,6 +18,16 @@ class KafkaProducerError(SamzaSystemError):
     """
 
 
+class KafkaTransactionError(KafkaProducerError):
+    """A transaction of the Kafka producer (``job.processing.guarantee=exactly-once``) could not
+    be started, committed or aborted. Names the system and the transactional id."""
+
+
+class KafkaProducerFencedError(KafkaTransactionError):
+    """Another producer took over this producer's transactional id (a newer instance of the same
+    container): this one may never write again, as in Kafka (``ProducerFencedException``)."""
+
+
 def unavailable(system: str, bootstrap: str, cause: BaseException, what: str) -> SystemUnavailableError:
     return SystemUnavailableError(
         f"Kafka system {system!r}: cannot reach the brokers at {bootstrap} ({what}): {cause}"

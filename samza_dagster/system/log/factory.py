@@ -9,8 +9,9 @@ from samza_dagster.system.log.producer import LogSystemProducer
 
 
 class LogSystemFactory:
-    #: its producers run transactions (transactions.py): ``job.processing.guarantee=exactly-once``
-    supports_transactions = True
+    def supports_transactions(self, system_name: str, config: Config) -> bool:
+        """Its producers run transactions (transactions.py): ``job.processing.guarantee=exactly-once``."""
+        return True
 
     def get_admin(self, system_name: str, config: Config) -> LogSystemAdmin:
         return LogSystemAdmin(system_name, config)
