@@ -1,6 +1,7 @@
-"""The cost of ``job.processing.guarantee=exactly-once`` on the embedded log (issue 30).
+"""The cost of ``job.processing.guarantee=exactly-once`` on the embedded log and on Kafka (issue 30).
 
     python -m bench.bench_exactly_once [messages] [repetitions]
+    python -m bench.bench_exactly_once kafka [messages] [repetitions]
 
 Two jobs over one 4-partition input of ``messages`` 100-byte messages with 1,000 distinct keys,
 bounded, one container (4 tasks), each run at-least-once and exactly-once, alternating, every
@@ -11,6 +12,11 @@ run in its own child process (bench/harness.py) under a fresh job name:
 * **B2's job on the log** — count per key in a RocksDB store with a changelog, each count sent to
   a 4-partition output (B2's ``CountPerKeyTask``), at commit intervals of 5 s, 1 s and 100 ms: the
   commit interval is the latency/throughput trade, as in Kafka.
+
+With ``kafka``: B2's and B3's jobs on the tests' Kafka broker (bench/bench_kafka.py: ``CountPerKeyTask``
+with a RocksDB store and its changelog, and ``PassThroughTask``; 4 partitions, 10,000 keys, confluent
+client, commit every 5 s, then B2's at 1 s and 100 ms), at-least-once vs exactly-once
+(librdkafka's transactional producer: one transaction per commit).
 
 Prints a markdown table: median (min–max) msgs/s, and per repetition the ratios exactly-once /
 at-least-once of the rate and of the CPU seconds the run's process used (all threads; on a shared
@@ -133,5 +139,49 @@ def main(messages: int = 200_000, repetitions: int = 3) -> None:
         print(f"| {job} | {commit_ms} ms | {fmt(alo)} | {fmt(eos)} | {fmt(ratios, '.2f')} | {fmt(cpu, '.2f')} |")
 
 
+def kafka_main(messages: int = 300_000, repetitions: int = 3) -> None:
+    from bench.bench_kafka import _prepare
+    from bench.kafka_util import create_topics
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-eos-kafka-"))
+    setup = _prepare(workdir, messages, print)
+    broker, topic = setup["broker"], setup["topic"]
+    bootstrap = broker.bootstrap_servers
+    print(f"load average before: {load_average()}", flush=True)
+    cases = [("CountPerKeyTask", 5_000), ("PassThroughTask", 5_000), ("CountPerKeyTask", 1_000),
+             ("CountPerKeyTask", 100)]
+    rows = []
+    try:
+        for task, commit_ms in cases:
+            def measure(guarantee: str, task: str = task, commit_ms: int = commit_ms):
+                def run(rep: int) -> dict:
+                    job = f"eos-{task[:5].lower()}-{guarantee[:5]}-{commit_ms}-{rep}"
+                    create_topics(bootstrap, [f"{job}-out", f"{job}-counts-changelog"], 4)
+                    return isolated("bench.bench_kafka:child_engine", bootstrap=bootstrap, job=job, input_topic=topic,
+                                    output_topic=f"{job}-out", task=f"bench.bench_kafka:{task}",
+                                    state=str(workdir / job), messages=messages, stateful=task == "CountPerKeyTask",
+                                    extra={"job.processing.guarantee": guarantee, "task.commit.ms": str(commit_ms)})
+                return run
+
+            out = alternate(repetitions, {"at-least-once": measure("at-least-once"),
+                                          "exactly-once": measure("exactly-once")})
+            alo, eos = column(out["at-least-once"], "rate"), column(out["exactly-once"], "rate")
+            ratios = [e / a for e, a in zip(eos, alo)]
+            cpu = [e / a for e, a in zip(column(out["exactly-once"], "run_cpu_s"), column(out["at-least-once"], "run_cpu_s"))]
+            rows.append((task, commit_ms, alo, eos, ratios, cpu))
+    finally:
+        broker.stop()
+    print(f"load average after: {load_average()}")
+    print("\n| job (Kafka, confluent) | commit | at-least-once, msgs/s | exactly-once, msgs/s "
+          "| rate, exactly-once / at-least-once | CPU s, exactly-once / at-least-once |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for task, commit_ms, alo, eos, ratios, cpu in rows:
+        job = "B2: `CountPerKeyTask` + store + changelog" if task == "CountPerKeyTask" else "B3: `PassThroughTask`"
+        print(f"| {job} | {commit_ms} ms | {fmt(alo)} | {fmt(eos)} | {fmt(ratios, '.2f')} | {fmt(cpu, '.2f')} |")
+
+
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:3]))
+    if sys.argv[1:2] == ["kafka"]:
+        kafka_main(*(int(a) for a in sys.argv[2:4]))
+    else:
+        main(*(int(a) for a in sys.argv[1:3]))

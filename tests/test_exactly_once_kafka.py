@@ -18,6 +18,7 @@ checkpoint records are looked up by end offset.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import Counter
@@ -32,7 +33,7 @@ from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.serde import LongSerde, StringSerde
 from samza_dagster.storage.kv import RocksDBRawStore
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.kafka.errors import KafkaProducerFencedError
+from samza_dagster.system.kafka.errors import KafkaProducerFencedError, KafkaTransactionError
 from samza_dagster.task.api import InitableTask, StreamTask
 from tests.apps.harness import create_stream, job_model, produce, read_checkpoints
 
@@ -222,3 +223,61 @@ def test_an_aborted_transaction_is_never_seen_by_a_read_committed_reader(
     producer.commit_transaction()
     producer.stop()
     assert _read(kafka_broker.bootstrap_servers, topic, "read_committed") == [b"kept"]
+
+
+def test_a_zombie_container_on_kafka_is_fenced_by_its_new_instance(
+    kafka_broker, kafka_config, kafka_topic_prefix, tmp_path
+):
+    """Container 0 pauses inside a commit (its outputs sent, not committed); a new instance of
+    container 0 runs the job to its end; the old one resumes, and its commit is refused."""
+    # the broker answers the fenced producer's EndTxn by closing the connection (Kafka answers
+    # PRODUCER_FENCED), and librdkafka retries it until the call times out: keep that short
+    config = _job_config(kafka_config, kafka_topic_prefix, tmp_path).with_overrides(
+        {"systems.kafka.producer.message.timeout.ms": "5000"})
+    prefix = kafka_topic_prefix
+    create_stream(config, "kafka", f"{prefix}-words", PARTITIONS)
+    create_stream(config, "kafka", f"{prefix}-out", 1)
+    produce(config, "kafka", f"{prefix}-words", [(i % PARTITIONS, None, f"m{i}:ant".encode()) for i in range(MESSAGES)])
+    in_commit, resume = threading.Event(), threading.Event()
+    zombie = SamzaContainer("0", job_model(config))
+    real_start = zombie._start
+
+    def start() -> None:
+        real_start()
+        producer = zombie._transactions
+        commit = producer.commit_transaction
+
+        def paused_commit() -> None:
+            in_commit.set()
+            resume.wait(60)
+            commit()
+
+        producer.commit_transaction = paused_commit
+
+    zombie._start = start
+    box: dict = {}
+
+    def run_zombie() -> None:
+        try:
+            box["summary"] = zombie.run()
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run_zombie, daemon=True)
+    thread.start()
+    assert in_commit.wait(60), "the first container never committed"
+    bootstrap = kafka_broker.bootstrap_servers
+    assert _read(bootstrap, f"{prefix}-out", "read_committed", wait_s=1.0) == []  # open: nothing readable
+    elsewhere = config.with_overrides({"job.logged.store.base.dir": str(tmp_path / "state-elsewhere")})
+    summary = SamzaContainer("0", job_model(elsewhere)).run()
+    assert summary.status == "completed", summary.one_line()
+    resume.set()
+    thread.join(60)
+    # refused: PRODUCER_FENCED from Kafka (KafkaProducerFencedError), a timed-out EndTxn here
+    assert isinstance(box.get("error"), KafkaTransactionError), box
+    assert config.get_str("job.name") in str(box["error"])
+    # the new instance's checkpoints cover every input; the zombie's never became readable
+    checkpoints = read_checkpoints(config)
+    assert {t: {s.partition: o for s, o in cp.offsets.items()} for t, cp in checkpoints.items()} == {
+        f"Partition {p}": {p: str(MESSAGES // PARTITIONS - 1)} for p in range(PARTITIONS)
+    }

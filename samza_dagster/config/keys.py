@@ -206,8 +206,9 @@ JOB_MAX_MODEL_RESTARTS = define("job.max.model.restarts", _int(0), 100,
                                 "restarts of the containers for a new JobModel before the runner gives up")
 GUARANTEES = ("at-least-once", "exactly-once")
 JOB_PROCESSING_GUARANTEE = define("job.processing.guarantee", _choice(*GUARANTEES), GUARANTEES[0],
-                                  "`exactly-once`: each container commits as one transaction of the embedded log (outputs, "
-                                  "changelog, control messages and checkpoints readable together or removed); "
+                                  "`exactly-once`: each container commits as one transaction of its checkpoint system — "
+                                  "the embedded log, or Kafka on the confluent client — (outputs, changelog, control "
+                                  "messages and checkpoints readable together or removed); "
                                   "`at-least-once`: Samza's (docs/decisions.md, \"Exactly-once output\")")
 JOB_LOGGED_STORE_BASE_DIR = define("job.logged.store.base.dir", STR, None,
                                    "where stores keep their files (unset: beside the default system's log, else a temporary directory)")
@@ -277,8 +278,9 @@ SYSTEM_BOOTSTRAP_TIMEOUT_MS = define("systems.<system>.consumer.bootstrap.timeou
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 SYSTEM_CONSUMER_ISOLATION_LEVEL = define("systems.<system>.consumer.isolation.level", _choice(*ISOLATION_LEVELS), None,
                                          "`read_committed`: stop each partition before the oldest open transaction, never "
-                                         "see an aborted one; `read_uncommitted`: everything (default; `read_committed` "
-                                         "in a job with `job.processing.guarantee=exactly-once`)")
+                                         "see an aborted one; `read_uncommitted`: everything (default, except `read_committed` "
+                                         "in a job with `job.processing.guarantee=exactly-once` and always on Kafka's confluent "
+                                         "client, librdkafka's default)")
 LOG_PATH = define("systems.<system>.log.path", STR, "./.samza-log",
                   "the embedded log's root directory (`SAMZA_LOG_PATH` overrides it)")
 LOG_BATCH_SIZE = define("systems.<system>.log.batch.size", _int(1), 1000,

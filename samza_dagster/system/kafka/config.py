@@ -128,6 +128,10 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     for kwargs, defaults in ((consumer, CONSUMER_DEFAULTS), (producer, PRODUCER_DEFAULTS), (admin, ADMIN_DEFAULTS)):
         for key, value in defaults.items():
             kwargs.setdefault(key, value)
+    if keys.JOB_PROCESSING_GUARANTEE.get(config) == "exactly-once":
+        # as Kafka Streams sets it (librdkafka's default already): an exactly-once job reads what
+        # other exactly-once jobs committed, never their open or aborted transactions
+        consumer.setdefault("isolation_level", "read_committed")
     consumer["enable_auto_commit"] = False  # never commit to a Kafka group: Samza checkpoints
     consumer.pop("group_id", None)  # partitions come from the job model: no group, no rebalance
     return KafkaClientConfigs(system=system, consumer=consumer, producer=producer, admin=admin)
