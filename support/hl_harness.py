@@ -12,6 +12,7 @@ from typing import Any
 from samza_dagster.config import Config
 from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory
+from samza_dagster.system.positions import position_reached
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 
@@ -71,7 +72,11 @@ def read_all(config: Config, stream: str, system: str = "log", decode: bool = Tr
     out = []
     try:
         while wanted:
-            for ssp, envs in consumer.poll(set(wanted), 0.2).items():
+            polled = consumer.poll(set(wanted), 0.2)
+            for ssp in [s for s in wanted if not polled.get(s)]:
+                if position_reached(consumer, ssp, wanted[ssp] + 1):  # the newest offset is a commit marker
+                    wanted.pop(ssp)
+            for ssp, envs in polled.items():
                 for env in envs:
                     if env.is_end_of_stream:
                         wanted.pop(ssp, None)

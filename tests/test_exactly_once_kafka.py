@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from samza_dagster.cli.streams import tail
 from samza_dagster.config import Config
 from samza_dagster.container.container import SamzaContainer
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
@@ -121,7 +122,7 @@ def _store_contents(tmp_path: Path, job_name: str) -> dict[str, int]:
 
 
 def test_an_exactly_once_job_on_kafka_commits_outputs_changelog_and_checkpoints_together(
-    kafka_broker, kafka_config, kafka_topic_prefix, tmp_path
+    kafka_broker, kafka_config, kafka_topic_prefix, tmp_path, capsys
 ):
     config = _job_config(kafka_config, kafka_topic_prefix, tmp_path)
     prefix = kafka_topic_prefix
@@ -147,6 +148,10 @@ def test_an_exactly_once_job_on_kafka_commits_outputs_changelog_and_checkpoints_
     }
     expected = dict(Counter(words))
     assert _store_contents(tmp_path, config.get_str("job.name")) == expected
+    # `samza-dagster streams tail` reads to the end of the output, past its last commit marker
+    assert tail(config, SystemStream("kafka", out), 4) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed and all(line.split("\t")[2].startswith("m") for line in printed), printed
 
     # a second run restores the store from its changelog (whose newest offset is a marker too),
     # resumes after the checkpoints and has nothing left to do

@@ -28,6 +28,7 @@ from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
 from samza_dagster.system.factories import system_admin
 from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.positions import position_reached
 
 
 TAIL_TIMEOUT_S = 30.0
@@ -237,7 +238,11 @@ def tail(config: Config, target: SystemStream, per_partition: int) -> int:
                         f"{target.system}.{target.stream}: partitions {sorted(s.partition for s in wanted)} "
                         f"not read to their newest offset within {TAIL_TIMEOUT_S:.0f} s"
                     )
-                for ssp, envelopes in consumer.poll(set(wanted), 0.2).items():
+                polled = consumer.poll(set(wanted), 0.2)
+                for ssp in [s for s in wanted if not polled.get(s)]:
+                    if position_reached(consumer, ssp, wanted[ssp] + 1):  # the newest offset is a commit marker
+                        wanted.pop(ssp)
+                for ssp, envelopes in polled.items():
                     for env in envelopes:
                         if env.is_end_of_stream or ssp not in wanted:
                             continue
