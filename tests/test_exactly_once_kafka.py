@@ -18,7 +18,6 @@ checkpoint records are looked up by end offset.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections import Counter
@@ -37,6 +36,7 @@ from samza_dagster.system.factories import system_factory
 from samza_dagster.system.kafka.errors import KafkaProducerFencedError, KafkaTransactionError
 from samza_dagster.task.api import InitableTask, StreamTask
 from tests.apps.harness import create_stream, job_model, produce, read_checkpoints
+from tests.test_reliability_exactly_once import PausedInCommit
 
 # transactions run on the confluent client only (kafka-python is a ConfigError at pre-flight)
 pytestmark = pytest.mark.parametrize("kafka_client", ["confluent"])
@@ -243,33 +243,9 @@ def test_a_zombie_container_on_kafka_is_fenced_by_its_new_instance(
     create_stream(config, "kafka", f"{prefix}-words", PARTITIONS)
     create_stream(config, "kafka", f"{prefix}-out", 1)
     produce(config, "kafka", f"{prefix}-words", [(i % PARTITIONS, None, f"m{i}:ant".encode()) for i in range(MESSAGES)])
-    in_commit, resume = threading.Event(), threading.Event()
-    zombie = SamzaContainer("0", job_model(config))
-    real_start = zombie._start
-
-    def start() -> None:
-        real_start()
-        producer = zombie._transactions
-        commit = producer.commit_transaction
-
-        def paused_commit() -> None:
-            in_commit.set()
-            resume.wait(60)
-            commit()
-
-        producer.commit_transaction = paused_commit
-
-    zombie._start = start
-    box: dict = {}
-
-    def run_zombie() -> None:
-        try:
-            box["summary"] = zombie.run()
-        except BaseException as exc:  # noqa: BLE001 - checked below
-            box["error"] = exc
-
-    thread = threading.Thread(target=run_zombie, daemon=True)
-    thread.start()
+    zombie = PausedInCommit(SamzaContainer("0", job_model(config)))
+    thread = zombie.start()
+    in_commit, resume, box = zombie.in_commit, zombie.resume, zombie.box
     assert in_commit.wait(60), "the first container never committed"
     bootstrap = kafka_broker.bootstrap_servers
     assert _read(bootstrap, f"{prefix}-out", "read_committed", wait_s=1.0) == []  # open: nothing readable

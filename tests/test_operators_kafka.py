@@ -58,12 +58,14 @@ def test_listing2_partition_by_into_table_joined_with_stream_on_kafka(kafka_conf
     assert got == [(u, f"v{u}", f"n{u}") for u in range(8)]
 
 
-def test_two_stage_bounded_count_on_kafka(kafka_config, kafka_topic_prefix):
-    cfg = bounded(kafka_app_config(kafka_config, kafka_topic_prefix, "TwoStageCountApp", ["words", "counts"],
-                                   **{"job.intermediate.stream.partitions": "3", "job.container.count": "2"}), "words")
+def _two_stage_count(kafka_config, prefix: str, **extra: str):
+    """The bounded two-stage count over 120 words: the run's result and the counts it wrote."""
+    cfg = bounded(kafka_app_config(kafka_config, prefix, "TwoStageCountApp", ["words", "counts"],
+                                   **{"job.intermediate.stream.partitions": "3", "job.container.count": "2", **extra}),
+                  "words")
     create(cfg, "words", 4, "kafka")
     create(cfg, "counts", 3, "kafka")
-    intermediate = f"{kafka_topic_prefix}-1-partition_by-by-word"
+    intermediate = f"{prefix}-1-partition_by-by-word"
     assert plan_from_config(cfg).intermediate_streams == {intermediate: 3}
     words = [f"w{i % 7}" for i in range(120)]
     produce(cfg, "words", [(i % 4, None, w) for i, w in enumerate(words)], system="kafka")
@@ -76,23 +78,15 @@ def test_two_stage_bounded_count_on_kafka(kafka_config, kafka_topic_prefix):
     assert result.messages_per_stream[f"kafka.{intermediate}"] == len(words) + control
 
 
+def test_two_stage_bounded_count_on_kafka(kafka_config, kafka_topic_prefix):
+    _two_stage_count(kafka_config, kafka_topic_prefix)
+
+
 @pytest.mark.parametrize("kafka_client", ["confluent"])  # Kafka transactions: the confluent client only
 def test_two_stage_bounded_count_exactly_once_on_kafka(kafka_config, kafka_topic_prefix):
     """The same job with ``job.processing.guarantee=exactly-once``: the end-of-stream messages on
     the intermediate stream are written in the containers' transactions and read
     ``read_committed`` by the second stage, which still ends; every partition of the intermediate
     stream ends with a commit marker, past which the readers' positions carry them."""
-    cfg = bounded(kafka_app_config(kafka_config, kafka_topic_prefix, "TwoStageCountApp", ["words", "counts"],
-                                   **{"job.intermediate.stream.partitions": "3", "job.container.count": "2",
-                                      "job.processing.guarantee": "exactly-once",
-                                      "systems.kafka.producer.batch.num.messages": "1"}), "words")
-    create(cfg, "words", 4, "kafka")
-    create(cfg, "counts", 3, "kafka")
-    words = [f"w{i % 7}" for i in range(120)]
-    produce(cfg, "words", [(i % 4, None, w) for i, w in enumerate(words)], system="kafka")
-    result = run(cfg)
-    assert statuses(result) == {"completed"}
-    got = read_all(cfg, "counts", "kafka")
-    assert dict(got) == dict(Counter(words)) and len(got) == 7
-    control = sum(t["control_messages"] for s in result.summaries for t in s.metrics["tasks"].values())
-    assert control >= 4 * 3
+    _two_stage_count(kafka_config, kafka_topic_prefix, **{"job.processing.guarantee": "exactly-once",
+                                                          "systems.kafka.producer.batch.num.messages": "1"})

@@ -184,40 +184,53 @@ def test_thread_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tm
     _check_final(crash_dir, expected, outcomes)
 
 
+
+class PausedInCommit:
+    """Runs ``container`` on a thread whose first transaction commit waits (outputs, changelog and
+    checkpoints written, not committed) until ``resume`` is set; what ``run`` returned or raised
+    lands in ``box`` (``summary`` / ``error``)."""
+
+    def __init__(self, container: SamzaContainer) -> None:
+        self.container = container
+        self.in_commit, self.resume = threading.Event(), threading.Event()
+        self.box: dict = {}
+        real_start = container._start
+
+        def start() -> None:
+            real_start()
+            producer = container._transactions
+            commit = producer.commit_transaction
+
+            def paused_commit() -> None:
+                self.in_commit.set()
+                self.resume.wait(60)
+                commit()
+
+            producer.commit_transaction = paused_commit
+
+        container._start = start
+
+    def start(self) -> threading.Thread:
+        def run() -> None:
+            try:
+                self.box["summary"] = self.container.run()
+            except BaseException as exc:  # noqa: BLE001 - the test checks it
+                self.box["error"] = exc
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+
 def test_a_zombie_container_is_fenced_by_its_new_instance(tmp_path):
     """Container 0 pauses in its commit (outputs written, not committed); a new instance of
     container 0 starts and runs the job to its end; the old one resumes and its commit fails."""
     config = _config(tmp_path, **{"systems.log.samza.factory": "log", "job.factory.class": "thread",
                                   "test.process.delay.us": "0"})
     _fill(config)
-    model = job_model(config)
-    in_commit, resume = threading.Event(), threading.Event()
-    zombie = SamzaContainer("0", model)
-    real_start = zombie._start
-
-    def start() -> None:
-        real_start()
-        producer = zombie._transactions
-        commit = producer.commit_transaction
-
-        def paused_commit() -> None:
-            in_commit.set()
-            resume.wait(60)
-            commit()
-
-        producer.commit_transaction = paused_commit
-
-    zombie._start = start
-    box: dict = {}
-
-    def run_zombie() -> None:
-        try:
-            zombie.run()
-        except BaseException as exc:  # noqa: BLE001 - checked below
-            box["error"] = exc
-
-    thread = threading.Thread(target=run_zombie, daemon=True)
-    thread.start()
+    zombie = PausedInCommit(SamzaContainer("0", job_model(config)))
+    thread = zombie.start()
+    in_commit, resume, box = zombie.in_commit, zombie.resume, zombie.box
     assert in_commit.wait(60), "the first container never committed"
     assert _committed_output(config) == Counter()  # open: nothing readable yet
     # the new instance, to the end of the input (on another host, so with local state of its own)
