@@ -1,6 +1,7 @@
 """Exactly-once on Kafka (issue 30): with ``job.processing.guarantee=exactly-once`` a container
-writes its outputs, changelog and checkpoints in transactions of librdkafka's transactional
-producer, against the tests' broker (tansu, the real Kafka protocol).
+writes its outputs, changelog and checkpoints in transactions of the Kafka client's transactional
+producer (librdkafka's or kafka-python's: every test runs on both), against the tests' broker
+(tansu, the real Kafka protocol).
 
 What the broker does right, and these tests pin: a ``read_committed`` reader never sees an open
 transaction's messages (the last stable offset), commit markers take offsets, a newer producer
@@ -11,7 +12,7 @@ against it; that test is here as an expected failure, strict, so the suite notic
 broker gets it right. The same engine code runs the crash tests on the embedded log
 (tests/test_reliability_exactly_once.py).
 
-Every producer here sends one record per batch (``batch.num.messages=1``): the broker reports a
+Every producer here sends one record per batch (:func:`one_record_batches`): the broker reports a
 partition's end one record too early after a batch of several, and the changelog offsets a
 checkpoint records are looked up by end offset.
 """
@@ -38,9 +39,6 @@ from samza_dagster.task.api import InitableTask, StreamTask
 from tests.apps.harness import create_stream, job_model, produce, read_checkpoints
 from tests.test_reliability_exactly_once import PausedInCommit
 
-# transactions run on the confluent client only (kafka-python is a ConfigError at pre-flight)
-pytestmark = pytest.mark.parametrize("kafka_client", ["confluent"])
-
 MESSAGES = 240
 PARTITIONS = 2
 WORDS = ["ant", "bee", "cat", "dog", "eel"]
@@ -59,8 +57,22 @@ class CountAndEcho(StreamTask, InitableTask):
         collector.send(OutgoingMessageEnvelope(self.out, msg_id, key=msg_id))
 
 
+def one_record_batches(config: Config) -> dict[str, str]:
+    """The producer setting that sends each record in a batch of its own, on the config's client."""
+    if config.get_str("systems.kafka.kafka.client") == "kafka-python":
+        return {"systems.kafka.producer.batch.size": "0"}
+    return {"systems.kafka.producer.batch.num.messages": "1"}
+
+
+def _short_delivery_timeout(config: Config) -> dict[str, str]:
+    if config.get_str("systems.kafka.kafka.client") == "kafka-python":  # it wants linger + request timeout below it
+        return {"systems.kafka.producer.delivery.timeout.ms": "5000", "systems.kafka.producer.request.timeout.ms": "3000"}
+    return {"systems.kafka.producer.delivery.timeout.ms": "5000"}
+
+
 def _job_config(kafka_config: Config, prefix: str, tmp_path: Path) -> Config:
     return kafka_config.with_overrides({
+        **one_record_batches(kafka_config),
         "job.name": f"eos-{uuid.uuid4().hex[:8]}",
         "job.default.system": "kafka",
         "job.processing.guarantee": "exactly-once",
@@ -70,7 +82,6 @@ def _job_config(kafka_config: Config, prefix: str, tmp_path: Path) -> Config:
         "systems.kafka.samza.msg.serde": "string",
         "systems.kafka.samza.key.serde": "string",
         f"systems.kafka.streams.{prefix}-words.samza.bounded": "true",
-        "systems.kafka.producer.batch.num.messages": "1",
         "stores.counts.factory": "rocksdb",
         "stores.counts.key.serde": "string",
         "stores.counts.msg.serde": "long",
@@ -179,7 +190,7 @@ def _send(producer, topic: str, values: list[str]) -> None:
 def test_read_committed_readers_see_a_transaction_at_its_commit_and_a_zombie_is_fenced(
     kafka_broker, kafka_config, kafka_topic_prefix
 ):
-    config = kafka_config.with_overrides({"systems.kafka.producer.batch.num.messages": "1"})
+    config = kafka_config.with_overrides(one_record_batches(kafka_config))
     topic = f"{kafka_topic_prefix}-out"
     create_stream(config, "kafka", topic, 1)
     bootstrap = kafka_broker.bootstrap_servers
@@ -217,7 +228,7 @@ def test_read_committed_readers_see_a_transaction_at_its_commit_and_a_zombie_is_
 def test_an_aborted_transaction_is_never_seen_by_a_read_committed_reader(
     kafka_broker, kafka_config, kafka_topic_prefix
 ):
-    config = kafka_config.with_overrides({"systems.kafka.producer.batch.num.messages": "1"})
+    config = kafka_config.with_overrides(one_record_batches(kafka_config))
     topic = f"{kafka_topic_prefix}-out"
     create_stream(config, "kafka", topic, 1)
     producer = _transactional_producer(config, f"container-{uuid.uuid4().hex[:8]}")
@@ -238,7 +249,7 @@ def test_a_zombie_container_on_kafka_is_fenced_by_its_new_instance(
     # the broker answers the fenced producer's EndTxn by closing the connection (Kafka answers
     # PRODUCER_FENCED), and librdkafka retries it until the call times out: keep that short
     config = _job_config(kafka_config, kafka_topic_prefix, tmp_path).with_overrides(
-        {"systems.kafka.producer.message.timeout.ms": "5000"})
+        _short_delivery_timeout(kafka_config))
     prefix = kafka_topic_prefix
     create_stream(config, "kafka", f"{prefix}-words", PARTITIONS)
     create_stream(config, "kafka", f"{prefix}-out", 1)

@@ -82,11 +82,9 @@ def test_two_stage_bounded_count_on_kafka(kafka_config, kafka_topic_prefix):
     _two_stage_count(kafka_config, kafka_topic_prefix)
 
 
-@pytest.mark.parametrize("kafka_client", ["confluent"])  # Kafka transactions: the confluent client only
 def test_two_stage_bounded_count_exactly_once_on_kafka(kafka_config, kafka_topic_prefix):
     """The same job with ``job.processing.guarantee=exactly-once``: the end-of-stream messages on
     the intermediate stream are written in the containers' transactions and read
     ``read_committed`` by the second stage, which still ends; every partition of the intermediate
     stream ends with a commit marker, past which the readers' positions carry them."""
-    _two_stage_count(kafka_config, kafka_topic_prefix, **{"job.processing.guarantee": "exactly-once",
-                                                          "systems.kafka.producer.batch.num.messages": "1"})
+    _two_stage_count(kafka_config, kafka_topic_prefix, **{"job.processing.guarantee": "exactly-once"})

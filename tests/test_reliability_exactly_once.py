@@ -246,9 +246,6 @@ def test_a_zombie_container_is_fenced_by_its_new_instance(tmp_path):
 
 @pytest.mark.parametrize(("extra", "key"), [
     ({"systems.log.samza.factory": "inmemory"}, "systems.log.samza.factory"),
-    # Kafka's transactions run on the confluent client only; no broker is contacted
-    ({"systems.log.samza.factory": "kafka", "systems.log.consumer.bootstrap.servers": "127.0.0.1:1",
-      "systems.log.kafka.client": "kafka-python"}, "systems.log.kafka.client"),
     ({"job.container.thread.pool.size": "4"}, "job.container.thread.pool.size"),
     ({"task.max.concurrency": "2"}, "task.max.concurrency"),
     ({"stores.counts.changelog": "other.counts-changelog", "systems.other.samza.factory": "log"},

@@ -207,7 +207,7 @@ JOB_MAX_MODEL_RESTARTS = define("job.max.model.restarts", _int(0), 100,
 GUARANTEES = ("at-least-once", "exactly-once")
 JOB_PROCESSING_GUARANTEE = define("job.processing.guarantee", _choice(*GUARANTEES), GUARANTEES[0],
                                   "`exactly-once`: each container commits as one transaction of its checkpoint system — "
-                                  "the embedded log, or Kafka on the confluent client — (outputs, changelog, control "
+                                  "the embedded log or Kafka — (outputs, changelog, control "
                                   "messages and checkpoints readable together or removed); "
                                   "`at-least-once`: Samza's (docs/decisions.md, \"Exactly-once output\")")
 JOB_LOGGED_STORE_BASE_DIR = define("job.logged.store.base.dir", STR, None,

@@ -2,12 +2,12 @@
 anything starts, and the guard on systems outside the job's transactions.
 
 A container commits as one transaction of its checkpoint system's producer (the embedded log's,
-samza_dagster/system/log/transactions.py, or Kafka's, system/kafka/confluent_producer.py): the outputs,
+samza_dagster/system/log/transactions.py, or Kafka's: system/kafka/): the outputs,
 changelog writes and control messages its tasks sent since the last commit, and every task's
 checkpoint, become readable together (``read_committed``) or are removed. That holds when
 
 * the checkpoint system can run transactions (its factory's ``supports_transactions``: the
-  embedded log, Kafka on the confluent client) and every stream the job writes is on that system (changelogs, the dead-letter stream
+  embedded log, Kafka) and every stream the job writes is on that system (changelogs, the dead-letter stream
   and any output: a message to another system could not be taken back, so sending one fails);
 * every task of the container is quiet at each commit, so that no output is in the transaction
   without the offset of the input that caused it: the inline run loop (one thread, synchronous
@@ -58,13 +58,6 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
     supports = getattr(factory, "supports_transactions", None)
     if not callable(supports) or not supports(system, config):
         name = (config.get_str(factory_key) or "log").strip()
-        if name == "kafka":
-            client_key = keys.SYSTEM_KAFKA_CLIENT.key(system=system)
-            raise _problem(
-                client_key,
-                f"the checkpoint system {system!r} is Kafka on the {config.get_str(client_key)!r} client, whose "
-                "transactions are not wired in; use kafka.client=confluent (the default)",
-            )
         raise _problem(
             factory_key,
             f"the checkpoint system {system!r} is {name!r}, which cannot run the job's transactions; "

@@ -38,7 +38,12 @@ from samza_dagster.config.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import PartitionError, StreamNotFoundError
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
-from samza_dagster.system.kafka.common import not_bytes_error
+from samza_dagster.system.kafka.common import (
+    no_transactions,
+    not_bytes_error,
+    transaction_error,
+    transaction_timeout_ms,
+)
 from samza_dagster.config import keys
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
@@ -51,8 +56,6 @@ from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 #: serve delivery callbacks every this many sends (poll(0) costs a call into librdkafka)
 SERVE_EVERY = 512
 UNASSIGNED = -1
-#: librdkafka's default ``transaction.timeout.ms``: the broker aborts a transaction open longer
-TRANSACTION_TIMEOUT_MS = 60_000
 
 
 class ConfluentSystemProducer:
@@ -216,7 +219,8 @@ class ConfluentSystemProducer:
             self._producer = None
         conf = dict(self._clients.producer)
         conf["transactional.id"] = transactional_id
-        conf.setdefault("transaction.timeout.ms", self._transaction_timeout_ms(conf))
+        delivery_ms = int(conf.get("delivery.timeout.ms") or conf.get("message.timeout.ms") or 0)
+        conf.setdefault("transaction.timeout.ms", transaction_timeout_ms(self._commit_ms, delivery_ms))
         producer = self._client(conf)
         self._transactional_id = transactional_id
         try:
@@ -225,12 +229,6 @@ class ConfluentSystemProducer:
         except KafkaException as exc:
             raise self._transaction_error("initialising transactions", exc) from exc
         self._sent = False
-
-    def _transaction_timeout_ms(self, conf: dict[str, Any]) -> int:
-        """The broker aborts a transaction open longer than this, so it must outlast a commit
-        interval (a transaction spans one); librdkafka also wants it >= the delivery timeout."""
-        delivery_ms = int(conf.get("delivery.timeout.ms") or conf.get("message.timeout.ms") or 0)
-        return max(TRANSACTION_TIMEOUT_MS, 2 * self._commit_ms, delivery_ms)
 
     @property
     def transactional(self) -> bool:
@@ -272,9 +270,7 @@ class ConfluentSystemProducer:
 
     def _require_transaction(self) -> Any:
         if self._transactional_id is None or self._producer is None:
-            raise KafkaTransactionError(
-                f"Kafka system {self.system_name!r}: no transactions (init_transactions was not called, or the "
-                "producer stopped)")
+            raise no_transactions(self.system_name)
         return self._producer
 
     def _client_error(self, what: str, exc: BaseException) -> KafkaProducerError:
@@ -286,14 +282,9 @@ class ConfluentSystemProducer:
 
     def _transaction_error(self, what: str, exc: BaseException) -> KafkaTransactionError:
         error = exc.args[0] if exc.args else None
-        text = error.str() if isinstance(error, KafkaError) else str(exc)
-        if isinstance(error, KafkaError) and _is_fenced(error):
-            return KafkaProducerFencedError(
-                f"Kafka system {self.system_name!r}: transactional producer {self._transactional_id!r} is fenced "
-                f"({what}): a newer instance of this container started with the same transactional id, and only "
-                f"it may write: {text}")
-        return KafkaTransactionError(
-            f"Kafka system {self.system_name!r}: {what} of a transaction of {self._transactional_id!r} failed: {text}")
+        if isinstance(error, KafkaError):
+            return transaction_error(self.system_name, self._transactional_id, what, error.str(), _is_fenced(error))
+        return transaction_error(self.system_name, self._transactional_id, what, str(exc), False)
 
 
 def _is_fenced(error: Any) -> bool:

@@ -20,9 +20,8 @@ class KafkaSystemFactory:
     brokers cannot be reached."""
 
     def supports_transactions(self, system_name: str, config: Config) -> bool:
-        """``job.processing.guarantee=exactly-once`` runs on librdkafka's transactional producer
-        (confluent_producer.py); the kafka-python client's is not wired in."""
-        return kafka_client(system_name, config) == "confluent"
+        """``job.processing.guarantee=exactly-once`` runs on either client's transactional producer."""
+        return True
 
     def get_admin(self, system_name: str, config: Config) -> KafkaSystemAdmin:
         return KafkaSystemAdmin(system_name, config, kafka_client_configs(system_name, config))

@@ -9,6 +9,12 @@ Failures are tracked cheaply: every send's future gets one cached errback object
 topic-partition (no allocation per message) that records the *first* error; ``flush`` waits
 for all acknowledgements and raises it, naming topic and partition. The error is sticky, as in
 Samza's KafkaSystemProducer: a producer that lost a message refuses further sends.
+
+Transactions (``job.processing.guarantee=exactly-once``): as the confluent producer's
+(confluent_producer.py) — :meth:`KafkaSystemProducer.init_transactions` replaces the client by one
+with the container's ``transactional_id``, and everything sent afterwards belongs to the open
+transaction until :meth:`~KafkaSystemProducer.commit_transaction` or
+:meth:`~KafkaSystemProducer.abort_transaction`.
 """
 
 from __future__ import annotations
@@ -16,13 +22,25 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kafka.errors import KafkaTimeoutError
+from kafka.errors import KafkaError, KafkaTimeoutError, ProducerFencedError
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.system.errors import PartitionError, StreamNotFoundError
 from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.common import not_bytes_error
-from samza_dagster.system.kafka.errors import KafkaProducerError, connect, unavailable
+from samza_dagster.system.kafka.common import (
+    no_transactions,
+    not_bytes_error,
+    transaction_error,
+    transaction_timeout_ms,
+)
+from samza_dagster.system.kafka.errors import (
+    KafkaProducerError,
+    KafkaProducerFencedError,
+    KafkaTransactionError,
+    connect,
+    unavailable,
+)
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
@@ -41,9 +59,12 @@ class _ErrorSink:
         producer = self.producer
         if producer._error is None:
             where = f"partition {self.partition}" if self.partition is not None else "a spread partition"
-            error = KafkaProducerError(
+            fenced = isinstance(exc, ProducerFencedError)
+            error = (KafkaProducerFencedError if fenced else KafkaProducerError)(
                 f"Kafka system {producer.system_name!r}: send to topic {self.topic!r} {where} failed: "
                 f"{type(exc).__name__}: {exc}"
+                + (f" (transactional producer {producer._transactional_id!r}: a newer instance of this container "
+                   "started with the same transactional id)" if fenced else "")
             )
             error.__cause__ = exc
             producer._error = error
@@ -66,6 +87,11 @@ class KafkaSystemProducer:
         # kafka-python fails undeliverable batches after delivery_timeout_ms; flush waits that
         # long plus a margin before calling the rest unacknowledged.
         self._flush_timeout_s = clients.producer.get("delivery_timeout_ms", 120000) / 1000 + 5
+        self._commit_ms = keys.TASK_COMMIT_MS.get(config)
+        #: set by init_transactions: every send is then part of the open transaction
+        self._transactional_id: str | None = None
+        #: whether the open transaction holds a message
+        self._sent = False
 
     def register(self, source: str) -> None:
         self._sources.add(source)
@@ -73,7 +99,7 @@ class KafkaSystemProducer:
     def start(self) -> None:
         self._client()
 
-    def _client(self) -> Any:
+    def _client(self, kwargs: dict[str, Any] | None = None) -> Any:
         producer = self._producer
         if producer is None:
             with self._lock:
@@ -85,7 +111,7 @@ class KafkaSystemProducer:
                         self.system_name,
                         self._clients.bootstrap_servers,
                         "producer",
-                        lambda: KafkaProducer(**self._clients.producer),
+                        lambda: KafkaProducer(**(kwargs or self._clients.producer)),
                     )
                 producer = self._producer
         return producer
@@ -115,11 +141,16 @@ class KafkaSystemProducer:
             raise StreamNotFoundError(
                 self.system_name, topic, f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}"
             ) from exc
+        except KafkaError as exc:  # the client's error state, e.g. fenced by a newer instance
+            if self._transactional_id is not None:
+                raise self._transaction_error(f"send to topic {topic!r}", exc) from exc
+            raise KafkaProducerError(f"Kafka system {self.system_name!r}: send to topic {topic!r} failed: {exc}") from exc
         except (AssertionError, ValueError) as exc:  # e.g. an explicit partition that does not exist
             raise PartitionError(
                 f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition {partition}: {exc}"
             ) from exc
         future.add_errback(sink)
+        self._sent = True
 
     def _sink(self, topic: str, partition: int | None) -> _ErrorSink:
         """The errback of a topic-partition, made on its first send — which is also when the
@@ -191,8 +222,99 @@ class KafkaSystemProducer:
         if producer is None:
             return
         try:
-            if self._error is None:
+            if self._transactional_id is not None:
+                if self._sent and self._error is None:
+                    self.abort_transaction()  # not committed: nobody may read it (the next commit would have)
+            elif self._error is None:
                 self.flush("stop")
         finally:
             self._producer = None
             producer.close(timeout=5)
+
+    # -- transactions (the container's exactly-once commit) ---------------------------------
+    def init_transactions(self, transactional_id: str, state_stream: str) -> None:
+        """Kafka's ``initTransactions`` (see confluent_producer.py, the same contract): the client
+        is replaced by one with ``transactional_id``, which fences every older producer with it
+        and aborts the transaction it left open."""
+        if self._transactional_id is not None:
+            raise KafkaTransactionError(
+                f"Kafka system {self.system_name!r}: transactions already initialised ({self._transactional_id!r})")
+        old = self._producer
+        if old is not None:
+            self.flush("init_transactions")
+            self._producer = None
+            old.close(timeout=5)
+        kwargs = dict(self._clients.producer, transactional_id=transactional_id)
+        kwargs.setdefault("transaction_timeout_ms", transaction_timeout_ms(
+            self._commit_ms, int(kwargs.get("delivery_timeout_ms", 0) or 0)))
+        self._transactional_id = transactional_id
+        producer = self._client(kwargs)
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+        except KafkaError as exc:
+            raise self._transaction_error("initialising transactions", exc) from exc
+        self._sent = False
+
+    @property
+    def transactional(self) -> bool:
+        return self._transactional_id is not None
+
+    def has_open_transaction(self) -> bool:
+        """Whether the open transaction holds a message."""
+        return self._transactional_id is not None and self._sent
+
+    def commit_transaction(self) -> None:
+        """Deliver what was sent, then commit; the next transaction begins."""
+        producer = self._require_transaction()
+        if self._error is not None:  # a message of this transaction failed: it must be aborted
+            raise self._error
+        try:
+            self._end_transaction(producer, commit=True)
+        except KafkaError as exc:
+            raise self._transaction_error("commit", exc) from exc
+        self._sent = False
+        try:
+            producer.begin_transaction()
+        except KafkaError as exc:
+            raise self._transaction_error("beginning the next transaction after a commit", exc) from exc
+
+    def abort_transaction(self) -> None:
+        """Discard what the open transaction wrote; the next transaction begins."""
+        producer = self._require_transaction()
+        try:
+            self._end_transaction(producer, commit=False)
+            producer.begin_transaction()
+        except KafkaError as exc:
+            raise self._transaction_error("abort", exc) from exc
+        self._sent = False
+        self._error = None
+
+    def _end_transaction(self, producer: Any, commit: bool) -> None:
+        """kafka-python's ``commit_transaction``/``abort_transaction``, bounded by the flush
+        timeout: kafka-python waits for the EndTxn answer without one, so a broker that never
+        answers (the tests' broker closes the connection on a fenced producer's EndTxn) would
+        hang the container. The same three steps, through its transaction manager (guarded:
+        without those internals, the unbounded public call)."""
+        manager = getattr(producer, "_transaction_manager", None)
+        sender = getattr(producer, "_sender", None)
+        if manager is None or sender is None or not hasattr(manager, "begin_commit"):
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+            return
+        result = manager.begin_commit() if commit else manager.begin_abort()
+        sender.wakeup()
+        if not result.wait(timeout_ms=self._flush_timeout_s * 1000):
+            raise KafkaTimeoutError(f"no answer to EndTxn within {self._flush_timeout_s:.0f} s")
+
+    def _require_transaction(self) -> Any:
+        if self._transactional_id is None or self._producer is None:
+            raise no_transactions(self.system_name)
+        return self._producer
+
+    def _transaction_error(self, what: str, exc: BaseException) -> KafkaTransactionError:
+        # kafka-python raises its error state as a plain KafkaError naming the cause
+        fenced = isinstance(exc, ProducerFencedError) or "ProducerFencedError" in str(exc)
+        return transaction_error(self.system_name, self._transactional_id, what, f"{type(exc).__name__}: {exc}", fenced)
