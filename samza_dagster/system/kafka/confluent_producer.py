@@ -141,7 +141,6 @@ class ConfluentSystemProducer:
     def _partition_count(self, topic: str) -> int:
         """Partition count of ``topic`` (one metadata request per topic; topics do not shrink).
         A topic that does not exist is a StreamNotFoundError here, at the first send."""
-
         try:
             metadata = self._producer.list_topics(topic, timeout=self._clients.bootstrap_timeout_s)
         except KafkaException as exc:
@@ -210,7 +209,6 @@ class ConfluentSystemProducer:
         client is replaced (the container calls this before it sends anything). The checkpoints
         (``state_stream``) are sent in each transaction like any other message; the parameter is
         the embedded log's, whose commit point lives in that stream's file."""
-
         if self._transactional_id is not None:
             raise KafkaTransactionError(
                 f"Kafka system {self.system_name!r}: transactions already initialised ({self._transactional_id!r})")
@@ -241,7 +239,6 @@ class ConfluentSystemProducer:
     def commit_transaction(self) -> None:
         """Deliver what was sent, then commit: the transaction's messages (on every topic) become
         readable to ``read_committed`` consumers together. The next transaction begins."""
-
         producer = self._require_transaction()
         if self._error is not None:  # a message of this transaction failed: it must be aborted
             raise self._error
@@ -258,7 +255,6 @@ class ConfluentSystemProducer:
     def abort_transaction(self) -> None:
         """Discard what the open transaction wrote (``read_committed`` consumers never see it);
         the next transaction begins. A delivery failure that led here is cleared with it."""
-
         producer = self._require_transaction()
         try:
             producer.abort_transaction(self._flush_timeout_s)
