@@ -158,3 +158,49 @@ def test_bad_dagster_settings_are_rejected_naming_the_key(key, value):
     with pytest.raises(ConfigError) as error:
         DagsterSettings.from_config(Config({key: value}))
     assert key in str(error.value)
+
+
+def _wordcount_launch(tmp_path: Path, overrides: dict[str, str]):
+    """wordcount_job launched with launchpad overrides on a real (ephemeral) instance."""
+    systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
+    config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))
+    load_sentences(config)
+    defs = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems, "spark": dg.ResourceDefinition.none_resource()}),
+                                wordcount.definitions())
+    instance = dg.DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("wordcount_job").execute_in_process(
+        instance=instance, raise_on_error=False,
+        run_config={"ops": {"wordcount_samza_job": {"config": {"overrides": overrides}}}},
+    )
+    return result, instance, config
+
+
+def test_a_bad_override_fails_the_launch_naming_the_key_before_anything_starts(tmp_path: Path):
+    result, _, _ = _wordcount_launch(tmp_path, {"task.commit.ms": "1s"})
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    message = failure.step_failure_data.error.message
+    # the pre-flight's one line, not a container's failure after the job had started
+    assert "job wordcount: config key 'task.commit.ms' must be an integer, got '1s'" in message, message
+    assert "container" not in message
+    assert not (tmp_path / "log" / "words.db").exists()  # no output stream created: the job never started
+
+
+def test_a_mistyped_override_is_a_warning_in_the_run_log(tmp_path: Path):
+    result, instance, _ = _wordcount_launch(tmp_path, {"streams.sentences.samza.bouned": "true"})
+    assert result.success
+    warnings = [e.user_message for e in instance.all_logs(result.run_id) if e.level == 30]  # logging.WARNING
+    assert any("'streams.sentences.samza.bouned'" in w and "did you mean 'streams.sentences.samza.bounded'" in w
+               for w in warnings), warnings
+
+
+def test_dagster_settings_overridden_at_launch_apply_to_that_run(tmp_path: Path):
+    result, instance, _ = _wordcount_launch(
+        tmp_path, {"dagster.check.lag.warn.messages": "7", "dagster.check.lag.error.messages": "9"}
+    )
+    assert result.success
+    (evaluation,) = [e.event_specific_data for e in result.all_events
+                     if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+                     and e.event_specific_data.check_name == "consumer_lag"]
+    assert evaluation.metadata["warn_above"].value == 7
+    assert evaluation.metadata["error_above"].value == 9

@@ -33,6 +33,7 @@ from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
 from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.job_metrics import JobMetrics, follow_job_metrics
+from samza_dagster.orchestration.launch_check import check_launch_config
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
@@ -162,6 +163,7 @@ def run_samza_job(
     claim_job_instance(context, cfg, job_name)
     if run_config.overrides:
         context.log.info(f"job {job_name}: config overrides {run_config.overrides} {run_config.reason}".strip())
+    settings = check_launch_config(context, cfg, job_name, run_config.overrides, settings)
     read, written = assets.read_streams(), assets.written_streams()
     try:
         inputs = observe_streams(cfg, read, with_lag=True)

@@ -23,6 +23,12 @@ def check_job_config(config: Config) -> None:
     """Warn about keys nothing reads; raise the ConfigError (naming the key) of the first
     setting that does not parse or names something that does not exist."""
     warn_unread_keys(config)
+    check_job_values(config)
+
+
+def check_job_values(config: Config) -> None:
+    """The checks of :func:`check_job_config` that raise, without its warnings (a caller that
+    reports unread keys its own way — the Dagster op, in the run's log)."""
     check_values(config)
     for view in (JobConfig(config), TaskConfig(config)):
         for name, attr in vars(type(view)).items():
