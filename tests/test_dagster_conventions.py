@@ -100,7 +100,7 @@ def test_the_failure_sensor_records_a_failed_job_on_its_outputs(tmp_path: Path):
 def test_a_launch_keeps_coordinator_stream_values_unless_overridden_explicitly(tmp_path: Path):
     """A relaunch never reverts a reconfiguration made on the coordinator stream; an explicit
     override does, and says so in the log and the run's tags."""
-    from samza_dagster.coordinator.stream import CoordinatorStreamReader
+    from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader
 
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
     config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))

@@ -9,9 +9,9 @@ import threading
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.coordinator.job_coordinator import JobCoordinator
-from samza_dagster.coordinator.messages import SET_CONFIG, CoordinatorStreamMessage
-from samza_dagster.coordinator.stream import CoordinatorStreamLocation, CoordinatorStreamReader, CoordinatorStreamWriter
-from samza_dagster.coordinator.submission import check_set_once
+from samza_dagster.coordinator.stream.messages import SET_CONFIG, CoordinatorStreamMessage
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.stream.submission import check_set_once
 
 SOURCE = "coordinator-stream-writer"
 WRITER_TYPES = ("set-config", "delete")
