@@ -1,11 +1,12 @@
 """Samza's job coordination, in three parts (each its own package, lowest first):
 
 * ``coordinator.stream`` — the coordinator stream protocol: its messages (wire format),
-  their folded state, the reader/writer over any system, config submission and set-once checks;
+  their folded state, the reader/writer over any system, config submission and set-once checks, the writer tool;
 * ``coordinator.model`` — the JobModel (containers, tasks, their partitions), the groupers,
   the model builder and the partition counts a stateful job keeps;
 * ``coordinator`` itself — the ``JobCoordinator`` and its HTTP service (``job_coordinator``,
-  ``http``), the container's side of it (``client``) and what the CLI runs (``commands``).
+  ``http``), the container's side of it (``client``) and what the ``job-coordinator`` command runs
+  (``commands``).
 
 Startpoints, which the coordinator fans out, are ``samza_dagster.startpoint``.
 """
@@ -35,7 +36,7 @@ _LAZY = {
     "JobModelWatcher": "client",
     "CoordinatorUnreachableError": "client",
     "CoordinatorRequestError": "client",
-    "run_coordinator_stream_writer": "commands",
+    "run_coordinator_stream_writer": "stream.writer_tool",
     "run_job_coordinator": "commands",
 }
 __all__ = [
