@@ -13,3 +13,36 @@ Setting them from outside a job, checked against the job's plan, is
 ``samza_dagster.runtime.startpoints`` (it needs the planner, a layer above this package); the
 ``samza-dagster startpoint`` command's printing is ``samza_dagster.cli.startpoints``.
 """
+
+from importlib import import_module
+
+from samza_dagster.startpoint.startpoint import (
+    Startpoint,
+    StartpointError,
+    StartpointKey,
+    StartpointOldest,
+    StartpointSpecific,
+    StartpointTimestamp,
+    StartpointUpcoming,
+)
+
+#: Names loaded on first use: the manager pulls in the coordinator stream and the systems.
+_LAZY = {"StartpointManager": "manager"}
+
+__all__ = [
+    "Startpoint",
+    "StartpointError",
+    "StartpointKey",
+    "StartpointManager",
+    "StartpointOldest",
+    "StartpointSpecific",
+    "StartpointTimestamp",
+    "StartpointUpcoming",
+]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(import_module(f"samza_dagster.startpoint.{module}"), name)
