@@ -14,8 +14,7 @@ Setting them from outside a job, checked against the job's plan, is
 ``samza-dagster startpoint`` command's printing is ``samza_dagster.cli.startpoints``.
 """
 
-from importlib import import_module
-
+from samza_dagster.startpoint.manager import StartpointManager
 from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
@@ -25,9 +24,6 @@ from samza_dagster.startpoint.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
-
-#: Names loaded on first use: the manager pulls in the coordinator stream and the systems.
-_LAZY = {"StartpointManager": "manager"}
 
 __all__ = [
     "Startpoint",
@@ -39,10 +35,3 @@ __all__ = [
     "StartpointTimestamp",
     "StartpointUpcoming",
 ]
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    return getattr(import_module(f"samza_dagster.startpoint.{module}"), name)
