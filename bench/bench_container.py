@@ -19,7 +19,7 @@ from pathlib import Path
 from bench.report import command_line, fmt_rate, machine_line, summarize, write_section
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from bench.harness import alternate, column, fmt, isolated, load_average
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.system.factories import system_factory
 from samza_dagster.task.api import InitableTask, StreamTask

@@ -104,7 +104,7 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
                  messages: int, stateful: bool, extra: dict[str, str] | None = None,
                  client: str = "confluent") -> dict[str, Any]:
     from samza_dagster.container import SamzaContainer
-    from samza_dagster.coordinator.model_builder import build_job_model
+    from samza_dagster.coordinator.model.builder import build_job_model
 
     from bench.harness import cpu_seconds
 

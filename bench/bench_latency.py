@@ -67,7 +67,7 @@ def _run_job(config: dict[str, str], stop) -> None:
     """The engine's process: one container until ``stop`` is set."""
     from samza_dagster.config import Config
     from samza_dagster.container import SamzaContainer
-    from samza_dagster.coordinator.model_builder import build_job_model
+    from samza_dagster.coordinator.model.builder import build_job_model
 
     container = SamzaContainer("0", build_job_model(Config(config)).model)
     threading.Thread(target=lambda: (stop.wait(), container.stop()), daemon=True).start()

@@ -30,7 +30,7 @@ from pathlib import Path
 from bench import bench_container
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.system.factories import system_factory
 

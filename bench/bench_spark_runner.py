@@ -91,7 +91,7 @@ def run_spark(spark, root: str, n: int, containers: int, work: int) -> float:
 
 def run_threads(root: str, n: int, containers: int, work: int) -> float:
     from samza_dagster.container import SamzaContainer
-    from samza_dagster.coordinator.model_builder import build_job_model
+    from samza_dagster.coordinator.model.builder import build_job_model
 
     cfg = _config(root, f"b6-thread-{containers}-{uuid.uuid4().hex[:6]}", containers, work, "thread")
     started = time.monotonic()

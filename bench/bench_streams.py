@@ -100,7 +100,7 @@ def child_b4_prepare(root: str, flood: int) -> dict[str, Any]:
 
 def child_b4(root: str, job: str, priority: bool, rt_messages: int, rt_rate: int, work_us: int) -> dict[str, Any]:
     from samza_dagster.container import SamzaContainer
-    from samza_dagster.coordinator.model_builder import build_job_model
+    from samza_dagster.coordinator.model.builder import build_job_model
     from samza_dagster.system.factories import system_factory
 
     rt_stream = f"rt_{job}"  # a fresh real-time stream per run (the batch flood is shared, read from 0)
@@ -243,7 +243,7 @@ def child_b5_prepare(root: str, records: int) -> dict[str, Any]:
 def child_b5_engine(root: str, job: str, records: int, batch_size: int | None = None) -> dict[str, Any]:
     """``batch_size`` None: the default config (task.consumer.batch.size unset)."""
     from samza_dagster.container import SamzaContainer
-    from samza_dagster.coordinator.model_builder import build_job_model
+    from samza_dagster.coordinator.model.builder import build_job_model
 
     settings = {"task.inputs": "log.boot,log.other", "task.class": "bench.bench_streams:BootstrapProbeTask",
                 "systems.log.streams.boot.samza.bootstrap": "true"}

@@ -104,11 +104,16 @@ def module_graph(sources: Mapping[str, Source]) -> dict[str, set[str]]:
     return graph
 
 
-def package_graph(graph: Mapping[str, set[str]], depth: int = 2) -> dict[str, set[str]]:
+def package_graph(graph: Mapping[str, set[str]], depth: int = 2, nested: Iterable[str] = ()) -> dict[str, set[str]]:
     """The module graph collapsed to the first ``depth`` name parts (``samza_dagster.system``),
-    without edges inside one package."""
+    or to one of the ``nested`` packages a module is in (``samza_dagster.coordinator.stream``: a
+    sub-package with a layer of its own), without edges inside one package."""
+    deepest_first = sorted(nested, key=lambda package: -package.count("."))
 
     def head(name: str) -> str:
+        for package in deepest_first:
+            if name == package or name.startswith(package + "."):
+                return package
         return ".".join(name.split(".")[:depth])
 
     collapsed: dict[str, set[str]] = {}

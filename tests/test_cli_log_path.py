@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from samza_dagster.coordinator.messages import coordinator_stream_name
+from samza_dagster.coordinator.stream.messages import coordinator_stream_name
 
 BIN = Path(sys.executable).parent / "samza-dagster"
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from samza_dagster.cli.progress import JobWatch, show_progress
 from samza_dagster.config import Config
 from samza_dagster.runtime import run_job
 from samza_dagster.runtime.provision import provision_streams
-from samza_dagster.system.streams import produce
+from jobs.stream_helpers import produce
 
 MESSAGES = 300
 

@@ -12,7 +12,7 @@ import pytest
 
 from samza_dagster.cli import main
 from samza_dagster.config import Config
-from samza_dagster.coordinator.startpoint import (
+from samza_dagster.startpoint.startpoint import (
     StartpointOldest,
     StartpointSpecific,
     StartpointTimestamp,
@@ -21,7 +21,7 @@ from samza_dagster.coordinator.startpoint import (
 from samza_dagster.runtime.startpoints import list_startpoints
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime import run_job
-from samza_dagster.system.streams import create_streams, produce, read_stream
+from jobs.stream_helpers import create_streams, produce, read_stream
 
 JOB = """job.name=startpoint-cli
 job.factory.class=thread
@@ -81,7 +81,7 @@ def test_set_list_delete_each_kind(job, capsys):
 def test_list_and_delete_handle_a_task_startpoint_beside_a_partition_one(job, capsys):
     """What a killed run leaves: the fanned-out ``--oldest`` of a task, then a new partition-level
     ``--offset`` for the same partition. Listing and deleting both work and say both."""
-    from samza_dagster.coordinator.startpoint_manager import StartpointManager
+    from samza_dagster.startpoint.manager import StartpointManager
 
     path, config = job
     ssp0 = SystemStreamPartition("log", "words", 0)

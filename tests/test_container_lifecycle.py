@@ -96,7 +96,7 @@ def test_shutdown_timeout_fails_when_in_flight_work_never_completes():
 
 
 def test_thread_runner_restarts_containers_on_a_new_job_model_without_reprocessing(tmp_path):
-    from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+    from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 
     config = Config({
         "job.name": "reconf", "job.factory.class": "thread",
@@ -128,7 +128,7 @@ def test_thread_runner_restarts_containers_on_a_new_job_model_without_reprocessi
 
 
 def test_process_runner_restarts_containers_on_a_new_job_model_without_reprocessing(tmp_path):
-    from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+    from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
     from samza_dagster.runtime.process_runner import ProcessJobRunner
     from samza_dagster.system.factories import system_factory
     config = Config({

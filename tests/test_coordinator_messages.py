@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from samza_dagster.coordinator import CoordinatorStreamMessage, coordinator_stream_name
-from samza_dagster.coordinator.messages import CoordinatorStreamFormatError
-from samza_dagster.coordinator.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream.messages import CoordinatorStreamFormatError
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 
 FIXED = {"host": "h1", "username": "samza", "timestamp": 1700000000123}
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.coordinator.groupers import (
+from samza_dagster.coordinator.model.groupers import (
     assign_changelog_partitions,
     group_by_partition,
     group_by_system_stream_partition,
     group_tasks_into_containers,
 )
-from samza_dagster.coordinator.job_model import JobModel
-from samza_dagster.coordinator.model_builder import build_job_model
-from samza_dagster.coordinator.state import CoordinatorStreamState
-from samza_dagster.coordinator.submission import SetOnceConfigChangeError, check_set_once, plan_submission
+from samza_dagster.coordinator.model.job_model import JobModel
+from samza_dagster.coordinator.model.builder import build_job_model
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream.submission import SetOnceConfigChangeError, check_set_once, plan_submission
 from samza_dagster.model import SystemStream, SystemStreamPartition as SSP
 
 ORDERS = SystemStream("kafka", "orders")

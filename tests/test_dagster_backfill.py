@@ -16,7 +16,7 @@ from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import load_sentences, word_count
 from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
-from samza_dagster.system.streams import produce, read_stream
+from jobs.stream_helpers import produce, read_stream
 from samza_dagster.orchestration import application_definitions, reprocessing_backfill
 
 pytestmark = pytest.mark.spark

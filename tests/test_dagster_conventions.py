@@ -15,7 +15,7 @@ from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import load_sentences
 from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.orchestration import DagsterSettings, application_definitions
 from samza_dagster.orchestration.supervision import next_progress_interval
 
@@ -100,7 +100,7 @@ def test_the_failure_sensor_records_a_failed_job_on_its_outputs(tmp_path: Path):
 def test_a_launch_keeps_coordinator_stream_values_unless_overridden_explicitly(tmp_path: Path):
     """A relaunch never reverts a reconfiguration made on the coordinator stream; an explicit
     override does, and says so in the log and the run's tags."""
-    from samza_dagster.coordinator.stream import CoordinatorStreamReader
+    from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader
 
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
     config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))

@@ -15,11 +15,11 @@ import pytest
 
 from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config
-from samza_dagster.coordinator.startpoint import StartpointTimestamp
+from samza_dagster.startpoint.startpoint import StartpointTimestamp
 from samza_dagster.runtime.startpoints import list_startpoints
 from samza_dagster.orchestration import application_definitions, rewind_backfill
 from samza_dagster.runtime import run_job
-from samza_dagster.system.streams import create_streams, produce, read_stream
+from jobs.stream_helpers import create_streams, produce, read_stream
 
 
 def _ms(text: str) -> int:

@@ -13,8 +13,8 @@ import pytest
 from jobs.wordcount import definitions as wordcount
 from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
-from samza_dagster.coordinator.commands import run_coordinator_stream_writer
-from samza_dagster.coordinator.stream import CoordinatorStreamLocation
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation
 from samza_dagster.orchestration import op_name, stream_assets
 from samza_dagster.planner import configured_plan
 from samza_dagster.system import OutgoingMessageEnvelope, system_factory
@@ -108,7 +108,7 @@ def test_the_reconfiguration_run_uses_the_new_value(setup, tmp_path):
 def test_enabling_the_sensor_on_a_job_that_ran_takes_the_stream_as_its_baseline(setup):
     """The job's own submission (the resolved config, log path included) is no change: enabling
     the sensor requests nothing; a writer's change after it does."""
-    from samza_dagster.coordinator.submission import submit_job_config
+    from samza_dagster.coordinator.stream.submission import submit_job_config
 
     systems, sensor, config, instance = setup
     submit_job_config(config)  # what a launch writes

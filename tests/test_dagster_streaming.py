@@ -17,7 +17,7 @@ from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
 from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config
-from samza_dagster.coordinator.commands import run_coordinator_stream_writer
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.orchestration import JOB_INSTANCE_TAG, application_definitions
 from samza_dagster.orchestration.observation import checkpointed_offsets, observe_streams
 from samza_dagster.orchestration.assets import stream_key

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from samza_dagster.cli.streams import tail
+from samza_dagster.cli.streams_tool import tail
 from samza_dagster.config import Config
 from samza_dagster.container.container import SamzaContainer
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.partition_counts import FORCE_RESET_KEY, InputPartitionCountChangedError
-from samza_dagster.coordinator.stream import CoordinatorStreamReader
-from samza_dagster.coordinator.submission import SetOnceConfigChangeError
+from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY, InputPartitionCountChangedError
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader
+from samza_dagster.coordinator.stream.submission import SetOnceConfigChangeError
 from samza_dagster.runtime import run_job
 from samza_dagster.system.log.storage import stream_file
 from tests.apps.harness import create_stream, produce, read_checkpoints

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from samza_dagster.cli import main
 from samza_dagster.config import Config
 from samza_dagster.metrics import CONTAINER_GROUP, LOG_CONSUMER_GROUP, SYSTEM_CONSUMERS_GROUP, TASK_GROUP
-from samza_dagster.metrics.stream import MetricsStreamReader, latest_snapshots
+from samza_dagster.metrics.stream_reader import MetricsStreamReader, latest_snapshots
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.runtime import create_runner
 from samza_dagster.system.factories import system_factory

@@ -27,7 +27,7 @@ from samza_dagster.container.dead_letter import parse_dead_letter
 from samza_dagster.container.errors import DeserializationError
 from samza_dagster.control.errors import ControlMessageError
 from samza_dagster.control.serde import IntermediateMessageSerde
-from samza_dagster.coordinator.messages import CoordinatorStreamFormatError, CoordinatorStreamMessage
+from samza_dagster.coordinator.stream.messages import CoordinatorStreamFormatError, CoordinatorStreamMessage
 from samza_dagster.serde import JsonSerde, SerdeError, StringSerde
 from samza_dagster.task.api import StreamTask
 from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce
@@ -219,7 +219,7 @@ def test_json_serde_deep_nesting_is_a_serde_error(depth):
 def test_coordinator_stream_reader_skips_garbage_and_keeps_the_config(tmp_path):
     """Garbage written to the coordinator stream never stops the coordinator: the reader skips
     each malformed message (logged with its offset) and still folds the valid ones."""
-    from samza_dagster.coordinator.stream import CoordinatorStreamLocation, CoordinatorStreamWriter, read_coordinator_stream
+    from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamWriter, read_coordinator_stream
 
     config = Config({"job.name": "poison", "systems.log.log.path": str(tmp_path / "log")})
     with CoordinatorStreamWriter(config) as writer:

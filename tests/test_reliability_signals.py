@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from samza_dagster.config import Config
-from samza_dagster.system.streams import create_streams, produce, read_stream
+from jobs.stream_helpers import create_streams, produce, read_stream
 from support.waiting import wait_until
 from tests.apps.harness import read_checkpoints
 

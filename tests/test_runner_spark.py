@@ -11,7 +11,7 @@ import pytest
 
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.runtime.spark_container import ContainerFailedError, find_container_failure
 from samza_dagster.runtime.spark_runner import SparkJobRunner, run_spark_job
 from samza_dagster.system.factories import system_factory
@@ -233,8 +233,8 @@ def _wait_copied(cfg: Config, stream: str, expected: int, timeout_s: float = 90)
 
 
 def test_new_job_model_restarts_the_stage_and_resumes_from_commits(spark, log_root, input_stream):
-    from samza_dagster.coordinator.messages import CoordinatorStreamMessage
-    from samza_dagster.coordinator.stream import CoordinatorStreamWriter
+    from samza_dagster.coordinator.stream.messages import CoordinatorStreamMessage
+    from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter
 
     cfg = _base(
         log_root, "copy-newmodel", "out-newmodel",

@@ -23,7 +23,7 @@ from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
 from samza_dagster.container.run_loop import RunLoop
 from samza_dagster.container.summary import ContainerStatus
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.system.log import LogSystemFactory

@@ -11,8 +11,8 @@ import logging
 import pytest
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.messages import CoordinatorStreamMessage
-from samza_dagster.coordinator.startpoint import (
+from samza_dagster.coordinator.stream.messages import CoordinatorStreamMessage
+from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
     StartpointKey,
@@ -22,8 +22,8 @@ from samza_dagster.coordinator.startpoint import (
     StartpointUpcoming,
     parse_timestamp_value,
 )
-from samza_dagster.coordinator.startpoint_manager import StartpointManager
-from samza_dagster.coordinator.stream import CoordinatorStreamWriter
+from samza_dagster.startpoint.manager import StartpointManager
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter
 from samza_dagster.model import SystemStreamPartition
 
 

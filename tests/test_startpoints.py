@@ -11,19 +11,19 @@ from pathlib import Path
 import pytest
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.startpoint import (
+from samza_dagster.startpoint.startpoint import (
     StartpointOldest,
     StartpointSpecific,
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from samza_dagster.coordinator.startpoint import StartpointError
-from samza_dagster.coordinator.startpoint_manager import StartpointManager
+from samza_dagster.startpoint.startpoint import StartpointError
+from samza_dagster.startpoint.manager import StartpointManager
 from samza_dagster.runtime.startpoints import set_startpoints
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.streams import read_stream
+from jobs.stream_helpers import read_stream
 from samza_dagster.task import StreamTask
 from tests.apps.harness import read_checkpoints
 

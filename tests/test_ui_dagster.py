@@ -207,7 +207,7 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
 
     from jobs.user_classification import definitions as user_classification
     from jobs.user_classification.data import signups
-    from samza_dagster.system.streams import create_streams, produce
+    from jobs.stream_helpers import create_streams, produce
 
     port, log_path, home = dagster_dev
     config = SamzaSystemsResource(log_path=str(log_path)).apply(Config.from_properties(user_classification.CONFIG_PATH))
@@ -223,7 +223,7 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
     instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
     try:
         # the live run works (it classifies the signups) while the second waits in the queue
-        from samza_dagster.system.streams import read_stream
+        from jobs.stream_helpers import read_stream
 
         wait_until(lambda: len(read_stream(config, "user_country")) == 300, what="the live run to classify the signups", timeout_s=120)
         assert _status_of(client, second) == "QUEUED"

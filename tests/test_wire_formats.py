@@ -12,7 +12,7 @@ from pathlib import Path
 
 from samza_dagster.codec import from_wire, to_wire
 from samza_dagster.container.summary import ContainerSummary
-from samza_dagster.coordinator.job_model import JobModel
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.model import SystemStreamPartition
 from tests.wire_samples import samples
 

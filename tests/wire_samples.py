@@ -6,7 +6,7 @@ from typing import Any
 
 from samza_dagster.config import Config
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.model import SystemStream
 from samza_dagster.planner import ExecutionPlanner
 

@@ -17,7 +17,7 @@ def load_ad_sample(context: dg.OpExecutionContext, samza_systems: SamzaSystemsRe
     import json
 
     from jobs.ad_ctr.data import ad_traffic
-    from samza_dagster.system.streams import create_streams, produce
+    from jobs.stream_helpers import create_streams, produce
 
     config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"ad_views": 2, "ad_clicks": 2, "ad_click_through": 2, "ad_ctr_stats": 1})

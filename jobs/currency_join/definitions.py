@@ -17,7 +17,7 @@ def load_currency_sample(context: dg.OpExecutionContext, samza_systems: SamzaSys
     import json
 
     from jobs.currency_join.data import CURRENCIES, transactions
-    from samza_dagster.system.streams import create_streams, produce
+    from jobs.stream_helpers import create_streams, produce
 
     config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"currency_codes": 4, "transactions": 4, "transactions_with_symbol": 4})

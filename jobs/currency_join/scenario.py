@@ -17,7 +17,7 @@ from typing import Any
 from jobs.currency_join.data import CURRENCIES, LATE_CURRENCY, transactions
 from samza_dagster.config import Config
 from jobs.demo.runner import run_job
-from samza_dagster.system.streams import create_streams, produce, read_stream
+from jobs.stream_helpers import create_streams, produce, read_stream
 
 CONFIG_PATH = Path(__file__).with_name("currency_join.properties")
 CODES, TRANSACTIONS, OUTPUT = "currency_codes", "transactions", "transactions_with_symbol"

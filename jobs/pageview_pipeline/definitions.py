@@ -18,7 +18,7 @@ def load_pageview_sample(context: dg.OpExecutionContext, samza_systems: SamzaSys
     import json
 
     from jobs.pageview_pipeline.data import page_views, profiles
-    from samza_dagster.system.streams import create_streams, produce
+    from jobs.stream_helpers import create_streams, produce
 
     config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"page_views": 2, "user_profiles": 4, "country_counts": 2})

@@ -13,7 +13,7 @@ from jobs.pageview_pipeline.app import HOUR_MS
 from jobs.pageview_pipeline.data import START_MS, page_views, profiles
 from samza_dagster.config import Config
 from jobs.demo.runner import run_job
-from samza_dagster.system.streams import create_streams, produce, read_stream
+from jobs.stream_helpers import create_streams, produce, read_stream
 
 CONFIG_PATH = Path(__file__).with_name("pageview_pipeline.properties")
 

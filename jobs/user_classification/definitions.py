@@ -36,7 +36,7 @@ def load_signup_sample(context: dg.OpExecutionContext, samza_systems: SamzaSyste
     import json
 
     from jobs.user_classification.data import signups
-    from samza_dagster.system.streams import create_streams, produce
+    from jobs.stream_helpers import create_streams, produce
 
     config = _config(samza_systems)
     create_streams(config, {"user_signups": 2, "reclassify_requests": 2, "user_country": 2})

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,16 +24,25 @@ from typing import Any
 from jobs.user_classification.classifier import classify
 from jobs.user_classification.data import signups
 from samza_dagster.config import Config
-from samza_dagster.coordinator.messages import SET_CONFIG
-from samza_dagster.coordinator.stream import CoordinatorStreamReader
+from samza_dagster.coordinator.stream.messages import SET_CONFIG
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader
 from jobs.demo.runner import run_job
-from samza_dagster.system.streams import create_streams, message_count, percentile, produce, read_stream
+from jobs.stream_helpers import create_streams, message_count, produce, read_stream
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream, system_factory
 
 CONFIG_PATH = Path(__file__).with_name("user_classification.properties")
 REALTIME, BATCH, OUTPUT = "user_signups", "reclassify_requests", "user_country"
 PARTITIONS = 2
 STRATEGY_KEY = "app.classifier.strategy"
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by nearest rank; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, int(round(q / 100 * len(ordered) + 0.5)) - 1))
+    return float(ordered[rank])
 
 
 @dataclass
@@ -86,7 +96,7 @@ def reconfigure(config: Config, key: str, value: str) -> dict[str, str]:
     messages after the cursor taken just before — what the coordinator-stream sensor requests."""
     from samza_dagster.coordinator import run_coordinator_stream_writer
 
-    from samza_dagster.coordinator.stream import create_coordinator_stream
+    from samza_dagster.coordinator.stream.reader_writer import create_coordinator_stream
 
     create_coordinator_stream(config)
     with CoordinatorStreamReader(config) as reader:

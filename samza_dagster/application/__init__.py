@@ -14,7 +14,7 @@ from samza_dagster.application.descriptors import (
 )
 from samza_dagster.application.errors import ApplicationError
 from samza_dagster.application.kv import KV
-from samza_dagster.application.stream import MessageStream, OutputStream, Table
+from samza_dagster.application.message_stream import MessageStream, OutputStream, Table
 from samza_dagster.application.windows import WindowDefinition, WindowPane, Windows
 
 __all__ = [

@@ -26,7 +26,7 @@ from samza_dagster.application.specs import (
     PartitionByOperatorSpec,
     TableSpec,
 )
-from samza_dagster.application.stream import MessageStream, OutputStream, Table
+from samza_dagster.application.message_stream import MessageStream, OutputStream, Table
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig, SystemConfig

@@ -16,13 +16,14 @@ from pathlib import Path
 from samza_dagster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from samza_dagster.cli.progress import show_progress
 from samza_dagster.cli.startpoints import run_startpoint_command
-from samza_dagster.cli.streams import run_streams_command
+from samza_dagster.cli.streams_tool import run_streams_command
 from samza_dagster.cli.text import count_of
 from samza_dagster.config import Config, ConfigError, parse_overrides
 from samza_dagster.config.deployment import apply_deployment
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.coordinator.commands import run_coordinator_stream_writer, run_job_coordinator
-from samza_dagster.coordinator.partition_counts import FORCE_RESET_KEY
+from samza_dagster.coordinator.commands import run_job_coordinator
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
+from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY
 from samza_dagster.planner import plan_from_config
 from samza_dagster.runtime import run_job
 from samza_dagster.runtime.preflight import check_job_config

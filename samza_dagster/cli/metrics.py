@@ -16,7 +16,7 @@ from samza_dagster.cli.errors import EXIT_OK
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.metrics.config import REPORTERS_KEY, metrics_config
 from samza_dagster.metrics.snapshot import MetricsSnapshot
-from samza_dagster.metrics.stream import latest_snapshots
+from samza_dagster.metrics.stream_reader import latest_snapshots
 from samza_dagster.model import SystemStream
 from samza_dagster.system.errors import StreamNotFoundError
 

@@ -9,7 +9,7 @@ import argparse
 
 from samza_dagster.cli.errors import EXIT_OK, UsageError
 from samza_dagster.config import Config
-from samza_dagster.coordinator.startpoint import (
+from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
     StartpointOldest,
@@ -18,7 +18,7 @@ from samza_dagster.coordinator.startpoint import (
     StartpointUpcoming,
     parse_timestamp_value,
 )
-from samza_dagster.coordinator.startpoint_resolver import format_timestamp
+from samza_dagster.startpoint.resolver import format_timestamp
 from samza_dagster.runtime.startpoints import delete_startpoints, list_startpoints, set_startpoints
 
 

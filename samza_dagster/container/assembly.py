@@ -21,7 +21,7 @@ from samza_dagster.container.side_inputs import (
     processor_from_config,
     side_input_streams,
 )
-from samza_dagster.coordinator.job_model import ContainerModel
+from samza_dagster.coordinator.model.job_model import ContainerModel
 from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.storage import StoreSpec, TaskStores, store_specs

@@ -19,7 +19,7 @@ from samza_dagster.metrics.groups import (
     partition_metric,
 )
 from samza_dagster.metrics.registry import MetricsRegistry
-from samza_dagster.metrics.stream import close_admin
+from samza_dagster.metrics.stream_reader import close_admin
 from samza_dagster.model import SystemStreamPartition
 
 #: the operator runtime's counters (late messages, expired join entries) of a high-level job

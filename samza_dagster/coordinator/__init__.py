@@ -1,15 +1,20 @@
-"""The coordinator stream, JobModel building and the JobCoordinator's HTTP service (Samza design).
+"""Samza's job coordination, in three parts (each its own package, lowest first):
 
-Modules: ``messages`` (wire format), ``state`` (folding), ``stream`` (reader/writer on any
-system), ``submission`` (config submission, set-once checks), ``groupers`` / ``model_builder``
-(JobModel), ``job_coordinator`` + ``http`` (the service), ``client`` (the container's side),
-``commands`` (what the CLI runs).
+* ``coordinator.stream`` — the coordinator stream protocol: its messages (wire format),
+  their folded state, the reader/writer over any system, config submission and set-once checks, the writer tool;
+* ``coordinator.model`` — the JobModel (containers, tasks, their partitions), the groupers,
+  the model builder and the partition counts a stateful job keeps;
+* ``coordinator`` itself — the ``JobCoordinator`` and its HTTP service (``job_coordinator``,
+  ``http``), the container's side of it (``client``) and what the ``job-coordinator`` command runs
+  (``commands``).
+
+Startpoints, which the coordinator fans out, are ``samza_dagster.startpoint``.
 """
 
 from importlib import import_module
 
-from samza_dagster.coordinator.job_model import ContainerModel, JobModel, TaskModel
-from samza_dagster.coordinator.messages import (
+from samza_dagster.coordinator.model.job_model import ContainerModel, JobModel, TaskModel
+from samza_dagster.coordinator.stream.messages import (
     CoordinatorStreamFormatError,
     CoordinatorStreamMessage,
     coordinator_stream_name,
@@ -18,23 +23,22 @@ from samza_dagster.coordinator.messages import (
 #: Names loaded on first use: they pull in the systems and http.server.
 _LAZY = {
     "JobCoordinator": "job_coordinator",
-    "CoordinatorStreamReader": "stream",
-    "CoordinatorStreamWriter": "stream",
-    "CoordinatorStreamError": "stream",
-    "CoordinatorStreamState": "state",
-    "submit_job_config": "submission",
-    "SetOnceConfigChangeError": "submission",
-    "build_job_model": "model_builder",
+    "CoordinatorStreamReader": "stream.reader_writer",
+    "CoordinatorStreamWriter": "stream.reader_writer",
+    "CoordinatorStreamError": "stream.reader_writer",
+    "CoordinatorStreamState": "stream.state",
+    "submit_job_config": "stream.submission",
+    "SetOnceConfigChangeError": "stream.submission",
+    "build_job_model": "model.builder",
     "fetch_job_model": "client",
     "poll_version": "client",
     "write_container_host": "client",
     "JobModelWatcher": "client",
     "CoordinatorUnreachableError": "client",
     "CoordinatorRequestError": "client",
-    "run_coordinator_stream_writer": "commands",
+    "run_coordinator_stream_writer": "stream.writer_tool",
     "run_job_coordinator": "commands",
 }
-
 __all__ = [
     "ContainerModel",
     "CoordinatorStreamFormatError",

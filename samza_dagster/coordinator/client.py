@@ -13,9 +13,9 @@ import urllib.error
 import urllib.request
 
 from samza_dagster.config.config import Config
-from samza_dagster.coordinator.job_model import JobModel
-from samza_dagster.coordinator.messages import CoordinatorStreamMessage
-from samza_dagster.coordinator.stream import CoordinatorStreamWriter
+from samza_dagster.coordinator.model.job_model import JobModel
+from samza_dagster.coordinator.stream.messages import CoordinatorStreamMessage
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter
 from samza_dagster.errors import SamzaError
 
 log = logging.getLogger(__name__)

@@ -2,6 +2,8 @@
 groups them; the snapshot JSON that reporters write to a metrics stream; the reporters chosen by
 ``metrics.reporters``; and the Prometheus view of a job's snapshots."""
 
+from importlib import import_module
+
 from samza_dagster.metrics.groups import (
     CACHED_STORE_GROUP,
     CONTAINER_GROUP,
@@ -16,6 +18,9 @@ from samza_dagster.metrics.groups import (
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.snapshot import MetricsHeader, MetricsSnapshot, MetricsSnapshotError
 from samza_dagster.metrics.types import Counter, Gauge, ListGauge, Metric, Timer
+
+#: Names loaded on first use: reading a metrics stream back pulls in the systems.
+_LAZY = {"latest_snapshots": "stream_reader", "MetricsStreamReader": "stream_reader"}
 
 __all__ = [
     "CACHED_STORE_GROUP",
@@ -36,4 +41,12 @@ __all__ = [
     "SYSTEM_CONSUMERS_GROUP",
     "TASK_GROUP",
     "Timer",
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(import_module(f"samza_dagster.metrics.{module}"), name)

@@ -25,7 +25,7 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.metrics.config import MetricsConfig, ReporterConfig
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.snapshot import MetricsHeader, MetricsSnapshot
-from samza_dagster.metrics.stream import ensure_metrics_stream
+from samza_dagster.metrics.stream_reader import ensure_metrics_stream
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.factories import system_factory
 

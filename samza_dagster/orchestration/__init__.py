@@ -17,7 +17,7 @@ from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocess
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, asset_role, stream_assets, stream_key
 from samza_dagster.orchestration.rewind import rewind_backfill, rewind_to_time
 from samza_dagster.orchestration.observation import StreamObservation, observe_streams
-from samza_dagster.orchestration.ops import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
+from samza_dagster.orchestration.job_asset import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
 from samza_dagster.orchestration.sensors import (
     coordinator_stream_sensor,
     samza_job_failure_sensor,

@@ -24,7 +24,7 @@ from samza_dagster.config import Config
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.backfill import ReprocessingBackfill
 from samza_dagster.orchestration.assets import DeclaredOutput, _group_name, is_written, stream_assets
-from samza_dagster.orchestration.ops import RunnerFactory, is_bounded_job, op_name, samza_job_asset
+from samza_dagster.orchestration.job_asset import RunnerFactory, is_bounded_job, op_name, samza_job_asset
 from samza_dagster.planner import configured_plan
 from samza_dagster.orchestration.sensors import (
     coordinator_stream_sensor,

@@ -10,7 +10,7 @@ metadata. Lineage is the plan's ``upstream`` edges.
   Dagster 1.13 marks ``observable_source_asset`` beta; an ``AssetSpec`` plus observation events
   (from the job's op and from :func:`stream_observation_sensor`) is the stable route.
 * Streams the job writes (intermediate, output) are materialized by the job's multi-asset
-  (:mod:`.ops`).
+  (:mod:`.job_asset`).
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from typing import Any
 from samza_dagster.config import Config
 
 from samza_dagster.coordinator.job_coordinator import SOURCE as COORDINATOR_SOURCE
-from samza_dagster.coordinator.messages import SET_CONFIG, CoordinatorStreamMessage
-from samza_dagster.coordinator.state import CoordinatorStreamState
-from samza_dagster.coordinator.stream import CoordinatorStreamReader
-from samza_dagster.coordinator.submission import SOURCE as SUBMISSION_SOURCE
+from samza_dagster.coordinator.stream.messages import SET_CONFIG, CoordinatorStreamMessage
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader
+from samza_dagster.coordinator.stream.submission import SOURCE as SUBMISSION_SOURCE
 from samza_dagster.system.errors import StreamNotFoundError
 
 #: sources of the messages a job writes about itself

@@ -17,7 +17,7 @@ from typing import Any
 from samza_dagster.config.config import Config
 from samza_dagster.metrics.config import metrics_config
 from samza_dagster.metrics.groups import CONTAINER_GROUP, partition_metric
-from samza_dagster.metrics.stream import MetricsStreamFollower
+from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 from samza_dagster.orchestration.observation import StreamObservation
 from samza_dagster.runtime.result import JobResult
 

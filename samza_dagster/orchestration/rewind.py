@@ -26,8 +26,8 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.startpoint import Startpoint, StartpointError, StartpointSpecific, StartpointTimestamp
-from samza_dagster.coordinator.startpoint_resolver import format_timestamp, resolve_startpoints
+from samza_dagster.startpoint.startpoint import Startpoint, StartpointError, StartpointSpecific, StartpointTimestamp
+from samza_dagster.startpoint.resolver import format_timestamp, resolve_startpoints
 from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.runtime.startpoints import input_stream, list_startpoints, set_startpoints
 from samza_dagster.model import SystemStreamPartition

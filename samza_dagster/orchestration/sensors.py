@@ -29,7 +29,7 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.stream import CoordinatorStreamLocation, CoordinatorStreamReader
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamReader
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.checks import lag_evaluation, lag_per_input
 from samza_dagster.orchestration.coordinator_changes import changes_after

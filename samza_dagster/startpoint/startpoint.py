@@ -5,7 +5,7 @@ Four kinds, as in Samza: :class:`StartpointOldest`, :class:`StartpointUpcoming`,
 :class:`StartpointSpecific` (an offset) and :class:`StartpointTimestamp` (epoch ms: the earliest
 offset whose timestamp is at or after it). Each serializes to compact JSON
 ``{"type":"timestamp","timestamp":1709251200000,"creationTimestamp":1709300000000}``, the form
-``set-startpoint`` coordinator stream messages carry (see :mod:`.startpoint_manager`).
+``set-startpoint`` coordinator stream messages carry (see :mod:`.manager`).
 
 :class:`StartpointKey` names what a startpoint applies to: one input partition (the form a user
 writes), or one partition of one task (the fanned-out form the job coordinator writes at start).

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.coordinator.messages import (
+from samza_dagster.coordinator.stream.messages import (
     CoordinatorStreamFormatError,
     CoordinatorStreamMessage,
     coordinator_stream_name,
 )
-from samza_dagster.coordinator.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.errors import SamzaError
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory

@@ -25,10 +25,10 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from samza_dagster.config.config import Config
-from samza_dagster.coordinator.messages import SET_STARTPOINT, CoordinatorStreamMessage
-from samza_dagster.coordinator.startpoint import Startpoint, StartpointError, StartpointKey
-from samza_dagster.coordinator.state import CoordinatorStreamState
-from samza_dagster.coordinator.stream import CoordinatorStreamWriter, read_coordinator_stream
+from samza_dagster.coordinator.stream.messages import SET_STARTPOINT, CoordinatorStreamMessage
+from samza_dagster.startpoint.startpoint import Startpoint, StartpointError, StartpointKey
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter, read_coordinator_stream
 from samza_dagster.model import SystemStreamPartition
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
-"""Stream helpers the demo and the example applications share: create streams, write generated
-records, read a whole stream back (to check a job's output against the data it was given), and
-the percentiles of the latency tables.
+"""Stream helpers the demo and the example applications share (the tests use them too): create
+streams, write generated records, read a whole stream back (to check a job's output against the
+data it was given). They live with the applications, not in the engine, which never uses them.
 
 They go through the system API (admin / producer / consumer) like any client would, so they
 work on the embedded log and on Kafka alike.
@@ -9,7 +9,7 @@ work on the embedded log and on Kafka alike.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,15 +115,6 @@ def read_stream(config: Config, stream: str, *, system: str = "log", timeout_s: 
     finally:
         consumer.stop()
     return out
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by nearest rank; 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, int(round(q / 100 * len(ordered) + 0.5)) - 1))
-    return float(ordered[rank])
 
 
 def _close(admin: Any) -> None:

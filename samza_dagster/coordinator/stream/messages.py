@@ -141,7 +141,7 @@ class CoordinatorStreamMessage:
         username: str | None = None, timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
         """``values``: the partition (``system``, ``stream``, ``partition``, optional ``taskName``)
-        and ``startpoint``, the startpoint's compact JSON (see startpoint_manager.py)."""
+        and ``startpoint``, the startpoint's compact JSON (see ``samza_dagster.startpoint.manager``)."""
         return cls._new(SET_STARTPOINT, key, dict(values), source, host, username, timestamp)
 
     @classmethod

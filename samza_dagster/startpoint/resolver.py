@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from samza_dagster.coordinator.startpoint import (
+from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
     StartpointOldest,

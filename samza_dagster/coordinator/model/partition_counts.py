@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.coordinator.messages import CoordinatorStreamMessage
+from samza_dagster.coordinator.stream.messages import CoordinatorStreamMessage
 from samza_dagster.model import SystemStream
 
 #: Launch-only: accept changed set-once config and input partition counts of a stateful job.

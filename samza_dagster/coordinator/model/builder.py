@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.task_config import TaskConfig
-from samza_dagster.coordinator.groupers import (
+from samza_dagster.coordinator.model.groupers import (
     assign_changelog_partitions,
     group_tasks_into_containers,
     ssp_grouper,
 )
-from samza_dagster.coordinator.job_model import ContainerModel, JobModel, TaskModel
-from samza_dagster.coordinator.stream import close_admin
+from samza_dagster.coordinator.model.job_model import ContainerModel, JobModel, TaskModel
+from samza_dagster.coordinator.stream.reader_writer import close_admin
 from samza_dagster.system.factories import system_factory
 from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.system.protocols import SystemAdmin

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from samza_dagster.coordinator.messages import (
+from samza_dagster.coordinator.stream.messages import (
     SET_CHANGELOG,
     SET_CONFIG,
     SET_CONTAINER_HOST_ASSIGNMENT,

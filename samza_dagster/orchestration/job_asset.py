@@ -44,7 +44,7 @@ from samza_dagster.runtime import create_runner
 from samza_dagster.system.errors import SystemUnavailableError
 from samza_dagster.model import StreamSpec
 from samza_dagster.runtime.result import JobResult
-from samza_dagster.metrics.stream import MetricsStreamFollower
+from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 
 #: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"
