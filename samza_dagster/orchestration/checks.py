@@ -28,7 +28,8 @@ def check_specs(assets: StreamAssets, *, bounded: bool) -> list[dg.AssetCheckSpe
     for key in assets.written_keys:
         specs.append(dg.AssetCheckSpec(
             LAG_CHECK, asset=key,
-            description="Input messages the job has not processed yet (from its checkpoints), against thresholds",
+            description="Input messages the job has not processed yet, against thresholds (at a run's end from the "
+                        "containers' lag metrics, while it runs from its checkpoints)",
         ))
         if bounded:
             specs.append(dg.AssetCheckSpec(
