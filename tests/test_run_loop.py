@@ -105,7 +105,7 @@ class _CommitWatchingContainer(SamzaContainer):
     def _commit(self, tasks) -> None:
         for ti in tasks:
             completed = {e[4] for e in self.recorder.of("complete") if e[1] == ti.task_name}
-            self.commits.append((ti.task_name, ti.in_flight, dict(ti.last_processed), completed))
+            self.commits.append((ti.task_name, self.run_loop.workers[ti.task_name].in_flight, dict(ti.last_processed), completed))
         super()._commit(tasks)
 
 

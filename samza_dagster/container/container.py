@@ -91,7 +91,6 @@ class SamzaContainer:
         self.requests = ContainerRequests()
         self.tasks: dict[str, TaskInstance] = {}
         self.summary: ContainerSummary | None = None
-        self.last_checkpoints: dict[str, Checkpoint] = {}
         self.restored: dict[str, int] = {}
         self.run_loop: RunLoop | None = None
         self._factories: dict[str, Any] = {}
@@ -114,6 +113,8 @@ class SamzaContainer:
         self._exactly_once = False
         #: exactly-once: the checkpoint system's producer, which runs the container's transactions
         self._transactions: Any = None
+        #: set when run() ends, so the monitor thread stops asking the run loop to stop
+        self._finished = False
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -122,13 +123,18 @@ class SamzaContainer:
         if self.run_loop is not None:
             self.run_loop.request_stop()
 
+    @property
+    def last_checkpoints(self) -> dict[str, Checkpoint]:
+        """Each task's last checkpoint (its TaskInstance's: read back at start, then its commits')."""
+        return {name: ti.last_checkpoint for name, ti in self.tasks.items() if ti.last_checkpoint is not None}
+
     def uncommitted(self) -> dict[str, dict[SystemStreamPartition, tuple[str | None, str]]]:
         """Per task, the partitions processed past their last checkpoint: ``ssp -> (checkpointed
         offset or None, last processed offset)``. Read from another thread, for a person
         (what an exit now would leave to be processed again), not for correctness."""
         result: dict[str, dict[SystemStreamPartition, tuple[str | None, str]]] = {}
         for name, ti in list(self.tasks.items()):
-            checkpoint = self.last_checkpoints.get(name)
+            checkpoint = ti.last_checkpoint
             committed = checkpoint.offsets if checkpoint is not None else {}
             for ssp, offset in list(ti.last_processed.items()):
                 if committed.get(ssp) != offset:
@@ -214,7 +220,11 @@ class SamzaContainer:
         starting = self._starting_offsets(plan.input_ssps, metadata, last)
         # startpoints (read from the coordinator stream) win over checkpoints
         self.startpoints = ContainerStartpoints(self.config, self.container_id)
-        starting.update(self.startpoints.apply(self.container_model.tasks, self.tasks, self._admin, metadata))
+        starting.update(self.startpoints.apply(self.container_model.tasks, self._admin, metadata))
+        for name in self.startpoints.applied:  # its first commit checkpoints the startpoint's position
+            self.tasks[name].request_checkpoint()
+        for ti in self.tasks.values():  # a task's own choice (TaskContext.set_start_offset) wins
+            starting.update(ti.context.start_offsets)
         self._start_consumers(plan, metadata, starting)
         self._create_run_loop(plan)
         self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored, starting)
@@ -307,11 +317,9 @@ class SamzaContainer:
                 container_requests=self.requests, stores=self._task_stores.get(name),
                 changelog_partition=tm.changelog_partition,
                 drop_deserialization_errors=plan.task.drop_deserialization_errors, dead_letter=dead_letter,
+                job_model=self.job_model, last_checkpoint=last.get(name),
             )
-            ti.context.container = self
             self.tasks[name] = ti
-            if name in last:
-                self.last_checkpoints[name] = last[name]
         if self._exactly_once:
             check_exactly_once(self.config, task_is_async=any(ti.is_async for ti in self.tasks.values()))
         for ti in self.tasks.values():
@@ -413,24 +421,12 @@ class SamzaContainer:
             # one transaction holds every task's outputs since the last commit, so every task's
             # offsets go with it (inline mode: none has anything in flight)
             tasks = list(self.tasks.values())
+        fill = self.startpoints.fill_checkpoint if self.startpoints is not None else None
         batch: list[tuple[TaskInstance, dict[SystemStreamPartition, str]]] = []
         for ti in tasks:
-            offsets = dict(ti.last_processed)
-            previous = self.last_checkpoints.get(ti.task_name)
-            # the inline fast path does not flag each message: unchanged offsets + no window/EOS
-            # since the last checkpoint means there is nothing new to commit
-            if not ti.uncommitted and previous is not None and all(
-                previous.offsets.get(s) == o for s, o in offsets.items()
-            ):
-                continue
-            if self.startpoints is not None:  # before the previous checkpoint's offsets: they are older
-                self.startpoints.fill_checkpoint(ti.task_name, offsets)
-            if previous is not None:  # partitions not processed since keep their checkpointed offset
-                for ssp, off in previous.offsets.items():
-                    offsets.setdefault(ssp, off)
-            if ti.task_stores is not None:
-                ti.task_stores.flush()
-            batch.append((ti, offsets))
+            offsets = ti.begin_commit(fill)
+            if offsets is not None:
+                batch.append((ti, offsets))
         if not batch:
             if self._transactions is not None and self._transactions.has_open_transaction():
                 self._commit_transaction()  # e.g. the restore's trimming writes: they restore committed state
@@ -440,21 +436,14 @@ class SamzaContainer:
             self.side_inputs.flush(names)
         self._flush_producers(names)
         changelog_offsets = self._changelog_offsets(names)
-        checkpoints: dict[str, Checkpoint] = {}
-        for ti, offsets in batch:
-            eos: dict = {}
-            watermarks: dict = {}
-            if ti.checkpoint_state is not None:
-                eos, watermarks = ti.checkpoint_state()
-            checkpoints[ti.task_name] = Checkpoint(offsets, changelog_offsets.get(ti.task_name, {}), eos, watermarks)
+        checkpoints = {ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch}
         assert self.checkpoints is not None
         self.checkpoints.write_all(checkpoints)
         if self._transactions is not None:
             self._commit_transaction()
         for ti, _ in batch:
             checkpoint = checkpoints[ti.task_name]
-            self.last_checkpoints[ti.task_name] = checkpoint
-            ti.uncommitted = False
+            ti.committed(checkpoint)
             if self.startpoints is not None:
                 self.startpoints.committed(ti.task_name, checkpoint.offsets, set(ti.last_processed))
             if log.isEnabledFor(logging.DEBUG):
@@ -501,14 +490,14 @@ class SamzaContainer:
     # -- shutdown ------------------------------------------------------------------------------
     def _monitor(self) -> None:
         """Turns a stop event or a newer JobModel into a graceful stop of the run loop."""
-        while not getattr(self, "_finished", False):
+        while not self._finished:
             if self.stop_event.wait(0.1):
                 break
             if self._watcher is not None and getattr(self._watcher, "new_version_available", False):
                 break
             if self.side_inputs is not None and self.side_inputs.error is not None:
                 break  # run() raises it once the run loop has stopped
-        if self.run_loop is not None and not getattr(self, "_finished", False):
+        if self.run_loop is not None and not self._finished:
             self.run_loop.request_stop()
 
     def _shutdown(self, clean: bool) -> BaseException | None:
@@ -557,7 +546,7 @@ class SamzaContainer:
             for ssp, n in ti.metrics.processed.items():
                 key = f"{ssp.system}.{ssp.stream}"
                 per_stream[key] = per_stream.get(key, 0) + n
-            cp = self.last_checkpoints.get(name)
+            cp = ti.last_checkpoint
             offsets = dict(cp.offsets) if cp is not None else {}
             final[name] = {f"{s.system}.{s.stream}[{s.partition}]": o for s, o in sorted(offsets.items())}
             task_metrics[name] = ti.metrics.snapshot()

@@ -1,6 +1,5 @@
 """The consumer side of in-band control messages (Samza design), plugged into a TaskInstance
-through its extension point (``set_stream_decoder`` / ``control_message_handler`` /
-``checkpoint_state``).
+by the operator runtime through its hooks (``set_stream_decoder`` / ``install_control_handling``).
 
 * :class:`IntermediateStreamDecoder` reads every message of an intermediate stream through
   :class:`~samza_dagster.control.serde.IntermediateMessageSerde`: a user message becomes
@@ -84,7 +83,7 @@ class ControlMessageHandler:
             eos = self._eos[stream]
         return eos, self._wm[stream]
 
-    def __call__(self, instance: Any, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
+    def __call__(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
         message = envelope.message
         ssp = envelope.ssp
         eos, wm = self._states(ssp.system_stream, message.task_count)

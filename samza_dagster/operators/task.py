@@ -1,11 +1,12 @@
 """OperatorTask: a task that executes the application's OperatorSpec graph message by message.
 
-At ``init`` the task finds its TaskInstance and container through the TaskContext's
-back-references (``context.task_instance`` / ``context.container``), installs decoders (intermediate streams through the intermediate-message serde, inputs
-through their descriptors' serdes), the control-message handler and ``checkpoint_state``,
-restores the control bookkeeping from the last checkpoint, fills side-input tables to their
-head, and compiles one chain of operator callables per input partition — so ``process`` is
-one dict lookup and a call.
+At ``init`` the task gets the container's internal context (an
+:class:`~samza_dagster.container.internal_context.InternalTaskContext`: the JobModel, the
+producers, its last checkpoint, and typed hooks into its TaskInstance), installs decoders
+(intermediate streams through the intermediate-message serde, inputs through their descriptors'
+serdes) and its control-message handling, restores the control bookkeeping from the last
+checkpoint, and compiles one chain of operator callables per input partition — so ``process`` is
+one dict lookup and a call. (Side-input tables were filled by the container.)
 
 End-of-stream and watermarks flow through the graph per operator: an operator has ended when
 every partition of this task of the streams upstream of it has ended; its watermark is the
@@ -37,6 +38,7 @@ from samza_dagster.application.specs import (
     WindowOperatorSpec,
 )
 from samza_dagster.config import keys
+from samza_dagster.container.internal_context import InternalTaskContext
 from samza_dagster.control.handler import ControlMessageHandler, IntermediateStreamDecoder
 from samza_dagster.control.sender import ControlMessageSender
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
@@ -47,6 +49,7 @@ from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.task.context import TaskContext
 
 _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back
 
@@ -90,22 +93,21 @@ class OperatorTask:
         self.handler: ControlMessageHandler | None = None
 
     # -- init ----------------------------------------------------------------------------------
-    def init(self, context: Any) -> None:
-        ti = getattr(context, "task_instance", None)
-        container = getattr(context, "container", None)
-        if ti is None or container is None:
+    def init(self, context: TaskContext) -> None:
+        if not isinstance(context, InternalTaskContext) or context.job_model is None:
             raise OperatorError(
-                f"task {context.task_name!r}: the operator runtime needs a TaskContext with task_instance and "
-                "container back-references (run it in a SamzaContainer)"
+                f"task {context.task_name!r}: the operator runtime runs inside a SamzaContainer (it needs the "
+                "container's internal task context: the JobModel, the producers, hooks into its TaskInstance)"
             )
-        self.ti = ti
+        ti = context.task_instance
+        job_model = context.job_model
         prepared = self.prepared
         app = prepared.descriptor
         config = context.config
         self.collector = ti.collector
         self.coordinator = ti.coordinator
-        self.sender = ControlMessageSender(self.task_name, container.producers)
-        ssps = frozenset(ti.ssps)
+        self.sender = ControlMessageSender(self.task_name, context.producers)
+        ssps = context.system_stream_partitions
         by_stream: dict[SystemStream, list[SystemStreamPartition]] = {}
         for ssp in ssps:
             by_stream.setdefault(ssp.system_stream, []).append(ssp)
@@ -134,20 +136,18 @@ class OperatorTask:
                     spec.key_serde if spec.key_serde is not None else configured.key_serde(ss),
                     spec.serde if spec.serde is not None else configured.msg_serde(ss),
                 ))
-        known_counts = prepared.producer_task_counts(container.job_model)
+        known_counts = prepared.producer_task_counts(job_model)
         self.handler = ControlMessageHandler(intermediate_ssps, known_counts, self._on_intermediate_watermark)
-        ti.control_message_handler = self.handler
-        ti.checkpoint_state = self.handler.snapshot
+        # _on_partition_end: a partition ended (a bounded input's end, or a reconciled intermediate end)
+        ti.install_control_handling(self.handler, self._on_partition_end)
         input_ssps = [ssp for ssp in ssps if ssp not in set(intermediate_ssps)]
         self.input_watermarks = InputWatermarks(input_ssps, keys.TASK_WATERMARK_ALLOWED_LATENESS_MS.get(config))
-        # a partition ended (a bounded input's end, or a reconciled intermediate end)
-        ti.end_of_stream_listener = self._on_partition_end
         self.counters = context.metrics.counters
 
         # compile the graph
         self._built: dict[int, Any] = {}
         self.context = context
-        self.job_counts = prepared.own_producer_counts(container.job_model)
+        self.job_counts = prepared.own_producer_counts(job_model)
         for spec in app.input_operators.values():
             if spec.op_id not in prepared.op_ids:
                 continue
@@ -160,7 +160,7 @@ class OperatorTask:
         self.timed.sort(key=lambda pair: order.get(getattr(pair[0], "op_id", ""), 0))
 
         # the checkpointed control bookkeeping (side-input tables were filled by the container)
-        cp = container.last_checkpoints.get(self.task_name)
+        cp = context.last_checkpoint
         if cp is not None:
             ended, marks = self.handler.restore(cp.end_of_stream, cp.watermarks)
             for ssp, wm in marks:
