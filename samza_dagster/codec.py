@@ -20,7 +20,7 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -100,5 +100,7 @@ def _decode(tp: Any, value: Any) -> Any:
         if tp in (int, float, str, bool):
             return tp(value)
         if isinstance(value, Mapping):
-            return tp(value)
+            # a class built from its mapping (Config): a one-argument constructor
+            build: Callable[[Mapping[str, Any]], Any] = tp
+            return build(value)
     return value

@@ -214,7 +214,7 @@ class StreamApplicationDescriptor:
     def _register_operator(self, spec: OperatorSpec) -> None:
         self.operators[spec.op_id] = spec
 
-    def _check_same_app(self, other: StreamApplicationDescriptor, op_id: str) -> None:
+    def _check_same_app(self, other: object, op_id: str) -> None:  # any owner of a stream handle
         if other is not self:
             raise ApplicationError(
                 f"operator {op_id!r}: the stream belongs to another application descriptor", operator=op_id

@@ -107,6 +107,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     check_job_config(config)
     provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
     for stream in provisioned.created:
+        assert stream.partitions is not None  # provisioning creates only streams with a known count
         print(f"created stream {stream.name} ({count_of(stream.partitions, 'partition')})", file=sys.stderr)
 
     job = JobConfig(config)

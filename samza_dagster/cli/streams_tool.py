@@ -156,7 +156,7 @@ def produce(config: Config, target: SystemStream, lines: TextIO, source: str, ke
     line and nothing from the file is sent (the lines are checked before the first send)."""
     serdes = SerdeRegistry(config)
     msg_serde, key_serde = serdes.msg_serde(target), serdes.key_serde(target)
-    messages: list[tuple[bytes | None, bytes]] = []
+    messages: list[tuple[bytes | None, bytes | None]] = []  # a JSON null value is a null message
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\n")
         if not line.strip():

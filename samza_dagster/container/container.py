@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
@@ -54,8 +55,9 @@ from samza_dagster.system.chooser import DefaultChooser
 from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
 from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
+from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
 from samza_dagster.system.ssp_metadata import ssp_metadata
-from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests
 from samza_dagster.task.factory import TaskFactory
 
@@ -70,7 +72,7 @@ class SamzaContainer:
         *,
         task_factory: TaskFactory | None = None,
         stop_event: threading.Event | None = None,
-        system_factory: Callable[[Config, str], Any] = default_system_factory,
+        system_factory: Callable[[Config, str], SystemFactory] = default_system_factory,
         job_model_watcher: Any = None,
     ) -> None:
         container_id = str(container_id)
@@ -93,11 +95,13 @@ class SamzaContainer:
         self.summary: ContainerSummary | None = None
         self.restored: dict[str, int] = {}
         self.run_loop: RunLoop | None = None
-        self._factories: dict[str, Any] = {}
-        self.admins: dict[str, Any] = {}
+        self._factories: dict[str, SystemFactory] = {}
+        self.admins: dict[str, SystemAdmin] = {}
+        #: SystemProducers — and, exactly-once, the checkpoint system's transactional one and the
+        #: NonTransactionalProducer wrappers (exactly_once.py), outside that protocol: not typed yet
         self.producers: dict[str, Any] = {}
-        self._consumers_by_system: dict[str, Any] = {}
-        self.consumers: Any = None
+        self._consumers_by_system: dict[str, SystemConsumer] = {}
+        self.consumers: SystemConsumers | None = None
         self.checkpoints: CheckpointManager | None = None
         self._changelog_ssps: dict[str, dict[str, SystemStreamPartition]] = {}
         #: every task's stores, opened before the task instances exist: closed at shutdown by
@@ -106,8 +110,9 @@ class SamzaContainer:
         self._task_stores: dict[str, TaskStores] = {}
         self.side_inputs: SideInputsManager | None = None
         self.side_inputs_restored: dict[str, int] = {}
-        self._started_producers: list[Any] = []
-        self._consumer_metrics: dict[str, Any] = {}
+        self._started_producers: list[SystemProducer] = []
+        #: the systems' own counters, read for the summary (a snapshot callable per client)
+        self._consumer_metrics: dict[str, Callable[[], Any]] = {}
         self.startpoints: ContainerStartpoints | None = None
         self._final_lag: dict[str, int] = {}
         self._exactly_once = False
@@ -185,19 +190,19 @@ class SamzaContainer:
         return self.summary
 
     # -- start-up ------------------------------------------------------------------------------
-    def _factory(self, system: str) -> Any:
+    def _factory(self, system: str) -> SystemFactory:
         factory = self._factories.get(system)
         if factory is None:
             factory = self._factories[system] = self._system_factory(self.config, system)
         return factory
 
-    def _admin(self, system: str) -> Any:
+    def _admin(self, system: str) -> SystemAdmin:
         admin = self.admins.get(system)
         if admin is None:
             admin = self.admins[system] = self._factory(system).get_admin(system, self.config)
         return admin
 
-    def _new_consumer(self, system: str) -> Any:
+    def _new_consumer(self, system: str) -> SystemConsumer:
         return self._factory(system).get_consumer(system, self.config)
 
     def _start(self) -> None:
@@ -226,13 +231,13 @@ class SamzaContainer:
         for ti in self.tasks.values():  # a task's own choice (TaskContext.set_start_offset) wins
             starting.update(ti.context.start_offsets)
         self._start_consumers(plan, metadata, starting)
-        self._create_run_loop(plan)
+        run_loop = self.run_loop = self._create_run_loop(plan)
         self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored, starting)
         self.side_inputs.start()
         if self.stop_event.is_set():
-            self.run_loop.request_stop()
+            run_loop.request_stop()
 
-    def _new_metrics_admin(self, system: str) -> Any:
+    def _new_metrics_admin(self, system: str) -> SystemAdmin:
         """An admin for the metrics' lag lookups: its own, used on the reporter's thread."""
         return self._factory(system).get_admin(system, self.config)
 
@@ -254,10 +259,10 @@ class SamzaContainer:
                 if system != plan.checkpoint_system:
                     self.producers[system] = NonTransactionalProducer(system, plan.checkpoint_system, producer)
 
-    def _input_metadata(self, plan: ContainerPlan) -> dict[SystemStream, Any]:
+    def _input_metadata(self, plan: ContainerPlan) -> dict[SystemStream, SystemStreamMetadata]:
         """Offsets of every input stream (starting offsets, the bootstrap chooser), one batched
         call per system."""
-        metadata: dict[SystemStream, Any] = {}
+        metadata: dict[SystemStream, SystemStreamMetadata] = {}
         for system in plan.input_systems:
             streams = sorted({ssp.stream for ssp in plan.input_ssps if ssp.system == system})
             for name, md in self._admin(system).get_system_stream_metadata(streams).items():
@@ -326,7 +331,7 @@ class SamzaContainer:
             ti.init()
 
     def _start_consumers(
-        self, plan: ContainerPlan, metadata: dict[SystemStream, Any], starting: dict[SystemStreamPartition, str]
+        self, plan: ContainerPlan, metadata: dict[SystemStream, SystemStreamMetadata], starting: dict[SystemStreamPartition, str]
     ) -> None:
         """SystemConsumers over one consumer per input system, with the chooser."""
         for system in plan.input_systems:
@@ -348,9 +353,9 @@ class SamzaContainer:
             self.consumers.register(ssp, starting[ssp])
         self.consumers.start()
 
-    def _create_run_loop(self, plan: ContainerPlan) -> None:
+    def _create_run_loop(self, plan: ContainerPlan) -> RunLoop:
         task_cfg = plan.task
-        self.run_loop = RunLoop(
+        return RunLoop(
             self.tasks,
             self.consumers,
             commit=self._commit,
@@ -365,14 +370,15 @@ class SamzaContainer:
             shutdown_ms=task_cfg.shutdown_ms,
         )
 
-    def _chooser(self, metadata: dict[SystemStream, Any]) -> Any:
+    def _chooser(self, metadata: dict[SystemStream, SystemStreamMetadata]) -> Any:
         factory = load_chooser_factory(self.config)
         if factory is not None:
             return chooser_from_factory(factory, self.config, None)
         return DefaultChooser.from_config(self.config, metadata, self.admins)
 
     def _starting_offsets(
-        self, ssps: set[SystemStreamPartition], metadata: dict[SystemStream, Any], last: dict[str, Checkpoint]
+        self, ssps: AbstractSet[SystemStreamPartition], metadata: dict[SystemStream, SystemStreamMetadata],
+        last: dict[str, Checkpoint],
     ) -> dict[SystemStreamPartition, str]:
         streams = StreamConfig(self.config)
         checkpointed: dict[SystemStreamPartition, str] = {}

@@ -23,6 +23,7 @@ from samza_dagster.control.end_of_stream import EndOfStreamStates
 from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
 from samza_dagster.control.serde import IntermediateMessageSerde
 from samza_dagster.control.watermark import WatermarkStates
+from samza_dagster.serde.serdes import Serde
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 
 
@@ -31,7 +32,9 @@ class IntermediateStreamDecoder:
 
     __slots__ = ("key_from_bytes", "serde", "make_kv")
 
-    def __init__(self, key_serde: Any, user_serde: Any, make_kv: Callable[[Any, Any], Any] = lambda k, v: (k, v)) -> None:
+    def __init__(
+        self, key_serde: Serde | None, user_serde: Serde | None, make_kv: Callable[[Any, Any], Any] = lambda k, v: (k, v)
+    ) -> None:
         # make_kv: the high-level API's KV (passed in: control sits below the application package)
         self.key_from_bytes = key_serde.from_bytes if key_serde is not None else None
         self.serde = IntermediateMessageSerde(user_serde)
@@ -96,13 +99,13 @@ class ControlMessageHandler:
         return None
 
     # -- checkpoints -------------------------------------------------------------------------
-    def snapshot(self) -> tuple[dict, dict]:
-        eos: dict = {}
-        wm: dict = {}
-        for states in self._eos.values():
-            eos.update(states.to_dict())
-        for states in self._wm.values():
-            wm.update(states.to_dict())
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        eos: dict[str, Any] = {}
+        wm: dict[str, Any] = {}
+        for eos_states in self._eos.values():
+            eos.update(eos_states.to_dict())
+        for wm_states in self._wm.values():
+            wm.update(wm_states.to_dict())
         return eos, wm
 
     def restore(self, eos: Mapping[str, Any] | None, watermarks: Mapping[str, Any] | None) -> tuple[

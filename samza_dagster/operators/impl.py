@@ -257,6 +257,7 @@ class WindowOperator:
         key = self.key_fn(m) if self.key_fn is not None else None
         size = self.size
         panes = self.panes
+        skey: tuple[Any, ...]  # (key,) for a session, (key, window start) otherwise
         if self.session:
             skey = (key,)
             pane = panes.get(skey)

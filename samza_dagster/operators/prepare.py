@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samza_dagster.application.app import StreamApplicationDescriptor
-from samza_dagster.application.specs import OperatorSpec, PartitionByOperatorSpec, TableSpec
+from samza_dagster.application.specs import (
+    InputOperatorSpec,
+    OperatorSpec,
+    OutputStreamImpl,
+    PartitionByOperatorSpec,
+    TableSpec,
+)
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config import keys
 from samza_dagster.config.system_config import StreamConfig
@@ -234,8 +240,10 @@ def _descriptor_serde_overrides(cfg: Config, descriptor: StreamApplicationDescri
     serde for — at every key the lookup would consult — so it is applied once, by the operators."""
     streams = StreamConfig(cfg)
     out: dict[str, str] = {}
-    descs = [s for s in descriptor.input_operators.values() if not s.is_intermediate]
-    descs += [o for o in descriptor.output_streams.values() if not getattr(o, "is_intermediate", False)]
+    descs: list[InputOperatorSpec | OutputStreamImpl] = [
+        s for s in descriptor.input_operators.values() if not s.is_intermediate
+    ]
+    descs += [o for o in descriptor.output_streams.values() if not o.is_intermediate]
     for d in descs:
         ss = SystemStream(d.system, d.physical_name)
         for kind, serde in (("msg", d.serde), ("key", d.key_serde)):

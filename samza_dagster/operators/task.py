@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from samza_dagster.application.kv import KV
 from samza_dagster.application.specs import (
@@ -73,6 +74,15 @@ class _MessageDecoder:
         return True
 
 
+@runtime_checkable
+class InitableFunction(Protocol):
+    """A user function object of the high-level API with Samza's ``init(context)``."""
+
+    def __call__(self, *args: Any) -> Any: ...
+
+    def init(self, context: TaskContext) -> None: ...
+
+
 class OperatorTask:
     """StreamTask + WindowableTask + InitableTask + EndOfStreamListenerTask over the graph."""
 
@@ -123,13 +133,14 @@ class OperatorTask:
 
         # intermediate streams: decoder + control handler
         configured = SerdeRegistry(config)
-        intermediate_ssps = []
+        intermediate_ssps: list[SystemStreamPartition] = []
         for spec in app.input_operators.values():
             if spec.op_id not in prepared.op_ids:
                 continue
             ss = stream_of_id[spec.stream_id]
             if spec.is_intermediate:
-                ti.set_stream_decoder(ss, IntermediateStreamDecoder(*prepared.intermediate_serdes(spec.stream_id), make_kv=KV))
+                key_serde, msg_serde = prepared.intermediate_serdes(spec.stream_id)
+                ti.set_stream_decoder(ss, IntermediateStreamDecoder(key_serde, msg_serde, make_kv=KV))
                 intermediate_ssps.extend(by_stream.get(ss, ()))
             elif spec.serde is not None or spec.key_serde is not None:
                 ti.set_stream_decoder(ss, _MessageDecoder(
@@ -214,26 +225,30 @@ class OperatorTask:
     def _downstream(self, spec: OperatorSpec) -> Any:
         return impl.fan_out([self._build(d, spec) for d in spec.registered_operator_specs])
 
+    def _initialised(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Samza's InitableFunction: a function object with ``init(context)`` gets the task's
+        context before its first message — its metrics_registry, stores, config. Each task gets
+        its own copy, as Samza deserializes the operator spec per task: a counter the function
+        registers then counts that task's messages, not the container's."""
+        if not isinstance(fn, InitableFunction):
+            return fn
+        own = copy.copy(fn)
+        own.init(self.context)
+        return own
+
     def _make(self, spec: OperatorSpec) -> Any:
-        fn = getattr(spec, "fn", None)
-        if callable(getattr(fn, "init", None)):
-            # Samza's InitableFunction: a function object with ``init(context)`` gets the task's
-            # context before its first message — its metrics_registry, stores, config. Each task
-            # gets its own copy, as Samza deserializes the operator spec per task: a counter the
-            # function registers then counts that task's messages, not the container's.
-            fn = copy.copy(fn)
-            fn.init(self.context)
         if isinstance(spec, MapOperatorSpec):
-            return impl.map_op(fn, self._downstream(spec))
+            return impl.map_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, FilterOperatorSpec):
-            return impl.filter_op(fn, self._downstream(spec))
+            return impl.filter_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, FlatMapOperatorSpec):
-            return impl.flat_map_op(fn, self._downstream(spec))
+            return impl.flat_map_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, MergeOperatorSpec):
             return self._downstream(spec)
         if isinstance(spec, SinkOperatorSpec):
+            sink = self._initialised(spec.fn)
             collector, coordinator = self.collector, self.coordinator
-            return lambda m: fn(m, collector, coordinator)
+            return lambda m: sink(m, collector, coordinator)
         if isinstance(spec, OutputOperatorSpec):
             out = spec.output_stream
             return impl.SendToStream(
@@ -254,6 +269,7 @@ class OperatorTask:
             self.timed.append((op, upstream))
             return op
         if isinstance(spec, StreamTableJoinOperatorSpec):
+            fn = self._initialised(spec.fn)
             store = self.context.get_store(store_name("table-" + spec.table_spec.table_id))
             return impl.StreamTableJoin(store, fn, spec.key_fn, self._downstream(spec))
         if isinstance(spec, SendToTableOperatorSpec):

@@ -185,6 +185,7 @@ def run_samza_job(
     for line in bootstrap.live_progress(cfg, bootstrap_inputs):
         context.log.info(f"job {job_name}: before the run, {line.line()}")
     started = time.monotonic()
+    runner_md: dict[str, Any]
     if runner_factory is not None:
         runner, runner_md = runner_factory(cfg), {}
     else:
@@ -199,8 +200,8 @@ def run_samza_job(
         if follower is not None:
             follower.stop()
     if outcome.error is not None:
-        exc = outcome.error
-        raise dg.Failure(description=f"job {job_name} failed: {type(exc).__name__}: {exc}") from exc
+        failed = outcome.error
+        raise dg.Failure(description=f"job {job_name} failed: {type(failed).__name__}: {failed}") from failed
     result: JobResult | None = outcome.result
     if result is None:  # a runner returns a JobResult or raises; this is a runner bug
         raise dg.Failure(description=f"job {job_name}: its runner ended without a result")

@@ -323,6 +323,8 @@ class BootstrappingChooser(MessageChooser):
             entry["caught_up"] = False
             start = lagging.last_offset if lagging.last_offset is not None else self._registered.get(ssp)
             try:
+                if start is None:
+                    raise ValueError("no offset to count from")
                 behind = int(lagging.newest) - int(start) + (0 if lagging.last_offset is not None else 1)
             except (TypeError, ValueError):
                 entry["messages_behind"] = None

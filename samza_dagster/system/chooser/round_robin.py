@@ -21,7 +21,7 @@ class RoundRobinChooser(MessageChooser):
     def __init__(self) -> None:
         self._queue: deque[IncomingMessageEnvelope] = deque()
         # Bound methods stored once: update is then a direct C call, with no Python frame.
-        self.update = self._queue.append  # type: ignore[method-assign]
+        self.update = self._queue.append  # type: ignore[method-assign,assignment]  # deque.append for the method
         self._popleft = self._queue.popleft
 
     def choose(self) -> IncomingMessageEnvelope | None:
