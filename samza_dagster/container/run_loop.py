@@ -333,13 +333,13 @@ class RunLoop(ScheduledMode):
             for w in self.workers.values():
                 if w.ti.is_windowable and not w.done:
                     w.window_due = True
-            self._next_window = now + self.window_s  # type: ignore[operator]
+            self._next_window = now + (self.window_s or float("inf"))  # only due when window_s is set
             everyone = True
         if now >= self._next_commit:
             for w in self.workers.values():
                 if not w.done:
                     w.commit_due = True
-            self._next_commit = now + self.commit_s  # type: ignore[operator]
+            self._next_commit = now + (self.commit_s or float("inf"))  # only due when commit_s is set
             everyone = True
         self._next_deadline = self._compute_deadline()
         req = self.requests

@@ -85,7 +85,7 @@ class TaskInstance:
     def __init__(
         self,
         task_name: str,
-        task: Any,
+        task: object,
         ssps: frozenset[SystemStreamPartition],
         *,
         config: Config,
@@ -104,8 +104,10 @@ class TaskInstance:
         self.task = task
         self.ssps = ssps
         self.is_async = is_async_task(task)
-        self.is_windowable = is_windowable(task)
-        self.is_eos_listener = is_end_of_stream_listener(task)
+        #: the task's window / end-of-stream hooks, when it has them
+        self._window = task.window if is_windowable(task) else None
+        self._on_end_of_stream = task.on_end_of_stream if is_end_of_stream_listener(task) else None
+        self.is_windowable = self._window is not None
         self.metrics = TaskMetrics(task_name, ssps)
         self.metrics_registry = MetricsRegistry(task_source(task_name))
         self.collector = MessageCollector(task_name, producers, serdes)
@@ -189,9 +191,6 @@ class TaskInstance:
             self.last_processed[ssp] = offset
 
     # -- per message ---------------------------------------------------------------------------
-    def needs_decoding(self, ssp: SystemStreamPartition) -> bool:
-        return self._decoders.get(ssp) is not None
-
     def prepare(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
         """Deserialize ``envelope`` in place. None when there is nothing to give the task
         (a dropped bad message or a consumed control message): its offset still counts as
@@ -286,7 +285,8 @@ class TaskInstance:
     def window(self) -> None:
         t0 = time.perf_counter()
         try:
-            self.task.window(self.collector, self.coordinator)
+            assert self._window is not None  # the run loop windows windowable tasks only
+            self._window(self.collector, self.coordinator)
         except Exception as exc:
             raise TaskProcessError(
                 f"task {self.task_name!r} failed in window(): {type(exc).__name__}: {exc}", self.task_name
@@ -296,9 +296,9 @@ class TaskInstance:
         self.uncommitted = True
 
     def end_of_stream(self) -> None:
-        if self.is_eos_listener:
+        if self._on_end_of_stream is not None:
             try:
-                self.task.on_end_of_stream(self.collector, self.coordinator)
+                self._on_end_of_stream(self.collector, self.coordinator)
             except Exception as exc:
                 raise TaskProcessError(
                     f"task {self.task_name!r} failed in on_end_of_stream(): {type(exc).__name__}: {exc}",

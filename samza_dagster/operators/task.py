@@ -210,7 +210,6 @@ class OperatorTask:
                 left = self.context.get_store(store_name(spec.op_id, "-L"))
                 right = self.context.get_store(store_name(spec.op_id, "-R"))
                 join = impl.StreamStreamJoin(self, spec, left, right, self.prepared.join_event_time, nxt, self.counters)
-                join.op_id = spec.op_id  # type: ignore[attr-defined]
                 self._built[id(spec)] = join
                 self.joins.append(join)
                 self.timed.append((join, self.upstream_ssps.get(spec.op_id, frozenset())))
@@ -260,9 +259,8 @@ class OperatorTask:
             ss = SystemStream(out.system, out.physical_name)
             op = impl.PartitionBy(
                 self, ss, self.prepared.partitions(out.stream_id), spec.key_fn, spec.value_fn, key_serde, msg_serde,
-                self.sender.producers[out.system], self.task_name,
+                self.sender.producers[out.system], self.task_name, spec.op_id,
             )
-            op.op_id = spec.op_id  # type: ignore[attr-defined]
             op.task_count = self.job_counts.get(ss, 0)
             upstream = self.upstream_ssps.get(spec.op_id, frozenset())
             self.partition_bys.append((op, upstream))
@@ -333,7 +331,7 @@ class OperatorTask:
         for op, ssps in self.timed:
             if op_ended(op) or not ssps or not ssps <= ended:
                 continue
-            op.ended = True  # type: ignore[attr-defined]
+            op.ended = True
             if isinstance(op, impl.PartitionBy):
                 if op.task_count:
                     self.sender.send_end_of_stream(op.stream, op.partitions, op.task_count)
@@ -352,7 +350,7 @@ class OperatorTask:
         for w in self.windows:
             out[w.op_id] = {"late_messages": w.late_messages}
         for j in self.joins:
-            out[j.op_id] = {"expired": j.expired}  # type: ignore[attr-defined]
+            out[j.op_id] = {"expired": j.expired}
         return out
 
 

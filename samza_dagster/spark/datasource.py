@@ -159,7 +159,8 @@ class SamzaReader(DataSourceReader):
     def partitions(self) -> list[SamzaInputPartition]:
         return [SamzaInputPartition(p, start, end) for p, (start, end) in sorted(self.ranges.items())]
 
-    def read(self, partition: SamzaInputPartition) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, SamzaInputPartition)  # Spark hands back what partitions() made
         if partition.start >= partition.end:
             return iter(())
         chunks = self._chunks(partition)
@@ -227,7 +228,7 @@ class SamzaReader(DataSourceReader):
                 key = env.key
                 if key_serde is not None and key is not None:
                     key = key_serde.from_bytes(key)
-                row = []
+                row: list[object] = []  # the columns of the requested fields, of their own types
                 for name in names:
                     if name == "partition":
                         row.append(partition)

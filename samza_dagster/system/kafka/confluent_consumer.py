@@ -324,7 +324,6 @@ class ConfluentSystemConsumer:
         envelope = IncomingMessageEnvelope
         last_key: tuple[str, int] | None = None
         batch: list[IncomingMessageEnvelope] = []
-        ssp: SystemStreamPartition | None = None
         for m in messages:
             error = m.error()
             if error is not None:

@@ -238,7 +238,7 @@ def _release_parked_records(consumer: Any) -> None:
     Once per poll, not per message; a no-op on kafka-python versions without these attributes.
     """
     fetcher = getattr(consumer, "_fetcher", None)
-    if getattr(fetcher, "_paused_partition_records", None):
+    if fetcher is not None and getattr(fetcher, "_paused_partition_records", None):
         current = getattr(fetcher, "_next_partition_records", None)
         if current is not None and not current:
             fetcher._next_partition_records = None
