@@ -52,7 +52,7 @@ from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir
 from samza_dagster.system.chooser import DefaultChooser
-from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
+from samza_dagster.system.chooser.base import MessageChooser, chooser_from_factory, load_chooser_factory
 from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
@@ -230,8 +230,8 @@ class SamzaContainer:
             self.tasks[name].request_checkpoint()
         for ti in self.tasks.values():  # a task's own choice (TaskContext.set_start_offset) wins
             starting.update(ti.context.start_offsets)
-        self._start_consumers(plan, metadata, starting)
-        run_loop = self.run_loop = self._create_run_loop(plan)
+        consumers = self._start_consumers(plan, metadata, starting)
+        run_loop = self.run_loop = self._create_run_loop(plan, consumers)
         self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored, starting)
         self.side_inputs.start()
         if self.stop_event.is_set():
@@ -332,8 +332,8 @@ class SamzaContainer:
 
     def _start_consumers(
         self, plan: ContainerPlan, metadata: dict[SystemStream, SystemStreamMetadata], starting: dict[SystemStreamPartition, str]
-    ) -> None:
-        """SystemConsumers over one consumer per input system, with the chooser."""
+    ) -> SystemConsumers:
+        """SystemConsumers over one consumer per input system, with the chooser, started."""
         for system in plan.input_systems:
             consumer = self._consumers_by_system[system] = self._new_consumer(system)
             snapshot = getattr(consumer, "metrics_snapshot", None)
@@ -345,19 +345,21 @@ class SamzaContainer:
             kwargs["buffer_capacity_per_ssp"] = buffer
         systems = SystemConfig(self.config)
         thresholds = {s: FetchThreshold(*systems.fetch_threshold(s)) for s in plan.input_systems}
-        self.consumers = SystemConsumers(
+        # kept before it starts: a failed start is stopped at shutdown
+        consumers = self.consumers = SystemConsumers(
             self._chooser(metadata), self._consumers_by_system, metrics=self._consumer_metrics,
             fetch_thresholds=thresholds, **kwargs
         )
         for ssp in sorted(plan.input_ssps):
-            self.consumers.register(ssp, starting[ssp])
-        self.consumers.start()
+            consumers.register(ssp, starting[ssp])
+        consumers.start()
+        return consumers
 
-    def _create_run_loop(self, plan: ContainerPlan) -> RunLoop:
+    def _create_run_loop(self, plan: ContainerPlan, consumers: SystemConsumers) -> RunLoop:
         task_cfg = plan.task
         return RunLoop(
             self.tasks,
-            self.consumers,
+            consumers,
             commit=self._commit,
             requests=self.requests,
             window_ms=task_cfg.window_ms,
@@ -370,7 +372,7 @@ class SamzaContainer:
             shutdown_ms=task_cfg.shutdown_ms,
         )
 
-    def _chooser(self, metadata: dict[SystemStream, SystemStreamMetadata]) -> Any:
+    def _chooser(self, metadata: dict[SystemStream, SystemStreamMetadata]) -> MessageChooser:
         factory = load_chooser_factory(self.config)
         if factory is not None:
             return chooser_from_factory(factory, self.config, None)

@@ -34,7 +34,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from samza_dagster.container.completions import Completion
 from samza_dagster.container.metrics import ContainerMetrics
@@ -42,6 +41,7 @@ from samza_dagster.container.scheduled import ScheduledMode
 from samza_dagster.container.task_instance import InlineBinding, TaskInstance
 from samza_dagster.container.task_worker import TaskWorker
 from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.callback import TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
 
@@ -62,7 +62,7 @@ class RunLoop(ScheduledMode):
     def __init__(
         self,
         tasks: dict[str, TaskInstance],
-        consumers: Any,
+        consumers: SystemConsumers,
         *,
         commit: Callable[[list[TaskInstance]], None],
         requests: ContainerRequests,

@@ -24,14 +24,14 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from samza_dagster.container.completions import CallbackFailed, Completion, ProcessDone, WindowDone, complete
 from samza_dagster.container.errors import CallbackTimeoutError, ContainerError, TaskProcessError, coordinates
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.container.task_worker import InFlight, TaskWorker
-from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.callback import CallbackError, TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
 
@@ -52,7 +52,7 @@ class ScheduledMode:
 
     tasks: dict[str, TaskInstance]
     workers: dict[str, TaskWorker]
-    consumers: Any
+    consumers: SystemConsumers
     requests: ContainerRequests
     metrics: ContainerMetrics
     max_concurrency: int
@@ -184,7 +184,7 @@ class ScheduledMode:
             metrics.null_chooses += 1
 
     # -- starting a message ---------------------------------------------------------------------
-    def _start(self, w: TaskWorker, envelope: Any) -> None:
+    def _start(self, w: TaskWorker, envelope: IncomingMessageEnvelope) -> None:
         """Start processing ``envelope``: deserialize on the loop thread, then process inline
         (no pool), in the pool (sync task) or via process_async (async task)."""
         ssp = envelope.ssp
@@ -220,7 +220,9 @@ class ScheduledMode:
             complete(w, ssp, entry)
 
     # -- other threads: hand work back ----------------------------------------------------------
-    def _process_in_pool(self, w: TaskWorker, env: Any, ssp: SystemStreamPartition, entry: InFlight) -> None:
+    def _process_in_pool(
+        self, w: TaskWorker, env: IncomingMessageEnvelope, ssp: SystemStreamPartition, entry: InFlight
+    ) -> None:
         t0 = time.perf_counter()
         exc: BaseException | None = None
         try:

@@ -48,6 +48,7 @@ from samza_dagster.task.api import (
     is_initable,
     is_windowable,
 )
+from samza_dagster.task.callback import TaskCallback
 from samza_dagster.task.collector import MessageCollector
 from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
 
@@ -253,7 +254,7 @@ class TaskInstance:
         self._processed[ssp] += 1
         self.uncommitted = True
 
-    def call_process(self, envelope: IncomingMessageEnvelope, callback: Any = None) -> None:
+    def call_process(self, envelope: IncomingMessageEnvelope, callback: TaskCallback | None = None) -> None:
         if callback is None:
             self._process(envelope, self.collector, self.coordinator)
         else:
