@@ -102,6 +102,7 @@ class InternalTaskContext(TaskContext):
         #: None only for a TaskInstance built outside a container (unit tests of one task)
         self.job_model = job_model
         self.producers = producers
+        #: the checkpoint the task starts from (read back at start; later ones are its TaskInstance's)
         self.last_checkpoint = last_checkpoint
         #: the task's engine counters (``counters``: the operators' own, e.g. late messages)
         self.metrics = metrics
