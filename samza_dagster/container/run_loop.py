@@ -354,8 +354,7 @@ class RunLoop(ScheduledMode):
         tasks = self.workers
         asked = [tasks[name] for name in dict.fromkeys(names)]
         for w in asked:
-            if w.ti.coordinator.commit_requested:
-                w.ti.coordinator.commit_requested = False
+            if w.ti.coordinator.take_commit_request():
                 w.commit_due = True
         return tasks.values() if everyone else asked
 
