@@ -13,7 +13,7 @@ import time
 
 from samza_dagster.config import Config
 from samza_dagster.container import ContainerStatus, SamzaContainer
-from samza_dagster.coordinator.model_builder import build_job_model
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.system import inmemory
 from samza_dagster.system.factories import system_factory

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.config.config import Config
 from samza_dagster.container.metrics import TaskMetrics
-from samza_dagster.coordinator.job_model import JobModel
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.storage.kv import KeyValueStore

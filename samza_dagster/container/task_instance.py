@@ -34,7 +34,7 @@ from samza_dagster.container.dead_letter import DeadLetterSender
 from samza_dagster.container.errors import DeserializationError, TaskProcessError, coordinates
 from samza_dagster.container.internal_context import ControlMessageHandling, InternalTaskContext, MessageDecoder
 from samza_dagster.container.metrics import TaskMetrics, register_store_metrics, register_task_metrics
-from samza_dagster.coordinator.job_model import JobModel
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.metrics.registry import MetricsRegistry, task_source
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry
