@@ -46,7 +46,7 @@ def to_wire(obj: Any) -> Any:
             out.update(extras())
         return out
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return {name: to_wire(value) for name, value in zip(obj._fields, obj)}
+        return {name: to_wire(value) for name, value in zip(obj._fields, obj, strict=True)}
     if isinstance(obj, (set, frozenset)):
         return [to_wire(v) for v in sorted(obj)]
     if isinstance(obj, (list, tuple)):

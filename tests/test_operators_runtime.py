@@ -10,13 +10,12 @@ from collections import Counter
 
 import pytest
 
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.planner import plan_from_config
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.partitioner import partition_for_key
 from support.hl_harness import bounded, counter, create, produce, read_all, run, statuses, task_names
 from tests.hl_apps import base
-
 
 pytestmark = pytest.mark.timeout(120)
 

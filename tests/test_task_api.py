@@ -8,6 +8,7 @@ import pytest
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.container import ContainerStatus, DeserializationError, SamzaContainer
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.serde import SerdeRegistry
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream, inmemory
 from samza_dagster.system.inmemory import InMemorySystemFactory
@@ -19,7 +20,6 @@ from samza_dagster.task import (
     TaskCallback,
     UnknownSystemError,
 )
-from samza_dagster.model import SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
 from samza_dagster.task.errors import NotTheTasksPartitionError
 from tests.apps.harness import FnTaskFactory, create_stream, inmemory_config, job_model, produce, read_checkpoints

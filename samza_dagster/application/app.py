@@ -17,6 +17,7 @@ from typing import Any
 from samza_dagster.application.descriptors import InputDescriptor, OutputDescriptor, SystemDescriptor, TableDescriptor
 from samza_dagster.application.errors import ApplicationError
 from samza_dagster.application.graph import find_cycle
+from samza_dagster.application.message_stream import MessageStream, OutputStream, Table
 from samza_dagster.application.specs import (
     INPUT,
     PARTITION_BY,
@@ -26,7 +27,6 @@ from samza_dagster.application.specs import (
     PartitionByOperatorSpec,
     TableSpec,
 )
-from samza_dagster.application.message_stream import MessageStream, OutputStream, Table
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig, SystemConfig

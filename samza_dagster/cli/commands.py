@@ -22,13 +22,12 @@ from samza_dagster.config import Config, ConfigError, parse_overrides
 from samza_dagster.config.deployment import apply_deployment
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.coordinator.commands import run_job_coordinator
-from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.planner import plan_from_config
 from samza_dagster.runtime import run_job
 from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.runtime.provision import provision_streams
-
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DEMO_ENTRY_POINT_GROUP = "samza_dagster.demo"

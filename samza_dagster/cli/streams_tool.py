@@ -25,11 +25,16 @@ from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
-from samza_dagster.system.factories import system_admin
+from samza_dagster.system import (
+    OutgoingMessageEnvelope,
+    StreamSpec,
+    SystemStream,
+    SystemStreamPartition,
+    system_factory,
+)
 from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.factories import system_admin
 from samza_dagster.system.positions import position_reached
-
 
 TAIL_TIMEOUT_S = 30.0
 

@@ -46,10 +46,11 @@ from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out
 from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
-from samza_dagster.startpoint.container import ContainerStartpoints
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.model.job_model import JobModel
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
+from samza_dagster.startpoint.container import ContainerStartpoints
 from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir
 from samza_dagster.system.chooser import DefaultChooser
 from samza_dagster.system.chooser.base import MessageChooser, chooser_from_factory, load_chooser_factory
@@ -57,7 +58,6 @@ from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
 from samza_dagster.system.ssp_metadata import ssp_metadata
-from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests
 from samza_dagster.task.factory import TaskFactory
 

@@ -35,6 +35,7 @@ from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.callback import CallbackError, TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
 
+
 @dataclass(slots=True)
 class _Pass:
     """What one scheduling pass over the tasks found."""

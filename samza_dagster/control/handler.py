@@ -23,8 +23,8 @@ from samza_dagster.control.end_of_stream import EndOfStreamStates
 from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
 from samza_dagster.control.serde import IntermediateMessageSerde
 from samza_dagster.control.watermark import WatermarkStates
-from samza_dagster.serde.serdes import Serde
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.serde.serdes import Serde
 
 
 class IntermediateStreamDecoder:

@@ -60,7 +60,7 @@ def encode_control_message(message: EndOfStreamMessage | WatermarkMessage) -> by
         if not _is_int(message.timestamp):
             raise ControlMessageError(f"watermark timestamp must be an int (ms), got {message.timestamp!r}")
         body = _encode_header(message.task_name, message.task_count, message.version)
-        return _WATERMARK_PREFIX + f'{body},"timestamp":{message.timestamp}}}'.encode("utf-8")
+        return _WATERMARK_PREFIX + f'{body},"timestamp":{message.timestamp}}}'.encode()
     raise ControlMessageError(f"not a control message: {type(message).__name__}")
 
 

@@ -42,16 +42,15 @@ from samza_dagster.application.specs import (
     PartitionByOperatorSpec,
     TableSpec,
 )
-from samza_dagster.config import Config, ConfigError
-from samza_dagster.config import keys
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.container import SamzaContainer
+from samza_dagster.model import StreamSpec, SystemStream
 from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
 from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import StreamSpec, SystemStream
 
 STAGE_KEY = keys.APP_STAGE.name
 ORIGINAL_JOB_NAME_KEY = keys.APP_STAGE_JOB_NAME.name

@@ -44,12 +44,12 @@ from samza_dagster.control.handler import ControlMessageHandler, IntermediateStr
 from samza_dagster.control.sender import ControlMessageSender
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
 from samza_dagster.control.watermark_source import InputWatermarks
+from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.operators import impl
 from samza_dagster.operators.analysis import store_name
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.task.context import TaskContext
 
 _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back

@@ -28,6 +28,8 @@ import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.metrics.stream_reader import MetricsStreamFollower
+from samza_dagster.model import StreamSpec
 from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
@@ -41,10 +43,8 @@ from samza_dagster.orchestration.single_run import claim_job_instance, job_insta
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.runtime import create_runner
-from samza_dagster.system.errors import SystemUnavailableError
-from samza_dagster.model import StreamSpec
 from samza_dagster.runtime.result import JobResult
-from samza_dagster.metrics.stream_reader import MetricsStreamFollower
+from samza_dagster.system.errors import SystemUnavailableError
 
 #: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"

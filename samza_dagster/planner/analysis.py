@@ -114,7 +114,7 @@ def analyze(app: StreamApplicationDescriptor) -> GraphAnalysis:
     # Phase 1b: input → joins reached through the virtual connections.
     join_inputs: dict[int, tuple[OperatorSpec, list[str]]] = {}
     upstream: dict[str, set[str]] = {}
-    for spec, root in zip(inputs, roots):
+    for spec, root in zip(inputs, roots, strict=True):
         reach = _ReachVisitor()
         traverse(root, reach, connector)
         for join in reach.joins:

@@ -335,7 +335,7 @@ class SamzaWriter(DataSourceArrowWriter):
                 if value_columns:
                     picked = [cols[c] for c in value_columns]
                     values: list[Any] = [
-                        dumps(dict(zip(value_columns, row))).encode("utf-8") for row in zip(*picked)
+                        dumps(dict(zip(value_columns, row, strict=True))).encode("utf-8") for row in zip(*picked, strict=True)
                     ]
                 else:
                     values = cols["value"]

@@ -18,10 +18,10 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.coordinator.model.job_model import TaskModel
-from samza_dagster.startpoint.startpoint import Startpoint
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.startpoint.manager import StartpointManager
 from samza_dagster.startpoint.resolver import resolve_startpoints
-from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
+from samza_dagster.startpoint.startpoint import Startpoint
 
 log = logging.getLogger(__name__)
 

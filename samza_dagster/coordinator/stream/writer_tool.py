@@ -7,7 +7,11 @@ from __future__ import annotations
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.coordinator.stream.messages import SET_CONFIG, CoordinatorStreamMessage
-from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.stream.reader_writer import (
+    CoordinatorStreamLocation,
+    CoordinatorStreamReader,
+    CoordinatorStreamWriter,
+)
 from samza_dagster.coordinator.stream.submission import check_set_once
 
 SOURCE = "coordinator-stream-writer"

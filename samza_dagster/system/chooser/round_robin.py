@@ -11,8 +11,8 @@ from collections import deque
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory
 from samza_dagster.model import IncomingMessageEnvelope
+from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory
 
 
 class RoundRobinChooser(MessageChooser):

@@ -44,8 +44,8 @@ from typing import Any
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
 from samza_dagster.system.chooser.errors import ChooserError
 
 MAX_SKEW_KEY = keys.TASK_CHOOSER_MAX_SKEW_MS.name

@@ -39,11 +39,11 @@ from collections import deque
 from collections.abc import Callable
 
 from samza_dagster.config.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import MessageTypeError, StreamNotFoundError, SystemWriteError, WrongSystemError
 from samza_dagster.system.log import formats, storage, transactions
 from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
-from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
 
 log = logging.getLogger(__name__)
