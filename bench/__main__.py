@@ -88,8 +88,15 @@ def run(args: argparse.Namespace) -> list[Section]:
         log(f"{key}: {section.result} — {'met' if section.met else 'NOT met' if section.met is False else 'not measured'}")
 
     try:
-        from bench import (bench_container, bench_kafka, bench_latency, bench_planner, bench_scale, bench_spark_runner,
-                           bench_streams)
+        from bench import (
+            bench_container,
+            bench_kafka,
+            bench_latency,
+            bench_planner,
+            bench_scale,
+            bench_spark_runner,
+            bench_streams,
+        )
 
         add("B7", lambda: bench_planner.runner_section(max(args.repetitions, 3 if not args.smoke else 1), log))
         add("B1", lambda: bench_container.runner_section(
@@ -170,7 +177,7 @@ def update_report(previous: str, sections: list[Section], started: str, load_bef
         block = f"<!-- bench:{s.key} -->\n{s.markdown()}\n\n{note}\n<!-- /bench:{s.key} -->"
         pattern = re.compile(rf"<!-- bench:{s.key} -->.*?<!-- /bench:{s.key} -->", re.DOTALL)
         if pattern.search(text):
-            text = pattern.sub(lambda _m: block, text)
+            text = pattern.sub(lambda _m, block=block: block, text)
         elif "\n## Profiles behind" in text:  # a benchmark new to the report: before the profiles
             at = text.index("\n## Profiles behind") + 1
             text = text[:at] + block + "\n\n" + text[at:]
@@ -178,7 +185,7 @@ def update_report(previous: str, sections: list[Section], started: str, load_bef
             text = text.rstrip("\n") + "\n\n" + block + "\n"
         row = re.compile(rf"^\| {s.key} \|.*$", re.MULTILINE)
         if row.search(text):
-            text = row.sub(lambda _m: summary_row(s), text)
+            text = row.sub(lambda _m, s=s: summary_row(s), text)
         else:  # a benchmark new to the report: its row after the summary's last one
             rows = list(re.finditer(r"^\| B\d+ \|.*$", text, re.MULTILINE))
             if rows:

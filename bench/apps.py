@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from samza_dagster.application import KV, StreamApplication, SystemDescriptor
-from samza_dagster.serde import JsonSerde
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.serde import JsonSerde
 
 
 class PipelineApp(StreamApplication):

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
-
-import sys
 
 from bench.report import machine_line, summarize, write_section
 from samza_dagster.config import Config

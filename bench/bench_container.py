@@ -20,8 +20,8 @@ from bench.report import command_line, fmt_rate, machine_line, summarize, write_
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
 from samza_dagster.coordinator.model.builder import build_job_model
-from samza_dagster.system.factories import system_factory
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system.factories import system_factory
 
 PARTITIONS = 4
 
@@ -210,7 +210,7 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print,
         "engine": lambda rep: isolated("bench.bench_container:child_container", root=root, messages=messages, run=rep),
     }, log)
     raw, eng = column(runs["raw"], "rate"), column(runs["engine"], "rate")
-    ratios = [e / r for e, r in zip(eng, raw)]
+    ratios = [e / r for e, r in zip(eng, raw, strict=True)]
     ratio = median(ratios)
     body = f"""
 {messages:,} messages of 100 bytes (no key) in a 4-partition log-system stream, bounded; one process per

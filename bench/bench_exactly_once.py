@@ -127,8 +127,8 @@ def main(messages: int = 200_000, repetitions: int = 3) -> None:
 
         out = alternate(repetitions, {"at-least-once": measure("at-least-once"), "exactly-once": measure("exactly-once")})
         alo, eos = column(out["at-least-once"], "rate"), column(out["exactly-once"], "rate")
-        ratios = [e / a for e, a in zip(eos, alo)]
-        cpu = [e / a for e, a in zip(column(out["exactly-once"], "cpu_s"), column(out["at-least-once"], "cpu_s"))]
+        ratios = [e / a for e, a in zip(eos, alo, strict=True)]
+        cpu = [e / a for e, a in zip(column(out["exactly-once"], "cpu_s"), column(out["at-least-once"], "cpu_s"), strict=True)]
         rows.append((workload, commit_ms, alo, eos, ratios, cpu))
     print(f"load average after: {load_average()}")
     print("\n| job | commit | at-least-once, msgs/s | exactly-once, msgs/s | rate, exactly-once / at-least-once "
@@ -166,8 +166,8 @@ def kafka_main(messages: int = 300_000, repetitions: int = 3) -> None:
             out = alternate(repetitions, {"at-least-once": measure("at-least-once"),
                                           "exactly-once": measure("exactly-once")})
             alo, eos = column(out["at-least-once"], "rate"), column(out["exactly-once"], "rate")
-            ratios = [e / a for e, a in zip(eos, alo)]
-            cpu = [e / a for e, a in zip(column(out["exactly-once"], "run_cpu_s"), column(out["at-least-once"], "run_cpu_s"))]
+            ratios = [e / a for e, a in zip(eos, alo, strict=True)]
+            cpu = [e / a for e, a in zip(column(out["exactly-once"], "run_cpu_s"), column(out["at-least-once"], "run_cpu_s"), strict=True)]
             rows.append((task, commit_ms, alo, eos, ratios, cpu))
     finally:
         broker.stop()

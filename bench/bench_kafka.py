@@ -95,7 +95,7 @@ def _engine_config(bootstrap: str, job: str, input_topic: str, output_topic: str
         "stores.counts.msg.serde": "long",
         "stores.counts.changelog": f"kafka.{job}-counts-changelog",
         "job.logged.store.base.dir": state,
-        "systems.kafka.streams.%s.samza.msg.serde" % output_topic: "long" if "Count" in task else "bytes",
+        f"systems.kafka.streams.{output_topic}.samza.msg.serde": "long" if "Count" in task else "bytes",
         "metrics.timer.enabled": "false",
     })
 
@@ -103,10 +103,9 @@ def _engine_config(bootstrap: str, job: str, input_topic: str, output_topic: str
 def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, task: str, state: str,
                  messages: int, stateful: bool, extra: dict[str, str] | None = None,
                  client: str = "confluent") -> dict[str, Any]:
+    from bench.harness import cpu_seconds
     from samza_dagster.container import SamzaContainer
     from samza_dagster.coordinator.model.builder import build_job_model
-
-    from bench.harness import cpu_seconds
 
     config = _engine_config(bootstrap, job, input_topic, output_topic, task, state)
     if not stateful:
@@ -247,11 +246,10 @@ def child_raw_confluent(bootstrap: str, input_topic: str, messages: int) -> dict
 def child_raw_system_consumer(bootstrap: str, input_topic: str, messages: int) -> dict[str, Any]:
     """The B1 way of a raw baseline: the system's own consumer (``ConfluentSystemConsumer``) in a
     bare poll loop — librdkafka plus an envelope per message, nothing of the engine's."""
+    from bench.harness import cpu_seconds
     from samza_dagster.config import Config
     from samza_dagster.model import SystemStreamPartition
     from samza_dagster.system.factories import system_factory
-
-    from bench.harness import cpu_seconds
 
     config = Config({"systems.kafka.samza.factory": "kafka", "systems.kafka.consumer.bootstrap.servers": bootstrap})
     consumer = system_factory(config, "kafka").get_consumer("kafka", config)
@@ -367,8 +365,7 @@ def _prepare(workdir: Path, messages: int, log) -> dict[str, Any]:
 
 def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, want=("B2", "B3"),
                    peers=("quix", "faust"), memory_messages: int = MEMORY_MESSAGES):
-    from bench.harness import (MeasurementError, Section, alternate, column, fmt, isolated, median,
-                               process_cpu_seconds)
+    from bench.harness import MeasurementError, Section, alternate, column, fmt, isolated, median, process_cpu_seconds
     from bench.kafka_util import create_topics
 
     setup = _prepare(workdir, messages, log)
@@ -439,7 +436,7 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
                 qx = column(runs["quix"], "rate")
                 rows.append(row(f"Quix Streams {_version('quixstreams')}: `apply(stateful=True)` + `to_topic`",
                                 runs["quix"]))
-                ratios = [e / q for e, q in zip(eng, qx)]
+                ratios = [e / q for e, q in zip(eng, qx, strict=True)]
                 ratio = median(ratios)
                 busy = median(column(runs["engine"], "busy"))
                 refetch = median(column(runs["engine"], "refetch_ratio"))
@@ -448,7 +445,7 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
                 met = ratio >= 1.5 and busy >= 0.9 and refetch <= 1.1
                 why = B2_WHY if not met else ""
                 rows.append(f"| engine (confluent) / Quix Streams, per repetition | {fmt(ratios, '.2f')} | | | | | |")
-                py_ratios = [e / q for e, q in zip(column(runs["engine-kafka-python"], "rate"), qx)]
+                py_ratios = [e / q for e, q in zip(column(runs["engine-kafka-python"], "rate"), qx, strict=True)]
                 rows.append(f"| engine (kafka-python) / Quix Streams, per repetition | {fmt(py_ratios, '.2f')} | | | | | |")
             if faust_runs:
                 fs = column(faust_runs, "rate")
@@ -508,9 +505,9 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
             per_core = column(runs, "rate_per_cpu_s")
             med = median(per_core)
             py_runs = all_runs["kafka-python"]
-            ratios = [e / r for e, r in zip(column(all_runs["consume-only"], "rate"), column(all_runs["raw"], "rate"))]
+            ratios = [e / r for e, r in zip(column(all_runs["consume-only"], "rate"), column(all_runs["raw"], "rate"), strict=True)]
             sys_ratios = [e / r for e, r in zip(column(all_runs["consume-only"], "rate"),
-                                                column(all_runs["raw-system"], "rate"))]
+                                                column(all_runs["raw-system"], "rate"), strict=True)]
 
             def cores(rs):
                 return [r["run_cpu_s"] / r["wall_s"] for r in rs]

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     full_med, compacted_med = summarize(times["full"])[0], summarize(times["compacted"])[0]
     speedup = full_med / compacted_med
     verdict = "met" if speedup >= 20 else "NOT met"
-    per_rep = ", ".join(f"{f / c:.0f}×" for f, c in zip(times["full"], times["compacted"]))
+    per_rep = ", ".join(f"{f / c:.0f}×" for f, c in zip(times["full"], times["compacted"], strict=True))
 
     def secs(values: list[float]) -> str:
         med, lo, hi = summarize(values)
@@ -187,7 +187,7 @@ Produce rate ({args.produce_updates:,} keyed messages, batch 1000, same run, mes
 `auto_vacuum=INCREMENTAL` (streams whose policy removes messages) {fmt_rate(produce["incremental"])},
 without (every other stream) {fmt_rate(produce["none"])} — ratio
 {summarize(produce["incremental"])[0] / summarize(produce["none"])[0]:.2f} (per repetition
-{", ".join(f"{a / b:.2f}" for a, b in zip(produce["incremental"], produce["none"]))}).
+{", ".join(f"{a / b:.2f}" for a, b in zip(produce["incremental"], produce["none"], strict=True))}).
 """
     print(markdown)
     if not args.no_report:

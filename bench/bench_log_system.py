@@ -24,8 +24,7 @@ import time
 from bench.report import fmt_rate, machine_line, summarize, write_section
 from samza_dagster.config import Config
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
-from samza_dagster.system.log import LogSystemFactory
-from samza_dagster.system.log import storage
+from samza_dagster.system.log import LogSystemFactory, storage
 from samza_dagster.system.log.formats import CURRENT
 
 PARTITIONS = 4
@@ -168,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         return f"{summarize(results[a])[0] / summarize(results[b])[0]:.2f}×"
 
     def per_rep(a: str, b: str) -> str:
-        return ", ".join(f"{x / y:.2f}" for x, y in zip(results[a], results[b]))
+        return ", ".join(f"{x / y:.2f}" for x, y in zip(results[a], results[b], strict=True))
 
     command = "python -m bench.bench_log_system" + (f" --messages {n}" if n != 1_000_000 else "") + (
         f" --repetitions {args.repetitions}" if args.repetitions != 3 else "") + (

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from bench.report import machine_line, write_section
 from samza_dagster.config import Config
-from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.container import SamzaContainer
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.runtime import run_job
 from support.hl_harness import create, produce
 

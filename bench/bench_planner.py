@@ -13,9 +13,8 @@ median of the runs (min–max). Target: 1000 operators planned in under 200 ms.
 from __future__ import annotations
 
 import argparse
-import time
-
 import sys
+import time
 
 from bench.report import machine_line, summarize, write_section
 from samza_dagster.application import (
@@ -99,7 +98,7 @@ def main() -> None:
     for target in (10, 100, 1000):
         blocks = max(1, round(target / OPS_PER_BLOCK))
         n_ops, d, p, j = measure(blocks, max(3, args.runs))
-        rows.append(f"| {n_ops} | {fmt(d)} | {fmt(p)} | {fmt(j)} | {fmt([a + b for a, b in zip(d, p)])} |")
+        rows.append(f"| {n_ops} | {fmt(d)} | {fmt(p)} | {fmt(j)} | {fmt([a + b for a, b in zip(d, p, strict=True)])} |")
         print(rows[-1], flush=True)
     markdown = "\n".join(
         [
@@ -122,13 +121,14 @@ def main() -> None:
 
 def runner_section(repetitions: int, log=print):
     """B7: plan a ~1000-operator application (83 blocks = 996 operators)."""
-    from bench.harness import Section, fmt as hfmt, median
+    from bench.harness import Section, median
+    from bench.harness import fmt as hfmt
 
     t0 = time.perf_counter()
     blocks = round(1000 / OPS_PER_BLOCK)
     measure(blocks, 1)  # warm-up: imports and first-call caches
     n_ops, d, p, j = measure(blocks, max(3, repetitions))
-    total = [a + b for a, b in zip(d, p)]
+    total = [a + b for a, b in zip(d, p, strict=True)]
     log(f"  {n_ops} operators: describe+plan {hfmt(total, '.1f')} ms")
     body = f"""
 An application of {n_ops} operators ({blocks} blocks of 12: 2 inputs, filter, map, stream-stream join, partition_by into a

@@ -13,8 +13,8 @@ message — what any reader of the log waits. Target (the issue): p99 < 1 s.
 from __future__ import annotations
 
 import json
-import statistics
 import shutil
+import statistics
 import sys
 import tempfile
 import threading

@@ -25,9 +25,9 @@ from pathlib import Path
 from bench.report import command_line, machine_line, write_section
 from samza_dagster.checkpoint import CheckpointManager, checkpoint_system
 from samza_dagster.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.runtime.process_runner import ProcessJobRunner
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 
 PARTITIONS = 2
 WORDS = [f"word{i:04d}" for i in range(1000)]

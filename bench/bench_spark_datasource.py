@@ -19,7 +19,13 @@ import time
 
 from bench.report import fmt_rate, machine_line, write_section
 from samza_dagster.config import Config
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
+from samza_dagster.system import (
+    OutgoingMessageEnvelope,
+    StreamSpec,
+    SystemStream,
+    SystemStreamPartition,
+    system_factory,
+)
 
 PARTITIONS = 4
 STREAM = "bench-spark"

@@ -23,8 +23,8 @@ import uuid
 
 from bench.report import command_line, machine_line, summarize, write_section
 from samza_dagster.config import Config
-from samza_dagster.system.factories import system_factory
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
+from samza_dagster.system.factories import system_factory
 from samza_dagster.task import InitableTask, StreamTask
 
 PARTITIONS = 4
@@ -197,7 +197,7 @@ def runner_section(messages: int, repetitions: int, workdir, log=print, work: in
     r = isolated("bench.bench_spark_runner:child_b6", root=str(workdir / "b6"), messages=messages,
                  repetitions=repetitions, work=work)
     one, two = r["one"], r["two"]
-    ratios = [a / b for a, b in zip(one, two)]
+    ratios = [a / b for a, b in zip(one, two, strict=True)]
     ratio = median(ratios)
     body = f"""
 A bounded job over {messages:,} messages in a 4-partition log stream ({work} hash rounds of CPU per message, copied to

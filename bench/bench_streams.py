@@ -178,7 +178,7 @@ def b4_section(repetitions: int, workdir: Path, log=print, rt_messages: int = 60
                                             priority=False, rt_messages=rt_messages, rt_rate=rt_rate,
                                             work_us=work_us),
     }, log)
-    ratios = [p / r for p, r in zip(column(runs["priority"], "p99_ms"), column(runs["round-robin"], "p99_ms"))]
+    ratios = [p / r for p, r in zip(column(runs["priority"], "p99_ms"), column(runs["round-robin"], "p99_ms"), strict=True)]
     ratio = median(ratios)
     capacity = 1e6 / work_us
     rows = "\n".join(
@@ -293,8 +293,8 @@ def b5_section(records: int, repetitions: int, workdir: Path, log=print):
                                       records=records, batch_size=1),
     }, log)
     raw, default, samza = (column(runs[k], "rate") for k in ("raw", "default", "samza"))
-    ratios = [e / r for e, r in zip(default, raw)]
-    samza_ratios = [e / r for e, r in zip(samza, raw)]
+    ratios = [e / r for e, r in zip(default, raw, strict=True)]
+    samza_ratios = [e / r for e, r in zip(samza, raw, strict=True)]
     ratio = median(ratios)
     body = f"""
 {records:,} records of 100 bytes in a {BATCH_PARTITIONS}-partition log stream marked `samza.bootstrap`, plus an

@@ -15,7 +15,13 @@ from typing import Any
 
 from samza_dagster.config import Config
 from samza_dagster.errors import ReadTimeoutError
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
+from samza_dagster.system import (
+    OutgoingMessageEnvelope,
+    StreamSpec,
+    SystemStream,
+    SystemStreamPartition,
+    system_factory,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -46,7 +46,7 @@ def to_wire(obj: Any) -> Any:
             out.update(extras())
         return out
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return {name: to_wire(value) for name, value in zip(obj._fields, obj)}
+        return {name: to_wire(value) for name, value in zip(obj._fields, obj, strict=True)}
     if isinstance(obj, (set, frozenset)):
         return [to_wire(v) for v in sorted(obj)]
     if isinstance(obj, (list, tuple)):
@@ -100,5 +100,7 @@ def _decode(tp: Any, value: Any) -> Any:
         if tp in (int, float, str, bool):
             return tp(value)
         if isinstance(value, Mapping):
-            return tp(value)
+            # a class built from its mapping (Config): a one-argument constructor
+            build: Callable[[Mapping[str, Any]], Any] = tp
+            return build(value)
     return value

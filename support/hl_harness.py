@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 from samza_dagster.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory
 from samza_dagster.system.positions import position_reached
-from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 
 
 def physical(config: Config, stream_id: str) -> str:

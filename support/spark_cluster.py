@@ -92,7 +92,7 @@ def start_cluster(work_dir: Path, *, cores: int = 2, memory: str = "2g", timeout
          "--memory", memory, "--webui-port", str(worker_ui), "--work-dir", str(work_dir / "work")],
     ]
     try:
-        for name, command in zip(("master", "worker"), commands):
+        for name, command in zip(("master", "worker"), commands, strict=True):
             log = open(work_dir / f"{name}.log", "wb")
             cluster.processes.append(subprocess.Popen(
                 [str(spark_class()), *command], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

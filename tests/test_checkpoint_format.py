@@ -8,8 +8,8 @@ import pytest
 
 from samza_dagster.checkpoint import Checkpoint, CheckpointError, checkpoint_stream_name
 from samza_dagster.container import SamzaContainer
-from samza_dagster.system import SystemStreamPartition, inmemory
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.system import SystemStreamPartition, inmemory
 from tests.apps.harness import create_stream, inmemory_config, job_model, produce, read_checkpoints
 
 

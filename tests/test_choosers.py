@@ -217,7 +217,7 @@ def test_time_aligned_skew_allows_bounded_disorder_only():
         assert e.event_time >= high - 30
         high = max(high, e.event_time)
     # ...and the skew is used: runs longer than one envelope happen.
-    assert any(a.ssp == b.ssp for a, b in zip(out, out[1:]))
+    assert any(a.ssp == b.ssp for a, b in zip(out, out[1:], strict=False))
 
 
 def test_time_aligned_catches_up_a_stream_far_behind_first():
@@ -255,7 +255,7 @@ def test_time_aligned_with_wrapped_alternates_untimed_and_timed():
     h.start()
     out = streams_of(h.drain())
     assert sorted(out) == ["a"] * 4 + ["b"] * 4
-    assert all(x != y for x, y in zip(out, out[1:]))
+    assert all(x != y for x, y in zip(out, out[1:], strict=False))
 
 
 # -- Bootstrapping -------------------------------------------------------------------------------

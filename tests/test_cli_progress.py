@@ -8,11 +8,11 @@ import io
 import time
 from pathlib import Path
 
+from jobs.stream_helpers import produce
 from samza_dagster.cli.progress import JobWatch, show_progress
 from samza_dagster.config import Config
 from samza_dagster.runtime import run_job
 from samza_dagster.runtime.provision import provision_streams
-from jobs.stream_helpers import produce
 
 MESSAGES = 300
 

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from jobs.stream_helpers import create_streams, produce, read_stream
 from samza_dagster.cli import main
 from samza_dagster.config import Config
+from samza_dagster.model import SystemStreamPartition
+from samza_dagster.runtime import run_job
+from samza_dagster.runtime.startpoints import list_startpoints
 from samza_dagster.startpoint.startpoint import (
     StartpointOldest,
     StartpointSpecific,
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from samza_dagster.runtime.startpoints import list_startpoints
-from samza_dagster.model import SystemStreamPartition
-from samza_dagster.runtime import run_job
-from jobs.stream_helpers import create_streams, produce, read_stream
 
 JOB = """job.name=startpoint-cli
 job.factory.class=thread

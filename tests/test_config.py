@@ -30,7 +30,7 @@ def test_typed_getter_error_names_key_and_value():
 
 def test_missing_required_key_is_named():
     with pytest.raises(ConfigError, match="job.name"):
-        JobConfig(Config({})).name
+        _ = JobConfig(Config({})).name
 
 
 def test_subset_strips_prefix():
@@ -81,7 +81,7 @@ def test_job_config_defaults_and_choices():
         "1", "spark", 1, "log", "group-by-partition",
     )
     with pytest.raises(ConfigError, match="job.factory.class.*thread, process, spark"):
-        JobConfig(Config({"job.factory.class": "yarn"})).factory
+        _ = JobConfig(Config({"job.factory.class": "yarn"})).factory
 
 
 def test_task_inputs_parse_and_reject_malformed_entries():
@@ -89,7 +89,7 @@ def test_task_inputs_parse_and_reject_malformed_entries():
         SystemStream("log", "a"), SystemStream("kafka", "b.c"),
     ]
     with pytest.raises(ConfigError, match="task.inputs.*system.stream"):
-        TaskConfig(Config({"task.inputs": "nodot"})).inputs
+        _ = TaskConfig(Config({"task.inputs": "nodot"})).inputs
 
 
 def test_stream_properties_by_stream_id_win_over_system_form():

@@ -72,7 +72,7 @@ def test_views_read_through_the_definitions():
     assert JobConfig(config).intermediate_stream_partitions == 7
     assert TaskConfig(config).chooser_class == "my.module:Factory"
     with pytest.raises(ConfigError, match="'job.intermediate.stream.partitions' must be at least 1, got 0"):
-        JobConfig(Config({"job.intermediate.stream.partitions": "0"})).intermediate_stream_partitions
+        _ = JobConfig(Config({"job.intermediate.stream.partitions": "0"})).intermediate_stream_partitions
 
 
 @pytest.mark.parametrize(("key", "meant"), [

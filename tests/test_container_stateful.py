@@ -86,7 +86,7 @@ def test_word_count_survives_a_restart_and_a_lost_state_directory(tmp_path):
     assert 40_000 <= done_first < n, done_first
     cps = read_checkpoints(config)
     assert sum(int(o) + 1 for cp in cps.values() for o in cp.offsets.values()) == done_first
-    for name, cp in cps.items():
+    for _name, cp in cps.items():
         (ssp, offset), = cp.changelog_offsets.values()
         assert ssp.stream == "wordcount-counts-changelog" and offset is not None
 

@@ -11,13 +11,13 @@ from collections import Counter
 import pytest
 
 from samza_dagster.control import EndOfStreamMessage, IntermediateMessageSerde
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.runtime.thread_runner import ThreadJobRunner
 from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from support.hl_harness import bounded, counter, create, produce, read_all, run, statuses, task_names
-from tests.hl_apps import base
 from support.waiting import wait_until
+from tests.hl_apps import base
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,7 +18,6 @@ from samza_dagster.control import (
 from samza_dagster.serde import BytesSerde, JsonSerde, SerdeError, StringSerde
 from samza_dagster.system import IncomingMessageEnvelope, SystemStreamPartition
 
-
 SERDE = IntermediateMessageSerde(JsonSerde())
 
 

@@ -4,10 +4,10 @@ embedded log system (as a user runs them from two terminals)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
-import re
 import time
 from pathlib import Path
 

@@ -11,8 +11,8 @@ import pytest
 from samza_dagster.config import Config
 from samza_dagster.coordinator import JobCoordinator, coordinator_stream_name
 from samza_dagster.coordinator.client import fetch_job_model, poll_version
-from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.coordinator.model.job_model import JobModel
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.system import StreamSpec, system_factory
 
 pytestmark = pytest.mark.kafka

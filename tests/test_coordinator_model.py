@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from samza_dagster.config import Config, ConfigError
+from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.coordinator.model.groupers import (
     assign_changelog_partitions,
     group_by_partition,
@@ -12,10 +13,10 @@ from samza_dagster.coordinator.model.groupers import (
     group_tasks_into_containers,
 )
 from samza_dagster.coordinator.model.job_model import JobModel
-from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.submission import SetOnceConfigChangeError, check_set_once, plan_submission
-from samza_dagster.model import SystemStream, SystemStreamPartition as SSP
+from samza_dagster.model import SystemStream
+from samza_dagster.model import SystemStreamPartition as SSP
 
 ORDERS = SystemStream("kafka", "orders")
 CLICKS = SystemStream("kafka", "clicks")

@@ -23,10 +23,10 @@ from samza_dagster.coordinator.client import (
     poll_version,
     write_container_host,
 )
-from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamReader
 from samza_dagster.coordinator.stream.submission import SetOnceConfigChangeError, submit_job_config
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, system_factory
 from samza_dagster.system.inmemory import InMemorySystemFactory
 from support.waiting import wait_until

@@ -13,10 +13,9 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
-from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.application import StreamApplication, SystemDescriptor
 from samza_dagster.config import Config
-from samza_dagster.orchestration import application_definitions, stream_assets
+from samza_dagster.orchestration import SamzaSystemsResource, SparkResource, application_definitions, stream_assets
 from samza_dagster.planner import ExecutionPlanner
 from samza_dagster.system import system_factory
 from samza_dagster.task import StreamTask

@@ -6,18 +6,22 @@ job op runs on the SparkResource's session (no second session start-up)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from jobs.stream_helpers import produce, read_stream
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import load_sentences, word_count
-from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
-from jobs.stream_helpers import produce, read_stream
-from samza_dagster.orchestration import application_definitions, reprocessing_backfill
+from samza_dagster.orchestration import (
+    SamzaSystemsResource,
+    SparkResource,
+    application_definitions,
+    reprocessing_backfill,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -25,7 +29,7 @@ DAYS = ["2024-03-01", "2024-03-02", "2024-03-03", "2024-03-05"]  # the 5th: noth
 
 
 def _ms(text: str) -> int:
-    return int(datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp() * 1000)
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
 
 #: (sentence, event time): the three backfilled days, their edges, and days outside them
@@ -41,7 +45,7 @@ PAST = [
 
 
 def _day(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,9 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import load_sentences
-from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
-from samza_dagster.orchestration import DagsterSettings, application_definitions
+from samza_dagster.orchestration import DagsterSettings, SamzaSystemsResource, application_definitions
 from samza_dagster.orchestration.supervision import next_progress_interval
 
 ROLE = "samza/role"

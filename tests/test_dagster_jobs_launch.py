@@ -103,11 +103,11 @@ def test_the_sample_spans_the_days_the_backfills_offer(code_location):
 
 def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location):
     defs, instance = code_location
+    from jobs.user_classification import definitions as user_classification
     from samza_dagster.config import Config
+    from samza_dagster.orchestration import SamzaSystemsResource
     from samza_dagster.orchestration.observation import observe_streams
     from samza_dagster.planner.plan import StreamInfo
-    from jobs.user_classification import definitions as user_classification
-    from samza_dagster.orchestration import SamzaSystemsResource
 
     config = SamzaSystemsResource().apply(Config.from_properties(user_classification.CONFIG_PATH))
     out = StreamInfo("user_country", "log", "user_country", 2, {"output"})

@@ -13,8 +13,7 @@ import dagster as dg
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences
 from samza_dagster.config import Config
-from samza_dagster.metrics import CONTAINER_GROUP
-from samza_dagster.metrics import latest_snapshots
+from samza_dagster.metrics import CONTAINER_GROUP, latest_snapshots
 from samza_dagster.model import SystemStream
 from samza_dagster.orchestration import JOB_INSTANCE_TAG, SamzaSystemsResource, application_definitions
 from samza_dagster.orchestration.assets import stream_key

@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from samza_dagster.orchestration import CoordinatorStreamResource, KafkaAdminResource, SamzaSystemsResource
 from samza_dagster.config import Config
+from samza_dagster.orchestration import CoordinatorStreamResource, KafkaAdminResource, SamzaSystemsResource
 from samza_dagster.system import SystemUnavailableError
 
 

@@ -7,23 +7,22 @@ is "nothing to reprocess" (the run succeeds saying so, naming the time) and move
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from samza_dagster.orchestration import SamzaSystemsResource
-from samza_dagster.config import Config
-from samza_dagster.startpoint.startpoint import StartpointTimestamp
-from samza_dagster.runtime.startpoints import list_startpoints
-from samza_dagster.orchestration import application_definitions, rewind_backfill
-from samza_dagster.runtime import run_job
 from jobs.stream_helpers import create_streams, produce, read_stream
+from samza_dagster.config import Config
+from samza_dagster.orchestration import SamzaSystemsResource, application_definitions, rewind_backfill
+from samza_dagster.runtime import run_job
+from samza_dagster.runtime.startpoints import list_startpoints
+from samza_dagster.startpoint.startpoint import StartpointTimestamp
 
 
 def _ms(text: str) -> int:
-    return int(datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp() * 1000)
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
 
 #: two messages a day from 2024-03-01 to 03-04, alternating between the two partitions

@@ -11,11 +11,10 @@ import dagster as dg
 import pytest
 
 from jobs.wordcount import definitions as wordcount
-from samza_dagster.orchestration import SamzaSystemsResource, SparkResource
 from samza_dagster.config import Config
-from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation
-from samza_dagster.orchestration import op_name, stream_assets
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
+from samza_dagster.orchestration import SamzaSystemsResource, SparkResource, op_name, stream_assets
 from samza_dagster.planner import configured_plan
 from samza_dagster.system import OutgoingMessageEnvelope, system_factory
 

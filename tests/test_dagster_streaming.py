@@ -15,12 +15,11 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
-from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config
 from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
-from samza_dagster.orchestration import JOB_INSTANCE_TAG, application_definitions
-from samza_dagster.orchestration.observation import checkpointed_offsets, observe_streams
+from samza_dagster.orchestration import JOB_INSTANCE_TAG, SamzaSystemsResource, application_definitions
 from samza_dagster.orchestration.assets import stream_key
+from samza_dagster.orchestration.observation import checkpointed_offsets, observe_streams
 from samza_dagster.planner.plan import StreamInfo
 from support.waiting import wait_until
 

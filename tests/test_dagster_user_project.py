@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import re
 import site
-from importlib import metadata
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import dagster as dg

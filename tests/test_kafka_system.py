@@ -154,11 +154,11 @@ def test_100k_keyed_messages_are_read_back_exactly_once_in_partition_order(kafka
     consumer.stop()
 
     seen = bytearray(total)
-    for ssp, envelopes in got.items():
+    for _ssp, envelopes in got.items():
         assert [int(e.offset) for e in envelopes] == list(range(len(envelopes)))  # dense, in order
         values = [int(e.message) for e in envelopes]
         assert values == sorted(values)  # per-partition order is send order
-        for e, value in zip(envelopes, values):
+        for e, value in zip(envelopes, values, strict=True):
             assert e.key == b"k%d" % (value % 997)
             assert e.event_time == 1_000 + value
             assert e.size == len(e.key) + len(e.message)

@@ -172,7 +172,12 @@ def test_the_reset_is_the_same_for_kafka_offsets(caplog):
     a partition whose log start moved past the checkpoint."""
     from samza_dagster.config.system_config import StreamConfig
     from samza_dagster.container.offset_reset import reset_out_of_range
-    from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition, SystemStreamPartitionMetadata
+    from samza_dagster.model import (
+        SystemStream,
+        SystemStreamMetadata,
+        SystemStreamPartition,
+        SystemStreamPartitionMetadata,
+    )
     from samza_dagster.system.kafka.admin import KafkaSystemAdmin
 
     ssp0, ssp1, ssp2 = (SystemStreamPartition("kafka", "t", p) for p in (0, 1, 2))

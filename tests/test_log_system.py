@@ -454,7 +454,7 @@ def test_linger_zero_writes_only_at_batch_size_or_flush(log):
 
 @pytest.mark.parametrize("value", ["-1", "soon"])
 def test_linger_setting_is_validated_naming_the_key(log, value):
-    with pytest.raises(ConfigError, match=r"systems\.%s\.log\.linger\.ms" % SYSTEM):
+    with pytest.raises(ConfigError, match=rf"systems\.{SYSTEM}\.log\.linger\.ms"):
         log.producer(log.configured(**{f"systems.{SYSTEM}.log.linger.ms": value}))
 
 
@@ -602,7 +602,7 @@ def test_two_writer_processes_keep_per_partition_order_and_dense_offsets(log, tm
     for writer in range(2):
         mine = [e.message for e in shared if e.message.startswith(b"%d:" % writer)]
         assert mine == [b"%d:%d" % (writer, i) for i in range(count)]
-    switches = sum(1 for a, b in zip(shared, shared[1:]) if a.message[:1] != b.message[:1])
+    switches = sum(1 for a, b in zip(shared, shared[1:], strict=False) if a.message[:1] != b.message[:1])
     assert switches >= 3, f"the writers hardly interleaved ({switches} switches)"
 
 

@@ -6,8 +6,7 @@ on any system)."""
 from __future__ import annotations
 
 from samza_dagster.config import Config
-from samza_dagster.metrics import KAFKA_CONSUMER_GROUP
-from samza_dagster.metrics import latest_snapshots
+from samza_dagster.metrics import KAFKA_CONSUMER_GROUP, latest_snapshots
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory

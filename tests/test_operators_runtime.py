@@ -10,13 +10,12 @@ from collections import Counter
 
 import pytest
 
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.planner import plan_from_config
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.partitioner import partition_for_key
 from support.hl_harness import bounded, counter, create, produce, read_all, run, statuses, task_names
 from tests.hl_apps import base
-
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -179,13 +178,13 @@ def test_descriptor_serdes_win_over_configured_ones(tmp_path):
 
 
 def test_operator_task_outside_a_container_is_a_clear_error():
+    from samza_dagster.config import Config
+    from samza_dagster.metrics.registry import MetricsRegistry
     from samza_dagster.operators import OperatorError, OperatorTask
+    from samza_dagster.task.context import TaskContext
 
-    class Context:
-        task_name = "Partition 0"
-        task_instance = None
-        container = None
-
-    with pytest.raises(OperatorError, match="Partition 0"):
-        OperatorTask(None, "Partition 0", None).init(Context())
+    # a user's TaskContext: no JobModel, producers or TaskInstance hooks for the operator runtime
+    context = TaskContext("Partition 0", frozenset(), Config({}), "0", {}, MetricsRegistry("test"))
+    with pytest.raises(OperatorError, match="'Partition 0'.*SamzaContainer"):
+        OperatorTask(None, "Partition 0", None).init(context)
 

@@ -25,13 +25,13 @@ from collections import Counter
 from pathlib import Path
 
 from samza_dagster.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.runtime import run_job
 from samza_dagster.runtime.process_runner import ProcessJobRunner
 from samza_dagster.serde import LongSerde, StringSerde
 from samza_dagster.storage import RocksDBRawStore
 from samza_dagster.system.log import LogSystemFactory
 from samza_dagster.task.api import InitableTask, StreamTask
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from tests.apps.harness import create_stream, produce
 from tests.forwarding import ForwardingConsumer, ForwardingProducer
 
@@ -184,8 +184,8 @@ def _store_contents(tmp_path: Path) -> dict[str, dict[str, int]]:
 
 def read_all(config: Config, stream: str, system: str = "log") -> list:
     """Every envelope of ``stream`` (all partitions) from oldest to the head seen now."""
-    from samza_dagster.system.factories import system_factory
     from samza_dagster.model import SystemStreamPartition
+    from samza_dagster.system.factories import system_factory
 
     factory = system_factory(config, system)
     md = factory.get_admin(system, config).get_system_stream_metadata([stream])[stream]
@@ -284,7 +284,7 @@ def test_sigkill_at_ten_moments_leaves_exactly_the_crash_free_state(tmp_path):
     phases = ["after-flush", "process", "before-flush", "restore", "after-checkpoint",
               "after-flush", "random", "restore", "after-flush", "random"]
     outcomes = []
-    for i, phase in enumerate(phases):
+    for phase in phases:
         nth = rnd.randint(1, 4) if phase != "restore" else 1
         config = _config(crash_dir, **{"test.fault.phase": phase, "test.fault.nth": str(nth)})
         outcomes.append(_run_and_kill(config, crash_dir, phase, rnd.uniform(0.2, 1.2)))

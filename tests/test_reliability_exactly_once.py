@@ -38,9 +38,8 @@ from support.log_reading import read_partition
 from tests.apps.harness import job_model
 from tests.test_reliability_crash import (
     MESSAGES,
-    CountAndEchoTask,
     SEED,
-    _config as crash_config,
+    CountAndEchoTask,
     _FaultyConsumer,
     _FaultyProducer,
     _fill,
@@ -48,6 +47,9 @@ from tests.test_reliability_crash import (
     _pause_for,
     _run_and_kill,
     _store_contents,
+)
+from tests.test_reliability_crash import (
+    _config as crash_config,
 )
 
 FACTORY = "tests.test_reliability_exactly_once:ExactlyOnceFaultyLogSystemFactory"

@@ -12,11 +12,10 @@ import time
 
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.system.factories import system_factory
 from samza_dagster.task.api import InitableTask, StreamTask
 from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
-from samza_dagster.system.factories import system_factory
-from samza_dagster.model import SystemStreamPartition
 
 N = 600
 PARTITIONS = 2

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from samza_dagster.config import Config
-from samza_dagster.system.log import LogSystemFactory
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system.log import LogSystemFactory
 from support.waiting import wait_until
 
 STREAM = "crashlog"

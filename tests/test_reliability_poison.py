@@ -219,7 +219,11 @@ def test_json_serde_deep_nesting_is_a_serde_error(depth):
 def test_coordinator_stream_reader_skips_garbage_and_keeps_the_config(tmp_path):
     """Garbage written to the coordinator stream never stops the coordinator: the reader skips
     each malformed message (logged with its offset) and still folds the valid ones."""
-    from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamWriter, read_coordinator_stream
+    from samza_dagster.coordinator.stream.reader_writer import (
+        CoordinatorStreamLocation,
+        CoordinatorStreamWriter,
+        read_coordinator_stream,
+    )
 
     config = Config({"job.name": "poison", "systems.log.log.path": str(tmp_path / "log")})
     with CoordinatorStreamWriter(config) as writer:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from samza_dagster.config import Config
 from jobs.stream_helpers import create_streams, produce, read_stream
+from samza_dagster.config import Config
 from support.waiting import wait_until
 from tests.apps.harness import read_checkpoints
 

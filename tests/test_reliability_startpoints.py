@@ -17,12 +17,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from jobs.stream_helpers import create_streams, produce, read_stream
 from samza_dagster.config import Config
-from samza_dagster.startpoint.startpoint import StartpointSpecific
 from samza_dagster.runtime import run_job
 from samza_dagster.runtime.startpoints import list_startpoints, set_startpoints
+from samza_dagster.startpoint.startpoint import StartpointSpecific
 from samza_dagster.system.log import LogSystemFactory
-from jobs.stream_helpers import create_streams, produce, read_stream
 from support.waiting import wait_until
 from tests.forwarding import ForwardingProducer
 

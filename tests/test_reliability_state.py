@@ -9,10 +9,10 @@ from pathlib import Path
 
 from samza_dagster.checkpoint import Checkpoint
 from samza_dagster.config import Config
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, store_specs
 from samza_dagster.system.log import LogSystemFactory
-from samza_dagster.model import SystemStreamPartition
 
 TASK = "Partition 0"
 CL = SystemStreamPartition("log", "t-counts-changelog", 0)

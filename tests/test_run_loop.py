@@ -69,7 +69,7 @@ def test_max_concurrency_one_each_process_completes_before_the_next_starts_in_a_
     threads = set()
     for name, events in per_task.items():
         assert [int(e[5]) for e in events] == list(range(15)), "in order within the partition"
-        for prev, nxt in zip(events, events[1:]):
+        for prev, nxt in zip(events, events[1:], strict=False):
             assert prev[4] <= nxt[3], f"{name}: a process started before the previous one completed"
         threads |= {e[2] for e in events}
     assert threading.get_ident() not in threads, "sync tasks ran in the pool"
@@ -105,7 +105,7 @@ class _CommitWatchingContainer(SamzaContainer):
     def _commit(self, tasks) -> None:
         for ti in tasks:
             completed = {e[4] for e in self.recorder.of("complete") if e[1] == ti.task_name}
-            self.commits.append((ti.task_name, ti.in_flight, dict(ti.last_processed), completed))
+            self.commits.append((ti.task_name, self.run_loop.workers[ti.task_name].in_flight, dict(ti.last_processed), completed))
         super()._commit(tasks)
 
 
@@ -118,9 +118,9 @@ def test_async_out_of_order_completion_commit_covers_only_a_completed_prefix():
     container.run()
     assert container.summary.status is ContainerStatus.COMPLETED
     assert len(container.commits) >= 3
-    for task, in_flight, offsets, completed in container.commits:
+    for _task, in_flight, offsets, completed in container.commits:
         assert in_flight == 0, "commit ran while a message was in flight"
-        for ssp, offset in offsets.items():
+        for _ssp, offset in offsets.items():
             covered = {str(i) for i in range(int(offset) + 1)}
             assert covered <= completed, f"checkpoint {offset} covers a message not completed"
     # completions really were out of order and on other threads

@@ -12,10 +12,10 @@ import pytest
 from samza_dagster.config import Config
 from samza_dagster.container import SamzaContainer
 from samza_dagster.coordinator.model.builder import build_job_model
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime.spark_container import ContainerFailedError, find_container_failure
 from samza_dagster.runtime.spark_runner import SparkJobRunner, run_spark_job
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from support.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]

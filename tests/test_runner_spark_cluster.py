@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from jobs.stream_helpers import read_stream
 from samza_dagster.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.runtime.spark_runner import run_spark_job
 from samza_dagster.system.factories import system_factory
-from jobs.stream_helpers import read_stream
 from support.spark_cluster import start_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]

@@ -12,7 +12,6 @@ no faster than P between 8 and 64 partitions: a count that becomes per-partition
 from __future__ import annotations
 
 import time
-
 from collections import Counter
 from pathlib import Path
 
@@ -166,7 +165,7 @@ def test_the_producer_continues_after_a_partition_its_cleaner_emptied(tmp_path):
     producer = factory.get_producer("log", config)
     producer.register("t")
     ss = SystemStream("log", "s")
-    for i in range(3):
+    for _ in range(3):
         producer.send("t", OutgoingMessageEnvelope(ss, b"old", partition=0, event_time=1))
     producer.flush("t")
     wait_until(lambda: admin.get_system_stream_metadata(["s"])["s"].partitions[0].newest_offset is None,

@@ -15,10 +15,10 @@ import pytest
 from samza_dagster.config import Config
 from samza_dagster.config.secrets import MASK, is_secret_key, mask_config
 from samza_dagster.coordinator.job_coordinator import JobCoordinator
+from samza_dagster.model import SystemStream
 from samza_dagster.runtime import run_job
 from samza_dagster.serde import PickleSerde
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.model import SystemStream
 from tests.apps.harness import create_stream, produce
 
 SECRETS = {

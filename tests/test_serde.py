@@ -6,7 +6,14 @@ import pytest
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.serde import (
-    BytesSerde, IntegerSerde, JsonSerde, LongSerde, NoOpSerde, SerdeError, SerdeRegistry, StringSerde,
+    BytesSerde,
+    IntegerSerde,
+    JsonSerde,
+    LongSerde,
+    NoOpSerde,
+    SerdeError,
+    SerdeRegistry,
+    StringSerde,
 )
 from samza_dagster.system import SystemStream, system_factory
 

@@ -9,9 +9,15 @@ import json
 import pytest
 
 from samza_dagster.config import Config
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
-from samza_dagster.system.partitioner import partition_for_key
 from samza_dagster.spark import get_or_create_spark, read_options, resend_to_batch_stream
+from samza_dagster.system import (
+    OutgoingMessageEnvelope,
+    StreamSpec,
+    SystemStream,
+    SystemStreamPartition,
+    system_factory,
+)
+from samza_dagster.system.partitioner import partition_for_key
 
 pytestmark = pytest.mark.spark
 

@@ -12,6 +12,9 @@ import pytest
 
 from samza_dagster.config import Config
 from samza_dagster.coordinator.stream.messages import CoordinatorStreamMessage
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter
+from samza_dagster.model import SystemStreamPartition
+from samza_dagster.startpoint.manager import StartpointManager
 from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
@@ -22,9 +25,6 @@ from samza_dagster.startpoint.startpoint import (
     StartpointUpcoming,
     parse_timestamp_value,
 )
-from samza_dagster.startpoint.manager import StartpointManager
-from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter
-from samza_dagster.model import SystemStreamPartition
 
 
 @pytest.fixture

@@ -10,23 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from jobs.stream_helpers import read_stream
 from samza_dagster.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.runtime import run_job
+from samza_dagster.runtime.startpoints import set_startpoints
+from samza_dagster.startpoint.manager import StartpointManager
 from samza_dagster.startpoint.startpoint import (
+    StartpointError,
     StartpointOldest,
     StartpointSpecific,
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from samza_dagster.startpoint.startpoint import StartpointError
-from samza_dagster.startpoint.manager import StartpointManager
-from samza_dagster.runtime.startpoints import set_startpoints
-from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
-from samza_dagster.runtime import run_job
 from samza_dagster.system.factories import system_factory
-from jobs.stream_helpers import read_stream
 from samza_dagster.task import StreamTask
 from tests.apps.harness import read_checkpoints
-
 
 #: 2100-01-01: after every record's timestamp, and (for the tansu broker, which compares with the
 #: time it appended the records: support/kafka_broker.py) after that too

@@ -12,10 +12,10 @@ import pytest
 
 from samza_dagster.checkpoint import Checkpoint
 from samza_dagster.config import Config, ConfigError
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.storage import CachedStore, TaskStores, prepare_changelogs, restore_stores, store_specs
 from samza_dagster.system.log import LogSystemFactory
-from samza_dagster.model import SystemStreamPartition
 
 TASK = "Partition 0"
 CL = SystemStreamPartition("log", "t-counts-changelog", 0)

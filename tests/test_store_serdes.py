@@ -15,14 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from samza_dagster.application import KV
-from samza_dagster.serde import PickledStateError, SerdeError, MsgpackSerde, register_type
+from samza_dagster.runtime import create_runner, run_job
+from samza_dagster.serde import MsgpackSerde, PickledStateError, SerdeError, register_type
 from samza_dagster.storage.kv import InMemoryRawStore
 from samza_dagster.storage.serialized import SerializedKeyValueStore
-from samza_dagster.runtime import create_runner, run_job
 from samza_dagster.system.partitioner import partition_for_key
 from support.hl_harness import bounded, create, produce, read_all
-from tests.hl_apps import base
 from support.waiting import wait_until
+from tests.hl_apps import base
 
 SERDE = MsgpackSerde()
 

@@ -29,7 +29,6 @@ from samza_dagster.system.inmemory import InMemorySystemFactory
 from samza_dagster.system.log import LogSystemFactory
 from tests.forwarding import ForwardingChooser, ForwardingConsumer
 
-
 # -- helpers ---------------------------------------------------------------------------------------
 
 class System:

@@ -1,5 +1,6 @@
 """Task API: task.class loading errors, the collector's serialization and unknown systems,
-TaskCoordinator scopes, TaskCallback misuse, lazy deserialization in TaskInstance."""
+TaskCoordinator scopes, TaskCallback misuse, lazy deserialization in TaskInstance,
+``TaskContext.set_start_offset``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.container import ContainerStatus, DeserializationError, SamzaContainer
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.serde import SerdeRegistry
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream, inmemory
 from samza_dagster.system.inmemory import InMemorySystemFactory
@@ -19,7 +21,8 @@ from samza_dagster.task import (
     UnknownSystemError,
 )
 from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
-from tests.apps.harness import create_stream, inmemory_config, job_model, produce, read_checkpoints
+from samza_dagster.task.errors import NotTheTasksPartitionError
+from tests.apps.harness import FnTaskFactory, create_stream, inmemory_config, job_model, produce, read_checkpoints
 
 
 @pytest.fixture(autouse=True)
@@ -129,3 +132,45 @@ def test_dropped_deserialization_errors_are_counted_and_their_offset_processed()
     assert summary.status is ContainerStatus.COMPLETED
     assert summary.metrics["tasks"]["Partition 0"]["deserialization_errors_dropped"] == 1
     assert read_checkpoints(config)["Partition 0"].offsets[("mem", "input", 0)] == "2"
+
+
+class _StartAtTask:
+    """Asks, at init, to start its partition at ``start``; records the offsets it processes."""
+
+    def __init__(self, start: str | None, partition: int = 0) -> None:
+        self.start = start
+        self.partition = partition
+        self.offsets: list[str] = []
+
+    def init(self, context) -> None:
+        if self.start is not None:
+            context.set_start_offset(SystemStreamPartition("mem", "input", self.partition), self.start)
+
+    def process(self, envelope, collector, coordinator) -> None:
+        self.offsets.append(envelope.offset)
+
+
+def _run_start_at(config: Config, start: str | None, partition: int = 0) -> _StartAtTask:
+    task = _StartAtTask(start, partition)
+    summary = SamzaContainer("0", job_model(config), task_factory=FnTaskFactory(lambda name: task)).run()
+    assert summary.status is ContainerStatus.COMPLETED
+    return task
+
+
+def test_set_start_offset_wins_over_the_checkpoint():
+    config = inmemory_config("start-at")
+    create_stream(config, "mem", "input", 1)
+    produce(config, "mem", "input", [(0, None, f"m{i}".encode()) for i in range(5)])
+    assert _run_start_at(config, "2").offsets == ["2", "3", "4"]
+    assert read_checkpoints(config)["Partition 0"].offsets[("mem", "input", 0)] == "4"
+    produce(config, "mem", "input", [(0, None, b"m5")])
+    # without it the checkpoint decides; with it the task reads from where it asked
+    assert _run_start_at(config, None).offsets == ["5"]
+    assert _run_start_at(config, "1").offsets == ["1", "2", "3", "4", "5"]
+
+
+def test_set_start_offset_for_another_tasks_partition_is_refused():
+    config = inmemory_config("start-at-other")
+    create_stream(config, "mem", "input", 1)
+    with pytest.raises(NotTheTasksPartitionError, match=r"'Partition 0'.*mem\.input\[3\]"):
+        _run_start_at(config, "0", partition=3)

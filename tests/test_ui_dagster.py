@@ -26,8 +26,8 @@ import pytest
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences, word_count
-from samza_dagster.orchestration import SamzaSystemsResource
 from samza_dagster.config import Config
+from samza_dagster.orchestration import SamzaSystemsResource
 from support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,9 +205,9 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
     from dagster._core.instance.ref import InstanceRef
     from dagster_graphql import DagsterGraphQLClient
 
+    from jobs.stream_helpers import create_streams, produce
     from jobs.user_classification import definitions as user_classification
     from jobs.user_classification.data import signups
-    from jobs.stream_helpers import create_streams, produce
 
     port, log_path, home = dagster_dev
     config = SamzaSystemsResource(log_path=str(log_path)).apply(Config.from_properties(user_classification.CONFIG_PATH))

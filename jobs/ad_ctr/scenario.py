@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from jobs.ad_ctr.data import ad_traffic
-from samza_dagster.config import Config
 from jobs.demo.runner import run_job
 from jobs.stream_helpers import create_streams, produce, read_stream
+from samza_dagster.config import Config
 
 CONFIG_PATH = Path(__file__).with_name("ad_ctr.properties")
 VIEWS, CLICKS = "ad_views", "ad_clicks"

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from jobs.currency_join.data import CURRENCIES, LATE_CURRENCY, transactions
-from samza_dagster.config import Config
 from jobs.demo.runner import run_job
 from jobs.stream_helpers import create_streams, produce, read_stream
+from samza_dagster.config import Config
 
 CONFIG_PATH = Path(__file__).with_name("currency_join.properties")
 CODES, TRANSACTIONS, OUTPUT = "currency_codes", "transactions", "transactions_with_symbol"

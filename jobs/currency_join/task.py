@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from samza_dagster.system import system_factory
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.system import system_factory
 from samza_dagster.task import InitableTask, StreamTask
 
 CODES = "currency_codes"

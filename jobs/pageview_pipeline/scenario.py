@@ -9,11 +9,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from jobs.demo.runner import run_job
 from jobs.pageview_pipeline.app import HOUR_MS
 from jobs.pageview_pipeline.data import START_MS, page_views, profiles
-from samza_dagster.config import Config
-from jobs.demo.runner import run_job
 from jobs.stream_helpers import create_streams, produce, read_stream
+from samza_dagster.config import Config
 
 CONFIG_PATH = Path(__file__).with_name("pageview_pipeline.properties")
 

@@ -35,8 +35,8 @@ def _config(samza_systems: SamzaSystemsResource) -> Config:
 def load_signup_sample(context: dg.OpExecutionContext, samza_systems: SamzaSystemsResource) -> int:
     import json
 
-    from jobs.user_classification.data import signups
     from jobs.stream_helpers import create_streams, produce
+    from jobs.user_classification.data import signups
 
     config = _config(samza_systems)
     create_streams(config, {"user_signups": 2, "reclassify_requests": 2, "user_country": 2})

@@ -21,13 +21,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from jobs.demo.runner import run_job
+from jobs.stream_helpers import create_streams, message_count, produce, read_stream
 from jobs.user_classification.classifier import classify
 from jobs.user_classification.data import signups
 from samza_dagster.config import Config
 from samza_dagster.coordinator.stream.messages import SET_CONFIG
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader
-from jobs.demo.runner import run_job
-from jobs.stream_helpers import create_streams, message_count, produce, read_stream
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream, system_factory
 
 CONFIG_PATH = Path(__file__).with_name("user_classification.properties")
@@ -95,7 +95,6 @@ def reconfigure(config: Config, key: str, value: str) -> dict[str, str]:
     coordinator-stream-writer`` does) and return the overrides the next run gets: the set-config
     messages after the cursor taken just before — what the coordinator-stream sensor requests."""
     from samza_dagster.coordinator import run_coordinator_stream_writer
-
     from samza_dagster.coordinator.stream.reader_writer import create_coordinator_stream
 
     create_coordinator_stream(config)

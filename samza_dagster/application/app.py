@@ -17,6 +17,7 @@ from typing import Any
 from samza_dagster.application.descriptors import InputDescriptor, OutputDescriptor, SystemDescriptor, TableDescriptor
 from samza_dagster.application.errors import ApplicationError
 from samza_dagster.application.graph import find_cycle
+from samza_dagster.application.message_stream import MessageStream, OutputStream, Table
 from samza_dagster.application.specs import (
     INPUT,
     PARTITION_BY,
@@ -26,7 +27,6 @@ from samza_dagster.application.specs import (
     PartitionByOperatorSpec,
     TableSpec,
 )
-from samza_dagster.application.message_stream import MessageStream, OutputStream, Table
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig, SystemConfig
@@ -214,7 +214,7 @@ class StreamApplicationDescriptor:
     def _register_operator(self, spec: OperatorSpec) -> None:
         self.operators[spec.op_id] = spec
 
-    def _check_same_app(self, other: StreamApplicationDescriptor, op_id: str) -> None:
+    def _check_same_app(self, other: object, op_id: str) -> None:  # any owner of a stream handle
         if other is not self:
             raise ApplicationError(
                 f"operator {op_id!r}: the stream belongs to another application descriptor", operator=op_id

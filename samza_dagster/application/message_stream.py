@@ -41,7 +41,6 @@ from samza_dagster.application.specs import (
 from samza_dagster.application.windows import WindowDefinition
 
 
-
 class ApplicationGraph(Protocol):
     """What a stream handle needs of the application descriptor that owns it (implemented by
     :class:`samza_dagster.application.app.StreamApplicationDescriptor`). A protocol here, so this

@@ -22,13 +22,12 @@ from samza_dagster.config import Config, ConfigError, parse_overrides
 from samza_dagster.config.deployment import apply_deployment
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.coordinator.commands import run_job_coordinator
-from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.planner import plan_from_config
 from samza_dagster.runtime import run_job
 from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.runtime.provision import provision_streams
-
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DEMO_ENTRY_POINT_GROUP = "samza_dagster.demo"
@@ -107,6 +106,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     check_job_config(config)
     provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
     for stream in provisioned.created:
+        assert stream.partitions is not None  # provisioning creates only streams with a known count
         print(f"created stream {stream.name} ({count_of(stream.partitions, 'partition')})", file=sys.stderr)
 
     job = JobConfig(config)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.table import Table
@@ -59,7 +59,7 @@ def run_metrics_command(args: argparse.Namespace, config: Config) -> int:
 
 def _table(snapshot: MetricsSnapshot) -> Table:
     h = snapshot.header
-    at = datetime.fromtimestamp(h.time / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    at = datetime.fromtimestamp(h.time / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     table = Table(title=f"{h.job_name}-{h.job_id} container {h.container_name} · {h.source} · {at} · {h.host}",
                   title_justify="left")
     table.add_column("group")

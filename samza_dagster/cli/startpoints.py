@@ -9,6 +9,8 @@ import argparse
 
 from samza_dagster.cli.errors import EXIT_OK, UsageError
 from samza_dagster.config import Config
+from samza_dagster.runtime.startpoints import delete_startpoints, list_startpoints, set_startpoints
+from samza_dagster.startpoint.resolver import format_timestamp
 from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
@@ -18,8 +20,6 @@ from samza_dagster.startpoint.startpoint import (
     StartpointUpcoming,
     parse_timestamp_value,
 )
-from samza_dagster.startpoint.resolver import format_timestamp
-from samza_dagster.runtime.startpoints import delete_startpoints, list_startpoints, set_startpoints
 
 
 def run_startpoint_command(args: argparse.Namespace, config: Config) -> int:

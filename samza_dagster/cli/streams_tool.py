@@ -25,11 +25,16 @@ from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition, system_factory
-from samza_dagster.system.factories import system_admin
+from samza_dagster.system import (
+    OutgoingMessageEnvelope,
+    StreamSpec,
+    SystemStream,
+    SystemStreamPartition,
+    system_factory,
+)
 from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.factories import system_admin
 from samza_dagster.system.positions import position_reached
-
 
 TAIL_TIMEOUT_S = 30.0
 
@@ -156,7 +161,7 @@ def produce(config: Config, target: SystemStream, lines: TextIO, source: str, ke
     line and nothing from the file is sent (the lines are checked before the first send)."""
     serdes = SerdeRegistry(config)
     msg_serde, key_serde = serdes.msg_serde(target), serdes.key_serde(target)
-    messages: list[tuple[bytes | None, bytes]] = []
+    messages: list[tuple[bytes | None, bytes | None]] = []  # a JSON null value is a null message
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\n")
         if not line.strip():

@@ -17,8 +17,6 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStream
 
 
-
-
 @dataclass(frozen=True)
 class SystemConfig:
     config: Config

@@ -11,23 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from samza_dagster.container.task_instance import InFlight, TaskInstance
+from samza_dagster.container.task_worker import InFlight, TaskWorker
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.task.callback import TaskCallback
 
 
-def complete(ti: TaskInstance, ssp: SystemStreamPartition, entry: InFlight) -> None:
+def complete(w: TaskWorker, ssp: SystemStreamPartition, entry: InFlight) -> None:
     """Mark ``entry`` done; the partition's processed offset advances over the completed prefix
     only, so a checkpoint never covers a message still in flight before it."""
     entry.completed = True
-    ti.in_flight -= 1
-    ti.metrics.processed[ssp] += 1
-    queue = ti.in_flight_offsets[ssp]
+    w.in_flight -= 1
+    queue = w.in_flight_offsets[ssp]
     last = None
     while queue and queue[0].completed:
         last = queue.popleft().offset
-    if last is not None:
-        ti.last_processed[ssp] = last
+    w.ti.completed(ssp, last)
 
 
 class Settler(Protocol):
@@ -41,7 +39,7 @@ class ProcessDone:
     """``process`` of one message ended (in the pool, or an async task's callback); ``error``
     is the task's failure, already naming the message."""
 
-    ti: TaskInstance
+    w: TaskWorker
     ssp: SystemStreamPartition
     entry: InFlight
     error: BaseException | None = None
@@ -52,18 +50,18 @@ class ProcessDone:
             loop._forget_callback(self.callback)
         if self.error is not None:
             raise self.error
-        complete(self.ti, self.ssp, self.entry)
+        complete(self.w, self.ssp, self.entry)
 
 
 @dataclass(slots=True, frozen=True)
 class WindowDone:
     """``window`` ran in the pool (alone for its task); the task may start messages again."""
 
-    ti: TaskInstance
+    w: TaskWorker
     error: BaseException | None = None
 
     def settle(self, loop: Settler) -> None:
-        self.ti.exclusive_running = False
+        self.w.exclusive_running = False
         if self.error is not None:
             raise self.error
 
@@ -72,7 +70,7 @@ class WindowDone:
 class CallbackFailed:
     """An async task's callback was misused (completed twice, after its timeout): the job fails."""
 
-    ti: TaskInstance
+    w: TaskWorker
     callback: TaskCallback
     error: BaseException
 

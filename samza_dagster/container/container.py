@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
@@ -45,17 +46,18 @@ from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out
 from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
-from samza_dagster.startpoint.container import ContainerStartpoints
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.model.job_model import JobModel
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
+from samza_dagster.startpoint.container import ContainerStartpoints
 from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores, state_base_dir
 from samza_dagster.system.chooser import DefaultChooser
-from samza_dagster.system.chooser.base import chooser_from_factory, load_chooser_factory
+from samza_dagster.system.chooser.base import MessageChooser, chooser_from_factory, load_chooser_factory
 from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
+from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
 from samza_dagster.system.ssp_metadata import ssp_metadata
-from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.task.coordinator import ContainerRequests
 from samza_dagster.task.factory import TaskFactory
 
@@ -70,7 +72,7 @@ class SamzaContainer:
         *,
         task_factory: TaskFactory | None = None,
         stop_event: threading.Event | None = None,
-        system_factory: Callable[[Config, str], Any] = default_system_factory,
+        system_factory: Callable[[Config, str], SystemFactory] = default_system_factory,
         job_model_watcher: Any = None,
     ) -> None:
         container_id = str(container_id)
@@ -91,14 +93,15 @@ class SamzaContainer:
         self.requests = ContainerRequests()
         self.tasks: dict[str, TaskInstance] = {}
         self.summary: ContainerSummary | None = None
-        self.last_checkpoints: dict[str, Checkpoint] = {}
         self.restored: dict[str, int] = {}
         self.run_loop: RunLoop | None = None
-        self._factories: dict[str, Any] = {}
-        self.admins: dict[str, Any] = {}
+        self._factories: dict[str, SystemFactory] = {}
+        self.admins: dict[str, SystemAdmin] = {}
+        #: SystemProducers — and, exactly-once, the checkpoint system's transactional one and the
+        #: NonTransactionalProducer wrappers (exactly_once.py), outside that protocol: not typed yet
         self.producers: dict[str, Any] = {}
-        self._consumers_by_system: dict[str, Any] = {}
-        self.consumers: Any = None
+        self._consumers_by_system: dict[str, SystemConsumer] = {}
+        self.consumers: SystemConsumers | None = None
         self.checkpoints: CheckpointManager | None = None
         self._changelog_ssps: dict[str, dict[str, SystemStreamPartition]] = {}
         #: every task's stores, opened before the task instances exist: closed at shutdown by
@@ -107,13 +110,16 @@ class SamzaContainer:
         self._task_stores: dict[str, TaskStores] = {}
         self.side_inputs: SideInputsManager | None = None
         self.side_inputs_restored: dict[str, int] = {}
-        self._started_producers: list[Any] = []
-        self._consumer_metrics: dict[str, Any] = {}
+        self._started_producers: list[SystemProducer] = []
+        #: the systems' own counters, read for the summary (a snapshot callable per client)
+        self._consumer_metrics: dict[str, Callable[[], Any]] = {}
         self.startpoints: ContainerStartpoints | None = None
         self._final_lag: dict[str, int] = {}
         self._exactly_once = False
         #: exactly-once: the checkpoint system's producer, which runs the container's transactions
         self._transactions: Any = None
+        #: set when run() ends, so the monitor thread stops asking the run loop to stop
+        self._finished = False
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -122,13 +128,18 @@ class SamzaContainer:
         if self.run_loop is not None:
             self.run_loop.request_stop()
 
+    @property
+    def last_checkpoints(self) -> dict[str, Checkpoint]:
+        """Each task's last checkpoint (its TaskInstance's: read back at start, then its commits')."""
+        return {name: ti.last_checkpoint for name, ti in self.tasks.items() if ti.last_checkpoint is not None}
+
     def uncommitted(self) -> dict[str, dict[SystemStreamPartition, tuple[str | None, str]]]:
         """Per task, the partitions processed past their last checkpoint: ``ssp -> (checkpointed
         offset or None, last processed offset)``. Read from another thread, for a person
         (what an exit now would leave to be processed again), not for correctness."""
         result: dict[str, dict[SystemStreamPartition, tuple[str | None, str]]] = {}
         for name, ti in list(self.tasks.items()):
-            checkpoint = self.last_checkpoints.get(name)
+            checkpoint = ti.last_checkpoint
             committed = checkpoint.offsets if checkpoint is not None else {}
             for ssp, offset in list(ti.last_processed.items()):
                 if committed.get(ssp) != offset:
@@ -179,19 +190,19 @@ class SamzaContainer:
         return self.summary
 
     # -- start-up ------------------------------------------------------------------------------
-    def _factory(self, system: str) -> Any:
+    def _factory(self, system: str) -> SystemFactory:
         factory = self._factories.get(system)
         if factory is None:
             factory = self._factories[system] = self._system_factory(self.config, system)
         return factory
 
-    def _admin(self, system: str) -> Any:
+    def _admin(self, system: str) -> SystemAdmin:
         admin = self.admins.get(system)
         if admin is None:
             admin = self.admins[system] = self._factory(system).get_admin(system, self.config)
         return admin
 
-    def _new_consumer(self, system: str) -> Any:
+    def _new_consumer(self, system: str) -> SystemConsumer:
         return self._factory(system).get_consumer(system, self.config)
 
     def _start(self) -> None:
@@ -214,15 +225,19 @@ class SamzaContainer:
         starting = self._starting_offsets(plan.input_ssps, metadata, last)
         # startpoints (read from the coordinator stream) win over checkpoints
         self.startpoints = ContainerStartpoints(self.config, self.container_id)
-        starting.update(self.startpoints.apply(self.container_model.tasks, self.tasks, self._admin, metadata))
-        self._start_consumers(plan, metadata, starting)
-        self._create_run_loop(plan)
+        starting.update(self.startpoints.apply(self.container_model.tasks, self._admin, metadata))
+        for name in self.startpoints.applied:  # its first commit checkpoints the startpoint's position
+            self.tasks[name].request_checkpoint()
+        for ti in self.tasks.values():  # a task's own choice (TaskContext.set_start_offset) wins
+            starting.update(ti.context.start_offsets)
+        consumers = self._start_consumers(plan, metadata, starting)
+        run_loop = self.run_loop = self._create_run_loop(plan, consumers)
         self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored, starting)
         self.side_inputs.start()
         if self.stop_event.is_set():
-            self.run_loop.request_stop()
+            run_loop.request_stop()
 
-    def _new_metrics_admin(self, system: str) -> Any:
+    def _new_metrics_admin(self, system: str) -> SystemAdmin:
         """An admin for the metrics' lag lookups: its own, used on the reporter's thread."""
         return self._factory(system).get_admin(system, self.config)
 
@@ -244,10 +259,10 @@ class SamzaContainer:
                 if system != plan.checkpoint_system:
                     self.producers[system] = NonTransactionalProducer(system, plan.checkpoint_system, producer)
 
-    def _input_metadata(self, plan: ContainerPlan) -> dict[SystemStream, Any]:
+    def _input_metadata(self, plan: ContainerPlan) -> dict[SystemStream, SystemStreamMetadata]:
         """Offsets of every input stream (starting offsets, the bootstrap chooser), one batched
         call per system."""
-        metadata: dict[SystemStream, Any] = {}
+        metadata: dict[SystemStream, SystemStreamMetadata] = {}
         for system in plan.input_systems:
             streams = sorted({ssp.stream for ssp in plan.input_ssps if ssp.system == system})
             for name, md in self._admin(system).get_system_stream_metadata(streams).items():
@@ -307,20 +322,18 @@ class SamzaContainer:
                 container_requests=self.requests, stores=self._task_stores.get(name),
                 changelog_partition=tm.changelog_partition,
                 drop_deserialization_errors=plan.task.drop_deserialization_errors, dead_letter=dead_letter,
+                job_model=self.job_model, last_checkpoint=last.get(name),
             )
-            ti.context.container = self
             self.tasks[name] = ti
-            if name in last:
-                self.last_checkpoints[name] = last[name]
         if self._exactly_once:
             check_exactly_once(self.config, task_is_async=any(ti.is_async for ti in self.tasks.values()))
         for ti in self.tasks.values():
             ti.init()
 
     def _start_consumers(
-        self, plan: ContainerPlan, metadata: dict[SystemStream, Any], starting: dict[SystemStreamPartition, str]
-    ) -> None:
-        """SystemConsumers over one consumer per input system, with the chooser."""
+        self, plan: ContainerPlan, metadata: dict[SystemStream, SystemStreamMetadata], starting: dict[SystemStreamPartition, str]
+    ) -> SystemConsumers:
+        """SystemConsumers over one consumer per input system, with the chooser, started."""
         for system in plan.input_systems:
             consumer = self._consumers_by_system[system] = self._new_consumer(system)
             snapshot = getattr(consumer, "metrics_snapshot", None)
@@ -332,19 +345,21 @@ class SamzaContainer:
             kwargs["buffer_capacity_per_ssp"] = buffer
         systems = SystemConfig(self.config)
         thresholds = {s: FetchThreshold(*systems.fetch_threshold(s)) for s in plan.input_systems}
-        self.consumers = SystemConsumers(
+        # kept before it starts: a failed start is stopped at shutdown
+        consumers = self.consumers = SystemConsumers(
             self._chooser(metadata), self._consumers_by_system, metrics=self._consumer_metrics,
             fetch_thresholds=thresholds, **kwargs
         )
         for ssp in sorted(plan.input_ssps):
-            self.consumers.register(ssp, starting[ssp])
-        self.consumers.start()
+            consumers.register(ssp, starting[ssp])
+        consumers.start()
+        return consumers
 
-    def _create_run_loop(self, plan: ContainerPlan) -> None:
+    def _create_run_loop(self, plan: ContainerPlan, consumers: SystemConsumers) -> RunLoop:
         task_cfg = plan.task
-        self.run_loop = RunLoop(
+        return RunLoop(
             self.tasks,
-            self.consumers,
+            consumers,
             commit=self._commit,
             requests=self.requests,
             window_ms=task_cfg.window_ms,
@@ -357,14 +372,15 @@ class SamzaContainer:
             shutdown_ms=task_cfg.shutdown_ms,
         )
 
-    def _chooser(self, metadata: dict[SystemStream, Any]) -> Any:
+    def _chooser(self, metadata: dict[SystemStream, SystemStreamMetadata]) -> MessageChooser:
         factory = load_chooser_factory(self.config)
         if factory is not None:
             return chooser_from_factory(factory, self.config, None)
         return DefaultChooser.from_config(self.config, metadata, self.admins)
 
     def _starting_offsets(
-        self, ssps: set[SystemStreamPartition], metadata: dict[SystemStream, Any], last: dict[str, Checkpoint]
+        self, ssps: AbstractSet[SystemStreamPartition], metadata: dict[SystemStream, SystemStreamMetadata],
+        last: dict[str, Checkpoint],
     ) -> dict[SystemStreamPartition, str]:
         streams = StreamConfig(self.config)
         checkpointed: dict[SystemStreamPartition, str] = {}
@@ -413,24 +429,12 @@ class SamzaContainer:
             # one transaction holds every task's outputs since the last commit, so every task's
             # offsets go with it (inline mode: none has anything in flight)
             tasks = list(self.tasks.values())
+        fill = self.startpoints.fill_checkpoint if self.startpoints is not None else None
         batch: list[tuple[TaskInstance, dict[SystemStreamPartition, str]]] = []
         for ti in tasks:
-            offsets = dict(ti.last_processed)
-            previous = self.last_checkpoints.get(ti.task_name)
-            # the inline fast path does not flag each message: unchanged offsets + no window/EOS
-            # since the last checkpoint means there is nothing new to commit
-            if not ti.uncommitted and previous is not None and all(
-                previous.offsets.get(s) == o for s, o in offsets.items()
-            ):
-                continue
-            if self.startpoints is not None:  # before the previous checkpoint's offsets: they are older
-                self.startpoints.fill_checkpoint(ti.task_name, offsets)
-            if previous is not None:  # partitions not processed since keep their checkpointed offset
-                for ssp, off in previous.offsets.items():
-                    offsets.setdefault(ssp, off)
-            if ti.task_stores is not None:
-                ti.task_stores.flush()
-            batch.append((ti, offsets))
+            offsets = ti.begin_commit(fill)
+            if offsets is not None:
+                batch.append((ti, offsets))
         if not batch:
             if self._transactions is not None and self._transactions.has_open_transaction():
                 self._commit_transaction()  # e.g. the restore's trimming writes: they restore committed state
@@ -440,21 +444,14 @@ class SamzaContainer:
             self.side_inputs.flush(names)
         self._flush_producers(names)
         changelog_offsets = self._changelog_offsets(names)
-        checkpoints: dict[str, Checkpoint] = {}
-        for ti, offsets in batch:
-            eos: dict = {}
-            watermarks: dict = {}
-            if ti.checkpoint_state is not None:
-                eos, watermarks = ti.checkpoint_state()
-            checkpoints[ti.task_name] = Checkpoint(offsets, changelog_offsets.get(ti.task_name, {}), eos, watermarks)
+        checkpoints = {ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch}
         assert self.checkpoints is not None
         self.checkpoints.write_all(checkpoints)
         if self._transactions is not None:
             self._commit_transaction()
         for ti, _ in batch:
             checkpoint = checkpoints[ti.task_name]
-            self.last_checkpoints[ti.task_name] = checkpoint
-            ti.uncommitted = False
+            ti.committed(checkpoint)
             if self.startpoints is not None:
                 self.startpoints.committed(ti.task_name, checkpoint.offsets, set(ti.last_processed))
             if log.isEnabledFor(logging.DEBUG):
@@ -501,14 +498,14 @@ class SamzaContainer:
     # -- shutdown ------------------------------------------------------------------------------
     def _monitor(self) -> None:
         """Turns a stop event or a newer JobModel into a graceful stop of the run loop."""
-        while not getattr(self, "_finished", False):
+        while not self._finished:
             if self.stop_event.wait(0.1):
                 break
             if self._watcher is not None and getattr(self._watcher, "new_version_available", False):
                 break
             if self.side_inputs is not None and self.side_inputs.error is not None:
                 break  # run() raises it once the run loop has stopped
-        if self.run_loop is not None and not getattr(self, "_finished", False):
+        if self.run_loop is not None and not self._finished:
             self.run_loop.request_stop()
 
     def _shutdown(self, clean: bool) -> BaseException | None:
@@ -557,7 +554,7 @@ class SamzaContainer:
             for ssp, n in ti.metrics.processed.items():
                 key = f"{ssp.system}.{ssp.stream}"
                 per_stream[key] = per_stream.get(key, 0) + n
-            cp = self.last_checkpoints.get(name)
+            cp = ti.last_checkpoint
             offsets = dict(cp.offsets) if cp is not None else {}
             final[name] = {f"{s.system}.{s.stream}[{s.partition}]": o for s, o in sorted(offsets.items())}
             task_metrics[name] = ti.metrics.snapshot()

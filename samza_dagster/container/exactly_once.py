@@ -21,9 +21,9 @@ Anything else is a ConfigError naming the key, before the job starts.
 from __future__ import annotations
 
 from samza_dagster.checkpoint import checkpoint_system
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.config import keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.dead_letter import DLQ_KEY, dead_letter_stream

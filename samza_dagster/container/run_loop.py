@@ -13,7 +13,7 @@ Two modes share the scheduling rules:
   decision (SystemConsumers.choose_run) and still checks requests and timers after every one.
 * **scheduled** (``job.container.thread.pool.size > 1``, an AsyncStreamTask, or
   ``task.max.concurrency > 1``; :mod:`samza_dagster.container.scheduled`): as Samza's AsyncRunLoop, each task keeps a queue of chosen
-  envelopes (``TaskInstance.pending``) and starts one when it has capacity; synchronous
+  envelopes (``TaskWorker.pending``, task_worker.py) and starts one when it has capacity; synchronous
   process/window run in the thread pool, async tasks complete through callbacks from any
   thread. Completions come back through a deque drained on the loop's thread, which alone
   mutates scheduling state. A task with window/commit/end-of-stream due starts nothing new
@@ -34,13 +34,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from samza_dagster.container.completions import Completion
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.scheduled import ScheduledMode
-from samza_dagster.container.task_instance import TaskInstance
+from samza_dagster.container.task_instance import InlineBinding, TaskInstance
+from samza_dagster.container.task_worker import TaskWorker
 from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.callback import TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
 
@@ -61,7 +62,7 @@ class RunLoop(ScheduledMode):
     def __init__(
         self,
         tasks: dict[str, TaskInstance],
-        consumers: Any,
+        consumers: SystemConsumers,
         *,
         commit: Callable[[list[TaskInstance]], None],
         requests: ContainerRequests,
@@ -91,8 +92,13 @@ class RunLoop(ScheduledMode):
         self.shutdown_s = shutdown_ms / 1000.0 if shutdown_ms and shutdown_ms > 0 else float("inf")
         self.pending_limit = max(pending_limit, self.max_concurrency)
         self.metrics = metrics or ContainerMetrics("?")
+        #: the run loop's state of each task (its own: TaskInstance holds none of it)
+        self.workers = {name: TaskWorker(ti) for name, ti in tasks.items()}
         self._task_for: dict[SystemStreamPartition, TaskInstance] = {
             ssp: ti for ti in tasks.values() for ssp in ti.ssps
+        }
+        self._worker_for: dict[SystemStreamPartition, TaskWorker] = {
+            ssp: w for w in self.workers.values() for ssp in w.ti.ssps
         }
         self.scheduled = (
             thread_pool_size > 1 or self.max_concurrency > 1 or any(ti.is_async for ti in tasks.values())
@@ -104,7 +110,7 @@ class RunLoop(ScheduledMode):
         self._callbacks: set[TaskCallback] = set()
         self._done_count = 0  # tasks that reached end of stream (``done``)
         #: tasks that reached end of stream whose commit waits (inline mode) until ``_ended_by``
-        self._ended: list[TaskInstance] = []
+        self._ended: list[TaskWorker] = []
         self._ended_by = float("inf")
         now = time.monotonic()
         self._next_window = now + self.window_s if self.window_s else float("inf")
@@ -138,12 +144,12 @@ class RunLoop(ScheduledMode):
     def _fast_paths(self) -> dict[SystemStreamPartition, tuple]:
         """Per input partition that needs no deserialization, what processing one envelope
         touches, pre-bound: the loop then does one dict lookup per envelope."""
-        fast: dict[SystemStreamPartition, tuple] = {}
+        fast: dict[SystemStreamPartition, InlineBinding] = {}
         for ti in self.tasks.values():
             for ssp in ti.ssps:
-                if ti.needs_decoding(ssp):
-                    continue
-                fast[ssp] = (ti, ti._process, ti.collector, ti.coordinator, ti.last_processed, ti.metrics.processed, ti.metrics)
+                binding = ti.inline_binding(ssp)
+                if binding is not None:
+                    fast[ssp] = binding
         return fast
 
     def _run_inline(self) -> str:
@@ -294,16 +300,16 @@ class RunLoop(ScheduledMode):
         ``ENDED_COMMIT_DELAY_S`` to join others — the partitions of a bounded input end within
         moments of each other, and one commit for all of them costs what one commit costs."""
         self.requests.pending = False
-        commits: list[TaskInstance] = []
-        for ti in self._fire_timers(now):
-            if not ti.done:
-                self._run_due(ti, commits)
+        commits: list[TaskWorker] = []
+        for w in self._fire_timers(now):
+            if not w.done:
+                self._run_due(w, commits)
         ended = self._ended
-        for ti in commits:
-            if ti.done:
-                ended.append(ti)
+        for w in commits:
+            if w.done:
+                ended.append(w)
         if ended:
-            commits = [ti for ti in commits if not ti.done]
+            commits = [w for w in commits if not w.done]
             if commits or now >= self._ended_by or self._done_count == len(self.tasks):
                 commits += ended
                 ended.clear()
@@ -318,93 +324,91 @@ class RunLoop(ScheduledMode):
     def _compute_deadline(self) -> float:
         return min(self._next_window, self._next_commit, self._ended_by)
 
-    def _fire_timers(self, now: float) -> Iterable[TaskInstance]:
+    def _fire_timers(self, now: float) -> Iterable[TaskWorker]:
         """Flag what the timers and the tasks' requests made due; the tasks that may now have
         something due: every task when a timer fired or all were asked to commit, else the ones
         that asked (``ContainerRequests.asking``: a commit, a shutdown, an end of stream)."""
         everyone = False
         if now >= self._next_window:
-            for ti in self.tasks.values():
-                if ti.is_windowable and not ti.done:
-                    ti.window_due = True
-            self._next_window = now + self.window_s  # type: ignore[operator]
+            for w in self.workers.values():
+                if w.ti.is_windowable and not w.done:
+                    w.window_due = True
+            self._next_window = now + (self.window_s or float("inf"))  # only due when window_s is set
             everyone = True
         if now >= self._next_commit:
-            for ti in self.tasks.values():
-                if not ti.done:
-                    ti.commit_due = True
-            self._next_commit = now + self.commit_s  # type: ignore[operator]
+            for w in self.workers.values():
+                if not w.done:
+                    w.commit_due = True
+            self._next_commit = now + (self.commit_s or float("inf"))  # only due when commit_s is set
             everyone = True
         self._next_deadline = self._compute_deadline()
         req = self.requests
         if req.commit_all:
             req.commit_all = False
-            for ti in self.tasks.values():
-                ti.commit_due = True
+            for w in self.workers.values():
+                w.commit_due = True
             everyone = True
         asking = req.asking
         names = asking[:]
         del asking[: len(names)]  # what a task thread appends meanwhile stays for the next look
-        tasks = self.tasks
+        tasks = self.workers
         asked = [tasks[name] for name in dict.fromkeys(names)]
-        for ti in asked:
-            if ti.coordinator.commit_requested:
-                ti.coordinator.commit_requested = False
-                ti.commit_due = True
+        for w in asked:
+            if w.ti.coordinator.take_commit_request():
+                w.commit_due = True
         return tasks.values() if everyone else asked
 
-    def _run_due(self, ti: TaskInstance, commits: list[TaskInstance]) -> bool:
+    def _run_due(self, w: TaskWorker, commits: list[TaskWorker]) -> bool:
         """Window, end of stream and commit for a task with nothing in flight; a commit it needs
         is appended to ``commits``, for the caller to make with the others due at the same time
         before the task processes anything more. True if something ran (or was started in the
         pool) or a commit is due."""
-        if ti.in_flight or ti.exclusive_running:
+        if w.in_flight or w.exclusive_running:
             return False
         ran = False
-        if ti.window_due:
-            ti.window_due = False
-            if self._pool is not None and not ti.is_async:
-                ti.exclusive_running = True
-                self._pool.submit(self._window_in_pool, ti)
+        if w.window_due:
+            w.window_due = False
+            if self._pool is not None and not w.ti.is_async:
+                w.exclusive_running = True
+                self._pool.submit(self._window_in_pool, w)
                 return True
-            ti.window()
+            w.ti.window()
             ran = True
-        if ti.end_of_stream_due:
-            ti.end_of_stream_due = False
-            ti.end_of_stream()
-            commits.append(ti)
-            ti.done = True
+        if w.end_of_stream_due:
+            w.ti.end_of_stream()
+            commits.append(w)
+            w.done = True
             self._done_count += 1
             return True
-        if ti.commit_due:
-            ti.commit_due = False
-            commits.append(ti)
+        if w.commit_due:
+            w.commit_due = False
+            commits.append(w)
             ran = True
         return ran
 
-    def _commit(self, tasks: list[TaskInstance]) -> None:
+    def _commit(self, tasks: list[TaskWorker]) -> None:
         """Commit ``tasks`` in one batch; each task's commit time is its share of the batch."""
         if not tasks:
             return
         t0 = time.perf_counter()
-        self._commit_task(tasks)
+        self._commit_task([w.ti for w in tasks])
         share = (time.perf_counter() - t0) / len(tasks)
-        for ti in tasks:
-            ti.metrics.commit_count += 1
-            ti.metrics.commit_s += share
+        for w in tasks:
+            w.ti.metrics.commit_count += 1
+            w.ti.metrics.commit_s += share
 
     def _check_finished(self) -> str | None:
         req = self.requests
-        tasks = self.tasks.values()
+        tasks = self.workers.values()
         if self._done_count == len(self.tasks):
             return RunLoopStatus.COMPLETED
         shutdown = self._stop or req.shutdown_all or (
-            req.shutdowns > 0 and all(ti.done or ti.coordinator.shutdown_requested for ti in tasks)
+            req.shutdowns > 0 and all(w.done or w.ti.coordinator.shutdown_requested for w in tasks)
         )
         if not shutdown:
             return None
         # graceful: everything in flight is complete here (callers guarantee it); commit all,
         # the ended tasks whose commit waits included
-        self._commit([ti for ti in tasks if not ti.done] + self._ended)
+        self._commit([w for w in tasks if not w.done] + self._ended)
         self._ended.clear()
         return RunLoopStatus.SHUTDOWN

@@ -24,15 +24,17 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from samza_dagster.container.completions import CallbackFailed, Completion, ProcessDone, WindowDone, complete
 from samza_dagster.container.errors import CallbackTimeoutError, ContainerError, TaskProcessError, coordinates
 from samza_dagster.container.metrics import ContainerMetrics
-from samza_dagster.container.task_instance import InFlight, TaskInstance
-from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.container.task_instance import TaskInstance
+from samza_dagster.container.task_worker import InFlight, TaskWorker
+from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.callback import CallbackError, TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
+
 
 @dataclass(slots=True)
 class _Pass:
@@ -50,7 +52,8 @@ class ScheduledMode:
     """Scheduled-mode state and steps; the attributes below are the run loop's."""
 
     tasks: dict[str, TaskInstance]
-    consumers: Any
+    workers: dict[str, TaskWorker]
+    consumers: SystemConsumers
     requests: ContainerRequests
     metrics: ContainerMetrics
     max_concurrency: int
@@ -59,6 +62,7 @@ class ScheduledMode:
     shutdown_s: float
     callback_timeout_s: float | None
     _task_for: dict[SystemStreamPartition, TaskInstance]
+    _worker_for: dict[SystemStreamPartition, TaskWorker]
     _stop: bool
     _next_deadline: float
     _pool: ThreadPoolExecutor | None
@@ -66,9 +70,9 @@ class ScheduledMode:
     _wakeup: threading.Event
     _callbacks: set[TaskCallback]
     # shared with the inline mode, defined by RunLoop
-    _fire_timers: Callable[[float], Iterable[TaskInstance]]
-    _run_due: Callable[[TaskInstance, list[TaskInstance]], bool]
-    _commit: Callable[[list[TaskInstance]], None]
+    _fire_timers: Callable[[float], Iterable[TaskWorker]]
+    _run_due: Callable[[TaskWorker, list[TaskWorker]], bool]
+    _commit: Callable[[list[TaskWorker]], None]
     _check_finished: Callable[[], str | None]
 
     def _run_scheduled(self) -> str:
@@ -97,7 +101,7 @@ class ScheduledMode:
     # -- step 2: shutdown -----------------------------------------------------------------------
     def _enforce_shutdown_timeout(self, stopping_for_s: float) -> None:
         if stopping_for_s > self.shutdown_s:
-            busy = {ti.task_name: ti.in_flight for ti in self.tasks.values() if ti.in_flight or ti.exclusive_running}
+            busy = {w.ti.task_name: w.in_flight for w in self.workers.values() if w.in_flight or w.exclusive_running}
             raise ContainerError(
                 f"tasks did not finish their in-flight work within task.shutdown.ms={int(self.shutdown_s * 1000)} "
                 f"of a shutdown request (in flight per task: {busy}); nothing was committed for them"
@@ -106,55 +110,55 @@ class ScheduledMode:
     # -- step 3: scheduling ---------------------------------------------------------------------
     def _schedule(self, *, stopping: bool) -> _Pass:
         step = _Pass(can_choose=not stopping)
-        commits: list[TaskInstance] = []
-        for ti in self.tasks.values():
-            if ti.done:
+        commits: list[TaskWorker] = []
+        for w in self.workers.values():
+            if w.done:
                 continue
-            if ti.window_due or ti.commit_due or ti.end_of_stream_due:
+            if w.window_due or w.commit_due or w.end_of_stream_due:
                 due = len(commits)
-                if self._run_due(ti, commits):
+                if self._run_due(w, commits):
                     step.progress = True
-                if (len(commits) > due or ti.done or ti.exclusive_running or ti.window_due or ti.commit_due
-                        or ti.end_of_stream_due):
+                if (len(commits) > due or w.done or w.exclusive_running or w.window_due or w.commit_due
+                        or w.end_of_stream_due):
                     # due work waits for in-flight messages, and a task committing starts nothing
                     # before its commit (made below with the others due in this pass)
-                    self._count(ti, step)
+                    self._count(w, step)
                     continue
-            if not stopping and self._start_pending(ti):
+            if not stopping and self._start_pending(w):
                 step.progress = True
-            self._count(ti, step)
+            self._count(w, step)
         self._commit(commits)
         return step
 
-    def _start_pending(self, ti: TaskInstance) -> bool:
+    def _start_pending(self, w: TaskWorker) -> bool:
         """Start queued messages while the task has capacity; True if anything started (or its
         end of stream became due and can run on the next pass)."""
         started = False
-        while ti.pending and ti.in_flight < self.max_concurrency and not ti.exclusive_running:
-            env = ti.pending.popleft()
+        while w.pending and w.in_flight < self.max_concurrency and not w.exclusive_running:
+            env = w.pending.popleft()
             if env.offset == END_OF_STREAM_OFFSET:
-                ti.mark_end_of_stream(env.ssp)
-                if ti.end_of_stream_due:
+                w.ti.mark_end_of_stream(env.ssp)
+                if w.end_of_stream_due:
                     break
                 continue
-            self._start(ti, env)
+            self._start(w, env)
             started = True
-        return started or (ti.end_of_stream_due and not ti.in_flight)
+        return started or (w.end_of_stream_due and not w.in_flight)
 
-    def _count(self, ti: TaskInstance, step: _Pass) -> None:
-        step.in_flight += ti.in_flight + ti.exclusive_running
-        if len(ti.pending) >= self.pending_limit:
+    def _count(self, w: TaskWorker, step: _Pass) -> None:
+        step.in_flight += w.in_flight + w.exclusive_running
+        if len(w.pending) >= self.pending_limit:
             step.can_choose = False
 
     # -- step 4: finishing ----------------------------------------------------------------------
     def _finish(self, step: _Pass, *, stopping: bool) -> str | None:
-        tasks = self.tasks.values()
-        if stopping and step.in_flight == 0 and not any(ti.exclusive_running for ti in tasks):
+        tasks = self.workers.values()
+        if stopping and step.in_flight == 0 and not any(w.exclusive_running for w in tasks):
             self._stop = True  # so the check below commits every task and reports the shutdown
             return self._check_finished()
-        if all(ti.done for ti in tasks):
+        if all(w.done for w in tasks):
             return self._check_finished()  # completed
-        if all(ti.done or ti.coordinator.shutdown_requested for ti in tasks):
+        if all(w.done or w.ti.coordinator.shutdown_requested for w in tasks):
             self.requests.shutdown_all = True
             self.requests.pending = True
         return None
@@ -176,80 +180,81 @@ class ScheduledMode:
             env = self.consumers.choose(min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic())))
         if env is not None:
             metrics.chooses += 1
-            self._task_for[env.ssp].pending.append(env)
+            self._worker_for[env.ssp].pending.append(env)
         else:
             metrics.null_chooses += 1
 
     # -- starting a message ---------------------------------------------------------------------
-    def _start(self, ti: TaskInstance, envelope: Any) -> None:
+    def _start(self, w: TaskWorker, envelope: IncomingMessageEnvelope) -> None:
         """Start processing ``envelope``: deserialize on the loop thread, then process inline
         (no pool), in the pool (sync task) or via process_async (async task)."""
         ssp = envelope.ssp
         entry = InFlight(envelope.offset)
-        ti.in_flight_offsets[ssp].append(entry)
-        ti.in_flight += 1
-        ti.uncommitted = True
-        try:
-            env = ti.prepare(envelope)
+        w.in_flight_offsets[ssp].append(entry)
+        w.in_flight += 1
+        try:  # prepare marks the task uncommitted
+            env = w.ti.prepare(envelope)
         except Exception:
-            ti.in_flight -= 1
+            w.in_flight -= 1
             raise
         if env is None or env.offset == END_OF_STREAM_OFFSET:
             if env is not None:
-                ti.mark_end_of_stream(env.ssp)
-            complete(ti, ssp, entry)
+                w.ti.mark_end_of_stream(env.ssp)
+            complete(w, ssp, entry)
             return
-        if ti.is_async:
-            callback = TaskCallback(ti.task_name, env, self._make_on_done(ti, ssp, entry), time.monotonic())
+        if w.ti.is_async:
+            callback = TaskCallback(w.ti.task_name, env, self._make_on_done(w, ssp, entry), time.monotonic())
             self._callbacks.add(callback)
             try:
-                ti.call_process(env, callback)
+                w.ti.call_process(env, callback)
             except Exception as exc:
-                raise ti.process_error(env, exc) from exc
+                raise w.ti.process_error(env, exc) from exc
         elif self._pool is not None:
-            self._pool.submit(self._process_in_pool, ti, env, ssp, entry)
+            self._pool.submit(self._process_in_pool, w, env, ssp, entry)
         else:
             t0 = time.perf_counter()
             try:
-                ti.call_process(env)
+                w.ti.call_process(env)
             except Exception as exc:
-                raise ti.process_error(env, exc) from exc
-            ti.metrics.process_s += time.perf_counter() - t0
-            complete(ti, ssp, entry)
+                raise w.ti.process_error(env, exc) from exc
+            w.ti.metrics.process_s += time.perf_counter() - t0
+            complete(w, ssp, entry)
 
     # -- other threads: hand work back ----------------------------------------------------------
-    def _process_in_pool(self, ti: TaskInstance, env: Any, ssp: SystemStreamPartition, entry: InFlight) -> None:
+    def _process_in_pool(
+        self, w: TaskWorker, env: IncomingMessageEnvelope, ssp: SystemStreamPartition, entry: InFlight
+    ) -> None:
         t0 = time.perf_counter()
         exc: BaseException | None = None
         try:
-            ti.call_process(env)
+            w.ti.call_process(env)
         except BaseException as e:  # noqa: BLE001 - reported on the loop thread
-            exc = ti.process_error(env, e)
+            exc = w.ti.process_error(env, e)
             exc.__cause__ = e
-        ti.metrics.process_s += time.perf_counter() - t0
-        self._completions.append(ProcessDone(ti, ssp, entry, exc))
+        w.ti.metrics.process_s += time.perf_counter() - t0
+        self._completions.append(ProcessDone(w, ssp, entry, exc))
         self._wakeup.set()
 
-    def _window_in_pool(self, ti: TaskInstance) -> None:
+    def _window_in_pool(self, w: TaskWorker) -> None:
         exc: BaseException | None = None
         try:
-            ti.window()
+            w.ti.window()
         except BaseException as e:  # noqa: BLE001 - reported on the loop thread
             exc = e
-        self._completions.append(WindowDone(ti, exc))
+        self._completions.append(WindowDone(w, exc))
         self._wakeup.set()
 
-    def _make_on_done(self, ti: TaskInstance, ssp: SystemStreamPartition,
+    def _make_on_done(self, w: TaskWorker, ssp: SystemStreamPartition,
                       entry: InFlight) -> Callable[[TaskCallback, BaseException | None], None]:
         completions, wakeup = self._completions, self._wakeup
 
         def on_done(callback: TaskCallback, exc: BaseException | None) -> None:
             if isinstance(exc, CallbackError):
-                completions.append(CallbackFailed(ti, callback, TaskProcessError(str(exc), ti.task_name, callback.envelope)))
+                completions.append(CallbackFailed(w, callback, TaskProcessError(str(exc), w.ti.task_name, callback.envelope)))
             else:
                 if exc is not None:
-                    exc = ti.process_error(callback.envelope, exc)
-                completions.append(ProcessDone(ti, ssp, entry, exc, callback))
+                    exc = w.ti.process_error(callback.envelope, exc)
+                completions.append(ProcessDone(w, ssp, entry, exc, callback))
             wakeup.set()
 
         return on_done

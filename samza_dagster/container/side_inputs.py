@@ -194,8 +194,8 @@ class SideInputsManager:
         """Read every side-input partition to its newest offset now; messages applied per store."""
         if not self._by_ssp:
             return {}
-        heads = self._register()
-        remaining = {ssp for ssp, head in heads.items() if head is not None}
+        heads = {ssp: head for ssp, head in self._register().items() if head is not None}
+        remaining = set(heads)
         deadline = time.monotonic() + BOOTSTRAP_TIMEOUT_S
         while remaining:
             if time.monotonic() > deadline:
@@ -305,8 +305,9 @@ class SideInputsManager:
         for ssp, targets in self._by_ssp.items():
             if ssp.system != system:
                 continue
-            offsets = [t.applied.get(ssp) for t in targets]
-            if offsets and None not in offsets:
+            stored = [t.applied.get(ssp) for t in targets]
+            offsets = [offset for offset in stored if offset is not None]
+            if offsets and len(offsets) == len(stored):
                 earliest = offsets[0]
                 for offset in offsets[1:]:
                     if compare(offset, earliest) < 0:

@@ -1,37 +1,46 @@
-"""TaskInstance: one task object plus everything the run loop needs to drive it —
-lazy per-envelope deserialization, offsets processed, end-of-stream state, its collector,
-coordinator, stores and metrics.
+"""TaskInstance: one task object and what belongs to it alone — lazy per-envelope
+deserialization, the offsets processed, which partitions ended, its collector, coordinator,
+stores, metrics, its context and its last checkpoint — and the per-task steps of a commit.
+
+Who owns what (docs/architecture.md, "A task's state"): this class writes every attribute it
+defines, through the methods below; the run loop's scheduling state per task (queued and in-flight
+messages, what is due) is the run loop's (``container/task_worker.py``); the container
+orchestrates a commit of several tasks (``SamzaContainer._commit``) through
+:meth:`begin_commit`, :meth:`checkpoint` and :meth:`committed`.
 
 Deserialization happens here, not in the consumer, so a bad message fails (or is dropped)
 with its coordinates at the point it is processed. Serdes are resolved once per input
 partition at construction: the hot path does one dict lookup per envelope.
 
-Extension point for control messages (Samza design): ``set_stream_decoder(system_stream, decoder)``
-installs a decoder for a stream (intermediate streams use the intermediate-message serde).
-A decoder's ``decode(envelope)`` deserializes in place and returns True for a user message,
-or False for a control message (``envelope.message`` then holds the control object); the
-instance hands control messages to ``control_message_handler(instance, envelope)``, which
-returns None (consumed: bookkeeping updated) or an envelope to act on — an end-of-stream
-envelope marks that partition ended, any other is given to the task. ``checkpoint_state``
-(callable → (end_of_stream dict, watermarks dict)) lets that bookkeeping ride in checkpoints.
-``end_of_stream_listener(ssp)`` is called once per partition when it ends (a bounded input's
-end-of-stream envelope, or a reconciled intermediate end-of-stream), before the task's own
-end-of-stream handling — the operator runtime ends operators partition by partition with it.
+Control messages: the high-level API's operator runtime installs decoders for its streams
+(``set_stream_decoder``; intermediate streams use the intermediate-message serde) and its
+control-message handling (``install_control_handling``) through the typed hooks of
+:class:`~samza_dagster.container.internal_context.OperatorTaskHooks`. A decoder's
+``decode(envelope)`` returns False for a control message; the handler then returns None
+(consumed) or an envelope to act on — an end-of-stream envelope marks that partition ended. The
+handler's ``snapshot()`` rides in every checkpoint; ``on_partition_end(ssp)`` is called once per
+partition as it ends, before the task's own end-of-stream handling.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from samza_dagster.checkpoint.checkpoint import Checkpoint
+from samza_dagster.config.config import Config
+from samza_dagster.container.dead_letter import DeadLetterSender
 from samza_dagster.container.errors import DeserializationError, TaskProcessError, coordinates
+from samza_dagster.container.internal_context import ControlMessageHandling, InternalTaskContext, MessageDecoder
 from samza_dagster.container.metrics import TaskMetrics, register_store_metrics, register_task_metrics
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.metrics.registry import MetricsRegistry, task_source
-from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.serde.registry import SerdeRegistry
+from samza_dagster.serde.serdes import Serde
+from samza_dagster.storage.task_stores import TaskStores
+from samza_dagster.system.protocols import SystemProducer
 from samza_dagster.task.api import (
     is_async_task,
     is_closable,
@@ -39,21 +48,19 @@ from samza_dagster.task.api import (
     is_initable,
     is_windowable,
 )
+from samza_dagster.task.callback import TaskCallback
 from samza_dagster.task.collector import MessageCollector
-from samza_dagster.task.context import TaskContext
 from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
-
 
 _perf_counter = time.perf_counter
 
-
-@dataclass(slots=True)
-class InFlight:
-    """A message the scheduled run loop started, in its task's per-partition queue (offset
-    order) until it and every message before it have completed."""
-
-    offset: str
-    completed: bool = False
+#: what the inline run loop binds per input partition that needs no deserialization (see
+#: :meth:`TaskInstance.inline_binding`): the instance, its process, collector and coordinator, its
+#: processed offsets and counts, its metrics
+InlineBinding = tuple[
+    "TaskInstance", Callable[..., Any], MessageCollector, TaskCoordinator,
+    dict[SystemStreamPartition, str], dict[SystemStreamPartition, int], TaskMetrics,
+]
 
 
 class SerdeDecoder:
@@ -61,7 +68,7 @@ class SerdeDecoder:
 
     __slots__ = ("key_serde", "msg_serde")
 
-    def __init__(self, key_serde: Any, msg_serde: Any) -> None:
+    def __init__(self, key_serde: Serde | None, msg_serde: Serde | None) -> None:
         self.key_serde = key_serde
         self.msg_serde = msg_serde
 
@@ -79,65 +86,64 @@ class TaskInstance:
     def __init__(
         self,
         task_name: str,
-        task: Any,
+        task: object,
         ssps: frozenset[SystemStreamPartition],
         *,
-        config: Any,
+        config: Config,
         container_id: str,
-        producers: dict,
+        producers: Mapping[str, SystemProducer],
         serdes: SerdeRegistry,
         container_requests: ContainerRequests,
-        stores: Any = None,
+        stores: TaskStores | None = None,
         changelog_partition: int = 0,
         drop_deserialization_errors: bool = False,
-        dead_letter: Any = None,
+        dead_letter: DeadLetterSender | None = None,
+        job_model: JobModel | None = None,
+        last_checkpoint: Checkpoint | None = None,
     ) -> None:
         self.task_name = task_name
         self.task = task
         self.ssps = ssps
         self.is_async = is_async_task(task)
-        self.is_windowable = is_windowable(task)
-        self.is_eos_listener = is_end_of_stream_listener(task)
+        #: the task's window / end-of-stream hooks, when it has them
+        self._window = task.window if is_windowable(task) else None
+        self._on_end_of_stream = task.on_end_of_stream if is_end_of_stream_listener(task) else None
+        self.is_windowable = self._window is not None
         self.metrics = TaskMetrics(task_name, ssps)
         self.metrics_registry = MetricsRegistry(task_source(task_name))
         self.collector = MessageCollector(task_name, producers, serdes)
         self.coordinator = TaskCoordinator(task_name, container_requests)
         self._container_requests = container_requests
         self.task_stores = stores
-        self.context = TaskContext(
-            task_name, ssps, config, container_id, self.metrics, stores.stores if stores is not None else {}, changelog_partition,
-            metrics_registry=self.metrics_registry,
+        #: the checkpoint the task's next commit follows (read back at start, then its own)
+        self.last_checkpoint = last_checkpoint
+        self.context = InternalTaskContext(
+            task_name, ssps, config, container_id, stores.stores if stores is not None else {},
+            self.metrics_registry, changelog_partition,
+            task_instance=self, job_model=job_model, producers=producers, last_checkpoint=last_checkpoint,
+            metrics=self.metrics,
         )
         self.drop_deserialization_errors = drop_deserialization_errors
-        #: a DeadLetterSender (``task.dlq.stream``): undecodable messages go there and are skipped
+        #: undecodable messages go there and are skipped (``task.dlq.stream``)
         self.dead_letter = dead_letter
-        self._serdes = serdes
-        self._decoders: dict[SystemStreamPartition, Any] = {}
-        by_stream: dict[SystemStream, Any] = {}
+        self._decoders: dict[SystemStreamPartition, MessageDecoder | None] = {}
+        by_stream: dict[SystemStream, SerdeDecoder | None] = {}
         for ssp in ssps:
             ss = SystemStream(ssp.system, ssp.stream)
             if ss not in by_stream:
                 ks, ms = serdes.key_serde(ss), serdes.msg_serde(ss)
                 by_stream[ss] = SerdeDecoder(ks, ms) if (ks is not None or ms is not None) else None
             self._decoders[ssp] = by_stream[ss]
-        self.control_message_handler: Callable[[TaskInstance, IncomingMessageEnvelope], Any] | None = None
-        self.checkpoint_state: Callable[[], tuple[dict, dict]] | None = None
-        self.end_of_stream_listener: Callable[[SystemStreamPartition], None] | None = None
-        self.context.task_instance = self
+        self._control_handler: ControlMessageHandling | None = None
+        self._on_partition_end: Callable[[SystemStreamPartition], None] | None = None
         #: offset of the last message processed per SSP (what a checkpoint records)
         self.last_processed: dict[SystemStreamPartition, str] = {}
         self.end_of_stream_ssps: set[SystemStreamPartition] = set()
-        # -- run loop scheduling state (owned by the run loop's thread) -------------------------
-        self.pending: deque[IncomingMessageEnvelope] = deque()
-        self.in_flight = 0
-        #: per SSP, the started messages in start (= offset) order
-        self.in_flight_offsets: dict[SystemStreamPartition, deque[InFlight]] = {ssp: deque() for ssp in ssps}
-        self.exclusive_running = False  # window running in the pool
-        self.window_due = False
-        self.commit_due = False
-        self.end_of_stream_due = False
-        self.done = False  # ended (end of stream) or shut down
-        self.uncommitted = False  # processed something since the last checkpoint
+        #: every input partition has ended: the run loop runs the task's end of stream once
+        self.all_ended = False
+        #: processed something (or must checkpoint) since the last checkpoint; the inline fast
+        #: path does not set it per message: :meth:`begin_commit` compares offsets too
+        self.uncommitted = False
         self._process = getattr(task, "process_async" if self.is_async else "process")
         self._metrics = self.metrics
         self._processed = self.metrics.processed
@@ -156,19 +162,41 @@ class TaskInstance:
         if self.task_stores is not None:
             self.task_stores.close()
 
-    def set_stream_decoder(self, system_stream: SystemStream, decoder: Any) -> None:
+    # -- the operator runtime's hooks (OperatorTaskHooks) ---------------------------------------
+    def set_stream_decoder(self, system_stream: SystemStream, decoder: MessageDecoder) -> None:
         for ssp in self.ssps:
             if ssp.system == system_stream.system and ssp.stream == system_stream.stream:
                 self._decoders[ssp] = decoder
 
-    # -- per message ---------------------------------------------------------------------------
-    def needs_decoding(self, ssp: SystemStreamPartition) -> bool:
-        return self._decoders.get(ssp) is not None
+    def install_control_handling(
+        self, handler: ControlMessageHandling, on_partition_end: Callable[[SystemStreamPartition], None]
+    ) -> None:
+        self._control_handler = handler
+        self._on_partition_end = on_partition_end
 
+    # -- the run loop's ---------------------------------------------------------------------------
+    def inline_binding(self, ssp: SystemStreamPartition) -> InlineBinding | None:
+        """What processing one envelope of ``ssp`` touches, for the inline run loop to bind once:
+        it then processes and records the offset and count itself (the hot path: one dict lookup
+        per envelope). None when ``ssp`` needs deserializing (:meth:`process_inline` then)."""
+        if self._decoders.get(ssp) is not None:
+            return None
+        return (self, self._process, self.collector, self.coordinator, self.last_processed, self._processed,
+                self._metrics)
+
+    def completed(self, ssp: SystemStreamPartition, offset: str | None) -> None:
+        """A message of ``ssp`` completed (scheduled mode); ``offset``: the processed offset it
+        advanced to, None when an earlier message of the partition is still in flight."""
+        self._processed[ssp] += 1
+        if offset is not None:
+            self.last_processed[ssp] = offset
+
+    # -- per message ---------------------------------------------------------------------------
     def prepare(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
         """Deserialize ``envelope`` in place. None when there is nothing to give the task
         (a dropped bad message or a consumed control message): its offset still counts as
         processed. May return another envelope (a reconciled control message)."""
+        self.uncommitted = True
         decoder = self._decoders[envelope.ssp]
         if decoder is None:
             return envelope
@@ -194,7 +222,7 @@ class TaskInstance:
         if is_user:
             return envelope
         self.metrics.control_messages += 1
-        handler = self.control_message_handler
+        handler = self._control_handler
         if handler is None:
             raise TaskProcessError(
                 f"task {self.task_name!r} received a control message at {coordinates(envelope)} but no "
@@ -202,7 +230,7 @@ class TaskInstance:
                 self.task_name,
                 envelope,
             )
-        return handler(self, envelope)
+        return handler(envelope)
 
     def process_inline(self, envelope: IncomingMessageEnvelope) -> None:
         """Synchronous processing on the caller's thread (the single-threaded fast path):
@@ -226,7 +254,7 @@ class TaskInstance:
         self._processed[ssp] += 1
         self.uncommitted = True
 
-    def call_process(self, envelope: IncomingMessageEnvelope, callback: Any = None) -> None:
+    def call_process(self, envelope: IncomingMessageEnvelope, callback: TaskCallback | None = None) -> None:
         if callback is None:
             self._process(envelope, self.collector, self.coordinator)
         else:
@@ -244,13 +272,13 @@ class TaskInstance:
 
     def mark_end_of_stream(self, ssp: SystemStreamPartition) -> None:
         if ssp not in self.end_of_stream_ssps:
-            listener = self.end_of_stream_listener
+            listener = self._on_partition_end
             if listener is not None:
                 listener(ssp)
             self.end_of_stream_ssps.add(ssp)
             self.metrics.end_of_stream_ssps += 1
             if len(self.end_of_stream_ssps) >= len(self.ssps):
-                self.end_of_stream_due = True
+                self.all_ended = True
                 self._container_requests.asking.append(self.task_name)
                 self._container_requests.pending = True
 
@@ -258,7 +286,8 @@ class TaskInstance:
     def window(self) -> None:
         t0 = time.perf_counter()
         try:
-            self.task.window(self.collector, self.coordinator)
+            assert self._window is not None  # the run loop windows windowable tasks only
+            self._window(self.collector, self.coordinator)
         except Exception as exc:
             raise TaskProcessError(
                 f"task {self.task_name!r} failed in window(): {type(exc).__name__}: {exc}", self.task_name
@@ -268,15 +297,62 @@ class TaskInstance:
         self.uncommitted = True
 
     def end_of_stream(self) -> None:
-        if self.is_eos_listener:
+        if self._on_end_of_stream is not None:
             try:
-                self.task.on_end_of_stream(self.collector, self.coordinator)
+                self._on_end_of_stream(self.collector, self.coordinator)
             except Exception as exc:
                 raise TaskProcessError(
                     f"task {self.task_name!r} failed in on_end_of_stream(): {type(exc).__name__}: {exc}",
                     self.task_name,
                 ) from exc
         self.uncommitted = True
+
+    # -- commit: the per-task steps (the container batches tasks due together) -----------------
+    def request_checkpoint(self) -> None:
+        """The next commit writes a checkpoint even when nothing was processed (a startpoint
+        was applied: its position must be checkpointed)."""
+        self.uncommitted = True
+
+    def begin_commit(
+        self, fill: Callable[[str, dict[SystemStreamPartition, str]], None] | None = None
+    ) -> dict[SystemStreamPartition, str] | None:
+        """A commit's first step for this task: the input offsets its checkpoint records, with
+        its stores flushed — None when nothing is new since its last checkpoint. ``fill`` adds
+        what is not processed but must be checkpointed (a startpoint's position); a partition
+        not processed since keeps the last checkpoint's offset."""
+        offsets = dict(self.last_processed)
+        previous = self.last_checkpoint
+        # the inline fast path does not flag each message: unchanged offsets + no window/EOS
+        # since the last checkpoint means there is nothing new to commit
+        if not self.uncommitted and previous is not None and all(
+            previous.offsets.get(s) == o for s, o in offsets.items()
+        ):
+            return None
+        if fill is not None:  # before the previous checkpoint's offsets: they are older
+            fill(self.task_name, offsets)
+        if previous is not None:
+            for ssp, off in previous.offsets.items():
+                offsets.setdefault(ssp, off)
+        if self.task_stores is not None:
+            self.task_stores.flush()
+        return offsets
+
+    def checkpoint(
+        self, offsets: dict[SystemStreamPartition, str],
+        changelog_offsets: dict[str, tuple[SystemStreamPartition, str | None]],
+    ) -> Checkpoint:
+        """The task's checkpoint over ``offsets`` (from :meth:`begin_commit`), once its output and
+        changelog writes are durable: with its control bookkeeping."""
+        eos: dict[str, Any] = {}
+        watermarks: dict[str, Any] = {}
+        if self._control_handler is not None:
+            eos, watermarks = self._control_handler.snapshot()
+        return Checkpoint(offsets, changelog_offsets, eos, watermarks)
+
+    def committed(self, checkpoint: Checkpoint) -> None:
+        """``checkpoint`` is written (and, exactly-once, its transaction committed)."""
+        self.last_checkpoint = checkpoint
+        self.uncommitted = False
 
     def __repr__(self) -> str:
         return f"TaskInstance({self.task_name!r})"

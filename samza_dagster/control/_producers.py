@@ -22,6 +22,11 @@ class ProducerTaskStates:
 
     __slots__ = ()
 
+    def __init__(
+        self, ssps: Iterable[SystemStreamPartition], producer_task_counts: Mapping[SystemStream, int] | None = None
+    ) -> None:
+        """The constructor every subclass has (``from_dict`` builds through it)."""
+
     def restore(self, data: Mapping[str, Any]) -> None:
         raise NotImplementedError
 

@@ -81,7 +81,9 @@ class EndOfStreamStates(ProducerTaskStates):
         """Every partition of ``system_stream`` this task consumes has ended (False for a
         stream the task does not consume)."""
         states = self._by_stream.get(system_stream)
-        return bool(states) and all(s.ended for s in states)
+        if not states:
+            return False
+        return all(s.ended for s in states)
 
     def all_end_of_stream(self) -> bool:
         return self._ended_partitions == len(self._states)

@@ -1,6 +1,5 @@
 """The consumer side of in-band control messages (Samza design), plugged into a TaskInstance
-through its extension point (``set_stream_decoder`` / ``control_message_handler`` /
-``checkpoint_state``).
+by the operator runtime through its hooks (``set_stream_decoder`` / ``install_control_handling``).
 
 * :class:`IntermediateStreamDecoder` reads every message of an intermediate stream through
   :class:`~samza_dagster.control.serde.IntermediateMessageSerde`: a user message becomes
@@ -25,6 +24,7 @@ from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
 from samza_dagster.control.serde import IntermediateMessageSerde
 from samza_dagster.control.watermark import WatermarkStates
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.serde.serdes import Serde
 
 
 class IntermediateStreamDecoder:
@@ -32,7 +32,9 @@ class IntermediateStreamDecoder:
 
     __slots__ = ("key_from_bytes", "serde", "make_kv")
 
-    def __init__(self, key_serde: Any, user_serde: Any, make_kv: Callable[[Any, Any], Any] = lambda k, v: (k, v)) -> None:
+    def __init__(
+        self, key_serde: Serde | None, user_serde: Serde | None, make_kv: Callable[[Any, Any], Any] = lambda k, v: (k, v)
+    ) -> None:
         # make_kv: the high-level API's KV (passed in: control sits below the application package)
         self.key_from_bytes = key_serde.from_bytes if key_serde is not None else None
         self.serde = IntermediateMessageSerde(user_serde)
@@ -84,7 +86,7 @@ class ControlMessageHandler:
             eos = self._eos[stream]
         return eos, self._wm[stream]
 
-    def __call__(self, instance: Any, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
+    def __call__(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
         message = envelope.message
         ssp = envelope.ssp
         eos, wm = self._states(ssp.system_stream, message.task_count)
@@ -97,13 +99,13 @@ class ControlMessageHandler:
         return None
 
     # -- checkpoints -------------------------------------------------------------------------
-    def snapshot(self) -> tuple[dict, dict]:
-        eos: dict = {}
-        wm: dict = {}
-        for states in self._eos.values():
-            eos.update(states.to_dict())
-        for states in self._wm.values():
-            wm.update(states.to_dict())
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        eos: dict[str, Any] = {}
+        wm: dict[str, Any] = {}
+        for eos_states in self._eos.values():
+            eos.update(eos_states.to_dict())
+        for wm_states in self._wm.values():
+            wm.update(wm_states.to_dict())
         return eos, wm
 
     def restore(self, eos: Mapping[str, Any] | None, watermarks: Mapping[str, Any] | None) -> tuple[

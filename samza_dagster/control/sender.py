@@ -10,11 +10,12 @@ after, because a downstream stage waiting for end-of-stream must not wait for th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
 from samza_dagster.control.serde import encode_control_message
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.system.protocols import SystemProducer
 
 
 class ControlMessageSender:
@@ -22,7 +23,7 @@ class ControlMessageSender:
 
     __slots__ = ("source", "task_name", "producers")
 
-    def __init__(self, task_name: str, producers: dict[str, Any]) -> None:
+    def __init__(self, task_name: str, producers: Mapping[str, SystemProducer]) -> None:
         self.task_name = task_name
         self.source = task_name
         self.producers = producers

@@ -18,7 +18,7 @@ some); a version this code does not know is refused rather than guessed at.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from samza_dagster.control.errors import ControlMessageError
 from samza_dagster.control.messages import SUPPORTED_VERSIONS, EndOfStreamMessage, WatermarkMessage
@@ -41,7 +41,8 @@ def _preview(data: bytes, limit: int = 60) -> str:
     return repr(data[:limit]) + ("..." if len(data) > limit else "")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
+    """An int that is not a bool (JSON's true is not a count)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -59,7 +60,7 @@ def encode_control_message(message: EndOfStreamMessage | WatermarkMessage) -> by
         if not _is_int(message.timestamp):
             raise ControlMessageError(f"watermark timestamp must be an int (ms), got {message.timestamp!r}")
         body = _encode_header(message.task_name, message.task_count, message.version)
-        return _WATERMARK_PREFIX + f'{body},"timestamp":{message.timestamp}}}'.encode("utf-8")
+        return _WATERMARK_PREFIX + f'{body},"timestamp":{message.timestamp}}}'.encode()
     raise ControlMessageError(f"not a control message: {type(message).__name__}")
 
 

@@ -23,21 +23,21 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import mask_config
 from samza_dagster.coordinator.errors import CoordinatorNotStartedError
 from samza_dagster.coordinator.http import TOKEN_KEY, CoordinatorHttpServer, ServedModel
-from samza_dagster.coordinator.model.job_model import JobModel
-from samza_dagster.coordinator.stream.messages import SET_CHANGELOG, SET_INPUT_PARTITIONS, CoordinatorStreamMessage
 from samza_dagster.coordinator.model.builder import JobModelBuild, build_job_model
-from samza_dagster.startpoint.manager import StartpointManager, startpoints_in_state
-from samza_dagster.coordinator.stream.state import CoordinatorStreamState
-from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader, CoordinatorStreamWriter, close_admin
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.coordinator.model.partition_counts import (
     FORCE_RESET_KEY,
     InputPartitionCountChangedError,
     check_input_partitions,
     record_input_partitions,
 )
+from samza_dagster.coordinator.stream.messages import SET_CHANGELOG, SET_INPUT_PARTITIONS, CoordinatorStreamMessage
+from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader, CoordinatorStreamWriter, close_admin
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.submission import SubmissionResult, is_stateful, submit_job_config
 from samza_dagster.metrics.config import metrics_config
 from samza_dagster.model import SystemStream
+from samza_dagster.startpoint.manager import StartpointManager, startpoints_in_state
 from samza_dagster.system.protocols import SystemAdmin
 
 log = logging.getLogger(__name__)

@@ -7,10 +7,10 @@ from importlib import import_module
 from samza_dagster.metrics.groups import (
     CACHED_STORE_GROUP,
     CONTAINER_GROUP,
+    KAFKA_CONSUMER_GROUP,
+    LOG_CONSUMER_GROUP,
     LOGGED_STORE_GROUP,
     STORAGE_MANAGER_GROUP,
-    LOG_CONSUMER_GROUP,
-    KAFKA_CONSUMER_GROUP,
     STORE_GROUP,
     SYSTEM_CONSUMERS_GROUP,
     TASK_GROUP,

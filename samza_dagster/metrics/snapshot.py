@@ -61,7 +61,7 @@ class MetricsHeader:
         for attr in ("time", "reset_time"):
             if not isinstance(values[attr], int) or isinstance(values[attr], bool):
                 raise MetricsSnapshotError(f"header {attr.replace('_', '-')} is {values[attr]!r}, not milliseconds")
-        for wire, attr in _HEADER_FIELDS:
+        for _wire, attr in _HEADER_FIELDS:
             if attr not in ("time", "reset_time"):
                 values[attr] = str(values[attr])
         return cls(**values)

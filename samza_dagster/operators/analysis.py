@@ -36,7 +36,7 @@ def upstream_inputs(app: StreamApplicationDescriptor) -> dict[str, set[str]]:
     """operator id → ids of the (input or intermediate) streams whose messages reach it."""
     result: dict[str, set[str]] = {}
     for spec in app.input_operators.values():
-        stack = [spec]
+        stack: list[OperatorSpec] = [spec]
         seen: set[int] = set()
         while stack:
             s = stack.pop()

@@ -92,7 +92,8 @@ class PartitionBy:
 
     __slots__ = ("task", "stream", "key_fn", "value_fn", "key_to_bytes", "msg_to_bytes", "producer", "source", "partitions", "task_count", "last_watermark", "ended", "op_id")
 
-    def __init__(self, task: Any, stream: SystemStream, partitions: int, key_fn: Any, value_fn: Any, key_serde: Any, msg_serde: Any, producer: Any, source: str) -> None:
+    def __init__(self, task: Any, stream: SystemStream, partitions: int, key_fn: Any, value_fn: Any, key_serde: Any, msg_serde: Any, producer: Any, source: str, op_id: str = "") -> None:
+        self.op_id = op_id
         self.task = task
         self.stream = stream
         self.partitions = partitions
@@ -166,7 +167,9 @@ class StreamStreamJoin:
         self.right_store = right_store
         self.event_time = event_time
         self.nxt = nxt
+        self.op_id: str = spec.op_id
         self.last_watermark = -1
+        self.ended = False
         self.expired = 0
 
     def _ts(self) -> int:
@@ -257,6 +260,7 @@ class WindowOperator:
         key = self.key_fn(m) if self.key_fn is not None else None
         size = self.size
         panes = self.panes
+        skey: tuple[Any, ...]  # (key,) for a session, (key, window start) otherwise
         if self.session:
             skey = (key,)
             pane = panes.get(skey)

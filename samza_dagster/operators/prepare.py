@@ -35,17 +35,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samza_dagster.application.app import StreamApplicationDescriptor
-from samza_dagster.application.specs import OperatorSpec, PartitionByOperatorSpec, TableSpec
-from samza_dagster.config import Config, ConfigError
-from samza_dagster.config import keys
+from samza_dagster.application.specs import (
+    InputOperatorSpec,
+    OperatorSpec,
+    OutputStreamImpl,
+    PartitionByOperatorSpec,
+    TableSpec,
+)
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.container import SamzaContainer
+from samza_dagster.model import StreamSpec, SystemStream
 from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
 from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import StreamSpec, SystemStream
 
 STAGE_KEY = keys.APP_STAGE.name
 ORIGINAL_JOB_NAME_KEY = keys.APP_STAGE_JOB_NAME.name
@@ -234,8 +239,10 @@ def _descriptor_serde_overrides(cfg: Config, descriptor: StreamApplicationDescri
     serde for — at every key the lookup would consult — so it is applied once, by the operators."""
     streams = StreamConfig(cfg)
     out: dict[str, str] = {}
-    descs = [s for s in descriptor.input_operators.values() if not s.is_intermediate]
-    descs += [o for o in descriptor.output_streams.values() if not getattr(o, "is_intermediate", False)]
+    descs: list[InputOperatorSpec | OutputStreamImpl] = [
+        s for s in descriptor.input_operators.values() if not s.is_intermediate
+    ]
+    descs += [o for o in descriptor.output_streams.values() if not o.is_intermediate]
     for d in descs:
         ss = SystemStream(d.system, d.physical_name)
         for kind, serde in (("msg", d.serde), ("key", d.key_serde)):

@@ -1,11 +1,12 @@
 """OperatorTask: a task that executes the application's OperatorSpec graph message by message.
 
-At ``init`` the task finds its TaskInstance and container through the TaskContext's
-back-references (``context.task_instance`` / ``context.container``), installs decoders (intermediate streams through the intermediate-message serde, inputs
-through their descriptors' serdes), the control-message handler and ``checkpoint_state``,
-restores the control bookkeeping from the last checkpoint, fills side-input tables to their
-head, and compiles one chain of operator callables per input partition — so ``process`` is
-one dict lookup and a call.
+At ``init`` the task gets the container's internal context (an
+:class:`~samza_dagster.container.internal_context.InternalTaskContext`: the JobModel, the
+producers, its last checkpoint, and typed hooks into its TaskInstance), installs decoders
+(intermediate streams through the intermediate-message serde, inputs through their descriptors'
+serdes) and its control-message handling, restores the control bookkeeping from the last
+checkpoint, and compiles one chain of operator callables per input partition — so ``process`` is
+one dict lookup and a call. (Side-input tables were filled by the container.)
 
 End-of-stream and watermarks flow through the graph per operator: an operator has ended when
 every partition of this task of the streams upstream of it has ended; its watermark is the
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from samza_dagster.application.kv import KV
 from samza_dagster.application.specs import (
@@ -37,16 +39,18 @@ from samza_dagster.application.specs import (
     WindowOperatorSpec,
 )
 from samza_dagster.config import keys
+from samza_dagster.container.internal_context import InternalTaskContext
 from samza_dagster.control.handler import ControlMessageHandler, IntermediateStreamDecoder
 from samza_dagster.control.sender import ControlMessageSender
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
 from samza_dagster.control.watermark_source import InputWatermarks
+from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.operators import impl
 from samza_dagster.operators.analysis import store_name
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.task.context import TaskContext
 
 _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back
 
@@ -70,6 +74,15 @@ class _MessageDecoder:
         return True
 
 
+@runtime_checkable
+class InitableFunction(Protocol):
+    """A user function object of the high-level API with Samza's ``init(context)``."""
+
+    def __call__(self, *args: Any) -> Any: ...
+
+    def init(self, context: TaskContext) -> None: ...
+
+
 class OperatorTask:
     """StreamTask + WindowableTask + InitableTask + EndOfStreamListenerTask over the graph."""
 
@@ -90,22 +103,21 @@ class OperatorTask:
         self.handler: ControlMessageHandler | None = None
 
     # -- init ----------------------------------------------------------------------------------
-    def init(self, context: Any) -> None:
-        ti = getattr(context, "task_instance", None)
-        container = getattr(context, "container", None)
-        if ti is None or container is None:
+    def init(self, context: TaskContext) -> None:
+        if not isinstance(context, InternalTaskContext) or context.job_model is None:
             raise OperatorError(
-                f"task {context.task_name!r}: the operator runtime needs a TaskContext with task_instance and "
-                "container back-references (run it in a SamzaContainer)"
+                f"task {context.task_name!r}: the operator runtime runs inside a SamzaContainer (it needs the "
+                "container's internal task context: the JobModel, the producers, hooks into its TaskInstance)"
             )
-        self.ti = ti
+        ti = context.task_instance
+        job_model = context.job_model
         prepared = self.prepared
         app = prepared.descriptor
         config = context.config
         self.collector = ti.collector
         self.coordinator = ti.coordinator
-        self.sender = ControlMessageSender(self.task_name, container.producers)
-        ssps = frozenset(ti.ssps)
+        self.sender = ControlMessageSender(self.task_name, context.producers)
+        ssps = context.system_stream_partitions
         by_stream: dict[SystemStream, list[SystemStreamPartition]] = {}
         for ssp in ssps:
             by_stream.setdefault(ssp.system_stream, []).append(ssp)
@@ -121,33 +133,32 @@ class OperatorTask:
 
         # intermediate streams: decoder + control handler
         configured = SerdeRegistry(config)
-        intermediate_ssps = []
+        intermediate_ssps: list[SystemStreamPartition] = []
         for spec in app.input_operators.values():
             if spec.op_id not in prepared.op_ids:
                 continue
             ss = stream_of_id[spec.stream_id]
             if spec.is_intermediate:
-                ti.set_stream_decoder(ss, IntermediateStreamDecoder(*prepared.intermediate_serdes(spec.stream_id), make_kv=KV))
+                key_serde, msg_serde = prepared.intermediate_serdes(spec.stream_id)
+                ti.set_stream_decoder(ss, IntermediateStreamDecoder(key_serde, msg_serde, make_kv=KV))
                 intermediate_ssps.extend(by_stream.get(ss, ()))
             elif spec.serde is not None or spec.key_serde is not None:
                 ti.set_stream_decoder(ss, _MessageDecoder(
                     spec.key_serde if spec.key_serde is not None else configured.key_serde(ss),
                     spec.serde if spec.serde is not None else configured.msg_serde(ss),
                 ))
-        known_counts = prepared.producer_task_counts(container.job_model)
+        known_counts = prepared.producer_task_counts(job_model)
         self.handler = ControlMessageHandler(intermediate_ssps, known_counts, self._on_intermediate_watermark)
-        ti.control_message_handler = self.handler
-        ti.checkpoint_state = self.handler.snapshot
+        # _on_partition_end: a partition ended (a bounded input's end, or a reconciled intermediate end)
+        ti.install_control_handling(self.handler, self._on_partition_end)
         input_ssps = [ssp for ssp in ssps if ssp not in set(intermediate_ssps)]
         self.input_watermarks = InputWatermarks(input_ssps, keys.TASK_WATERMARK_ALLOWED_LATENESS_MS.get(config))
-        # a partition ended (a bounded input's end, or a reconciled intermediate end)
-        ti.end_of_stream_listener = self._on_partition_end
         self.counters = context.metrics.counters
 
         # compile the graph
         self._built: dict[int, Any] = {}
         self.context = context
-        self.job_counts = prepared.own_producer_counts(container.job_model)
+        self.job_counts = prepared.own_producer_counts(job_model)
         for spec in app.input_operators.values():
             if spec.op_id not in prepared.op_ids:
                 continue
@@ -160,7 +171,7 @@ class OperatorTask:
         self.timed.sort(key=lambda pair: order.get(getattr(pair[0], "op_id", ""), 0))
 
         # the checkpointed control bookkeeping (side-input tables were filled by the container)
-        cp = container.last_checkpoints.get(self.task_name)
+        cp = context.last_checkpoint
         if cp is not None:
             ended, marks = self.handler.restore(cp.end_of_stream, cp.watermarks)
             for ssp, wm in marks:
@@ -199,7 +210,6 @@ class OperatorTask:
                 left = self.context.get_store(store_name(spec.op_id, "-L"))
                 right = self.context.get_store(store_name(spec.op_id, "-R"))
                 join = impl.StreamStreamJoin(self, spec, left, right, self.prepared.join_event_time, nxt, self.counters)
-                join.op_id = spec.op_id  # type: ignore[attr-defined]
                 self._built[id(spec)] = join
                 self.joins.append(join)
                 self.timed.append((join, self.upstream_ssps.get(spec.op_id, frozenset())))
@@ -214,26 +224,30 @@ class OperatorTask:
     def _downstream(self, spec: OperatorSpec) -> Any:
         return impl.fan_out([self._build(d, spec) for d in spec.registered_operator_specs])
 
+    def _initialised(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Samza's InitableFunction: a function object with ``init(context)`` gets the task's
+        context before its first message — its metrics_registry, stores, config. Each task gets
+        its own copy, as Samza deserializes the operator spec per task: a counter the function
+        registers then counts that task's messages, not the container's."""
+        if not isinstance(fn, InitableFunction):
+            return fn
+        own = copy.copy(fn)
+        own.init(self.context)
+        return own
+
     def _make(self, spec: OperatorSpec) -> Any:
-        fn = getattr(spec, "fn", None)
-        if callable(getattr(fn, "init", None)):
-            # Samza's InitableFunction: a function object with ``init(context)`` gets the task's
-            # context before its first message — its metrics_registry, stores, config. Each task
-            # gets its own copy, as Samza deserializes the operator spec per task: a counter the
-            # function registers then counts that task's messages, not the container's.
-            fn = copy.copy(fn)
-            fn.init(self.context)
         if isinstance(spec, MapOperatorSpec):
-            return impl.map_op(fn, self._downstream(spec))
+            return impl.map_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, FilterOperatorSpec):
-            return impl.filter_op(fn, self._downstream(spec))
+            return impl.filter_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, FlatMapOperatorSpec):
-            return impl.flat_map_op(fn, self._downstream(spec))
+            return impl.flat_map_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, MergeOperatorSpec):
             return self._downstream(spec)
         if isinstance(spec, SinkOperatorSpec):
+            sink = self._initialised(spec.fn)
             collector, coordinator = self.collector, self.coordinator
-            return lambda m: fn(m, collector, coordinator)
+            return lambda m: sink(m, collector, coordinator)
         if isinstance(spec, OutputOperatorSpec):
             out = spec.output_stream
             return impl.SendToStream(
@@ -245,15 +259,15 @@ class OperatorTask:
             ss = SystemStream(out.system, out.physical_name)
             op = impl.PartitionBy(
                 self, ss, self.prepared.partitions(out.stream_id), spec.key_fn, spec.value_fn, key_serde, msg_serde,
-                self.sender.producers[out.system], self.task_name,
+                self.sender.producers[out.system], self.task_name, spec.op_id,
             )
-            op.op_id = spec.op_id  # type: ignore[attr-defined]
             op.task_count = self.job_counts.get(ss, 0)
             upstream = self.upstream_ssps.get(spec.op_id, frozenset())
             self.partition_bys.append((op, upstream))
             self.timed.append((op, upstream))
             return op
         if isinstance(spec, StreamTableJoinOperatorSpec):
+            fn = self._initialised(spec.fn)
             store = self.context.get_store(store_name("table-" + spec.table_spec.table_id))
             return impl.StreamTableJoin(store, fn, spec.key_fn, self._downstream(spec))
         if isinstance(spec, SendToTableOperatorSpec):
@@ -317,7 +331,7 @@ class OperatorTask:
         for op, ssps in self.timed:
             if op_ended(op) or not ssps or not ssps <= ended:
                 continue
-            op.ended = True  # type: ignore[attr-defined]
+            op.ended = True
             if isinstance(op, impl.PartitionBy):
                 if op.task_count:
                     self.sender.send_end_of_stream(op.stream, op.partitions, op.task_count)
@@ -336,7 +350,7 @@ class OperatorTask:
         for w in self.windows:
             out[w.op_id] = {"late_messages": w.late_messages}
         for j in self.joins:
-            out[j.op_id] = {"expired": j.expired}  # type: ignore[attr-defined]
+            out[j.op_id] = {"expired": j.expired}
         return out
 
 

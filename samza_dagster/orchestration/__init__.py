@@ -13,24 +13,29 @@ installed with it: what a user's own Dagster project imports.
 """
 
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
-from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill, resend_window
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, asset_role, stream_assets, stream_key
-from samza_dagster.orchestration.rewind import rewind_backfill, rewind_to_time
-from samza_dagster.orchestration.observation import StreamObservation, observe_streams
-from samza_dagster.orchestration.job_asset import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
-from samza_dagster.orchestration.sensors import (
-    coordinator_stream_sensor,
-    samza_job_failure_sensor,
-    stream_observation_sensor,
+from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill, resend_window
+from samza_dagster.orchestration.component import (
+    SamzaBackfill,
+    SamzaComponentError,
+    SamzaJobComponent,
+    default_resources,
 )
+from samza_dagster.orchestration.job_asset import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
+from samza_dagster.orchestration.observation import StreamObservation, observe_streams
 from samza_dagster.orchestration.resources import (
     CoordinatorStreamResource,
     KafkaAdminResource,
     SamzaSystemsResource,
     SparkResource,
 )
+from samza_dagster.orchestration.rewind import rewind_backfill, rewind_to_time
+from samza_dagster.orchestration.sensors import (
+    coordinator_stream_sensor,
+    samza_job_failure_sensor,
+    stream_observation_sensor,
+)
 from samza_dagster.orchestration.settings import DagsterSettings
-from samza_dagster.orchestration.component import SamzaBackfill, SamzaComponentError, SamzaJobComponent, default_resources
 from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
 
 __all__ = [

@@ -22,10 +22,9 @@ import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.config.system_config import StreamConfig
-from samza_dagster.orchestration.backfill import ReprocessingBackfill
 from samza_dagster.orchestration.assets import DeclaredOutput, _group_name, is_written, stream_assets
+from samza_dagster.orchestration.backfill import ReprocessingBackfill
 from samza_dagster.orchestration.job_asset import RunnerFactory, is_bounded_job, op_name, samza_job_asset
-from samza_dagster.planner import configured_plan
 from samza_dagster.orchestration.sensors import (
     coordinator_stream_sensor,
     samza_job_failure_sensor,
@@ -33,6 +32,7 @@ from samza_dagster.orchestration.sensors import (
 )
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
+from samza_dagster.planner import configured_plan
 
 log = logging.getLogger(__name__)
 

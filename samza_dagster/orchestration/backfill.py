@@ -60,6 +60,7 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.model import StreamSpec, SystemStream
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.observation import fetch_metadata, observe_streams, system_admin
@@ -67,7 +68,6 @@ from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkRes
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.planner import configured_plan
 from samza_dagster.planner.plan import StreamInfo
-from samza_dagster.model import StreamSpec, SystemStream
 
 log = logging.getLogger(__name__)
 

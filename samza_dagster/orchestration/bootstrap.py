@@ -22,9 +22,9 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.config import Config
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration import results
 from samza_dagster.orchestration.observation import StreamObservation, checkpointed_offsets, offset_int
-from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.result import JobResult
 
 

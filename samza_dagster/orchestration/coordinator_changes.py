@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samza_dagster.config import Config
-
 from samza_dagster.coordinator.job_coordinator import SOURCE as COORDINATOR_SOURCE
 from samza_dagster.coordinator.stream.messages import SET_CONFIG, CoordinatorStreamMessage
-from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.submission import SOURCE as SUBMISSION_SOURCE
 from samza_dagster.system.errors import StreamNotFoundError
 

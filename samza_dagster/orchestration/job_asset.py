@@ -28,6 +28,8 @@ import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.metrics.stream_reader import MetricsStreamFollower
+from samza_dagster.model import StreamSpec
 from samza_dagster.orchestration import bootstrap, checks, results
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
@@ -41,10 +43,8 @@ from samza_dagster.orchestration.single_run import claim_job_instance, job_insta
 from samza_dagster.orchestration.supervision import JobSupervisor
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.runtime import create_runner
-from samza_dagster.system.errors import SystemUnavailableError
-from samza_dagster.model import StreamSpec
 from samza_dagster.runtime.result import JobResult
-from samza_dagster.metrics.stream_reader import MetricsStreamFollower
+from samza_dagster.system.errors import SystemUnavailableError
 
 #: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"
@@ -185,6 +185,7 @@ def run_samza_job(
     for line in bootstrap.live_progress(cfg, bootstrap_inputs):
         context.log.info(f"job {job_name}: before the run, {line.line()}")
     started = time.monotonic()
+    runner_md: dict[str, Any]
     if runner_factory is not None:
         runner, runner_md = runner_factory(cfg), {}
     else:
@@ -199,8 +200,8 @@ def run_samza_job(
         if follower is not None:
             follower.stop()
     if outcome.error is not None:
-        exc = outcome.error
-        raise dg.Failure(description=f"job {job_name} failed: {type(exc).__name__}: {exc}") from exc
+        failed = outcome.error
+        raise dg.Failure(description=f"job {job_name} failed: {type(failed).__name__}: {failed}") from failed
     result: JobResult | None = outcome.result
     if result is None:  # a runner returns a JobResult or raises; this is a runner bug
         raise dg.Failure(description=f"job {job_name}: its runner ended without a result")

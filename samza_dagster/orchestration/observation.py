@@ -16,11 +16,11 @@ import dagster as dg
 
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
 from samza_dagster.config import Config
+from samza_dagster.model import SystemStreamPartition, SystemStreamPartitionMetadata
 from samza_dagster.planner.admins import fetch_metadata as fetch_stream_metadata  # the planner's batched lookup
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_admin, system_factory
-from samza_dagster.model import SystemStreamPartition, SystemStreamPartitionMetadata
 
 log = logging.getLogger(__name__)
 

@@ -26,16 +26,16 @@ from pathlib import Path
 import dagster as dg
 
 from samza_dagster.config import Config
-from samza_dagster.startpoint.startpoint import Startpoint, StartpointError, StartpointSpecific, StartpointTimestamp
-from samza_dagster.startpoint.resolver import format_timestamp, resolve_startpoints
-from samza_dagster.orchestration.errors import OrchestrationError
-from samza_dagster.runtime.startpoints import input_stream, list_startpoints, set_startpoints
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, _stream
+from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.resources import SamzaSystemsResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.planner import configured_plan
+from samza_dagster.runtime.startpoints import input_stream, list_startpoints, set_startpoints
+from samza_dagster.startpoint.resolver import format_timestamp, resolve_startpoints
+from samza_dagster.startpoint.startpoint import Startpoint, StartpointError, StartpointSpecific, StartpointTimestamp
 from samza_dagster.system.factories import system_admin
 
 

@@ -21,8 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from samza_dagster.config import Config, ConfigError
-from samza_dagster.config import keys
+from samza_dagster.config import Config, ConfigError, keys
 
 OWNERS_KEY = keys.DAGSTER_OWNERS.name
 MATERIALIZATION_INTERVAL_KEY = keys.DAGSTER_MATERIALIZATION_INTERVAL_MS.name

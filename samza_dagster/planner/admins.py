@@ -12,18 +12,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from samza_dagster.application.app import StreamApplication, StreamApplicationDescriptor
-from samza_dagster.config import Config, ConfigError
-from samza_dagster.config import keys
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.model import SystemStream
 from samza_dagster.planner.errors import PlanningError
 from samza_dagster.planner.execution_planner import ExecutionPlanner
 from samza_dagster.planner.plan import ExecutionPlan, JobInfo, Stage, StreamInfo
 from samza_dagster.serde.registry import load_class
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import SystemStream
 
 
 def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[SystemStream, int]:

@@ -105,16 +105,18 @@ def analyze(app: StreamApplicationDescriptor) -> GraphAnalysis:
     # Phase 1a: SendToTable → StreamTableJoins of the same table.
     tables_visitor = SendToTableVisitor()
     visited: set[int] = set()
-    for spec in inputs:
-        traverse(spec, tables_visitor, _registered, visited)
+    # traverse's vertex type is every operator, not only the inputs it starts from
+    roots: list[OperatorSpec] = list(inputs)
+    for root in roots:
+        traverse(root, tables_visitor, _registered, visited)
     connector = SendToTableConnector(tables_visitor.send_to_table_to_stream_table_join())
 
     # Phase 1b: input → joins reached through the virtual connections.
     join_inputs: dict[int, tuple[OperatorSpec, list[str]]] = {}
     upstream: dict[str, set[str]] = {}
-    for spec in inputs:
+    for spec, root in zip(inputs, roots, strict=True):
         reach = _ReachVisitor()
-        traverse(spec, reach, connector)
+        traverse(root, reach, connector)
         for join in reach.joins:
             entry = join_inputs.setdefault(id(join), (join, []))
             entry[1].append(spec.stream_id)
@@ -126,7 +128,8 @@ def analyze(app: StreamApplicationDescriptor) -> GraphAnalysis:
             continue
         reach = _ReachVisitor()
         seen: set[int] = set()
-        for join in tables_visitor.stream_table_joins.get(table.table_id, []):
+        joins: list[OperatorSpec] = list(tables_visitor.stream_table_joins.get(table.table_id, []))
+        for join in joins:
             traverse(join, reach, connector, seen)
         for sid in table.side_inputs:
             upstream.setdefault(f"table:{table.table_id}", set()).add(sid)

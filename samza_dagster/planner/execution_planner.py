@@ -24,12 +24,12 @@ from samza_dagster.config import Config, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.model import SystemStream
 from samza_dagster.planner.analysis import analyze
 from samza_dagster.planner.errors import NotAnApplicationError, PlanningError
 from samza_dagster.planner.partitions import assign_intermediate_partitions, default_intermediate_partitions
 from samza_dagster.planner.plan import Edge, ExecutionPlan, JobInfo, JoinInfo, OperatorInfo, StreamInfo, TableInfo
 from samza_dagster.planner.stages import split_stages
-from samza_dagster.model import SystemStream
 
 #: the most partitions an intermediate stream gets from its inputs' counts when nothing sets it
 MAX_INFERRED_PARTITIONS = 256

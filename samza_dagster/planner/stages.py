@@ -73,7 +73,12 @@ def split_stages(app: StreamApplicationDescriptor) -> tuple[list[Stage], dict[st
     stage_of: dict[str, str] = {}
     for n, root in enumerate(order):
         stage_id = f"stage-{n}"
-        inputs, side_inputs, outputs, intermediates, tables, ops = [], [], [], [], [], []
+        inputs: list[str] = []
+        side_inputs: list[str] = []
+        outputs: list[str] = []
+        intermediates: list[str] = []
+        tables: list[str] = []
+        ops: list[str] = []
         for spec in members[root]:
             ops.append(spec.op_id)
             stage_of[spec.op_id] = stage_id

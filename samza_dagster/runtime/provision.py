@@ -16,17 +16,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from samza_dagster.config import Config
-from samza_dagster.config import keys
+from samza_dagster.config import Config, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.model import StreamSpec
 from samza_dagster.planner import PlanningError, configured_plan
 from samza_dagster.planner.admins import fetch_metadata
 from samza_dagster.system.errors import SamzaSystemError
 from samza_dagster.system.factories import system_factory
-from samza_dagster.model import StreamSpec
-
 
 READ_ROLES = frozenset({"input", "bootstrap", "side-input"})
 

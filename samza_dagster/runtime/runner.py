@@ -140,10 +140,10 @@ class JobRunner(ABC):
     def _new_result(self) -> JobResult:
         return JobResult(self.job_name, self.runner_name)
 
-    def _open(self, result: JobResult, url: str) -> None:
+    def _open(self, result: JobResult, url: str) -> None:  # noqa: B027 - an optional hook, empty by default
         """Before the first run, with the coordinator serving at ``url``."""
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """After the last run (also when it failed), before the coordinator stops."""
 
     def _job_model(self, url: str) -> Any:

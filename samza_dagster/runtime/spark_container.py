@@ -27,14 +27,13 @@ from typing import Any
 
 from samza_dagster.application.errors import ApplicationError
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.coordinator.client import JobModelWatcher, URL_ENV, fetch_job_model, write_container_host
+from samza_dagster.coordinator.client import URL_ENV, JobModelWatcher, fetch_job_model, write_container_host
 from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.errors import SamzaError
 from samza_dagster.planner.errors import PlanningError
 from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 from samza_dagster.serde.serdes import SerdeError
 from samza_dagster.system.errors import StreamNotFoundError
-
 
 log = logging.getLogger(__name__)
 

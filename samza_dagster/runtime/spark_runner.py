@@ -315,4 +315,6 @@ class SparkJobRunner(JobRunner):
 def run_spark_job(config: Config | Mapping[str, str], *, spark: Any = None) -> SparkJobResult:
     """Run the job ``config`` describes on Spark until it ends (bounded) or is stopped."""
     cfg = config if isinstance(config, Config) else Config(config)
-    return SparkJobRunner(cfg, spark=spark).run()
+    result = SparkJobRunner(cfg, spark=spark).run()
+    assert isinstance(result, SparkJobResult)  # the runner's _new_result makes one
+    return result

@@ -14,16 +14,16 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.model import SystemStream, SystemStreamPartition, SystemStreamPartitionMetadata
+from samza_dagster.planner import configured_plan
+from samza_dagster.startpoint.manager import StartpointManager
+from samza_dagster.startpoint.resolver import resolve_startpoints
 from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
     StartpointKey,
     StartpointSpecific,
 )
-from samza_dagster.startpoint.manager import StartpointManager
-from samza_dagster.startpoint.resolver import resolve_startpoints
-from samza_dagster.model import SystemStream, SystemStreamPartition, SystemStreamPartitionMetadata
-from samza_dagster.planner import configured_plan
 from samza_dagster.system.factories import system_admin
 
 

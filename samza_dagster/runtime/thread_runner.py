@@ -85,9 +85,9 @@ class ThreadJobRunner(JobRunner):
             if c.summary is not None:
                 summaries[c.container_id] = c.summary
             elif c.container_id in errors:
-                exc = errors[c.container_id]
+                error = errors[c.container_id]
                 summaries[c.container_id] = ContainerSummary(
-                    c.container_id, ContainerStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
+                    c.container_id, ContainerStatus.FAILED, error=f"{type(error).__name__}: {error}"
                 )
         return [summaries[cid] for cid in ids if cid in summaries]
 

@@ -1,5 +1,6 @@
 """Serdes by name: json, string, bytes, integer, long, noop, msgpack (and pickle, only when named)."""
 
+from samza_dagster.serde.msgpack_serde import MsgpackSerde, PickledStateError, register_type
 from samza_dagster.serde.registry import BUILTIN_SERDES, SerdeRegistry, load_class
 from samza_dagster.serde.serdes import (
     BytesSerde,
@@ -12,7 +13,6 @@ from samza_dagster.serde.serdes import (
     SerdeError,
     StringSerde,
 )
-from samza_dagster.serde.msgpack_serde import MsgpackSerde, PickledStateError, register_type
 
 __all__ = [
     "BUILTIN_SERDES",

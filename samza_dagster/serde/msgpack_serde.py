@@ -43,6 +43,7 @@ def register_type(cls: type, name: str | None = None) -> type:
     ``module.QualName`` unless given; register the class in the module that defines it, so every
     container that imports the job's code has it registered before a store is opened."""
     type_name = name or f"{cls.__module__}.{cls.__qualname__}"
+    codec: tuple[Callable[[Any], Any], Callable[[Any], Any]]
     if dataclasses.is_dataclass(cls):
         fields = [f.name for f in dataclasses.fields(cls) if f.init]
         codec = (lambda obj: {f: getattr(obj, f) for f in fields}, lambda data: cls(**data))

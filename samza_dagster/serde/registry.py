@@ -15,6 +15,8 @@ from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.model import SystemStream
+from samza_dagster.serde.msgpack_serde import MsgpackSerde
 from samza_dagster.serde.serdes import (
     BytesSerde,
     IntegerSerde,
@@ -25,8 +27,6 @@ from samza_dagster.serde.serdes import (
     Serde,
     StringSerde,
 )
-from samza_dagster.serde.msgpack_serde import MsgpackSerde
-from samza_dagster.model import SystemStream
 
 BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
     "json": JsonSerde,

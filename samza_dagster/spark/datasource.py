@@ -159,7 +159,8 @@ class SamzaReader(DataSourceReader):
     def partitions(self) -> list[SamzaInputPartition]:
         return [SamzaInputPartition(p, start, end) for p, (start, end) in sorted(self.ranges.items())]
 
-    def read(self, partition: SamzaInputPartition) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, SamzaInputPartition)  # Spark hands back what partitions() made
         if partition.start >= partition.end:
             return iter(())
         chunks = self._chunks(partition)
@@ -227,7 +228,7 @@ class SamzaReader(DataSourceReader):
                 key = env.key
                 if key_serde is not None and key is not None:
                     key = key_serde.from_bytes(key)
-                row = []
+                row: list[object] = []  # the columns of the requested fields, of their own types
                 for name in names:
                     if name == "partition":
                         row.append(partition)
@@ -334,7 +335,7 @@ class SamzaWriter(DataSourceArrowWriter):
                 if value_columns:
                     picked = [cols[c] for c in value_columns]
                     values: list[Any] = [
-                        dumps(dict(zip(value_columns, row))).encode("utf-8") for row in zip(*picked)
+                        dumps(dict(zip(value_columns, row, strict=True))).encode("utf-8") for row in zip(*picked, strict=True)
                     ]
                 else:
                     values = cols["value"]

@@ -18,10 +18,10 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.coordinator.model.job_model import TaskModel
-from samza_dagster.startpoint.startpoint import Startpoint
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.startpoint.manager import StartpointManager
 from samza_dagster.startpoint.resolver import resolve_startpoints
-from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
+from samza_dagster.startpoint.startpoint import Startpoint
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +46,14 @@ class ContainerStartpoints:
         self._positions: dict[str, dict[SystemStreamPartition, str]] = {}
 
     def apply(
-        self, models: Mapping[str, TaskModel], tasks: Mapping[str, Any], admin_for: Callable[[str], Any],
+        self, models: Mapping[str, TaskModel], admin_for: Callable[[str], Any],
         metadata: Mapping[SystemStream, SystemStreamMetadata],
     ) -> dict[SystemStreamPartition, str]:
         """Load the startpoints of ``models``' tasks and resolve them: the starting offsets that
-        replace the checkpoint's. Each task with one is marked uncommitted, so its first commit
-        writes a checkpoint even when nothing was read."""
+        replace the checkpoint's. The tasks with one (``applied``) must checkpoint at their first
+        commit even when nothing was read: the container asks their TaskInstances to."""
         self.load(models)
-        offsets = self.starting_offsets(admin_for, metadata)
-        for name in self.applied:
-            tasks[name].uncommitted = True
-        return offsets
+        return self.starting_offsets(admin_for, metadata)
 
     def load(self, tasks: Mapping[str, TaskModel]) -> None:
         for task, startpoints in self._manager.task_startpoints(tasks).items():

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping
 
 from samza_dagster.config.config import Config
 from samza_dagster.coordinator.stream.messages import SET_STARTPOINT, CoordinatorStreamMessage
-from samza_dagster.startpoint.startpoint import Startpoint, StartpointError, StartpointKey
-from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter, read_coordinator_stream
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.model import SystemStreamPartition
+from samza_dagster.startpoint.startpoint import Startpoint, StartpointError, StartpointKey
 
 log = logging.getLogger(__name__)
 

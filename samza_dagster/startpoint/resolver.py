@@ -10,9 +10,10 @@ used, so nothing moves.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.startpoint.startpoint import (
     Startpoint,
     StartpointError,
@@ -21,12 +22,11 @@ from samza_dagster.startpoint.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 
 
 def format_timestamp(ms: int) -> str:
     """``1709251200000 (2024-03-01T00:00:00.000Z)``: for error messages."""
-    when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+    when = datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
     return f"{ms} ({when.replace('+00:00', 'Z')})"
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from samza_dagster.errors import SamzaError
@@ -149,7 +149,7 @@ def parse_timestamp_value(raw: Any) -> int:
                     "(e.g. 1709251200000 or 2024-03-01T00:00:00Z)"
                 ) from None
             if when.tzinfo is None:
-                when = when.replace(tzinfo=timezone.utc)
+                when = when.replace(tzinfo=UTC)
             value = int(when.timestamp() * 1000)
     if value < 0:
         raise StartpointError(f"timestamp {raw!r} is before 1970 (negative epoch milliseconds)")

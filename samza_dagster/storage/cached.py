@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
+
 from samza_dagster.storage.errors import StoreSizeError
 
 _MISSING = object()

@@ -7,7 +7,6 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import StreamSpec
 from samza_dagster.storage.specs import StoreSpec
 
-
 #: Properties of a changelog the engine creates. Compacted (Samza's and Kafka's default for
 #: changelogs), and with a compaction lag: a change younger than the lag never removes an older
 #: one, so changes written after the last checkpoint (work a crash then discards, see restore.py)

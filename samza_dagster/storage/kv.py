@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from samza_dagster.config.keys import STORE_CONTAINER_CACHE_SIZE_BYTES
 from samza_dagster.storage.errors import StoreSizeError
+
+if TYPE_CHECKING:  # rocksdict is imported where a RocksDB store opens
+    from rocksdict import Cache
 
 
 class KeyValueStore(Protocol):
@@ -22,6 +25,18 @@ class KeyValueStore(Protocol):
     def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None: ...
     def range(self, from_key: Any, to_key: Any) -> Iterator[tuple[Any, Any]]: ...
     def all(self) -> Iterator[tuple[Any, Any]]: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class RawStore(Protocol):
+    """A byte-level store (the layers under SerializedKeyValueStore: cached, logged, raw)."""
+
+    def get(self, key: bytes) -> bytes | None: ...
+    def put(self, key: bytes, value: bytes) -> None: ...
+    def delete(self, key: bytes) -> None: ...
+    def range(self, from_key: bytes, to_key: bytes) -> Iterator[tuple[bytes, bytes]]: ...
+    def all(self) -> Iterator[tuple[bytes, bytes]]: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -87,7 +102,7 @@ class BlockCache:
         if capacity < 0:
             raise StoreSizeError(f"RocksDB block cache capacity must be >= 0 bytes, got {capacity}")
         self.capacity = capacity
-        self._cache = None
+        self._cache: Cache | None = None
 
     def table_options(self):
         """rocksdict BlockBasedOptions using this cache (capacity 0: no block cache at all)."""

@@ -8,8 +8,10 @@ import time
 
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.model import SystemStreamPartition
+from samza_dagster.storage.kv import RawStore
 from samza_dagster.storage.task_stores import TaskStores
 from samza_dagster.system.positions import position_reached
+from samza_dagster.system.protocols import SystemProducer
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,7 @@ def restore_stores(
     offset for a store (a store added later) restores the whole changelog, with a warning.
     ``checkpoints=None`` restores everything up to the newest offset (the non-transactional
     policy, for callers without checkpoints)."""
-    targets: dict[SystemStreamPartition, tuple[object, str, TaskStores]] = {}
+    targets: dict[SystemStreamPartition, tuple[RawStore, str, TaskStores]] = {}
     for ts in task_stores:
         for name, ssp in ts.changelog_ssps().items():
             targets[ssp] = (ts.raw[name], name, ts)
@@ -138,11 +140,11 @@ def restore_stores(
 
 
 def _trim_changelogs(
-    trim: dict[SystemStreamPartition, set[bytes]], targets: dict[SystemStreamPartition, tuple[object, str, TaskStores]]
+    trim: dict[SystemStreamPartition, set[bytes]], targets: dict[SystemStreamPartition, tuple[RawStore, str, TaskStores]]
 ) -> None:
     """Write each key changed after the checkpoint back to its restored value (a tombstone if
     absent) through the store's LoggedStore path, then flush, before the task sees a message."""
-    to_flush: dict[tuple[int, str], tuple[object, str]] = {}
+    to_flush: dict[tuple[int, str], tuple[SystemProducer, str]] = {}
     for ssp, keys in trim.items():
         raw, name, ts = targets[ssp]
         logged = ts.logged[name]
@@ -155,4 +157,4 @@ def _trim_changelogs(
         log.info("task %s: store %r: trimmed %d key(s) written after the checkpoint", ts.task_name, name, len(keys))
         to_flush[(id(logged.producer), ts.task_name)] = (logged.producer, ts.task_name)
     for producer, source in to_flush.values():
-        producer.flush(source)  # type: ignore[attr-defined]
+        producer.flush(source)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from samza_dagster.serde.serdes import SerdeError, _preview
 from samza_dagster.serde.msgpack_serde import PICKLE_KEY_RANGE, PickledStateError, is_pickle
+from samza_dagster.serde.serdes import SerdeError, _preview
 
 
 class SerializedKeyValueStore:

@@ -15,7 +15,7 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.storage.cached import CachedStore
-from samza_dagster.storage.kv import InMemoryRawStore, RocksDBRawStore
+from samza_dagster.storage.kv import InMemoryRawStore, RawStore, RocksDBRawStore
 from samza_dagster.storage.logged import LoggedStore
 from samza_dagster.storage.serialized import SerializedKeyValueStore, refuse_pickled_state
 from samza_dagster.storage.specs import StoreSpec, safe_name
@@ -39,7 +39,7 @@ class TaskStores:
         self.task_name = task_name
         self.changelog_partition = changelog_partition
         self.specs = {s.name: s for s in specs}
-        self.raw: dict[str, object] = {}
+        self.raw: dict[str, RawStore] = {}
         self.stores: dict[str, SerializedKeyValueStore] = {}
         self.logged: dict[str, LoggedStore] = {}
         self.cached: dict[str, CachedStore] = {}
@@ -51,7 +51,7 @@ class TaskStores:
                 if spec.changelog is not None and path.exists():
                     shutil.rmtree(path)  # rebuilt from the changelog below
                 path.parent.mkdir(parents=True, exist_ok=True)
-                raw = RocksDBRawStore(str(path), spec.block_cache)
+                raw: RawStore = RocksDBRawStore(str(path), spec.block_cache)
             else:
                 raw = InMemoryRawStore()
             self.raw[spec.name] = raw

@@ -1,7 +1,5 @@
 """Systems: the stream model, the System* protocols and the factory registry."""
 
-from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError, SystemUnavailableError
-from samza_dagster.system.factories import BUILTIN_FACTORIES, system_factory
 from samza_dagster.model import (
     END_OF_STREAM_OFFSET,
     IncomingMessageEnvelope,
@@ -12,6 +10,8 @@ from samza_dagster.model import (
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
+from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError, SystemUnavailableError
+from samza_dagster.system.factories import BUILTIN_FACTORIES, system_factory
 from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
 
 __all__ = [

@@ -61,13 +61,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from samza_dagster.errors import SamzaError
-from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.system.errors import ConsumerSetupError, SystemClientError
 from samza_dagster.system.protocols import SystemConsumer
 

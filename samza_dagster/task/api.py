@@ -8,7 +8,7 @@ with ``window`` a windowable one...) because that is what a Python user expects;
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard
 
 if TYPE_CHECKING:  # pragma: no cover
     from samza_dagster.model import IncomingMessageEnvelope
@@ -67,35 +67,37 @@ class EndOfStreamListenerTask:
         raise NotImplementedError
 
 
-def _has(obj: Any, name: str, base: type) -> bool:
+def _has(obj: object, name: str, base: type) -> bool:
     if isinstance(obj, base):
         return True
     return callable(getattr(obj, name, None))
 
 
-def is_async_task(obj: Any) -> bool:
+# TypeGuards: a duck-typed task passes as the interface whose method it has, so the engine's
+# calls on it are checked against that interface's signature.
+def is_async_task(obj: object) -> TypeGuard[AsyncStreamTask]:
     return _has(obj, "process_async", AsyncStreamTask)
 
 
-def is_stream_task(obj: Any) -> bool:
+def is_stream_task(obj: object) -> TypeGuard[StreamTask]:
     return _has(obj, "process", StreamTask)
 
 
-def is_task(obj: Any) -> bool:
+def is_task(obj: object) -> bool:
     return is_async_task(obj) or is_stream_task(obj)
 
 
-def is_windowable(obj: Any) -> bool:
+def is_windowable(obj: object) -> TypeGuard[WindowableTask]:
     return _has(obj, "window", WindowableTask)
 
 
-def is_initable(obj: Any) -> bool:
+def is_initable(obj: object) -> TypeGuard[InitableTask]:
     return _has(obj, "init", InitableTask)
 
 
-def is_closable(obj: Any) -> bool:
+def is_closable(obj: object) -> TypeGuard[ClosableTask]:
     return _has(obj, "close", ClosableTask)
 
 
-def is_end_of_stream_listener(obj: Any) -> bool:
+def is_end_of_stream_listener(obj: object) -> TypeGuard[EndOfStreamListenerTask]:
     return _has(obj, "on_end_of_stream", EndOfStreamListenerTask)

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from samza_dagster.errors import SamzaError
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.serde.serdes import SerdeError
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.protocols import SystemProducer
 
 

@@ -35,6 +35,13 @@ class TaskCoordinator:
             self._container_requests.asking.append(self.task_name)
         self._container_requests.pending = True
 
+    def take_commit_request(self) -> bool:
+        """The run loop's: whether the task asked for a commit since the last look (and forget it)."""
+        if self.commit_requested:
+            self.commit_requested = False
+            return True
+        return False
+
     def shutdown(self, scope: RequestScope = RequestScope.CURRENT_TASK) -> None:
         if scope is RequestScope.ALL_TASKS_IN_CONTAINER:
             self._container_requests.shutdown_all = True

@@ -9,3 +9,7 @@ class NoSuchStoreError(SamzaError, KeyError):
 
     def __str__(self) -> str:  # KeyError's own __str__ would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class NotTheTasksPartitionError(SamzaError):
+    """``TaskContext.set_start_offset`` named a partition that is not one of the task's inputs."""

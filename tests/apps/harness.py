@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from samza_dagster.config import Config
-from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.coordinator.model.builder import build_job_model
-from samza_dagster.system.factories import system_factory
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
+from samza_dagster.system.factories import system_factory
 
 
 def job_model(config: Config) -> JobModel:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from samza_dagster.application import KV, StreamApplication, SystemDescriptor, TableDescriptor, Windows
 from samza_dagster.serde import JsonSerde
 
-
 SYSTEM_KEY = "tests.app.system"
 
 

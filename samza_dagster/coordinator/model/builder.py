@@ -16,8 +16,8 @@ from samza_dagster.coordinator.model.groupers import (
 )
 from samza_dagster.coordinator.model.job_model import ContainerModel, JobModel, TaskModel
 from samza_dagster.coordinator.stream.reader_writer import close_admin
-from samza_dagster.system.factories import system_factory
 from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.system.factories import system_factory
 from samza_dagster.system.protocols import SystemAdmin
 
 

@@ -21,7 +21,6 @@ from typing import Any
 
 from samza_dagster.errors import SamzaError
 
-
 #: The only coordinator stream message format version there is.
 VERSION = 1
 

@@ -21,14 +21,14 @@ from samza_dagster.coordinator.stream.messages import (
 )
 from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.errors import SamzaError
-from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_factory
 from samza_dagster.model import (
     OutgoingMessageEnvelope,
     StreamSpec,
     SystemStream,
     SystemStreamPartition,
 )
+from samza_dagster.system.errors import StreamNotFoundError
+from samza_dagster.system.factories import system_factory
 from samza_dagster.system.protocols import SystemAdmin, SystemConsumer
 
 log = logging.getLogger(__name__)

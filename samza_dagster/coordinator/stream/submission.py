@@ -23,8 +23,8 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import GROUPERS
 from samza_dagster.config.system_config import StorageConfig
 from samza_dagster.coordinator.stream.messages import SET_CHANGELOG, SET_CONFIG, CoordinatorStreamMessage
-from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 
 SOURCE = "job-submission"
 GROUPER_KEY = keys.JOB_GROUPER.name

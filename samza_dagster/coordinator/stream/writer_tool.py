@@ -7,7 +7,11 @@ from __future__ import annotations
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.coordinator.stream.messages import SET_CONFIG, CoordinatorStreamMessage
-from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.stream.reader_writer import (
+    CoordinatorStreamLocation,
+    CoordinatorStreamReader,
+    CoordinatorStreamWriter,
+)
 from samza_dagster.coordinator.stream.submission import check_set_once
 
 SOURCE = "coordinator-stream-writer"
@@ -29,18 +33,20 @@ def run_coordinator_stream_writer(
         raise ConfigError(f"--type must be one of {', '.join(WRITER_TYPES)}; got {msg_type!r}", key="--type")
     if not key:
         raise ConfigError("--key is required", key="--key")
+    set_value: str | None = None  # the value a set-config writes (None: a delete)
     if msg_type == "set-config":
         if value is None:
             raise ConfigError(f"--value is required with --type set-config (key {key!r})", key="--value")
+        set_value = value
         message = CoordinatorStreamMessage.set_config(SOURCE, key, value)
     else:
         message = CoordinatorStreamMessage.delete(SOURCE, SET_CONFIG, key)
     with CoordinatorStreamWriter(config, SOURCE) as writer:
-        if not force_reset and msg_type == "set-config":
+        if not force_reset and set_value is not None:
             with CoordinatorStreamReader(config) as reader:
                 state, _ = reader.read_state()
             if state.config:
-                check_set_once(state.config, {**state.config, key: value})
+                check_set_once(state.config, {**state.config, key: set_value})
         writer.send(message)
     where = CoordinatorStreamLocation.from_config(config)
     with CoordinatorStreamReader(config) as reader:

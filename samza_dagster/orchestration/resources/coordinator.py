@@ -11,12 +11,12 @@ from collections.abc import Mapping
 
 import dagster as dg
 
-from samza_dagster.orchestration.resources.systems import SamzaSystemsResource
 from samza_dagster.config import Config
-from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.coordinator.stream.messages import CoordinatorStreamMessage
-from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader, CoordinatorStreamWriter
+from samza_dagster.coordinator.stream.state import CoordinatorStreamState
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
+from samza_dagster.orchestration.resources.systems import SamzaSystemsResource
 
 
 class CoordinatorStreamResource(dg.ConfigurableResource):

@@ -16,8 +16,8 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.orchestration.observation import system_admin
 from samza_dagster.model import StreamSpec, SystemStreamMetadata
+from samza_dagster.orchestration.observation import system_admin
 
 KAFKA_BOOTSTRAP_ENV = "SAMZA_KAFKA_BOOTSTRAP_SERVERS"
 

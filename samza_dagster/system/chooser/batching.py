@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from samza_dagster.system.chooser.base import MessageChooser, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser
 from samza_dagster.system.chooser.errors import ChooserError
 
 

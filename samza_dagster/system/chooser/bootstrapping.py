@@ -36,9 +36,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
-from samza_dagster.system.errors import OffsetError
-from samza_dagster.system.int_offsets import compare_int_offsets
 from samza_dagster.model import (
     END_OF_STREAM_OFFSET,
     IncomingMessageEnvelope,
@@ -46,6 +43,9 @@ from samza_dagster.model import (
     SystemStreamMetadata,
     SystemStreamPartition,
 )
+from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
+from samza_dagster.system.errors import OffsetError
+from samza_dagster.system.int_offsets import compare_int_offsets
 from samza_dagster.system.protocols import SystemAdmin
 
 log = logging.getLogger(__name__)
@@ -323,6 +323,8 @@ class BootstrappingChooser(MessageChooser):
             entry["caught_up"] = False
             start = lagging.last_offset if lagging.last_offset is not None else self._registered.get(ssp)
             try:
+                if start is None:
+                    raise ValueError("no offset to count from")
                 behind = int(lagging.newest) - int(start) + (0 if lagging.last_offset is not None else 1)
             except (TypeError, ValueError):
                 entry["messages_behind"] = None

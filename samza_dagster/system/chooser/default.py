@@ -44,6 +44,7 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
+from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.system.chooser.base import (
     MessageChooser,
     chooser_from_factory,
@@ -54,7 +55,6 @@ from samza_dagster.system.chooser.bootstrapping import BootstrappingChooser
 from samza_dagster.system.chooser.errors import ChooserError
 from samza_dagster.system.chooser.round_robin import RoundRobinChooser
 from samza_dagster.system.chooser.tiered_priority import TieredPriorityChooser
-from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
 from samza_dagster.system.protocols import SystemAdmin
 
 BATCH_SIZE_KEY = keys.TASK_CONSUMER_BATCH_SIZE.name

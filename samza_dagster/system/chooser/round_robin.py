@@ -11,8 +11,8 @@ from collections import deque
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory
 from samza_dagster.model import IncomingMessageEnvelope
+from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory
 
 
 class RoundRobinChooser(MessageChooser):
@@ -21,7 +21,7 @@ class RoundRobinChooser(MessageChooser):
     def __init__(self) -> None:
         self._queue: deque[IncomingMessageEnvelope] = deque()
         # Bound methods stored once: update is then a direct C call, with no Python frame.
-        self.update = self._queue.append  # type: ignore[method-assign]
+        self.update = self._queue.append  # type: ignore[method-assign,assignment]  # deque.append for the method
         self._popleft = self._queue.popleft
 
     def choose(self) -> IncomingMessageEnvelope | None:

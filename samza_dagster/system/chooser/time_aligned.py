@@ -44,8 +44,8 @@ from typing import Any
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.chooser.base import MessageChooser, MessageChooserFactory, check_chooser
 from samza_dagster.system.chooser.errors import ChooserError
 
 MAX_SKEW_KEY = keys.TASK_CHOOSER_MAX_SKEW_MS.name
@@ -142,12 +142,12 @@ class TimeAlignedChooser(MessageChooser):
             envelope = held
         else:
             envelope = heapq.heappop(heap)[2]
-        t = envelope.event_time
-        if t is not None and t > self._stream_time:
-            self._stream_time = t
+        event_time = envelope.event_time
+        if event_time is not None and event_time > self._stream_time:
+            self._stream_time = event_time
         self._affinity = envelope.ssp
         if self._idle_s and not envelope.is_end_of_stream:
-            self._absent[envelope.ssp] = self._key(envelope) if t is None else t
+            self._absent[envelope.ssp] = self._key(envelope) if event_time is None else event_time
         return envelope
 
     def _should_wait(self, t: int) -> bool:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from samza_dagster.system.errors import InvalidStreamError, StreamExistsError
-from samza_dagster.system.inmemory.state import InMemoryStream, system_state
-from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
+from samza_dagster.system.errors import InvalidStreamError, StreamExistsError
+from samza_dagster.system.inmemory.state import InMemoryStream, system_state
+from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 
 
 def partition_metadata(length: int) -> SystemStreamPartitionMetadata:

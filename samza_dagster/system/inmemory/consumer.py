@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import ConsumerSetupError, PartitionError
 from samza_dagster.system.inmemory.state import Record, system_state
 from samza_dagster.system.int_offsets import parse_offset
-from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
 DEFAULT_FETCH_SIZE: int = keys.INMEMORY_FETCH_SIZE.default
 

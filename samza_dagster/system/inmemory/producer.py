@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 
 from samza_dagster.config.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import WrongSystemError
 from samza_dagster.system.inmemory.state import system_state
-from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
 
 

@@ -14,16 +14,16 @@ from typing import Any
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
-from samza_dagster.system.errors import PartitionError, SamzaSystemError, StreamExistsError, StreamNotFoundError
-from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.errors import connect, unavailable
-from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
+from samza_dagster.system.errors import PartitionError, SamzaSystemError, StreamExistsError, StreamNotFoundError
+from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
+from samza_dagster.system.kafka.config import KafkaClientConfigs
+from samza_dagster.system.kafka.errors import connect, unavailable
 
 #: Kafka's own topic defaults, sent explicitly with every created topic: some brokers (the
 #: tansu test broker among them) report no default topic configs, and clients that read a

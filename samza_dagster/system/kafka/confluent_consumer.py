@@ -45,8 +45,8 @@ from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError, SystemClientError
-from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.common import register_start_offset
+from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.errors import unavailable
 
 BATCH_KEY = keys.SYSTEM_CONSUMER_FETCH_BATCH.name.split(".consumer.", 1)[1]  # within systems.<s>.consumer.
@@ -324,7 +324,6 @@ class ConfluentSystemConsumer:
         envelope = IncomingMessageEnvelope
         last_key: tuple[str, int] | None = None
         batch: list[IncomingMessageEnvelope] = []
-        ssp: SystemStreamPartition | None = None
         for m in messages:
             error = m.error()
             if error is not None:

@@ -34,17 +34,17 @@ from typing import Any
 # this module loads only when a Kafka system runs on the confluent client (factory.py)
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import PartitionError, StreamNotFoundError
-from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.common import (
     no_transactions,
     not_bytes_error,
     transaction_error,
     transaction_timeout_ms,
 )
-from samza_dagster.config import keys
+from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,

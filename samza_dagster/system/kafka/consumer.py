@@ -22,11 +22,12 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
-from samza_dagster.system.errors import StreamNotFoundError, SystemClientError
-from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.common import register_start_offset
-from samza_dagster.system.kafka.errors import connect, unavailable
 from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.errors import StreamNotFoundError, SystemClientError
+from samza_dagster.system.kafka.common import register_start_offset
+from samza_dagster.system.kafka.config import KafkaClientConfigs
+from samza_dagster.system.kafka.errors import connect, unavailable
+
 
 class KafkaSystemConsumer:
     def __init__(self, system_name: str, config: Config, clients: KafkaClientConfigs) -> None:
@@ -238,7 +239,7 @@ def _release_parked_records(consumer: Any) -> None:
     Once per poll, not per message; a no-op on kafka-python versions without these attributes.
     """
     fetcher = getattr(consumer, "_fetcher", None)
-    if getattr(fetcher, "_paused_partition_records", None):
+    if fetcher is not None and getattr(fetcher, "_paused_partition_records", None):
         current = getattr(fetcher, "_next_partition_records", None)
         if current is not None and not current:
             fetcher._next_partition_records = None

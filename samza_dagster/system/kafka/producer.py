@@ -26,14 +26,15 @@ from kafka.errors import KafkaError, KafkaTimeoutError, ProducerFencedError
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import PartitionError, StreamNotFoundError
-from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.common import (
     no_transactions,
     not_bytes_error,
     transaction_error,
     transaction_timeout_ms,
 )
+from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,
@@ -41,7 +42,6 @@ from samza_dagster.system.kafka.errors import (
     connect,
     unavailable,
 )
-from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
 

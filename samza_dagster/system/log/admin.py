@@ -7,17 +7,17 @@ import threading
 from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
-from samza_dagster.system.errors import PartitionError
-from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
-from samza_dagster.system.log import retention, storage, time_index
-from samza_dagster.system.log.cleaner import CleanStats, clean_stream, read_policy
-from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
+from samza_dagster.system.errors import PartitionError
+from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
+from samza_dagster.system.log import retention, storage, time_index
+from samza_dagster.system.log.cleaner import CleanStats, clean_stream, read_policy
+from samza_dagster.system.log.config import LogSystemConfig
 
 
 class LogSystemAdmin:

@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from samza_dagster.system.log import storage, transactions
 from samza_dagster.system.log.formats import LogFormat
@@ -164,7 +165,7 @@ def _in_transaction(conn: storage.StreamConnection, fmt: LogFormat, partition: i
         return delete()
 
 
-def _delete_prefix(conn: sqlite3.Connection, fmt: LogFormat, partition: int, cut: int, stopping: Callable[[], bool]) -> int:
+def _delete_prefix(conn: storage.StreamConnection, fmt: LogFormat, partition: int, cut: int, stopping: Callable[[], bool]) -> int:
     cursor = fmt.scan(conn, partition)
     try:
         first = cursor.fetchone()
@@ -175,12 +176,12 @@ def _delete_prefix(conn: sqlite3.Connection, fmt: LogFormat, partition: int, cut
     removed, start = 0, first[0]
     while start < cut and not stopping():
         end = min(start + CHUNK, cut)
-        removed += _in_transaction(conn, fmt, partition, lambda s=start, e=end: fmt.delete_range(conn, partition, s, e))
+        removed += _in_transaction(conn, fmt, partition, partial(fmt.delete_range, conn, partition, start, end))
         start = end
     return removed
 
 
-def _delete_offsets(conn: sqlite3.Connection, fmt: LogFormat, partition: int, offsets: list[int], stopping: Callable[[], bool]) -> int:
+def _delete_offsets(conn: storage.StreamConnection, fmt: LogFormat, partition: int, offsets: list[int], stopping: Callable[[], bool]) -> int:
     removed = 0
     for i in range(0, len(offsets), CHUNK):
         if stopping():

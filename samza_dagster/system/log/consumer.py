@@ -27,11 +27,11 @@ from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import ConsumerSetupError, PartitionError
 from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.system.log import storage, transactions
 from samza_dagster.system.log.config import LogSystemConfig
-from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 
 _MIN_BACKOFF_S = 0.001
 _MAX_BACKOFF_S = 0.05

@@ -108,7 +108,7 @@ class LogFormat:
             floors = self.recorded_next_offsets(conn)
         finally:
             conn.execute("COMMIT")
-        result = []
+        result: list[tuple[int, int, int | None, int]] = []
         for partition, oldest, newest in bounds:
             floor = floors.get(partition, 0)
             if newest is None:

@@ -39,11 +39,11 @@ from collections import deque
 from collections.abc import Callable
 
 from samza_dagster.config.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import MessageTypeError, StreamNotFoundError, SystemWriteError, WrongSystemError
-from samza_dagster.system.log import storage, transactions
+from samza_dagster.system.log import formats, storage, transactions
 from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
-from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class _StreamWriter:
 
     __slots__ = ("name", "conn", "partition_count", "buffer", "lock", "next_unkeyed", "next_offsets", "data_version")
 
-    def __init__(self, name: str, conn: sqlite3.Connection, partition_count: int) -> None:
+    def __init__(self, name: str, conn: storage.StreamConnection, partition_count: int) -> None:
         self.name = name
         self.conn = conn
         self.partition_count = partition_count
@@ -238,7 +238,7 @@ class LogSystemProducer:
         if start is not None:
             start.clear()
             start.update({p: next_offset[p] for p in partitions})
-        rows = []
+        rows: list[formats.Row] = []
         append = rows.append
         for partition, key, value, timestamp in batch:
             offset = next_offset[partition]
