@@ -16,9 +16,15 @@ after a write committed. Configured by ``systems.log.samza.factory`` =
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+
+import pytest
 
 from samza_dagster.config import Config
 from samza_dagster.spark.transactional import STATE_STREAM
@@ -103,3 +109,24 @@ class FaultyLogSystemFactory(LogSystemFactory):
         if fault.armed("pause-after-commit") and fault.committed():
             fault.hit("pause-after-commit")
         return super().get_admin(system_name, config)
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_until(script: str, args: list[str], marker: Path, *, env: Mapping[str, str] | None = None,
+              timeout_s: float = 240) -> None:
+    """Run ``python -c script args...`` from the repository in a process group of its own (a Spark
+    driver's JVM and Python workers join it) until ``marker`` appears, then SIGKILL the group."""
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO, env={**os.environ, **(env or {})},
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not marker.exists():
+            if proc.poll() is not None:
+                pytest.fail(f"it ended before {marker.name} (exit {proc.returncode}): {proc.stderr.read()[-3000:]!r}")
+            assert time.monotonic() < deadline, f"no {marker.name} within {timeout_s}s"
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

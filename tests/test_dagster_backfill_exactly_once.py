@@ -12,11 +12,6 @@ tests/spark_write_faults.py.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,10 +25,10 @@ from samza_dagster.config import Config, ConfigError
 from samza_dagster.orchestration import SamzaSystemsResource, SparkResource, reprocessing_backfill
 from samza_dagster.system.streams import produce
 from support.log_reading import read_partition
+from tests.spark_write_faults import run_until
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parent.parent
 DAY = "2024-03-01"
 FAULTS = "tests.spark_write_faults:FaultyLogSystemFactory"
 EXACTLY_ONCE = {"job.processing.guarantee": "exactly-once"}
@@ -67,22 +62,9 @@ dg.materialize([backfill.asset], partition_key=DAY, instance=dg.DagsterInstance.
 """
 
 
-def _materialize_until(overrides: dict[str, str], home: Path, marker: Path, timeout_s: float = 240) -> None:
-    """A Dagster materialization of the day in a process of its own (its Spark driver, JVM and
-    Python workers in its process group), SIGKILLed whole once ``marker`` appears."""
-    env = {**os.environ, "DAGSTER_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, json.dumps(overrides)], cwd=REPO, env=env,
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while not marker.exists():
-            if proc.poll() is not None:
-                pytest.fail(f"the run ended before {marker.name} (exit {proc.returncode}): {proc.stderr.read()[-3000:]}")
-            assert time.monotonic() < deadline, f"no {marker.name} within {timeout_s}s"
-            time.sleep(0.1)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+def _materialize_until(overrides: dict[str, str], home: Path, marker: Path) -> None:
+    """A Dagster materialization of the day in a process of its own, SIGKILLed once ``marker`` appears."""
+    run_until(SCRIPT, [json.dumps(overrides)], marker, env={"DAGSTER_HOME": str(home)})
 
 
 def _replay(config: Config, isolation: str) -> list[str]:

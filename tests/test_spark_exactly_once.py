@@ -10,10 +10,6 @@ its own in a subprocess), real SQLite files. Faults come from tests/spark_write_
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,10 +25,10 @@ from samza_dagster.system.log.storage import open_stream
 from samza_dagster.system.log.transactions import ProducerFencedError
 from samza_dagster.system.log.two_phase import TransactionCoordinator
 from support.log_reading import read_partition
+from tests.spark_write_faults import run_until
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parent.parent
 RECORDS = 2_000
 FAULTS = "tests.spark_write_faults:FaultyLogSystemFactory"
 
@@ -142,30 +138,13 @@ resend_to_batch_stream(df, system="log", stream="batch", config=config, key_colu
 """
 
 
-def _run_until(config: Config, write_id: str, marker: Path, timeout_s: float = 180) -> None:
-    """Run the write in a process of its own (driver, JVM, Python workers: one process group) until
-    ``marker`` appears, then SIGKILL the whole group."""
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, json.dumps(dict(config.items())), write_id],
-                            cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while not marker.exists():
-            if proc.poll() is not None:
-                pytest.fail(f"the write ended before {marker.name} (exit {proc.returncode}): {proc.stderr.read()[-3000:]}")
-            assert time.monotonic() < deadline, f"no {marker.name} within {timeout_s}s"
-            time.sleep(0.1)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def test_a_spark_driver_killed_after_every_task_prepared_then_launched_again_lands_each_record_once(
     spark, config, tmp_path
 ):
     # partition 1's task prepared (all its rows written, open) and pauses before reporting; partition
     # 0's task finished: the driver never commits — then driver, JVM and workers are SIGKILLed
     faulty = _faulty(config, tmp_path, "pause-prepared", partition=1)
-    _run_until(faulty, "day-4", tmp_path / "faults" / "in-pause-prepared")
+    run_until(SCRIPT, [json.dumps(dict(faulty.items())), "day-4"], tmp_path / "faults" / "in-pause-prepared")
     written_open = _read(config, "read_uncommitted")
     assert len(written_open) >= RECORDS // 2  # at least the paused task's half is in the stream, open
     assert _read(config, "read_committed") == []
