@@ -260,7 +260,7 @@ def test_an_exactly_once_backfill_run_again_sends_nothing_until_a_new_generation
     first = _metadata(dg.materialize([backfill.asset], partition_key=EO_DAY, resources=resources, instance=instance))
     assert first["already_written"] is False and first["records_resent"] == len(ON_EO_DAY)
     again = _metadata(dg.materialize([backfill.asset], partition_key=EO_DAY, resources=resources, instance=instance))
-    assert again["already_written"] is True and again["records_resent"] == 0
+    assert again["already_written"] is True and again["records_resent"] == 0 and again["nothing_to_reprocess"] is False
     assert again["written_records"] == len(ON_EO_DAY) and again["batch_stream_messages"] == len(ON_EO_DAY)
     assert Counter(_replay(config, "read_committed")) == expected
     # a new generation re-sends the day on purpose, once

@@ -245,7 +245,7 @@ def reprocessing_backfill(
             metadata={
                 "records_resent": dg.MetadataValue.int(sent["total"]),
                 "resent_per_partition": dg.MetadataValue.json({str(p): n for p, n in sorted(sent["partitions"].items())}),
-                "nothing_to_reprocess": sent["total"] == 0,
+                "nothing_to_reprocess": sent["total"] == 0 and not sent["already_written"],
                 "window_start": dg.MetadataValue.timestamp(window.start),
                 "window_end": dg.MetadataValue.timestamp(window.end),
                 "batch_stream_messages": dg.MetadataValue.int(observed.messages),
