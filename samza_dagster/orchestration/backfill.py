@@ -63,8 +63,8 @@ reclassification does), and a run killed mid-write leaves part of the day sent. 
 unit is the run's partition key range — with ``days_per_run`` > 1 a later run of one day inside an
 already written range is not recognised as written; a killed run's unfinished transaction holds
 ``read_committed`` readers of the batch stream at its first message until a run of the same
-partition (range) is launched again; two runs of the same partition at once fence each other (one
-fails, nothing is written twice).
+partition (range) is launched again; two runs of the same partition at once fence each other (one or
+both fail — launch again — and nothing is written twice).
 """
 
 
