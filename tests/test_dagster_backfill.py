@@ -248,6 +248,16 @@ def test_a_killed_and_relaunched_exactly_once_backfill_leaves_each_record_once(t
     runs = instance.get_run_records()
     assert sum(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs) == 1 and len(runs) == 3
 
+    # the job (exactly-once: it reads read_committed) reads the day once from the batch stream, past
+    # the offsets of the first launch's removed rows, and ends (both its inputs are bounded)
+    job_config = Config.from_properties(wordcount.CONFIG_PATH).with_overrides({**EXACTLY_ONCE, "systems.log.log.path": log_path})
+    words = [a for a in application_definitions("wordcount", job_config, declared_outputs=["log.words"]).assets
+             if isinstance(a, dg.AssetsDefinition) and a.key.path[-1] == "words"]
+    md = _metadata(dg.materialize(words, resources={"samza_systems": SamzaSystemsResource(log_path=log_path)},
+                                  instance=instance))
+    assert md["messages_processed_per_stream"] == {"log.sentences": len(ON_EO_DAY) + len(OFF_EO_DAY),
+                                                   "log.sentences_replay": len(ON_EO_DAY)}
+
 
 def test_an_exactly_once_backfill_run_again_sends_nothing_until_a_new_generation(tmp_path, spark_resource):
     config = _eo_log(tmp_path)
