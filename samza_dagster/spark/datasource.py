@@ -350,7 +350,9 @@ class SamzaWriter(DataSourceArrowWriter):
         producer.start()
         if self.transaction is not None:
             partition_id, attempt = _task_attempt()
-            producer.init_transactions(self.transaction.task_producer_id(partition_id, attempt),
+            # the log's producer (SparkWriteTransaction checked the system): its transaction calls
+            transactional: Any = producer
+            transactional.init_transactions(self.transaction.task_producer_id(partition_id, attempt),
                                        self.transaction.state_stream)
         prepared: PreparedTransaction | None = None
         stream = SystemStream(self.system, self.stream)
@@ -403,7 +405,7 @@ class SamzaWriter(DataSourceArrowWriter):
                     counts[partition] += 1
             if self.transaction is not None:
                 # written but open: the driver's commit makes every task's rows readable at once
-                prepared = producer.prepare_transaction()
+                prepared = transactional.prepare_transaction()
             else:
                 producer.flush(source)
         finally:
