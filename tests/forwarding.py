@@ -70,6 +70,9 @@ class ForwardingProducer:
     def abort_transaction(self):
         self.inner.abort_transaction()
 
+    def prepare_transaction(self):
+        return self.inner.prepare_transaction()
+
 
 class ForwardingChooser(_ForwardingPartitions, MessageChooser):
     """A MessageChooser passing every call to ``inner``."""

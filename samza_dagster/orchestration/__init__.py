@@ -14,7 +14,12 @@ installed with it: what a user's own Dagster project imports.
 
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.assets import DeclaredOutput, StreamAssets, asset_role, stream_assets, stream_key
-from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill, resend_window
+from samza_dagster.orchestration.backfill import (
+    ReprocessingBackfill,
+    ReprocessingConfig,
+    reprocessing_backfill,
+    resend_window,
+)
 from samza_dagster.orchestration.component import (
     SamzaBackfill,
     SamzaComponentError,
@@ -53,6 +58,7 @@ __all__ = [
     "DeclaredOutput",
     "SamzaJobRunConfig",
     "ReprocessingBackfill",
+    "ReprocessingConfig",
     "StreamAssets",
     "StreamObservation",
     "application_definitions",

@@ -43,12 +43,32 @@ column (``key_column`` picks the partition by Kafka's murmur2; ``keep_event_time
 Resources: ``samza_systems`` (a :class:`SamzaSystemsResource`: where the systems are) and
 ``spark`` (a :class:`SparkResource`: the session).
 
-Limitations: each partition scans the whole source stream (the data source has no time index);
-re-running a partition re-sends its records again (the batch stream is a queue of work, not a
-table — the job must tolerate a repeated request, as a reclassification does).
+Exactly-once. When the job runs with ``job.processing.guarantee=exactly-once`` (its consumers
+then read ``read_committed``), each partition's re-send is one transaction of the embedded log,
+keyed by the write id ``backfill/<job.name>-<job.id>/<system>.<batch stream>/<partition key>``
+(spark/transactional.py): the day becomes readable all at once when the Spark write commits;
+a run killed anywhere — a task, the Spark driver, the Dagster run process — and launched again
+leaves each of the day's records in the batch stream exactly once; and a run after a committed
+one sends nothing and says so (metadata ``already_written``, ``written_records``,
+``written_at``). To re-send a day on purpose, launch it with the run config ``generation`` raised
+(``ops: {<asset>: {config: {generation: 1}}}``): each generation of a day is written once. The
+batch stream must be on the embedded log (else a ConfigError naming
+``systems.<system>.samza.factory``); no end-of-stream or watermark message is written by a
+backfill, so none takes part in its transaction.
+
+Limitations: each partition scans the whole source stream (the data source has no time index).
+At-least-once (the default guarantee): re-running a partition re-sends its records again (the
+batch stream is a queue of work, not a table — the job must tolerate a repeated request, as a
+reclassification does), and a run killed mid-write leaves part of the day sent. Exactly-once: the
+unit is the run's partition key range — with ``days_per_run`` > 1 a later run of one day inside an
+already written range is not recognised as written; a killed run's unfinished transaction holds
+``read_committed`` readers of the batch stream at its first message until a run of the same
+partition (range) is launched again; two runs of the same partition at once fence each other (one or
+both fail — launch again — and nothing is written twice).
 """
 
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +80,7 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.container.exactly_once import GUARANTEE_KEY
 from samza_dagster.model import StreamSpec, SystemStream
 from samza_dagster.orchestration.assets import _group_name, stream_key
 from samza_dagster.orchestration.errors import OrchestrationError
@@ -68,11 +89,20 @@ from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkRes
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.planner import configured_plan
 from samza_dagster.planner.plan import StreamInfo
+from samza_dagster.spark.transactional import check_transactional_system
 
 log = logging.getLogger(__name__)
 
 #: (source DataFrame, window start ms, window end ms) → the rows of that window
 RowSelector = Callable[[Any, int, int], Any]
+
+
+class ReprocessingConfig(dg.Config):
+    """Run config of a reprocessing backfill's asset."""
+
+    generation: int = 0
+    """Exactly-once jobs: each generation of a day is re-sent once; raise it to re-send a day
+    that was already written (a fix to the job, say)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +168,11 @@ def reprocessing_backfill(
             f"input of job {plan.job_name}; add it to its inputs (task.inputs) at a low priority"
         )
     _check_priority(plan.job_name, batch, plan.streams.values())
+    job_config = JobConfig(cfg)
+    exactly_once = job_config.exactly_once
+    write_prefix = f"backfill/{job_config.name}-{job_config.id}/{batch.system}.{batch.physical_name}"
+    if exactly_once:
+        _check_exactly_once(cfg, batch)
     partitions_def = dg.DailyPartitionsDefinition(start_date=start_date, end_date=end_date, timezone=timezone)
     group = _group_name(application)
     asset_name = name or f"reprocess_{_group_name(batch.id)}"
@@ -157,6 +192,7 @@ def reprocessing_backfill(
         metadata={"source_stream": f"{source.system}.{source.physical_name}",
                   "batch_stream": f"{batch.system}.{batch.physical_name}",
                   "batch_priority": dg.MetadataValue.int(priority),
+                  "processing_guarantee": job_config.processing_guarantee,
                   "timestamp": timestamp_field or ("custom select_rows" if select_rows else "record timestamp")},
         tags={"samza/role": "backfill"},
         owners=list(DagsterSettings.from_config(cfg).owners) or None,
@@ -164,18 +200,37 @@ def reprocessing_backfill(
         **({"backfill_policy": dg.BackfillPolicy.multi_run(days_per_run)} if days_per_run > 1 else {}),
     )
     def _reprocess(
-        context: dg.AssetExecutionContext, samza_systems: SamzaSystemsResource, spark: SparkResource
+        context: dg.AssetExecutionContext, config: ReprocessingConfig, samza_systems: SamzaSystemsResource,
+        spark: SparkResource,
     ) -> dg.MaterializeResult:
         window = context.partition_time_window  # one day, or several with days_per_run
         keys = context.partition_key_range
         days = keys.start if keys.start == keys.end else f"{keys.start}..{keys.end}"
         start_ms, end_ms = int(window.start.timestamp() * 1000), int(window.end.timestamp() * 1000)
         job_cfg = samza_systems.apply(cfg)
+        write_id = None
+        if exactly_once:
+            _check_exactly_once(job_cfg, batch)  # the deployment may have moved the system
+            write_id = f"{write_prefix}/{days}" + (f"#g{config.generation}" if config.generation else "")
         sent = resend_window(
             spark.get_session(), job_cfg, source, batch, start_ms, end_ms,
             selector=selector, prepare=prepare, key_column=key_column, keep_event_time=keep_event_time,
+            transactional_id=write_id,
         )
-        if sent["total"]:
+        exactly = {} if write_id is None else {"write_id": write_id, "already_written": sent["already_written"]}
+        if sent["already_written"]:
+            written = sent["written"]
+            written_at = dt.datetime.fromtimestamp(sent["written_at_ms"] / 1000, tz=dt.UTC)
+            context.log.info(
+                f"{days} was re-sent into {batch.system}.{batch.physical_name} already ({written['total']} records, "
+                f"committed {written_at.isoformat()}, write id {write_id}): nothing sent again; raise the run "
+                "config's generation to re-send it"
+            )
+            exactly.update(
+                written_records=dg.MetadataValue.int(written["total"]),
+                written_at=dg.MetadataValue.timestamp(written_at),
+            )
+        elif sent["total"]:
             context.log.info(
                 f"re-sent {sent['total']} records of {source.system}.{source.physical_name} from "
                 f"{days} into {batch.system}.{batch.physical_name} (priority {priority}): "
@@ -190,10 +245,11 @@ def reprocessing_backfill(
             metadata={
                 "records_resent": dg.MetadataValue.int(sent["total"]),
                 "resent_per_partition": dg.MetadataValue.json({str(p): n for p, n in sorted(sent["partitions"].items())}),
-                "nothing_to_reprocess": sent["total"] == 0,
+                "nothing_to_reprocess": sent["total"] == 0 and not sent["already_written"],
                 "window_start": dg.MetadataValue.timestamp(window.start),
                 "window_end": dg.MetadataValue.timestamp(window.end),
                 "batch_stream_messages": dg.MetadataValue.int(observed.messages),
+                **exactly,
             }
         )
 
@@ -222,10 +278,11 @@ def resend_window(
     prepare: Callable[[Any], Any] | None = None,
     key_column: str | None = "key",
     keep_event_time: bool = True,
+    transactional_id: str | None = None,
 ) -> dict[str, Any]:
     """The Spark half, usable without Dagster: read ``source`` whole, keep the rows of
     ``[start_ms, end_ms)``, re-send them into ``batch`` (created if missing). Returns
-    :func:`resend_to_batch_stream`'s summary."""
+    :func:`resend_to_batch_stream`'s summary; ``transactional_id`` makes it exactly-once."""
     # the spark package pulls in pyspark: loaded only for a Spark re-send
     from samza_dagster.spark import read_options, resend_to_batch_stream
 
@@ -243,7 +300,7 @@ def resend_window(
     wanted = [c for c in dict.fromkeys([key, "value", "timestamp" if keep_event_time else None]) if c and c in rows.columns]
     _ensure_stream(config, batch)
     return resend_to_batch_stream(rows.select(*wanted), system=batch.system, stream=batch.physical_name,
-                                  config=plain, key_column=key)
+                                  config=plain, key_column=key, transactional_id=transactional_id)
 
 
 def _time_filter(timestamp_field: str | None) -> RowSelector:
@@ -275,6 +332,15 @@ def _stream(config: Config, streams: dict[str, StreamInfo], name: str, what: str
                          "or job.default.system, or write system.stream)")
     partitions = StreamConfig(config).partitions(name) if not dot else None
     return StreamInfo(name if not dot else physical, ss.system, ss.stream, partitions, {"source"})
+
+
+def _check_exactly_once(config: Config, batch: StreamInfo) -> None:
+    """An exactly-once job's backfill writes transactionally: ConfigError unless the batch stream's
+    system can (the embedded log)."""
+    check_transactional_system(
+        config, batch.system,
+        f"config key {GUARANTEE_KEY!r}=exactly-once (the backfill into {batch.system}.{batch.physical_name})",
+    )
 
 
 def _check_priority(job_name: str, batch: StreamInfo, streams: Any) -> None:

@@ -30,7 +30,16 @@ or ``valueColumns=a,b`` to JSON-encode those columns into the value), ``key`` or
 murmur2 partition as Kafka's default partitioner, else round-robin), ``timestamp`` (optional,
 ms event time); ``serde`` encodes a non-binary ``value``; ``reportPath`` makes the driver write
 a JSON summary ``{"total": n, "partitions": {"0": n, ...}}`` once the write commits.
-Each Spark task flushes its producer before it reports success (the writer commit).
+Each Spark task flushes its producer before it reports success (the writer commit): at-least-once,
+a failed and retried write sends again what a finished task wrote.
+
+Exactly-once: ``transactionalId=<write id>`` (the write's idempotence key, e.g. the job, stream and
+day of a backfill) makes the write one transaction on the embedded log (spark/transactional.py):
+the tasks' rows become readable to ``read_committed`` readers together at the driver's commit,
+never partly, and a write whose id was committed before writes nothing (the summary then says
+``"already_written": true`` with the earlier write's counts). ``transactionStream`` overrides the
+stream holding the transaction state and ledger (default ``__samza_spark_writes``). On another
+system it is a ConfigError naming ``systems.<s>.samza.factory``.
 """
 
 from __future__ import annotations
@@ -60,8 +69,10 @@ from samza_dagster.spark.options import (
     offset_ranges,
     required,
 )
+from samza_dagster.spark.transactional import STATE_STREAM, SparkWriteTransaction
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
+from samza_dagster.system.log.two_phase import LedgerRecord, PreparedTransaction
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
 DEFAULT_SCHEMA = "partition INT, offset LONG, key BINARY, value BINARY, timestamp LONG"
@@ -290,9 +301,11 @@ def _arrow_batches(partition: int, chunks: Iterator[list[Any]]) -> Iterator[Any]
 
 @dataclass
 class SamzaCommitMessage(WriterCommitMessage):
-    """What one Spark task wrote (and flushed): messages per stream partition."""
+    """What one Spark task wrote (and flushed): messages per stream partition; in an exactly-once
+    write, its prepared transaction (committed by the driver with every other task's)."""
 
     counts: dict[int, int] = field(default_factory=dict)
+    prepared: PreparedTransaction | None = None
 
 
 class SamzaWriter(DataSourceArrowWriter):
@@ -312,10 +325,22 @@ class SamzaWriter(DataSourceArrowWriter):
                 f"samza data source: writing to stream {self.stream!r}: the DataFrame has no column(s) {missing} "
                 f"(columns: {self.columns}); give a 'value' column or option valueColumns"
             )
-        metadata = _stream_metadata(self.system, self.stream, build_config(opts))
+        config = build_config(opts)
+        metadata = _stream_metadata(self.system, self.stream, config)
         self.partition_count = len(metadata.partitions)
+        #: exactly-once (option transactionalId): the write's transaction protocol, and its ledger
+        #: record when an earlier launch committed it already (then nothing is written)
+        self.transaction: SparkWriteTransaction | None = None
+        self.already_written: LedgerRecord | None = None
+        write_id = opts.get("transactionalid")
+        if write_id is not None:
+            state_stream = opts.get("transactionstream", "").strip() or STATE_STREAM
+            self.transaction = SparkWriteTransaction(config, self.system, write_id, state_stream)
+            self.already_written = self.transaction.begin()
 
     def write(self, iterator: Iterator[Any]) -> SamzaCommitMessage:
+        if self.already_written is not None:
+            return SamzaCommitMessage()  # an earlier launch committed this write: write nothing
         config = build_config(self.opts)
         value_serde = SerdeRegistry(config).get(self.opts["serde"], "serde") if self.opts.get("serde") else None
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
@@ -323,6 +348,13 @@ class SamzaWriter(DataSourceArrowWriter):
         source = f"spark-writer-{self.stream}"
         producer.register(source)
         producer.start()
+        if self.transaction is not None:
+            partition_id, attempt = _task_attempt()
+            # the log's producer (SparkWriteTransaction checked the system): its transaction calls
+            transactional: Any = producer
+            transactional.init_transactions(self.transaction.task_producer_id(partition_id, attempt),
+                                       self.transaction.state_stream)
+        prepared: PreparedTransaction | None = None
         stream = SystemStream(self.system, self.stream)
         count = self.partition_count
         counts = [0] * count
@@ -371,23 +403,34 @@ class SamzaWriter(DataSourceArrowWriter):
                         )
                     producer.send(source, OutgoingMessageEnvelope(stream, value, key, None, partition, times[i]))
                     counts[partition] += 1
-            producer.flush(source)
+            if self.transaction is not None:
+                # written but open: the driver's commit makes every task's rows readable at once
+                prepared = transactional.prepare_transaction()
+            else:
+                producer.flush(source)
         finally:
-            producer.stop()
-        return SamzaCommitMessage({p: c for p, c in enumerate(counts) if c})
+            producer.stop()  # a transaction not prepared (the task failed) is aborted here
+        return SamzaCommitMessage({p: c for p, c in enumerate(counts) if c}, prepared)
 
     def commit(self, messages: list[Any]) -> None:
-        path = self.opts.get("reportpath")
-        if not path:
-            return
         summary = summarize_commits(messages)
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(summary, fh)
+        if self.transaction is not None:
+            earlier = self.already_written
+            if earlier is None:
+                prepared = [m.prepared for m in messages if isinstance(m, SamzaCommitMessage) and m.prepared]
+                earlier = self.transaction.commit(prepared, summary)
+            summary = _with_ledger(summary, self.transaction.write_id, earlier)
+        path = self.opts.get("reportpath")
+        if path:
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(summary, fh)
 
     def abort(self, messages: list[Any]) -> None:
-        # A stream cannot take back what a finished task flushed: a retried job re-sends
-        # (at-least-once), as Samza's producers do. Nothing to undo here.
-        return None
+        if self.transaction is not None:
+            # nothing of the write was readable: remove what its tasks wrote
+            self.transaction.abort()
+        # Otherwise a stream cannot take back what a finished task flushed: a retried job
+        # re-sends (at-least-once), as Samza's producers do.
 
 
 def summarize_commits(messages: list[Any]) -> dict[str, Any]:
@@ -397,6 +440,25 @@ def summarize_commits(messages: list[Any]) -> dict[str, Any]:
             for p, c in message.counts.items():
                 per[p] = per.get(p, 0) + c
     return {"total": sum(per.values()), "partitions": {str(p): per[p] for p in sorted(per)}}
+
+
+def _with_ledger(summary: dict[str, Any], write_id: str, earlier: LedgerRecord | None) -> dict[str, Any]:
+    """The report of an exactly-once write: what this launch wrote, or — when an earlier launch
+    had committed the write — nothing, and what that one wrote and when."""
+    if earlier is None:
+        return {**summary, "write_id": write_id, "already_written": False}
+    return {"total": 0, "partitions": {}, "write_id": write_id, "already_written": True,
+            "written": earlier.value, "written_at_ms": earlier.committed_ms}
+
+
+def _task_attempt() -> tuple[int, int]:
+    """This Spark task's partition and attempt number (0, 0 outside Spark): an exactly-once
+    write's task producer id, distinct per attempt so a retry never fences a finished attempt."""
+    # pyspark (and its JVM gateway) loads only where Spark runs
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return (ctx.partitionId(), ctx.attemptNumber()) if ctx is not None else (0, 0)
 
 
 def _task_partition_id() -> int:

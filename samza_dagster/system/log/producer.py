@@ -40,8 +40,8 @@ from collections.abc import Callable
 
 from samza_dagster.config.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope
-from samza_dagster.system.errors import MessageTypeError, StreamNotFoundError, SystemWriteError, WrongSystemError
-from samza_dagster.system.log import formats, storage, transactions
+from samza_dagster.system.errors import MessageTypeError, SystemWriteError, WrongSystemError
+from samza_dagster.system.log import formats, storage, transactions, two_phase
 from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
@@ -260,21 +260,7 @@ class LogSystemProducer:
         state = self._writer(state_stream)
         with state.lock:
             record = transactions.bump_epoch(state.conn, transactional_id)
-        cfg = self.log_config
-        for stream in sorted(record.streams):
-            try:
-                conn, _ = storage.open_stream(self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s)
-            except StreamNotFoundError:
-                continue  # deleted since: its open messages went with it
-            try:
-                removed = transactions.resolve_file(
-                    conn, conn.log_format, transactional_id, record.committed_seq, fence_epoch=record.epoch
-                )
-            finally:
-                conn.close()
-            if removed:
-                log.info("log system %r: aborted %d messages of an unfinished transaction of %r in stream %r",
-                         self.system_name, removed, transactional_id, stream)
+        two_phase.settle(self.log_config, [record])
         self._txn = _Transaction(transactional_id, record.epoch, record.committed_seq + 1, state_stream, record.streams)
 
     @property
@@ -314,6 +300,21 @@ class LogSystemProducer:
                 raise
         committed = txn.seq
         self._settle(txn, lambda conn: transactions.write_markers(conn, txn.producer, committed))
+
+    def prepare_transaction(self) -> two_phase.PreparedTransaction:
+        """Phase one of a two-phase commit (Kafka's KIP-939 ``prepareTransaction``): write what
+        is buffered as open messages and hand the transaction over to a coordinator
+        (two_phase.TransactionCoordinator), which commits it — with other producers' prepared
+        transactions, at one commit point — or aborts it. This producer does neither: the next
+        transaction starts, and ``stop`` leaves the prepared one open."""
+        txn = self._require_transaction()
+        for writer in list(self._writers.values()):
+            if writer.name != txn.state_stream:
+                self._write(writer)
+        prepared = two_phase.PreparedTransaction(txn.producer, txn.epoch, txn.seq, tuple(sorted(txn.touched)))
+        txn.seq += 1
+        txn.touched.clear()
+        return prepared
 
     def abort_transaction(self) -> None:
         """Drop what is buffered and remove what the transaction wrote (nobody reading
