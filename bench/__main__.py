@@ -36,22 +36,41 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1..B7, B12, B13")
     parser.add_argument("--repetitions", type=int, default=3, help="repetitions per measurement (≥ 3 for the report)")
     parser.add_argument("--messages", type=int, default=1_000_000, help="B1 and B5: log-system messages")
-    parser.add_argument("--memory-messages", type=int, default=1_500_000,
-                        help="B1's and B3's bounded-memory runs: 1 KiB messages (the address space is capped at 256 MiB)")
+    parser.add_argument(
+        "--memory-messages",
+        type=int,
+        default=1_500_000,
+        help="B1's and B3's bounded-memory runs: 1 KiB messages (the address space is capped at 256 MiB)",
+    )
     parser.add_argument("--kafka-messages", type=int, default=1_000_000, help="B2 and B3: messages on the broker")
-    parser.add_argument("--spark-messages", type=int, default=400_000,
-                        help="B6: messages (enough that the CPU-bound part outweighs the fixed ~1 s per job)")
+    parser.add_argument(
+        "--spark-messages",
+        type=int,
+        default=400_000,
+        help="B6: messages (enough that the CPU-bound part outweighs the fixed ~1 s per job)",
+    )
     parser.add_argument("--b4-rt-messages", type=int, default=6000)
-    parser.add_argument("--latency-seconds", type=float, default=20.0,
-                        help="B12: seconds measured at 1,000 msgs/s per repetition")
-    parser.add_argument("--scale-messages", type=int, default=400_000,
-                        help="B13: log-system messages per partition count (4, 64, 256, 1,024 partitions)")
-    parser.add_argument("--scale-memory-messages", type=int, default=600_000,
-                        help="B13's memory runs: 1 KiB messages (0: skip them)")
-    parser.add_argument("--scale-kafka-messages", type=int, default=200_000,
-                        help="B13 on Kafka (4, 64, 256 partitions; 0: skip)")
-    parser.add_argument("--scale-spark-messages", type=int, default=400_000,
-                        help="B13 on the spark runner with 8 containers (8 … 1,024 partitions; 0: skip)")
+    parser.add_argument(
+        "--latency-seconds", type=float, default=20.0, help="B12: seconds measured at 1,000 msgs/s per repetition"
+    )
+    parser.add_argument(
+        "--scale-messages",
+        type=int,
+        default=400_000,
+        help="B13: log-system messages per partition count (4, 64, 256, 1,024 partitions)",
+    )
+    parser.add_argument(
+        "--scale-memory-messages", type=int, default=600_000, help="B13's memory runs: 1 KiB messages (0: skip them)"
+    )
+    parser.add_argument(
+        "--scale-kafka-messages", type=int, default=200_000, help="B13 on Kafka (4, 64, 256 partitions; 0: skip)"
+    )
+    parser.add_argument(
+        "--scale-spark-messages",
+        type=int,
+        default=400_000,
+        help="B13 on the spark runner with 8 containers (8 … 1,024 partitions; 0: skip)",
+    )
     parser.add_argument("--no-faust", action="store_true", help="B2 without Faust")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 repetition: checks the runner works")
     parser.add_argument("--output", type=Path, default=BENCHMARKS_MD, help="report path (default docs/benchmarks.md)")
@@ -85,7 +104,9 @@ def run(args: argparse.Namespace) -> list[Section]:
         section = build()
         section.elapsed_s = section.elapsed_s or (time.perf_counter() - t0)
         sections.append(section)
-        log(f"{key}: {section.result} — {'met' if section.met else 'NOT met' if section.met is False else 'not measured'}")
+        log(
+            f"{key}: {section.result} — {'met' if section.met else 'NOT met' if section.met is False else 'not measured'}"
+        )
 
     try:
         from bench import (
@@ -99,35 +120,70 @@ def run(args: argparse.Namespace) -> list[Section]:
         )
 
         add("B7", lambda: bench_planner.runner_section(max(args.repetitions, 3 if not args.smoke else 1), log))
-        add("B1", lambda: bench_container.runner_section(
-            args.messages, args.repetitions, workdir, log,
-            memory_messages=3000 if args.smoke else args.memory_messages))
+        add(
+            "B1",
+            lambda: bench_container.runner_section(
+                args.messages,
+                args.repetitions,
+                workdir,
+                log,
+                memory_messages=3000 if args.smoke else args.memory_messages,
+            ),
+        )
         add("B5", lambda: bench_streams.b5_section(args.messages, args.repetitions, workdir, log))
-        add("B4", lambda: bench_streams.b4_section(args.repetitions, workdir, log, rt_messages=args.b4_rt_messages,
-                                                   flood=max(2000, args.b4_rt_messages * 10)))
+        add(
+            "B4",
+            lambda: bench_streams.b4_section(
+                args.repetitions,
+                workdir,
+                log,
+                rt_messages=args.b4_rt_messages,
+                flood=max(2000, args.b4_rt_messages * 10),
+            ),
+        )
         if {"B2", "B3"} & set(args.only):
             log("B2/B3 ...")
             peers = ("quix",) if args.no_faust else ("quix", "faust")
-            for section in bench_kafka.b2_b3_sections(args.kafka_messages, args.repetitions, workdir, log,
-                                                      want=tuple(b for b in ("B2", "B3") if b in args.only),
-                                                      peers=peers,
-                                                      memory_messages=3000 if args.smoke else args.memory_messages):
+            for section in bench_kafka.b2_b3_sections(
+                args.kafka_messages,
+                args.repetitions,
+                workdir,
+                log,
+                want=tuple(b for b in ("B2", "B3") if b in args.only),
+                peers=peers,
+                memory_messages=3000 if args.smoke else args.memory_messages,
+            ):
                 sections.append(section)
                 log(f"{section.key}: {section.result} — {'met' if section.met else 'NOT met'}")
         add("B6", lambda: bench_spark_runner.runner_section(args.spark_messages, args.repetitions, workdir, log))
         add("B12", lambda: bench_latency.b12_section(args.repetitions, args.latency_seconds, log))
-        add("B13", lambda: bench_scale.runner_section(args.scale_messages, args.repetitions, workdir, log,
-                                                      memory_messages=args.scale_memory_messages,
-                                                      partitions=(4, 64) if args.smoke else bench_scale.PARTITIONS,
-                                                      kafka_messages=args.scale_kafka_messages,
-                                                      spark_messages=args.scale_spark_messages))
+        add(
+            "B13",
+            lambda: bench_scale.runner_section(
+                args.scale_messages,
+                args.repetitions,
+                workdir,
+                log,
+                memory_messages=args.scale_memory_messages,
+                partitions=(4, 64) if args.smoke else bench_scale.PARTITIONS,
+                kafka_messages=args.scale_kafka_messages,
+                spark_messages=args.scale_spark_messages,
+            ),
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return sorted(sections, key=lambda s: int(s.key[1:]))
 
 
-def render(sections: list[Section], args: argparse.Namespace, started: str, load_before: str, load_after: str,
-           wall_s: float, previous: str) -> str:
+def render(
+    sections: list[Section],
+    args: argparse.Namespace,
+    started: str,
+    load_before: str,
+    load_after: str,
+    wall_s: float,
+    previous: str,
+) -> str:
     command = "python -m bench " + " ".join(sys.argv[1:]) if sys.argv[1:] else "python -m bench"
     summary = "\n".join(summary_row(s) for s in sections)
     parts = [
@@ -157,9 +213,14 @@ def render(sections: list[Section], args: argparse.Namespace, started: str, load
         parts += [PROFILES_FILE.read_text().strip(), ""]
     kept = _other_sections(previous)
     if kept:
-        parts += ["# Other benchmarks", "",
-                  "Written by the standalone modules (each section names its command), not by the run above.", "",
-                  kept, ""]
+        parts += [
+            "# Other benchmarks",
+            "",
+            "Written by the standalone modules (each section names its command), not by the run above.",
+            "",
+            kept,
+            "",
+        ]
     return "\n".join(parts)
 
 

@@ -21,8 +21,14 @@ class PipelineApp(StreamApplication):
             ev.map(lambda m: {"u": m["u"], "v": m["v"] * 2})
             .filter(lambda m: m["v"] % 3 != 0)
             .partition_by(key=lambda m: m["u"], op_id="byu")
-            .join(pr, lambda kv, p: KV(kv.key, kv.value["v"] + p["n"]), key=lambda kv: kv.key,
-                  other_key=lambda p: p["u"], ttl_ms=3_600_000, op_id="j")
+            .join(
+                pr,
+                lambda kv, p: KV(kv.key, kv.value["v"] + p["n"]),
+                key=lambda kv: kv.key,
+                other_key=lambda p: p["u"],
+                ttl_ms=3_600_000,
+                op_id="j",
+            )
             .send_to(out)
         )
 
@@ -49,10 +55,14 @@ class PipelineTask:
             self.left.put(m["u"], m)
             p = self.right.get(m["u"])
             if p is not None:
-                collector.send(OutgoingMessageEnvelope(self.out, json.dumps(m["v"] + p["n"]).encode(), json.dumps(m["u"]).encode()))
+                collector.send(
+                    OutgoingMessageEnvelope(self.out, json.dumps(m["v"] + p["n"]).encode(), json.dumps(m["u"]).encode())
+                )
         else:
             p = json.loads(env.message)
             self.right.put(p["u"], p)
             m = self.left.get(p["u"])
             if m is not None:
-                collector.send(OutgoingMessageEnvelope(self.out, json.dumps(m["v"] + p["n"]).encode(), json.dumps(p["u"]).encode()))
+                collector.send(
+                    OutgoingMessageEnvelope(self.out, json.dumps(m["v"] + p["n"]).encode(), json.dumps(p["u"]).encode())
+                )

@@ -44,24 +44,34 @@ SSPS = [SystemStreamPartition("s", s.stream, p) for s, n in ((BOOT, 2), (RT, 2),
 
 def lagging_metadata(partitions: int) -> SystemStreamMetadata:
     """A stream that stays behind its head for the whole run (the bootstrap path's worst case)."""
-    return SystemStreamMetadata("x", {p: SystemStreamPartitionMetadata("0", "1000000000", "1000000001")
-                                      for p in range(partitions)})
+    return SystemStreamMetadata(
+        "x", {p: SystemStreamPartitionMetadata("0", "1000000000", "1000000001") for p in range(partitions)}
+    )
 
 
 def make_default() -> DefaultChooser:
-    config = Config({"task.inputs": "s.codes,s.realtime,s.batch", "systems.s.streams.codes.samza.bootstrap": "true",
-                     "systems.s.streams.realtime.samza.priority": "1", "task.consumer.batch.size": "10"})
-    return DefaultChooser.from_config(config, {BOOT: lagging_metadata(2), RT: lagging_metadata(2),
-                                               BATCH: lagging_metadata(4)})
+    config = Config(
+        {
+            "task.inputs": "s.codes,s.realtime,s.batch",
+            "systems.s.streams.codes.samza.bootstrap": "true",
+            "systems.s.streams.realtime.samza.priority": "1",
+            "task.consumer.batch.size": "10",
+        }
+    )
+    return DefaultChooser.from_config(
+        config, {BOOT: lagging_metadata(2), RT: lagging_metadata(2), BATCH: lagging_metadata(4)}
+    )
 
 
 VARIANTS: dict[str, Callable[[], object]] = {
     "RoundRobinChooser": RoundRobinChooser,
     "TieredPriorityChooser (3 tiers)": lambda: TieredPriorityChooser(
-        {BOOT: 2, RT: 1, BATCH: 0}, {2: RoundRobinChooser(), 1: RoundRobinChooser(), 0: RoundRobinChooser()}),
+        {BOOT: 2, RT: 1, BATCH: 0}, {2: RoundRobinChooser(), 1: RoundRobinChooser(), 0: RoundRobinChooser()}
+    ),
     "BatchingChooser (batch 10)": lambda: BatchingChooser(RoundRobinChooser(), 10),
     "BootstrappingChooser (2 lagging SSPs)": lambda: BootstrappingChooser(
-        TieredPriorityChooser({BOOT: 1}, {1: RoundRobinChooser()}, RoundRobinChooser()), {BOOT: lagging_metadata(2)}),
+        TieredPriorityChooser({BOOT: 1}, {1: RoundRobinChooser()}, RoundRobinChooser()), {BOOT: lagging_metadata(2)}
+    ),
     "TimeAlignedChooser": lambda: TimeAlignedChooser(),
     "DefaultChooser (bootstrap+priority+batching)": make_default,
 }
@@ -118,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     names = ["deque append/popleft (baseline)", *VARIANTS]
     results: dict[str, list[float]] = {name: [] for name in names}
     for rep in range(args.repetitions):
-        order = names if rep % 2 == 0 else list(reversed(names))   # alternate the order
+        order = names if rep % 2 == 0 else list(reversed(names))  # alternate the order
         for name in order:
             if name in VARIANTS:
                 results[name].append(run_chooser(VARIANTS[name], args.envelopes))

@@ -89,8 +89,14 @@ def container_rate(config: Config, n: int, run: int) -> float:
 
 
 def pool_elapsed(config: Config, pool: int, run: int, n: int) -> float:
-    cfg = config.with_overrides({"job.name": f"sleep-{pool}-{run}", "task.class": "support.tasks:SleepTask",
-                                 "test.sleep.ms": "1", "job.container.thread.pool.size": str(pool)})
+    cfg = config.with_overrides(
+        {
+            "job.name": f"sleep-{pool}-{run}",
+            "task.class": "support.tasks:SleepTask",
+            "test.sleep.ms": "1",
+            "job.container.thread.pool.size": str(pool),
+        }
+    )
     model = build_job_model(cfg).model
     t0 = time.perf_counter()
     summary = SamzaContainer("0", model).run()
@@ -118,12 +124,17 @@ def main(n: int = 200_000, repeats: int = 3) -> None:
         single.append(pool_elapsed(sleep_cfg, 0, r, m))
         pooled.append(pool_elapsed(sleep_cfg, 4, r, m))
         speedups.append(single[-1] / pooled[-1])
-        print(f"run {r}: sleep 1ms x {m}: one thread {single[-1]:.3f}s, pool of 4 {pooled[-1]:.3f}s, "
-              f"speed-up {speedups[-1]:.2f}x", flush=True)
+        print(
+            f"run {r}: sleep 1ms x {m}: one thread {single[-1]:.3f}s, pool of 4 {pooled[-1]:.3f}s, "
+            f"speed-up {speedups[-1]:.2f}x",
+            flush=True,
+        )
 
     med_ratio, lo_ratio, hi_ratio = summarize(ratios)
     med_sp, lo_sp, hi_sp = summarize(speedups)
-    write_section("container", f"""
+    write_section(
+        "container",
+        f"""
 ## Container (bench/bench_container.py)
 
 Command: `{command_line("bench.bench_container")}` — {machine_line()}; {repeats} repetitions, median (min–max).
@@ -139,7 +150,8 @@ Command: `{command_line("bench.bench_container")}` — {machine_line()}; {repeat
 
 The container figure includes start-up (metadata, checkpoint read, consumer threads) and the
 final commit; the raw loop is the log consumer's own poll loop with no chooser, task or offsets.
-""")
+""",
+    )
 
 
 # -- B1 in the runner (python -m bench): each repetition in its own process, for peak RSS --------
@@ -192,23 +204,30 @@ def memory_row(workdir: Path, messages: int, log=print) -> str:
     prep = isolated("bench.bench_container:child_memory_prepare", root=root, messages=messages)
     log(f"  produced {messages:,} messages of 1 KiB ({prep['stream_mb']:,.0f} MB on disk) in {prep['produce_s']:.0f} s")
     run = isolated("bench.bench_container:child_memory_run", root=root, messages=messages, limit_mb=MEMORY_LIMIT_MB)
-    return (f"| the same container over {messages:,} messages of 1 KiB ({prep['stream_mb']:,.0f} MB stream "
-            f"file) with its address space capped at {MEMORY_LIMIT_MB} MiB (`RLIMIT_AS`), one run: completed | "
-            f"{run['rate']:,.0f} | {run['peak_rss_mb']:.0f} |")
+    return (
+        f"| the same container over {messages:,} messages of 1 KiB ({prep['stream_mb']:,.0f} MB stream "
+        f"file) with its address space capped at {MEMORY_LIMIT_MB} MiB (`RLIMIT_AS`), one run: completed | "
+        f"{run['rate']:,.0f} | {run['peak_rss_mb']:.0f} |"
+    )
 
 
-def runner_section(messages: int, repetitions: int, workdir: Path, log=print,
-                   memory_messages: int = MEMORY_MESSAGES):
+def runner_section(messages: int, repetitions: int, workdir: Path, log=print, memory_messages: int = MEMORY_MESSAGES):
     """B1: no-op StreamTask in one container vs the raw log consumer loop, same data, same run."""
     from bench.harness import Section, alternate, column, fmt, isolated, median
 
     root = str(workdir / "b1")
     prep = isolated("bench.bench_container:child_prepare", root=root, messages=messages)
     log(f"  produced {messages:,} messages in {prep['produce_s']:.1f} s")
-    runs = alternate(repetitions, {
-        "raw": lambda rep: isolated("bench.bench_container:child_raw", root=root, messages=messages),
-        "engine": lambda rep: isolated("bench.bench_container:child_container", root=root, messages=messages, run=rep),
-    }, log)
+    runs = alternate(
+        repetitions,
+        {
+            "raw": lambda rep: isolated("bench.bench_container:child_raw", root=root, messages=messages),
+            "engine": lambda rep: isolated(
+                "bench.bench_container:child_container", root=root, messages=messages, run=rep
+            ),
+        },
+        log,
+    )
     raw, eng = column(runs["raw"], "rate"), column(runs["engine"], "rate")
     ratios = [e / r for e, r in zip(eng, raw, strict=True)]
     ratio = median(ratios)
@@ -228,11 +247,14 @@ buffer holds fewer than 500 envelopes (the log's default), the run loop holds wh
 at commit. The capped run finishes only because it never holds more than a small part of its stream.
 """
     return Section(
-        key="B1", title="no-op StreamTask vs the raw log consumer loop",
+        key="B1",
+        title="no-op StreamTask vs the raw log consumer loop",
         command=f"python -m bench --only B1 --messages {messages} --memory-messages {memory_messages} "
-                f"--repetitions {repetitions}",
-        body=body, result=f"{ratio:.2f}× of raw ({median(eng):,.0f} vs {median(raw):,.0f} msgs/s)",
-        target="engine ≥ 0.50 × the raw loop's rate", met=ratio >= 0.5,
+        f"--repetitions {repetitions}",
+        body=body,
+        result=f"{ratio:.2f}× of raw ({median(eng):,.0f} vs {median(raw):,.0f} msgs/s)",
+        target="engine ≥ 0.50 × the raw loop's rate",
+        met=ratio >= 0.5,
     )
 
 

@@ -73,16 +73,18 @@ def _config(root: Path, name: str, workload: str, guarantee: str, commit_ms: int
     if workload == "noop":
         entries["task.class"] = "support.tasks:NoOpTask"
     else:
-        entries.update({
-            "task.class": "bench.bench_exactly_once:LogCountPerKeyTask",
-            "systems.log.samza.key.serde": "string",
-            "systems.log.streams.input.samza.msg.serde": "bytes",
-            "systems.log.streams.out.samza.msg.serde": "long",
-            "stores.counts.factory": "rocksdb",
-            "stores.counts.key.serde": "string",
-            "stores.counts.msg.serde": "long",
-            "stores.counts.changelog": f"log.{name}-counts-changelog",
-        })
+        entries.update(
+            {
+                "task.class": "bench.bench_exactly_once:LogCountPerKeyTask",
+                "systems.log.samza.key.serde": "string",
+                "systems.log.streams.input.samza.msg.serde": "bytes",
+                "systems.log.streams.out.samza.msg.serde": "long",
+                "stores.counts.factory": "rocksdb",
+                "stores.counts.key.serde": "string",
+                "stores.counts.msg.serde": "long",
+                "stores.counts.changelog": f"log.{name}-counts-changelog",
+            }
+        )
     return Config(entries)
 
 
@@ -98,7 +100,9 @@ def child_prepare(root: str, messages: int) -> dict:
     ss = SystemStream("log", "input")
     payload = b"x" * 100
     for i in range(messages):
-        producer.send("bench", OutgoingMessageEnvelope(ss, payload, key=f"k{i % KEYS}".encode(), partition=i % PARTITIONS))
+        producer.send(
+            "bench", OutgoingMessageEnvelope(ss, payload, key=f"k{i % KEYS}".encode(), partition=i % PARTITIONS)
+        )
     producer.stop()
     return {}
 
@@ -121,18 +125,33 @@ def main(messages: int = 200_000, repetitions: int = 3) -> None:
     cases = [("noop", 10_000), ("count", 5_000), ("count", 1_000), ("count", 100)]
     rows = []
     for workload, commit_ms in cases:
-        def measure(guarantee: str, workload: str = workload, commit_ms: int = commit_ms):
-            return lambda rep: isolated("bench.bench_exactly_once:child_run", root=root, messages=messages,
-                                        workload=workload, guarantee=guarantee, commit_ms=commit_ms, run=rep)
 
-        out = alternate(repetitions, {"at-least-once": measure("at-least-once"), "exactly-once": measure("exactly-once")})
+        def measure(guarantee: str, workload: str = workload, commit_ms: int = commit_ms):
+            return lambda rep: isolated(
+                "bench.bench_exactly_once:child_run",
+                root=root,
+                messages=messages,
+                workload=workload,
+                guarantee=guarantee,
+                commit_ms=commit_ms,
+                run=rep,
+            )
+
+        out = alternate(
+            repetitions, {"at-least-once": measure("at-least-once"), "exactly-once": measure("exactly-once")}
+        )
         alo, eos = column(out["at-least-once"], "rate"), column(out["exactly-once"], "rate")
         ratios = [e / a for e, a in zip(eos, alo, strict=True)]
-        cpu = [e / a for e, a in zip(column(out["exactly-once"], "cpu_s"), column(out["at-least-once"], "cpu_s"), strict=True)]
+        cpu = [
+            e / a
+            for e, a in zip(column(out["exactly-once"], "cpu_s"), column(out["at-least-once"], "cpu_s"), strict=True)
+        ]
         rows.append((workload, commit_ms, alo, eos, ratios, cpu))
     print(f"load average after: {load_average()}")
-    print("\n| job | commit | at-least-once, msgs/s | exactly-once, msgs/s | rate, exactly-once / at-least-once "
-          "| CPU s, exactly-once / at-least-once |")
+    print(
+        "\n| job | commit | at-least-once, msgs/s | exactly-once, msgs/s | rate, exactly-once / at-least-once "
+        "| CPU s, exactly-once / at-least-once |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for workload, commit_ms, alo, eos, ratios, cpu in rows:
         job = "B1's no-op task" if workload == "noop" else "B2's count per key + output, on the log"
@@ -148,32 +167,54 @@ def kafka_main(messages: int = 300_000, repetitions: int = 3) -> None:
     broker, topic = setup["broker"], setup["topic"]
     bootstrap = broker.bootstrap_servers
     print(f"load average before: {load_average()}", flush=True)
-    cases = [("CountPerKeyTask", 5_000), ("PassThroughTask", 5_000), ("CountPerKeyTask", 1_000),
-             ("CountPerKeyTask", 100)]
+    cases = [
+        ("CountPerKeyTask", 5_000),
+        ("PassThroughTask", 5_000),
+        ("CountPerKeyTask", 1_000),
+        ("CountPerKeyTask", 100),
+    ]
     rows = []
     try:
         for task, commit_ms in cases:
+
             def measure(guarantee: str, task: str = task, commit_ms: int = commit_ms):
                 def run(rep: int) -> dict:
                     job = f"eos-{task[:5].lower()}-{guarantee[:5]}-{commit_ms}-{rep}"
                     create_topics(bootstrap, [f"{job}-out", f"{job}-counts-changelog"], 4)
-                    return isolated("bench.bench_kafka:child_engine", bootstrap=bootstrap, job=job, input_topic=topic,
-                                    output_topic=f"{job}-out", task=f"bench.bench_kafka:{task}",
-                                    state=str(workdir / job), messages=messages, stateful=task == "CountPerKeyTask",
-                                    extra={"job.processing.guarantee": guarantee, "task.commit.ms": str(commit_ms)})
+                    return isolated(
+                        "bench.bench_kafka:child_engine",
+                        bootstrap=bootstrap,
+                        job=job,
+                        input_topic=topic,
+                        output_topic=f"{job}-out",
+                        task=f"bench.bench_kafka:{task}",
+                        state=str(workdir / job),
+                        messages=messages,
+                        stateful=task == "CountPerKeyTask",
+                        extra={"job.processing.guarantee": guarantee, "task.commit.ms": str(commit_ms)},
+                    )
+
                 return run
 
-            out = alternate(repetitions, {"at-least-once": measure("at-least-once"),
-                                          "exactly-once": measure("exactly-once")})
+            out = alternate(
+                repetitions, {"at-least-once": measure("at-least-once"), "exactly-once": measure("exactly-once")}
+            )
             alo, eos = column(out["at-least-once"], "rate"), column(out["exactly-once"], "rate")
             ratios = [e / a for e, a in zip(eos, alo, strict=True)]
-            cpu = [e / a for e, a in zip(column(out["exactly-once"], "run_cpu_s"), column(out["at-least-once"], "run_cpu_s"), strict=True)]
+            cpu = [
+                e / a
+                for e, a in zip(
+                    column(out["exactly-once"], "run_cpu_s"), column(out["at-least-once"], "run_cpu_s"), strict=True
+                )
+            ]
             rows.append((task, commit_ms, alo, eos, ratios, cpu))
     finally:
         broker.stop()
     print(f"load average after: {load_average()}")
-    print("\n| job (Kafka, confluent) | commit | at-least-once, msgs/s | exactly-once, msgs/s "
-          "| rate, exactly-once / at-least-once | CPU s, exactly-once / at-least-once |")
+    print(
+        "\n| job (Kafka, confluent) | commit | at-least-once, msgs/s | exactly-once, msgs/s "
+        "| rate, exactly-once / at-least-once | CPU s, exactly-once / at-least-once |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for task, commit_ms, alo, eos, ratios, cpu in rows:
         job = "B2: `CountPerKeyTask` + store + changelog" if task == "CountPerKeyTask" else "B3: `PassThroughTask`"

@@ -78,31 +78,42 @@ class PassThroughTask(StreamTask, InitableTask):
 def _engine_config(bootstrap: str, job: str, input_topic: str, output_topic: str, task: str, state: str):
     from samza_dagster.config import Config
 
-    return Config({
-        "job.name": job,
-        "job.default.system": "kafka",
-        "systems.kafka.samza.factory": "kafka",
-        "systems.kafka.consumer.bootstrap.servers": bootstrap,
-        "systems.kafka.producer.bootstrap.servers": bootstrap,
-        f"systems.kafka.streams.{input_topic}.samza.bounded": "true",
-        f"systems.kafka.streams.{output_topic}.samza.key.serde": "bytes",
-        "task.inputs": f"kafka.{input_topic}",
-        "task.class": task,
-        "task.commit.ms": str(COMMIT_S * 1000),
-        "bench.output.stream": output_topic,
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.key.serde": "bytes",
-        "stores.counts.msg.serde": "long",
-        "stores.counts.changelog": f"kafka.{job}-counts-changelog",
-        "job.logged.store.base.dir": state,
-        f"systems.kafka.streams.{output_topic}.samza.msg.serde": "long" if "Count" in task else "bytes",
-        "metrics.timer.enabled": "false",
-    })
+    return Config(
+        {
+            "job.name": job,
+            "job.default.system": "kafka",
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.consumer.bootstrap.servers": bootstrap,
+            "systems.kafka.producer.bootstrap.servers": bootstrap,
+            f"systems.kafka.streams.{input_topic}.samza.bounded": "true",
+            f"systems.kafka.streams.{output_topic}.samza.key.serde": "bytes",
+            "task.inputs": f"kafka.{input_topic}",
+            "task.class": task,
+            "task.commit.ms": str(COMMIT_S * 1000),
+            "bench.output.stream": output_topic,
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "bytes",
+            "stores.counts.msg.serde": "long",
+            "stores.counts.changelog": f"kafka.{job}-counts-changelog",
+            "job.logged.store.base.dir": state,
+            f"systems.kafka.streams.{output_topic}.samza.msg.serde": "long" if "Count" in task else "bytes",
+            "metrics.timer.enabled": "false",
+        }
+    )
 
 
-def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, task: str, state: str,
-                 messages: int, stateful: bool, extra: dict[str, str] | None = None,
-                 client: str = "confluent") -> dict[str, Any]:
+def child_engine(
+    bootstrap: str,
+    job: str,
+    input_topic: str,
+    output_topic: str,
+    task: str,
+    state: str,
+    messages: int,
+    stateful: bool,
+    extra: dict[str, str] | None = None,
+    client: str = "confluent",
+) -> dict[str, Any]:
     from bench.harness import cpu_seconds
     from samza_dagster.container import SamzaContainer
     from samza_dagster.coordinator.model.builder import build_job_model
@@ -125,15 +136,22 @@ def child_engine(bootstrap: str, job: str, input_topic: str, output_topic: str, 
     run1, queued1 = _schedstat()
     assert summary.messages_processed == messages, summary.one_line()
     shutil.rmtree(state, ignore_errors=True)
-    result = {"rate": messages / wall, "wall_s": wall, "run_cpu_s": cpu, "rate_per_cpu_s": messages / cpu,
-              "busy": cpu / wall,
-              # the run loop's thread (this one): on a CPU, runnable but waiting for one (a
-              # loaded machine), and the rest — asleep, waiting for messages
-              "loop_on_cpu": (run1 - run0) / wall, "loop_runnable_waiting": (queued1 - queued0) / wall}
+    result = {
+        "rate": messages / wall,
+        "wall_s": wall,
+        "run_cpu_s": cpu,
+        "rate_per_cpu_s": messages / cpu,
+        "busy": cpu / wall,
+        # the run loop's thread (this one): on a CPU, runnable but waiting for one (a
+        # loaded machine), and the rest — asleep, waiting for messages
+        "loop_on_cpu": (run1 - run0) / wall,
+        "loop_runnable_waiting": (queued1 - queued0) / wall,
+    }
     result["loop_asleep"] = 1.0 - result["loop_on_cpu"] - result["loop_runnable_waiting"]
     if client == "confluent":  # a run shorter than the statistics interval has no report: NaN
-        result.update(fetched=float("nan"), refetch_ratio=float("nan"), pauses=float("nan"),
-                      msgs_per_produce_request=float("nan"))
+        result.update(
+            fetched=float("nan"), refetch_ratio=float("nan"), pauses=float("nan"), msgs_per_produce_request=float("nan")
+        )
     consumer = summary.metrics.get("consumer-kafka") or {}
     if "librdkafka" in consumer:
         result["fetched"] = consumer["librdkafka"]["rxmsgs"]
@@ -187,8 +205,9 @@ def child_memory_run(bootstrap: str, topic: str, messages: int, limit_mb: int) -
     ctypes.CDLL("libc.so.6").mallopt(m_arena_max, 2)
     limit = limit_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    result = child_engine(bootstrap, "b3-memory", topic, "unused", "bench.bench_kafka:NoOpTask", "/tmp/unused",
-                          messages, stateful=False)
+    result = child_engine(
+        bootstrap, "b3-memory", topic, "unused", "bench.bench_kafka:NoOpTask", "/tmp/unused", messages, stateful=False
+    )
     # this process's own high-water marks (getrusage's peak RSS carries the parent's over exec)
     status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
     result["vm_hwm_mb"] = int(status["VmHWM"].split()[0]) / 1024
@@ -210,16 +229,24 @@ def memory_row(bootstrap: str, messages: int, log=print) -> str:
 
     topic = "bench-memory"
     create_topics(bootstrap, [topic], PARTITIONS)
-    seconds = isolated("bench.bench_kafka:child_load", bootstrap=bootstrap, topic=topic, messages=messages,
-                       value_size=1024)["seconds"]
+    seconds = isolated(
+        "bench.bench_kafka:child_load", bootstrap=bootstrap, topic=topic, messages=messages, value_size=1024
+    )["seconds"]
     log(f"  loaded {messages:,} messages of 1 KiB into {topic} in {seconds:.0f} s")
-    run = isolated("bench.bench_kafka:child_memory_run", bootstrap=bootstrap, topic=topic, messages=messages,
-                   limit_mb=MEMORY_LIMIT_MB)
+    run = isolated(
+        "bench.bench_kafka:child_memory_run",
+        bootstrap=bootstrap,
+        topic=topic,
+        messages=messages,
+        limit_mb=MEMORY_LIMIT_MB,
+    )
     log(f"  memory run: {run}")
-    return (f"| consume-only (`NoOpTask`, confluent, default config) over {messages:,} messages of 1 KiB "
-            f"with the container's address space capped at {MEMORY_LIMIT_MB} MiB (`RLIMIT_AS`), one run: "
-            f"completed | {run['rate']:,.0f} msgs/s | peak RSS {run['vm_hwm_mb']:.0f} MB, peak address space "
-            f"{run['vm_peak_mb']:.0f} MB; librdkafka fetched {run.get('refetch_ratio', float('nan')):.2f}× consumed |")
+    return (
+        f"| consume-only (`NoOpTask`, confluent, default config) over {messages:,} messages of 1 KiB "
+        f"with the container's address space capped at {MEMORY_LIMIT_MB} MiB (`RLIMIT_AS`), one run: "
+        f"completed | {run['rate']:,.0f} msgs/s | peak RSS {run['vm_hwm_mb']:.0f} MB, peak address space "
+        f"{run['vm_peak_mb']:.0f} MB; librdkafka fetched {run.get('refetch_ratio', float('nan')):.2f}× consumed |"
+    )
 
 
 def child_raw_confluent(bootstrap: str, input_topic: str, messages: int) -> dict[str, Any]:
@@ -229,8 +256,9 @@ def child_raw_confluent(bootstrap: str, input_topic: str, messages: int) -> dict
 
     from bench.harness import cpu_seconds
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-raw", "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench-raw", "enable.auto.commit": False, "fetch.wait.max.ms": 100}
+    )
     consumer.assign([TopicPartition(input_topic, p, 0) for p in range(PARTITIONS)])
     cpu0, t0, seen = cpu_seconds(), time.perf_counter(), 0
     while seen < messages:
@@ -272,8 +300,9 @@ def Config_without_store(config):  # noqa: N802 - reads as a phrase at the call 
     return Config({k: v for k, v in config.items() if not k.startswith("stores.")})
 
 
-def child_quix(bootstrap: str, group: str, input_topic: str, output_topic: str, state: str,
-               messages: int) -> dict[str, Any]:
+def child_quix(
+    bootstrap: str, group: str, input_topic: str, output_topic: str, state: str, messages: int
+) -> dict[str, Any]:
     import logging
 
     from quixstreams import Application
@@ -313,8 +342,9 @@ def child_quix(bootstrap: str, group: str, input_topic: str, output_topic: str, 
     return {"rate": messages / wall, "wall_s": wall, "run_cpu_s": cpu, "busy": cpu / wall}
 
 
-def child_faust(bootstrap: str, group: str, input_topic: str, output_topic: str, state: str,
-                messages: int) -> dict[str, Any]:
+def child_faust(
+    bootstrap: str, group: str, input_topic: str, output_topic: str, state: str, messages: int
+) -> dict[str, Any]:
     """Faust's count per key: a Table (in-memory store + changelog topic) updated by an agent.
 
     Faust's ``app.stop()`` from inside its own agent waits forever for that agent's current
@@ -325,9 +355,17 @@ def child_faust(bootstrap: str, group: str, input_topic: str, output_topic: str,
 
     from bench.harness import emit_and_exit
 
-    app = faust.App(group, broker=f"kafka://{bootstrap}", store="memory://", datadir=state,
-                    topic_partitions=PARTITIONS, broker_commit_interval=COMMIT_S, web_enabled=False,
-                    consumer_auto_offset_reset="earliest", broker_session_timeout=6.0)
+    app = faust.App(
+        group,
+        broker=f"kafka://{bootstrap}",
+        store="memory://",
+        datadir=state,
+        topic_partitions=PARTITIONS,
+        broker_commit_interval=COMMIT_S,
+        web_enabled=False,
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=6.0,
+    )
     source = app.topic(input_topic, key_type=bytes, value_type=bytes, value_serializer="raw", key_serializer="raw")
     sink = app.topic(output_topic, key_type=bytes, value_type=bytes, value_serializer="raw", key_serializer="raw")
     counts = app.Table(f"{group}-counts", default=int, partitions=PARTITIONS)
@@ -363,8 +401,15 @@ def _prepare(workdir: Path, messages: int, log) -> dict[str, Any]:
     return {"broker": broker, "topic": topic}
 
 
-def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, want=("B2", "B3"),
-                   peers=("quix", "faust"), memory_messages: int = MEMORY_MESSAGES):
+def b2_b3_sections(
+    messages: int,
+    repetitions: int,
+    workdir: Path,
+    log=print,
+    want=("B2", "B3"),
+    peers=("quix", "faust"),
+    memory_messages: int = MEMORY_MESSAGES,
+):
     from bench.harness import MeasurementError, Section, alternate, column, fmt, isolated, median, process_cpu_seconds
     from bench.kafka_util import create_topics
 
@@ -383,23 +428,45 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
                     job = f"b2-{client}-{rep}"
                     out = f"{job}-out"
                     create_topics(bootstrap, [out, f"{job}-counts-changelog"], PARTITIONS)
-                    return isolated("bench.bench_kafka:child_engine", bootstrap=bootstrap, job=job,
-                                    input_topic=topic, output_topic=out, task="bench.bench_kafka:CountPerKeyTask",
-                                    state=str(workdir / job), messages=messages, stateful=True, client=client)
+                    return isolated(
+                        "bench.bench_kafka:child_engine",
+                        bootstrap=bootstrap,
+                        job=job,
+                        input_topic=topic,
+                        output_topic=out,
+                        task="bench.bench_kafka:CountPerKeyTask",
+                        state=str(workdir / job),
+                        messages=messages,
+                        stateful=True,
+                        client=client,
+                    )
+
                 return engine
 
             def quix(rep):
-                return isolated("bench.bench_kafka:child_quix", bootstrap=bootstrap, group=f"b2-quix-{rep}",
-                                input_topic=topic, output_topic=f"b2-quix-out-{rep}",
-                                state=str(workdir / f"b2-quix-{rep}"), messages=messages)
+                return isolated(
+                    "bench.bench_kafka:child_quix",
+                    bootstrap=bootstrap,
+                    group=f"b2-quix-{rep}",
+                    input_topic=topic,
+                    output_topic=f"b2-quix-out-{rep}",
+                    state=str(workdir / f"b2-quix-{rep}"),
+                    messages=messages,
+                )
 
             faust_messages = min(messages, FAUST_MESSAGES)
 
             def faust(rep):
-                return isolated("bench.bench_kafka:child_faust", timeout_s=max(90.0, faust_messages / 1000),
-                                bootstrap=bootstrap, group=f"b2-faust-{rep}", input_topic=topic,
-                                output_topic=f"b2-faust-out-{rep}", state=str(workdir / f"b2-faust-{rep}"),
-                                messages=faust_messages)
+                return isolated(
+                    "bench.bench_kafka:child_faust",
+                    timeout_s=max(90.0, faust_messages / 1000),
+                    bootstrap=bootstrap,
+                    group=f"b2-faust-{rep}",
+                    input_topic=topic,
+                    output_topic=f"b2-faust-out-{rep}",
+                    state=str(workdir / f"b2-faust-{rep}"),
+                    messages=faust_messages,
+                )
 
             measurements["engine"] = engine_on("confluent")
             measurements["engine-kafka-python"] = engine_on("kafka-python")
@@ -411,10 +478,12 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
                     faust_runs.append(faust(0))
                     log(f"  faust: {faust_runs[-1]}")
                 except subprocess.TimeoutExpired as exc:
-                    faust_note = (f"Faust (faust-streaming {_version('faust-streaming')}, Table + changelog, same broker) "
-                                  f"was run once over the first {faust_messages:,} messages and had not finished "
-                                  f"them when stopped after {exc.timeout:.0f} s (< {faust_messages / exc.timeout:,.0f} "
-                                  f"msgs/s); a 2,000-message trial did finish on this broker.")
+                    faust_note = (
+                        f"Faust (faust-streaming {_version('faust-streaming')}, Table + changelog, same broker) "
+                        f"was run once over the first {faust_messages:,} messages and had not finished "
+                        f"them when stopped after {exc.timeout:.0f} s (< {faust_messages / exc.timeout:,.0f} "
+                        f"msgs/s); a 2,000-message trial did finish on this broker."
+                    )
                     log("  " + faust_note)
                 except (MeasurementError, Exception) as exc:  # noqa: BLE001 - reported in the section
                     tail = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
@@ -422,51 +491,79 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
                     log("  " + faust_note)
             runs = alternate(repetitions, measurements, log)
             eng = column(runs["engine"], "rate")
+
             def row(label: str, rs: list, fetched: bool = False) -> str:
                 refetch = fmt(column(rs, "refetch_ratio"), ".2f") if fetched else ""
-                return (f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'wall_s'), '.1f')} | "
-                        f"{fmt(column(rs, 'run_cpu_s'), '.1f')} | {fmt(column(rs, 'busy'), '.2f')} | {refetch} | "
-                        f"{fmt(column(rs, 'peak_rss_mb'))} |")
+                return (
+                    f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'wall_s'), '.1f')} | "
+                    f"{fmt(column(rs, 'run_cpu_s'), '.1f')} | {fmt(column(rs, 'busy'), '.2f')} | {refetch} | "
+                    f"{fmt(column(rs, 'peak_rss_mb'))} |"
+                )
 
-            rows = [row("samza_dagster, `kafka.client=confluent` (default): `CountPerKeyTask`, RocksDB store + "
-                        "changelog, 1 container, 4 tasks", runs["engine"], fetched=True),
-                    row("samza_dagster, `kafka.client=kafka-python`: the same", runs["engine-kafka-python"])]
+            rows = [
+                row(
+                    "samza_dagster, `kafka.client=confluent` (default): `CountPerKeyTask`, RocksDB store + "
+                    "changelog, 1 container, 4 tasks",
+                    runs["engine"],
+                    fetched=True,
+                ),
+                row("samza_dagster, `kafka.client=kafka-python`: the same", runs["engine-kafka-python"]),
+            ]
             result, met, why = f"{median(eng):,.0f} msgs/s", None, "Quix Streams was not run."
             if "quix" in runs:
                 qx = column(runs["quix"], "rate")
-                rows.append(row(f"Quix Streams {_version('quixstreams')}: `apply(stateful=True)` + `to_topic`",
-                                runs["quix"]))
+                rows.append(
+                    row(f"Quix Streams {_version('quixstreams')}: `apply(stateful=True)` + `to_topic`", runs["quix"])
+                )
                 ratios = [e / q for e, q in zip(eng, qx, strict=True)]
                 ratio = median(ratios)
                 busy = median(column(runs["engine"], "busy"))
                 refetch = median(column(runs["engine"], "refetch_ratio"))
-                result = (f"{ratio:.2f}× Quix Streams ({median(eng):,.0f} vs {median(qx):,.0f} msgs/s); engine busy "
-                          f"{busy:.2f} (Quix {median(column(runs['quix'], 'busy')):.2f}); fetched {refetch:.2f}× consumed")
+                result = (
+                    f"{ratio:.2f}× Quix Streams ({median(eng):,.0f} vs {median(qx):,.0f} msgs/s); engine busy "
+                    f"{busy:.2f} (Quix {median(column(runs['quix'], 'busy')):.2f}); fetched {refetch:.2f}× consumed"
+                )
                 met = ratio >= 1.5 and busy >= 0.9 and refetch <= 1.1
                 why = B2_WHY if not met else ""
                 rows.append(f"| engine (confluent) / Quix Streams, per repetition | {fmt(ratios, '.2f')} | | | | | |")
                 py_ratios = [e / q for e, q in zip(column(runs["engine-kafka-python"], "rate"), qx, strict=True)]
-                rows.append(f"| engine (kafka-python) / Quix Streams, per repetition | {fmt(py_ratios, '.2f')} | | | | | |")
+                rows.append(
+                    f"| engine (kafka-python) / Quix Streams, per repetition | {fmt(py_ratios, '.2f')} | | | | | |"
+                )
             if faust_runs:
                 fs = column(faust_runs, "rate")
-                rows.append(f"| Faust {_version('faust-streaming')}: Table (in-memory store + changelog), "
-                            f"**one run over the first {faust_runs[0]['messages']:,} messages only** | "
-                            f"{fmt(fs)} | {fmt(column(faust_runs, 'wall_s'), '.1f')} | | | | "
-                            f"{fmt(column(faust_runs, 'peak_rss_mb'))} |")
-            body = (f"{messages:,} messages (100-byte values, {KEYS:,} distinct keys) in a {PARTITIONS}-partition "
-                    f"topic on the tansu broker of the tests (memory-only, same machine). Each repetition reads it "
-                    f"all under a fresh job name / consumer group and state directory; commit every {COMMIT_S} s in "
-                    f"both; one process per run, alternating; median (min–max) of {repetitions}.\n\n"
-                    "| | msgs/s | wall, s | CPU, s | busy (CPU s / wall s) | fetched / consumed | peak RSS, MB |\n"
-                    "|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
-                    + BUSY_NOTE + loop_split(runs["engine"])
-                    + (faust_note + "\n" if faust_note else ""))
-            sections.append(Section(
-                key="B2", title="stateful count per key on Kafka vs Quix Streams",
-                command=f"python -m bench --only B2 --kafka-messages {messages} --repetitions {repetitions}",
-                body=body, result=result, target="≥ 1.5 × Quix Streams' rate; busy ≥ 0.9; fetched ≤ 1.1 × consumed",
-                met=met, why=why,
-                elapsed_s=time.perf_counter() - t0))
+                rows.append(
+                    f"| Faust {_version('faust-streaming')}: Table (in-memory store + changelog), "
+                    f"**one run over the first {faust_runs[0]['messages']:,} messages only** | "
+                    f"{fmt(fs)} | {fmt(column(faust_runs, 'wall_s'), '.1f')} | | | | "
+                    f"{fmt(column(faust_runs, 'peak_rss_mb'))} |"
+                )
+            body = (
+                f"{messages:,} messages (100-byte values, {KEYS:,} distinct keys) in a {PARTITIONS}-partition "
+                f"topic on the tansu broker of the tests (memory-only, same machine). Each repetition reads it "
+                f"all under a fresh job name / consumer group and state directory; commit every {COMMIT_S} s in "
+                f"both; one process per run, alternating; median (min–max) of {repetitions}.\n\n"
+                "| | msgs/s | wall, s | CPU, s | busy (CPU s / wall s) | fetched / consumed | peak RSS, MB |\n"
+                "|---|---:|---:|---:|---:|---:|---:|\n"
+                + "\n".join(rows)
+                + "\n\n"
+                + BUSY_NOTE
+                + loop_split(runs["engine"])
+                + (faust_note + "\n" if faust_note else "")
+            )
+            sections.append(
+                Section(
+                    key="B2",
+                    title="stateful count per key on Kafka vs Quix Streams",
+                    command=f"python -m bench --only B2 --kafka-messages {messages} --repetitions {repetitions}",
+                    body=body,
+                    result=result,
+                    target="≥ 1.5 × Quix Streams' rate; busy ≥ 0.9; fetched ≤ 1.1 × consumed",
+                    met=met,
+                    why=why,
+                    elapsed_s=time.perf_counter() - t0,
+                )
+            )
 
         if "B3" in want:
             t0 = time.perf_counter()
@@ -476,38 +573,74 @@ def b2_b3_sections(messages: int, repetitions: int, workdir: Path, log=print, wa
                     out = f"b3-{client}-out-{rep}"
                     create_topics(bootstrap, [out], PARTITIONS)
                     b0 = process_cpu_seconds(broker.process.pid)
-                    result = isolated("bench.bench_kafka:child_engine", bootstrap=bootstrap, job=f"b3-{client}-{rep}",
-                                      input_topic=topic, output_topic=out, task="bench.bench_kafka:PassThroughTask",
-                                      state=str(workdir / f"b3-{client}-{rep}"), messages=messages, stateful=False,
-                                      client=client)
+                    result = isolated(
+                        "bench.bench_kafka:child_engine",
+                        bootstrap=bootstrap,
+                        job=f"b3-{client}-{rep}",
+                        input_topic=topic,
+                        output_topic=out,
+                        task="bench.bench_kafka:PassThroughTask",
+                        state=str(workdir / f"b3-{client}-{rep}"),
+                        messages=messages,
+                        stateful=False,
+                        client=client,
+                    )
                     result["broker_cpu_s"] = process_cpu_seconds(broker.process.pid) - b0
                     return result
+
                 return passthrough
 
             def consume_only(rep):
-                return isolated("bench.bench_kafka:child_engine", bootstrap=bootstrap, job=f"b3-noop-{rep}",
-                                input_topic=topic, output_topic="unused", task="bench.bench_kafka:NoOpTask",
-                                state=str(workdir / f"b3-noop-{rep}"), messages=messages, stateful=False)
+                return isolated(
+                    "bench.bench_kafka:child_engine",
+                    bootstrap=bootstrap,
+                    job=f"b3-noop-{rep}",
+                    input_topic=topic,
+                    output_topic="unused",
+                    task="bench.bench_kafka:NoOpTask",
+                    state=str(workdir / f"b3-noop-{rep}"),
+                    messages=messages,
+                    stateful=False,
+                )
 
             def raw(rep):
-                return isolated("bench.bench_kafka:child_raw_confluent", bootstrap=bootstrap, input_topic=topic,
-                                messages=messages)
+                return isolated(
+                    "bench.bench_kafka:child_raw_confluent", bootstrap=bootstrap, input_topic=topic, messages=messages
+                )
 
             def raw_system(rep):
-                return isolated("bench.bench_kafka:child_raw_system_consumer", bootstrap=bootstrap,
-                                input_topic=topic, messages=messages)
+                return isolated(
+                    "bench.bench_kafka:child_raw_system_consumer",
+                    bootstrap=bootstrap,
+                    input_topic=topic,
+                    messages=messages,
+                )
 
-            all_runs = alternate(repetitions, {"confluent": passthrough_on("confluent"),
-                                               "kafka-python": passthrough_on("kafka-python"),
-                                               "consume-only": consume_only, "raw": raw,
-                                               "raw-system": raw_system}, log)
+            all_runs = alternate(
+                repetitions,
+                {
+                    "confluent": passthrough_on("confluent"),
+                    "kafka-python": passthrough_on("kafka-python"),
+                    "consume-only": consume_only,
+                    "raw": raw,
+                    "raw-system": raw_system,
+                },
+                log,
+            )
             runs = all_runs["confluent"]
             per_core = column(runs, "rate_per_cpu_s")
             med = median(per_core)
             py_runs = all_runs["kafka-python"]
-            ratios = [e / r for e, r in zip(column(all_runs["consume-only"], "rate"), column(all_runs["raw"], "rate"), strict=True)]
-            sys_ratios = [e / r for e, r in zip(column(all_runs["consume-only"], "rate"),
-                                                column(all_runs["raw-system"], "rate"), strict=True)]
+            ratios = [
+                e / r
+                for e, r in zip(column(all_runs["consume-only"], "rate"), column(all_runs["raw"], "rate"), strict=True)
+            ]
+            sys_ratios = [
+                e / r
+                for e, r in zip(
+                    column(all_runs["consume-only"], "rate"), column(all_runs["raw-system"], "rate"), strict=True
+                )
+            ]
 
             def cores(rs):
                 return [r["run_cpu_s"] / r["wall_s"] for r in rs]
@@ -548,19 +681,30 @@ B1-style ratios on the same topic, the engine consuming only (`NoOpTask`, conflu
 Baseline for per-core: Apache Samza, 1.2 M msgs/s per 24-core node = 50,000 per core; this round's
 target 60,000 per core.
 """
-            b3_met = (med >= 100_000 and median(cores(runs)) >= 0.9 and median(column(runs, "refetch_ratio")) <= 1.1
-                      and median(sys_ratios) >= 0.5)
-            sections.append(Section(
-                key="B3", title="message passing on Kafka, per core used",
-                command=f"python -m bench --only B3 --kafka-messages {messages} --repetitions {repetitions}",
-                body=body, result=f"{med:,.0f} msgs/s per core with confluent, busy {median(cores(runs)):.2f}, "
-                                  f"fetched {median(column(runs, 'refetch_ratio')):.2f}× consumed "
-                                  f"({median(column(py_runs, 'rate_per_cpu_s')):,.0f} with kafka-python); "
-                                  f"consume-only {median(sys_ratios):.2f}× the system consumer's poll loop "
-                                  f"({median(ratios):.2f}× a bare librdkafka loop)",
-                target="≥ 100,000 msgs/s per core used; busy ≥ 0.9; fetched ≤ 1.1 × consumed; consume-only ≥ 0.5 × "
-                       "the raw consumer loop",
-                met=b3_met, why="" if b3_met else B3_WHY, elapsed_s=time.perf_counter() - t0))
+            b3_met = (
+                med >= 100_000
+                and median(cores(runs)) >= 0.9
+                and median(column(runs, "refetch_ratio")) <= 1.1
+                and median(sys_ratios) >= 0.5
+            )
+            sections.append(
+                Section(
+                    key="B3",
+                    title="message passing on Kafka, per core used",
+                    command=f"python -m bench --only B3 --kafka-messages {messages} --repetitions {repetitions}",
+                    body=body,
+                    result=f"{med:,.0f} msgs/s per core with confluent, busy {median(cores(runs)):.2f}, "
+                    f"fetched {median(column(runs, 'refetch_ratio')):.2f}× consumed "
+                    f"({median(column(py_runs, 'rate_per_cpu_s')):,.0f} with kafka-python); "
+                    f"consume-only {median(sys_ratios):.2f}× the system consumer's poll loop "
+                    f"({median(ratios):.2f}× a bare librdkafka loop)",
+                    target="≥ 100,000 msgs/s per core used; busy ≥ 0.9; fetched ≤ 1.1 × consumed; consume-only ≥ 0.5 × "
+                    "the raw consumer loop",
+                    met=b3_met,
+                    why="" if b3_met else B3_WHY,
+                    elapsed_s=time.perf_counter() - t0,
+                )
+            )
     finally:
         broker.stop()
     return sections
@@ -573,10 +717,12 @@ def loop_split(runs: list[dict[str, Any]]) -> str:
 
     if not runs or "loop_on_cpu" not in runs[0]:
         return ""
-    return (f"The engine's run-loop thread (confluent) spent {fmt(column(runs, 'loop_on_cpu'), '.2f')} of the wall "
-            f"time on a CPU, {fmt(column(runs, 'loop_runnable_waiting'), '.2f')} runnable but waiting for a CPU "
-            f"(the machine's load), and {fmt(column(runs, 'loop_asleep'), '.2f')} asleep — waiting for messages "
-            "or for its commit (`/proc/thread-self/schedstat`).\n\n")
+    return (
+        f"The engine's run-loop thread (confluent) spent {fmt(column(runs, 'loop_on_cpu'), '.2f')} of the wall "
+        f"time on a CPU, {fmt(column(runs, 'loop_runnable_waiting'), '.2f')} runnable but waiting for a CPU "
+        f"(the machine's load), and {fmt(column(runs, 'loop_asleep'), '.2f')} asleep — waiting for messages "
+        "or for its commit (`/proc/thread-self/schedstat`).\n\n"
+    )
 
 
 def _version(name: str) -> str:
@@ -589,9 +735,11 @@ def _version(name: str) -> str:
 
 
 B2_WHY = "Why: see *Profiles* below. "
-BUSY_NOTE = ("*Busy* is the process's CPU seconds (all threads) over its wall seconds for the run: a job that "
-             "waits on its client shows it at once, whatever the machine's speed (on 2 cores it can exceed 1). "
-             "*Fetched / consumed* is librdkafka's `rxmsgs` statistic (messages received from the broker, "
-             "refetches included; its last report is up to 0.2 s before the run ends) over the messages "
-             "processed.\n\n")
+BUSY_NOTE = (
+    "*Busy* is the process's CPU seconds (all threads) over its wall seconds for the run: a job that "
+    "waits on its client shows it at once, whatever the machine's speed (on 2 cores it can exceed 1). "
+    "*Fetched / consumed* is librdkafka's `rxmsgs` statistic (messages received from the broker, "
+    "refetches included; its last report is up to 0.2 s before the run ends) over the messages "
+    "processed.\n\n"
+)
 B3_WHY = "Why: see *Profiles* below. "

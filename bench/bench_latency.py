@@ -111,6 +111,7 @@ class _Log:
 
         def read() -> list[bytes]:
             return [e.message for batch in consumer.poll(ssps, 0.05).values() for e in batch]
+
         return read, consumer.stop
 
     def close(self) -> None:
@@ -137,28 +138,37 @@ class _Kafka:
     def reader(self, stream: str):
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"b12-reader-{stream}",
-                             "enable.auto.commit": False, "fetch.wait.max.ms": READER_FETCH_WAIT_MS})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"b12-reader-{stream}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": READER_FETCH_WAIT_MS,
+            }
+        )
         consumer.assign([TopicPartition(stream, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
 
         def read() -> list[bytes]:
             return [m.value() for m in consumer.consume(500, 0.05) if m.error() is None]
+
         return read, consumer.close
 
     def close(self) -> None:
         self.producer.flush(10)
 
 
-def child_latency(system: str, seconds: float, rate: int = RATE, bootstrap: str = "",
-                  job_keys: dict[str, str] | None = None) -> dict[str, Any]:
+def child_latency(
+    system: str, seconds: float, rate: int = RATE, bootstrap: str = "", job_keys: dict[str, str] | None = None
+) -> dict[str, Any]:
     """One repetition: the job in its own process, the driver here; latencies in ms, of the
     output and — the same measure one hop earlier, the system's own share — of the input."""
     root = tempfile.mkdtemp(prefix="b12-")
     driver = _Log(root) if system == "log" else _Kafka(bootstrap)
     spawn = multiprocessing.get_context("spawn")
     stop = spawn.Event()
-    job = spawn.Process(target=_run_job, args=(dict(_job_config(system, driver.keys), **(job_keys or {})), stop),
-                        daemon=True)
+    job = spawn.Process(
+        target=_run_job, args=(dict(_job_config(system, driver.keys), **(job_keys or {})), stop), daemon=True
+    )
     job.start()
     received: dict[str, dict[int, float]] = {INPUT: {}, OUTPUT: {}}
     first_output = threading.Event()
@@ -205,7 +215,8 @@ def child_latency(system: str, seconds: float, rate: int = RATE, bootstrap: str 
         # watermark defect), so a stream that stopped would hide the last measured messages
         wait_until = time.perf_counter() + TAIL_S
         while time.perf_counter() < wait_until and any(
-                s not in received[OUTPUT] or s not in received[INPUT] for s in range(measured_from, measured_to)):
+            s not in received[OUTPUT] or s not in received[INPUT] for s in range(measured_from, measured_to)
+        ):
             driver.send(STAMP.pack(time.time(), seq), seq)
             seq += 1
             delay = t0 + seq * interval - time.perf_counter()
@@ -228,10 +239,16 @@ def child_latency(system: str, seconds: float, rate: int = RATE, bootstrap: str 
         latencies = sorted(received[stream][s] for s in range(measured_from, seq) if s in received[stream])
         missing = (seq - measured_from) - len(latencies)
         if missing:
-            raise RuntimeError(f"B12 on {system}: {missing} of {seq - measured_from} measured messages never "
-                               f"reached {stream}")
-        result.update({f"{name}_p50_ms": _pct(latencies, 0.50), f"{name}_p99_ms": _pct(latencies, 0.99),
-                       f"{name}_max_ms": latencies[-1]})
+            raise RuntimeError(
+                f"B12 on {system}: {missing} of {seq - measured_from} measured messages never reached {stream}"
+            )
+        result.update(
+            {
+                f"{name}_p50_ms": _pct(latencies, 0.50),
+                f"{name}_p99_ms": _pct(latencies, 0.99),
+                f"{name}_max_ms": latencies[-1],
+            }
+        )
         result["messages"] = len(latencies)
     return result
 
@@ -251,47 +268,67 @@ def b12_section(repetitions: int, seconds: float, log=print):
     t0 = time.perf_counter()
     broker = start_broker()
     try:
+
         def on(variant: str):
             def measure(rep: int) -> dict[str, Any]:
                 if variant == "log":
                     return isolated("bench.bench_latency:child_latency", system="log", seconds=seconds)
-                return isolated("bench.bench_latency:child_kafka_fresh", bootstrap=broker.bootstrap_servers,
-                                seconds=seconds, topic_suffix=f"{variant}-{rep}", job_keys=KAFKA_VARIANTS[variant])
+                return isolated(
+                    "bench.bench_latency:child_kafka_fresh",
+                    bootstrap=broker.bootstrap_servers,
+                    seconds=seconds,
+                    topic_suffix=f"{variant}-{rep}",
+                    job_keys=KAFKA_VARIANTS[variant],
+                )
+
             return measure
 
         runs = alternate(repetitions, {v: on(v) for v in ("log", *KAFKA_VARIANTS)}, log)
     finally:
         broker.stop()
-    labels = {"log": "embedded log (`log`), default config",
-              "kafka": "Kafka (`kafka.client=confluent`), default config"}
+    labels = {
+        "log": "embedded log (`log`), default config",
+        "kafka": "Kafka (`kafka.client=confluent`), default config",
+    }
     rows = []
     for variant, label in labels.items():
         rs = runs[variant]
-        rows.append(f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'in_p50_ms'), '.1f')} | "
-                    f"{fmt(column(rs, 'in_p99_ms'), '.1f')} | {fmt(column(rs, 'out_p50_ms'), '.1f')} | "
-                    f"**{fmt(column(rs, 'out_p99_ms'), '.1f')}** | {fmt(column(rs, 'out_max_ms'), '.1f')} |")
+        rows.append(
+            f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'in_p50_ms'), '.1f')} | "
+            f"{fmt(column(rs, 'in_p99_ms'), '.1f')} | {fmt(column(rs, 'out_p50_ms'), '.1f')} | "
+            f"**{fmt(column(rs, 'out_p99_ms'), '.1f')}** | {fmt(column(rs, 'out_max_ms'), '.1f')} |"
+        )
     p99_log, p99_kafka = median(column(runs["log"], "out_p99_ms")), median(column(runs["kafka"], "out_p99_ms"))
-    body = (f"A pass-through job (1 container, {PARTITIONS} input and output partitions, default config: commit "
-            f"every 60 s, `log.linger.ms` 5, librdkafka's `linger.ms` 5) in its own process; the driver writes "
-            f"{RATE:,} msgs/s for {seconds:.0f} s after the job's first output, each stamped with the time just "
-            "before it was handed to the producer (log: one write and commit per message; Kafka: librdkafka, "
-            "`linger.ms=0`). Downstream consumers of the output *and of the input* record read time − stamp per "
-            "message (log: the system's consumer; Kafka: librdkafka with `fetch.wait.max.ms=100`, the engine's default): the input's "
-            "latency is one hop through the system alone, the output's the whole way through the job. Every "
-            f"measured message came out. Median (min–max) of {repetitions} repetitions, variants alternating.\n\n"
-            "| | msgs/s sent | input p50, ms | input p99, ms | output p50, ms | output p99, ms | output max, ms |\n"
-            "|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n")
+    body = (
+        f"A pass-through job (1 container, {PARTITIONS} input and output partitions, default config: commit "
+        f"every 60 s, `log.linger.ms` 5, librdkafka's `linger.ms` 5) in its own process; the driver writes "
+        f"{RATE:,} msgs/s for {seconds:.0f} s after the job's first output, each stamped with the time just "
+        "before it was handed to the producer (log: one write and commit per message; Kafka: librdkafka, "
+        "`linger.ms=0`). Downstream consumers of the output *and of the input* record read time − stamp per "
+        "message (log: the system's consumer; Kafka: librdkafka with `fetch.wait.max.ms=100`, the engine's default): the input's "
+        "latency is one hop through the system alone, the output's the whole way through the job. Every "
+        f"measured message came out. Median (min–max) of {repetitions} repetitions, variants alternating.\n\n"
+        "| | msgs/s sent | input p50, ms | input p99, ms | output p50, ms | output p99, ms | output max, ms |\n"
+        "|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+    )
     met = p99_log < 100 and p99_kafka < 100
-    return Section(key="B12", title="end-to-end latency at a steady 1,000 msgs/s",
-                   command=f"python -m bench --only B12 --repetitions {repetitions}", body=body,
-                   result=f"p99 {p99_log:.1f} ms on the log, {p99_kafka:.1f} ms on Kafka (one hop through the test "
-                          f"broker alone: p99 {median(column(runs['kafka'], 'in_p99_ms')):.1f} ms)",
-                   target="p99 < 100 ms on the log and on Kafka with the default config", met=met,
-                   why="" if met else "Why: see *Profiles* below.", elapsed_s=time.perf_counter() - t0)
+    return Section(
+        key="B12",
+        title="end-to-end latency at a steady 1,000 msgs/s",
+        command=f"python -m bench --only B12 --repetitions {repetitions}",
+        body=body,
+        result=f"p99 {p99_log:.1f} ms on the log, {p99_kafka:.1f} ms on Kafka (one hop through the test "
+        f"broker alone: p99 {median(column(runs['kafka'], 'in_p99_ms')):.1f} ms)",
+        target="p99 < 100 ms on the log and on Kafka with the default config",
+        met=met,
+        why="" if met else "Why: see *Profiles* below.",
+        elapsed_s=time.perf_counter() - t0,
+    )
 
 
-def child_kafka_fresh(bootstrap: str, seconds: float, topic_suffix: str,
-                      job_keys: dict[str, str] | None = None) -> dict[str, Any]:
+def child_kafka_fresh(
+    bootstrap: str, seconds: float, topic_suffix: str, job_keys: dict[str, str] | None = None
+) -> dict[str, Any]:
     """child_latency on Kafka with topics of this measurement's own (names suffixed)."""
     global INPUT, OUTPUT
     INPUT, OUTPUT = f"b12-in-{topic_suffix}", f"b12-out-{topic_suffix}"
@@ -301,5 +338,10 @@ def child_kafka_fresh(bootstrap: str, seconds: float, topic_suffix: str,
 if __name__ == "__main__":
     import sys
 
-    print(child_latency(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 10.0,
-                        bootstrap=sys.argv[3] if len(sys.argv) > 3 else ""))
+    print(
+        child_latency(
+            sys.argv[1],
+            float(sys.argv[2]) if len(sys.argv) > 2 else 10.0,
+            bootstrap=sys.argv[3] if len(sys.argv) > 3 else "",
+        )
+    )

@@ -39,8 +39,14 @@ VALUE = b"v" * 64
 
 def _config(root: str) -> Config:
     # the producer's own cleaner stays out of the way: the uncompacted file must stay whole
-    return Config({f"systems.{SYSTEM}.log.path": root, f"systems.{SYSTEM}.log.synchronous": "NORMAL",
-                   f"systems.{SYSTEM}.log.fetch.size": "1000", f"systems.{SYSTEM}.log.cleaner.interval.ms": str(10**12)})
+    return Config(
+        {
+            f"systems.{SYSTEM}.log.path": root,
+            f"systems.{SYSTEM}.log.synchronous": "NORMAL",
+            f"systems.{SYSTEM}.log.fetch.size": "1000",
+            f"systems.{SYSTEM}.log.cleaner.interval.ms": str(10**12),
+        }
+    )
 
 
 def _disk_bytes(root: str) -> int:
@@ -53,7 +59,9 @@ def write_changelog(root: str, updates: int, keys: int) -> float:
     factory = LogSystemFactory()
     admin = factory.get_admin(SYSTEM, config)
     # no compaction lag: the bench compacts right after writing
-    admin.create_stream(StreamSpec(STREAM, STREAM, SYSTEM, 1, {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}))
+    admin.create_stream(
+        StreamSpec(STREAM, STREAM, SYSTEM, 1, {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"})
+    )
     admin.stop()
     return _produce(config, updates, keys)
 
@@ -76,8 +84,9 @@ def produce_without_auto_vacuum(root: str, updates: int, keys: int) -> float:
     conn.execute("PRAGMA journal_mode=WAL")
     for statement in (storage.META_SCHEMA, *CURRENT.schema):
         conn.execute(statement)
-    conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)",
-                     [("partition_count", "1"), ("format", str(CURRENT.version))])
+    conn.executemany(
+        "INSERT INTO meta (name, value) VALUES (?, ?)", [("partition_count", "1"), ("format", str(CURRENT.version))]
+    )
     conn.close()
     return _produce(_config(root), updates, keys)
 
@@ -116,8 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--updates", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--produce-updates", type=int, default=500_000,
-                        help="messages of the auto_vacuum produce comparison")
+    parser.add_argument(
+        "--produce-updates", type=int, default=500_000, help="messages of the auto_vacuum produce comparison"
+    )
     parser.add_argument("--no-report", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
     run_started = time.perf_counter()
@@ -135,15 +145,19 @@ def main(argv: list[str] | None = None) -> None:
             order = ["full", "compacted"] if rep % 2 == 0 else ["compacted", "full"]
             contents = {}
             for side in order:
-                elapsed, applied[side], contents[side] = restore(full if side == "full" else compacted, Path(work) / "state")
+                elapsed, applied[side], contents[side] = restore(
+                    full if side == "full" else compacted, Path(work) / "state"
+                )
                 times[side].append(elapsed)
             assert contents["full"] == contents["compacted"], "compacted restore differs from the full one"
             assert len(contents["full"]) == args.keys
-            print(f"repetition {rep + 1}: restore full {times['full'][-1]:.2f} s, compacted {times['compacted'][-1]:.3f} s",
-                  flush=True)
+            print(
+                f"repetition {rep + 1}: restore full {times['full'][-1]:.2f} s, compacted {times['compacted'][-1]:.3f} s",
+                flush=True,
+            )
         produce: dict[str, list[float]] = {"incremental": [], "none": []}
         for rep in range(args.repetitions):
-            for side in (["incremental", "none"] if rep % 2 == 0 else ["none", "incremental"]):
+            for side in ["incremental", "none"] if rep % 2 == 0 else ["none", "incremental"]:
                 root = os.path.join(work, f"produce-{side}-{rep}")
                 if side == "incremental":
                     rate = write_changelog(root, args.produce_updates, args.keys)

@@ -33,12 +33,14 @@ SYSTEM = "bench"
 
 
 def _config(root: str, batch_size: int, synchronous: str) -> Config:
-    return Config({
-        f"systems.{SYSTEM}.log.path": root,
-        f"systems.{SYSTEM}.log.batch.size": batch_size,
-        f"systems.{SYSTEM}.log.fetch.size": batch_size,
-        f"systems.{SYSTEM}.log.synchronous": synchronous,
-    })
+    return Config(
+        {
+            f"systems.{SYSTEM}.log.path": root,
+            f"systems.{SYSTEM}.log.batch.size": batch_size,
+            f"systems.{SYSTEM}.log.fetch.size": batch_size,
+            f"systems.{SYSTEM}.log.synchronous": synchronous,
+        }
+    )
 
 
 def log_produce(root: str, n: int, batch_size: int, synchronous: str, keyed: bool = False) -> float:
@@ -133,16 +135,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--synchronous", choices=("FULL", "NORMAL", "OFF"), default="FULL",
-                        help="the setting of both sides (the log system's default is FULL)")
+    parser.add_argument(
+        "--synchronous",
+        choices=("FULL", "NORMAL", "OFF"),
+        default="FULL",
+        help="the setting of both sides (the log system's default is FULL)",
+    )
     parser.add_argument("--no-report", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
     n, batch, sync = args.messages, args.batch_size, args.synchronous
     other = "NORMAL" if sync != "NORMAL" else "FULL"
     extra_n = max(n // 4, batch)  # the extra rows use fewer messages to keep the run under ~2 minutes
-    results: dict[str, list[float]] = {k: [] for k in
-                                       ("log_produce", "plain_produce", "log_consume", "plain_consume",
-                                        "log_produce_keyed", "log_produce_other")}
+    results: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "log_produce",
+            "plain_produce",
+            "log_consume",
+            "plain_consume",
+            "log_produce_keyed",
+            "log_produce_other",
+        )
+    }
     run_started = time.perf_counter()
     for rep in range(args.repetitions):
         work = tempfile.mkdtemp(prefix="bench-log-")
@@ -156,7 +170,9 @@ def main(argv: list[str] | None = None) -> None:
                 else:
                     results["plain_produce"].append(plain_produce(root, n, batch, sync))
                     results["plain_consume"].append(plain_consume(root, n, batch, sync))
-            results["log_produce_keyed"].append(log_produce(os.path.join(work, "keyed"), extra_n, batch, sync, keyed=True))
+            results["log_produce_keyed"].append(
+                log_produce(os.path.join(work, "keyed"), extra_n, batch, sync, keyed=True)
+            )
             results["log_produce_other"].append(log_produce(os.path.join(work, "other"), extra_n, batch, other))
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -169,9 +185,13 @@ def main(argv: list[str] | None = None) -> None:
     def per_rep(a: str, b: str) -> str:
         return ", ".join(f"{x / y:.2f}" for x, y in zip(results[a], results[b], strict=True))
 
-    command = "python -m bench.bench_log_system" + (f" --messages {n}" if n != 1_000_000 else "") + (
-        f" --repetitions {args.repetitions}" if args.repetitions != 3 else "") + (
-        f" --batch-size {batch}" if batch != 1000 else "") + (f" --synchronous {sync}" if sync != "FULL" else "")
+    command = (
+        "python -m bench.bench_log_system"
+        + (f" --messages {n}" if n != 1_000_000 else "")
+        + (f" --repetitions {args.repetitions}" if args.repetitions != 3 else "")
+        + (f" --batch-size {batch}" if batch != 1000 else "")
+        + (f" --synchronous {sync}" if sync != "FULL" else "")
+    )
     markdown = f"""## Embedded log system (`log-system`)
 
 `{command}` — {machine_line()}, SQLite {sqlite3.sqlite_version}; {n:,} messages of 100-byte values,

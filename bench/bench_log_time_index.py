@@ -43,8 +43,13 @@ SEED = 2121
 
 
 def _config(root: str) -> Config:
-    return Config({f"systems.{SYSTEM}.log.path": root, f"systems.{SYSTEM}.log.batch.size": 10_000,
-                   f"systems.{SYSTEM}.log.synchronous": "OFF"})
+    return Config(
+        {
+            f"systems.{SYSTEM}.log.path": root,
+            f"systems.{SYSTEM}.log.batch.size": 10_000,
+            f"systems.{SYSTEM}.log.synchronous": "OFF",
+        }
+    )
 
 
 def fill(root: str, n: int, start: int = 0) -> None:
@@ -111,7 +116,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--lookups", type=int, default=200, help="indexed lookups per repetition")
-    parser.add_argument("--scans", type=int, default=20, help="baseline scans per repetition (the first lookups' timestamps)")
+    parser.add_argument(
+        "--scans", type=int, default=20, help="baseline scans per repetition (the first lookups' timestamps)"
+    )
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--no-report", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
@@ -129,19 +136,24 @@ def main(argv: list[str] | None = None) -> None:
             for k, v in got.items():
                 results[k].extend(v)
             shutil.rmtree(os.path.join(base, f"rep{rep}"), ignore_errors=True)
-            print(f"repetition {rep + 1}: build {got['build'][0]:.2f} s, indexed median "
-                  f"{statistics.median(got['indexed']) * 1e3:.3f} ms, scan median {statistics.median(got['scan']) * 1e3:.1f} ms",
-                  flush=True)
+            print(
+                f"repetition {rep + 1}: build {got['build'][0]:.2f} s, indexed median "
+                f"{statistics.median(got['indexed']) * 1e3:.3f} ms, scan median {statistics.median(got['scan']) * 1e3:.1f} ms",
+                flush=True,
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     total_s = time.perf_counter() - started
     p99 = sorted(results["indexed"])[int(0.99 * (len(results["indexed"]) - 1))] * 1000
     speedup = statistics.median(results["scan"]) / statistics.median(results["indexed"])
     breakeven = statistics.median(results["build"]) / statistics.median(results["scan"])
-    command = "python -m bench.bench_log_time_index" + (f" --messages {n}" if n != 1_000_000 else "") + (
-        f" --lookups {args.lookups}" if args.lookups != 200 else "") + (
-        f" --scans {args.scans}" if args.scans != 20 else "") + (
-        f" --repetitions {args.repetitions}" if args.repetitions != 3 else "")
+    command = (
+        "python -m bench.bench_log_time_index"
+        + (f" --messages {n}" if n != 1_000_000 else "")
+        + (f" --lookups {args.lookups}" if args.lookups != 200 else "")
+        + (f" --scans {args.scans}" if args.scans != 20 else "")
+        + (f" --repetitions {args.repetitions}" if args.repetitions != 3 else "")
+    )
     markdown = f"""## Embedded log: offset for a timestamp (`log-time-index`)
 
 `{command}` — {machine_line()}, SQLite {sqlite3.sqlite_version}; one partition of {n:,} messages

@@ -137,12 +137,18 @@ process after one warm-up; median (min–max) of {max(3, repetitions)}, ms.
 
 | describe (build the OperatorSpec graph) | plan (`ExecutionPlanner.plan`) | describe + plan | to_json |
 |---:|---:|---:|---:|
-| {hfmt(d, '.1f')} | {hfmt(p, '.1f')} | {hfmt(total, '.1f')} | {hfmt(j, '.1f')} |
+| {hfmt(d, ".1f")} | {hfmt(p, ".1f")} | {hfmt(total, ".1f")} | {hfmt(j, ".1f")} |
 """
-    return Section(key="B7", title=f"planning an application of {n_ops} operators",
-                   command=f"python -m bench --only B7 --repetitions {repetitions}", body=body,
-                   result=f"{median(total):.1f} ms (describe + plan)", target="under 200 ms",
-                   met=median(total) < 200, elapsed_s=time.perf_counter() - t0)
+    return Section(
+        key="B7",
+        title=f"planning an application of {n_ops} operators",
+        command=f"python -m bench --only B7 --repetitions {repetitions}",
+        body=body,
+        result=f"{median(total):.1f} ms (describe + plan)",
+        target="under 200 ms",
+        met=median(total) < 200,
+        elapsed_s=time.perf_counter() - t0,
+    )
 
 
 if __name__ == "__main__":

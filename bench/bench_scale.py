@@ -123,8 +123,12 @@ def child_engine(root: str, partitions: int, messages: int, run: int, **extra: s
     return {
         "rate": messages / elapsed,
         "steady_rate": messages / max(1e-9, elapsed - model_s - start_s - shutdown_s),
-        "model_s": model_s, "start_s": start_s, "shutdown_s": shutdown_s, "commits": commits,
-        "commit_s": commit_s, "null_chooses": container["null_chooses"],
+        "model_s": model_s,
+        "start_s": start_s,
+        "shutdown_s": shutdown_s,
+        "commits": commits,
+        "commit_s": commit_s,
+        "null_chooses": container["null_chooses"],
     }
 
 
@@ -161,17 +165,19 @@ KAFKA_PARTITIONS = (4, 64, 256)
 
 
 def _kafka_config(bootstrap: str, topic: str, job: str) -> Config:
-    return Config({
-        "job.name": job,
-        "job.default.system": "kafka",
-        "systems.kafka.samza.factory": "kafka",
-        "systems.kafka.consumer.bootstrap.servers": bootstrap,
-        "systems.kafka.producer.bootstrap.servers": bootstrap,
-        f"systems.kafka.streams.{topic}.samza.bounded": "true",
-        "task.inputs": f"kafka.{topic}",
-        "task.class": "support.tasks:NoOpTask",
-        "task.commit.ms": "1000",
-    })
+    return Config(
+        {
+            "job.name": job,
+            "job.default.system": "kafka",
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.consumer.bootstrap.servers": bootstrap,
+            "systems.kafka.producer.bootstrap.servers": bootstrap,
+            f"systems.kafka.streams.{topic}.samza.bounded": "true",
+            "task.inputs": f"kafka.{topic}",
+            "task.class": "support.tasks:NoOpTask",
+            "task.commit.ms": "1000",
+        }
+    )
 
 
 def child_kafka_engine(bootstrap: str, topic: str, partitions: int, messages: int, run: int) -> dict:
@@ -220,13 +226,27 @@ def kafka_sweep(messages: int, repetitions: int, log=print, partitions: tuple[in
             if sum(ends) != messages:
                 raise RuntimeError(f"loaded {messages} messages into {topic}, its end offsets sum to {sum(ends)}")
             log(f"  kafka, {p} partitions: loaded in {seconds:.1f} s")
-            results[p] = alternate(repetitions, {
-                "raw": lambda rep, p=p, topic=topic: isolated(
-                    "bench.bench_scale:child_kafka_raw", bootstrap=bootstrap, topic=topic, partitions=p, messages=messages),
-                "engine": lambda rep, p=p, topic=topic: isolated(
-                    "bench.bench_scale:child_kafka_engine", bootstrap=bootstrap, topic=topic, partitions=p,
-                    messages=messages, run=rep),
-            }, log)
+            results[p] = alternate(
+                repetitions,
+                {
+                    "raw": lambda rep, p=p, topic=topic: isolated(
+                        "bench.bench_scale:child_kafka_raw",
+                        bootstrap=bootstrap,
+                        topic=topic,
+                        partitions=p,
+                        messages=messages,
+                    ),
+                    "engine": lambda rep, p=p, topic=topic: isolated(
+                        "bench.bench_scale:child_kafka_engine",
+                        bootstrap=bootstrap,
+                        topic=topic,
+                        partitions=p,
+                        messages=messages,
+                        run=rep,
+                    ),
+                },
+                log,
+            )
         return results
     finally:
         broker.stop()
@@ -237,7 +257,9 @@ SPARK_PARTITIONS = (8, 64, 256, 1024)
 SPARK_CONTAINERS = 8
 
 
-def child_spark(root: str, messages: int, repetitions: int, partitions: list[int], containers: int = SPARK_CONTAINERS) -> dict:
+def child_spark(
+    root: str, messages: int, repetitions: int, partitions: list[int], containers: int = SPARK_CONTAINERS
+) -> dict:
     """One Spark session (``local[containers]``); per partition count a fresh stream and the
     no-op job on ``containers`` containers, ``repetitions`` times; job wall seconds (coordinator
     start to the last container's summary, Spark scheduling included)."""
@@ -252,8 +274,11 @@ def child_spark(root: str, messages: int, repetitions: int, partitions: list[int
             child_produce(str(base), p, messages)
             walls = []
             for rep in range(repetitions + 1):  # the first warms the Python workers
-                config = _config(base, f"b13-spark-{p}-{rep}", **{"job.factory.class": "spark",
-                                                                   "job.container.count": str(containers)})
+                config = _config(
+                    base,
+                    f"b13-spark-{p}-{rep}",
+                    **{"job.factory.class": "spark", "job.container.count": str(containers)},
+                )
                 t0 = time.perf_counter()
                 result = run_spark_job(config, spark=spark)
                 wall = time.perf_counter() - t0
@@ -274,9 +299,16 @@ def _rows(results: dict[int, dict[str, list[dict]]], name: str, field: str, spec
     return " | ".join(fmt(column(results[p][name], field), spec) for p in sorted(results))
 
 
-def runner_section(messages: int, repetitions: int, workdir: Path, log=print, memory_messages: int = MEMORY_MESSAGES,
-                   partitions: tuple[int, ...] = PARTITIONS, kafka_messages: int = KAFKA_MESSAGES,
-                   spark_messages: int = SPARK_MESSAGES):
+def runner_section(
+    messages: int,
+    repetitions: int,
+    workdir: Path,
+    log=print,
+    memory_messages: int = MEMORY_MESSAGES,
+    partitions: tuple[int, ...] = PARTITIONS,
+    kafka_messages: int = KAFKA_MESSAGES,
+    spark_messages: int = SPARK_MESSAGES,
+):
     """B13 in the runner: the sweep, every measurement in its own process, the three kinds
     alternating per repetition."""
     from bench.harness import alternate, isolated
@@ -287,16 +319,22 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
     measurements = {}
     for p in partitions:
         root = str(workdir / f"b13-{p}")
-        measurements.update({
-            f"{p} produce": lambda rep, p=p, root=root: isolated(
-                "bench.bench_scale:child_produce", root=root, partitions=p, messages=messages),
-            f"{p} sql": lambda rep, p=p, root=root: isolated(
-                "bench.bench_scale:child_produce_sql", root=root, partitions=p, messages=messages),
-            f"{p} raw": lambda rep, p=p, root=root: isolated(
-                "bench.bench_scale:child_raw", root=root, partitions=p, messages=messages),
-            f"{p} engine": lambda rep, p=p, root=root: isolated(
-                "bench.bench_scale:child_engine", root=root, partitions=p, messages=messages, run=rep),
-        })
+        measurements.update(
+            {
+                f"{p} produce": lambda rep, p=p, root=root: isolated(
+                    "bench.bench_scale:child_produce", root=root, partitions=p, messages=messages
+                ),
+                f"{p} sql": lambda rep, p=p, root=root: isolated(
+                    "bench.bench_scale:child_produce_sql", root=root, partitions=p, messages=messages
+                ),
+                f"{p} raw": lambda rep, p=p, root=root: isolated(
+                    "bench.bench_scale:child_raw", root=root, partitions=p, messages=messages
+                ),
+                f"{p} engine": lambda rep, p=p, root=root: isolated(
+                    "bench.bench_scale:child_engine", root=root, partitions=p, messages=messages, run=rep
+                ),
+            }
+        )
     runs = alternate(repetitions, measurements, log)
     results: dict[int, dict[str, list[dict]]] = {
         p: {kind: runs[f"{p} {kind}"] for kind in ("produce", "sql", "raw", "engine")} for p in partitions
@@ -311,30 +349,48 @@ def runner_section(messages: int, repetitions: int, workdir: Path, log=print, me
         memory[p] = isolated("bench.bench_scale:child_engine", root=root, partitions=p, messages=memory_messages, run=0)
         log(f"  memory, {p} partitions: {memory[p]['peak_rss_mb']:.0f} MB")
         if p == max(MEMORY_PARTITIONS):  # the same with the container-wide bounds off: per-partition buffers only
-            unbounded[p] = isolated("bench.bench_scale:child_engine", root=root, partitions=p, messages=memory_messages,
-                                    run=1, **UNBOUNDED)
+            unbounded[p] = isolated(
+                "bench.bench_scale:child_engine", root=root, partitions=p, messages=memory_messages, run=1, **UNBOUNDED
+            )
             log(f"  memory, {p} partitions, fetch thresholds off: {unbounded[p]['peak_rss_mb']:.0f} MB")
         shutil.rmtree(root, ignore_errors=True)
 
     kafka = kafka_sweep(kafka_messages, repetitions, log) if kafka_messages else {}
     spark: dict[str, list[float]] = {}
     if spark_messages:
-        spark = isolated("bench.bench_scale:child_spark", timeout_s=3600, root=str(workdir / "b13-spark"),
-                         messages=spark_messages, repetitions=repetitions, partitions=list(SPARK_PARTITIONS))
+        spark = isolated(
+            "bench.bench_scale:child_spark",
+            timeout_s=3600,
+            root=str(workdir / "b13-spark"),
+            messages=spark_messages,
+            repetitions=repetitions,
+            partitions=list(SPARK_PARTITIONS),
+        )
         spark = {p: walls for p, walls in spark.items() if p.isdigit()}  # the harness adds peak_rss_mb, cpu_s
         log(f"  spark: {spark}")
     job_model = isolated("bench.bench_scale:child_job_model", root=str(workdir / "b13-job-model"))
     shutil.rmtree(workdir / "b13-job-model", ignore_errors=True)
-    log(f"  job model, 4,096 partitions over 8 containers: build {job_model['build_s']:.3f} s, "
-        f"plan {job_model['plan_s']:.3f} s")
-    return render_section(messages, repetitions, results, memory, unbounded, memory_messages, kafka, spark,
-                          spark_messages, job_model)
+    log(
+        f"  job model, 4,096 partitions over 8 containers: build {job_model['build_s']:.3f} s, "
+        f"plan {job_model['plan_s']:.3f} s"
+    )
+    return render_section(
+        messages, repetitions, results, memory, unbounded, memory_messages, kafka, spark, spark_messages, job_model
+    )
 
 
-def render_section(messages: int, repetitions: int, results: dict[int, dict[str, list[dict]]],
-                   memory: dict[int, dict], unbounded: dict[int, dict], memory_messages: int,
-                   kafka: dict[int, dict[str, list[dict]]], spark: dict[str, list[float]], spark_messages: int,
-                   job_model: dict):
+def render_section(
+    messages: int,
+    repetitions: int,
+    results: dict[int, dict[str, list[dict]]],
+    memory: dict[int, dict],
+    unbounded: dict[int, dict],
+    memory_messages: int,
+    kafka: dict[int, dict[str, list[dict]]],
+    spark: dict[str, list[float]],
+    spark_messages: int,
+    job_model: dict,
+):
     """B13's section from its measurements."""
     from bench.harness import Section, column, median
 
@@ -353,10 +409,15 @@ def render_section(messages: int, repetitions: int, results: dict[int, dict[str,
     header = " | ".join(f"{p:,}" for p in partitions)
     budget_mb = DEFAULT_BUDGET_MB
     mem_rows = "\n".join(
-        [f"| {p:,} | {memory_messages:,} × 1 KiB | defaults | {m['peak_rss_mb']:.0f} | {_rate(m)} |"
-         for p, m in memory.items()]
-        + [f"| {p:,} | {memory_messages:,} × 1 KiB | `fetch.threshold` and `.bytes` = -1 (per-partition buffers only, "
-           f"as before) | {m['peak_rss_mb']:.0f} | {_rate(m)} |" for p, m in unbounded.items()]
+        [
+            f"| {p:,} | {memory_messages:,} × 1 KiB | defaults | {m['peak_rss_mb']:.0f} | {_rate(m)} |"
+            for p, m in memory.items()
+        ]
+        + [
+            f"| {p:,} | {memory_messages:,} × 1 KiB | `fetch.threshold` and `.bytes` = -1 (per-partition buffers only, "
+            f"as before) | {m['peak_rss_mb']:.0f} | {_rate(m)} |"
+            for p, m in unbounded.items()
+        ]
     )
     memory_ok = all(m["peak_rss_mb"] <= memory_budget_rss_mb() for m in memory.values()) if memory else None
     body = f"""
@@ -389,9 +450,9 @@ By CPU time (messages per CPU second of the measuring process, steadier under lo
 producer **{cpu_produce[hi] / cpu_produce[lo]:.2f}**.
 
 Job model for 4,096 partitions over 8 containers (`job.container.count=8`, group-by-partition, partition
-counts read from the stream file), best of 3 after a warm-up: build {job_model['build_s']:.3f} s; planning a
+counts read from the stream file), best of 3 after a warm-up: build {job_model["build_s"]:.3f} s; planning a
 high-level application (the planner benchmark's 12-operator block) over 4,096-partition inputs:
-{job_model['plan_s']:.3f} s; together {job_model['build_s'] + job_model['plan_s']:.3f} s (target: under 1 s).
+{job_model["plan_s"]:.3f} s; together {job_model["build_s"] + job_model["plan_s"]:.3f} s (target: under 1 s).
 
 {_kafka_table(kafka)}
 {_spark_table(spark, spark_messages)}
@@ -404,15 +465,22 @@ the budget plus the interpreter, the engine and SQLite's page caches).
 |---:|---|---|---:|---:|
 {mem_rows}
 """
-    met = (engine_ratio >= 0.8 and produce_ratio >= 0.8 and memory_ok is not False
-           and job_model["build_s"] + job_model["plan_s"] < 1.0)
+    met = (
+        engine_ratio >= 0.8
+        and produce_ratio >= 0.8
+        and memory_ok is not False
+        and job_model["build_s"] + job_model["plan_s"] < 1.0
+    )
     return Section(
-        key="B13", title="cost that stays flat as a job grows (4 → 1,024 partitions, one container)",
+        key="B13",
+        title="cost that stays flat as a job grows (4 → 1,024 partitions, one container)",
         command=f"python -m bench --only B13 --scale-messages {messages} --repetitions {repetitions}",
         body=body,
-        result=(f"engine {engine_ratio:.2f}×, producer {produce_ratio:.2f}× at {hi:,} vs {lo:,} partitions "
-                f"(by CPU time {cpu_engine[hi] / cpu_engine[lo]:.2f}×, {cpu_produce[hi] / cpu_produce[lo]:.2f}×)"
-                + (f"; peak RSS {memory[hi]['peak_rss_mb']:.0f} MB with 1 KiB messages" if hi in memory else "")),
+        result=(
+            f"engine {engine_ratio:.2f}×, producer {produce_ratio:.2f}× at {hi:,} vs {lo:,} partitions "
+            f"(by CPU time {cpu_engine[hi] / cpu_engine[lo]:.2f}×, {cpu_produce[hi] / cpu_produce[lo]:.2f}×)"
+            + (f"; peak RSS {memory[hi]['peak_rss_mb']:.0f} MB with 1 KiB messages" if hi in memory else "")
+        ),
         target=f"engine and producer at {hi:,} partitions ≥ 0.8 × at {lo:,}; peak RSS within the buffer budget",
         met=met,
     )

@@ -33,17 +33,25 @@ PROBE_S = 0.0005
 
 
 def _config(root: Path) -> Config:
-    return Config({
-        "job.name": "si-bench", "job.factory.class": "thread", "job.default.system": "log",
-        "systems.log.samza.factory": "log", "systems.log.log.path": str(root / "log"),
-        "job.logged.store.base.dir": str(root / "state"),
-        "task.class": "support.tasks:ProfileLookupTask", "task.inputs": "log.users",
-        "systems.log.streams.users.samza.msg.serde": "string",
-        "systems.log.streams.profiles.samza.key.serde": "string",
-        "systems.log.streams.profiles.samza.msg.serde": "json",
-        "stores.profiles.factory": "rocksdb", "stores.profiles.side.inputs": "log.profiles",
-        "stores.profiles.key.serde": "string", "stores.profiles.msg.serde": "json",
-    })
+    return Config(
+        {
+            "job.name": "si-bench",
+            "job.factory.class": "thread",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(root / "log"),
+            "job.logged.store.base.dir": str(root / "state"),
+            "task.class": "support.tasks:ProfileLookupTask",
+            "task.inputs": "log.users",
+            "systems.log.streams.users.samza.msg.serde": "string",
+            "systems.log.streams.profiles.samza.key.serde": "string",
+            "systems.log.streams.profiles.samza.msg.serde": "json",
+            "stores.profiles.factory": "rocksdb",
+            "stores.profiles.side.inputs": "log.profiles",
+            "stores.profiles.key.serde": "string",
+            "stores.profiles.msg.serde": "json",
+        }
+    )
 
 
 def _percentiles(delays: list[float]) -> tuple[float, float, float]:
@@ -112,8 +120,11 @@ def _run(root: Path, updates: int) -> str:
     runner = create_runner(config)
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
-    container = wait_until(lambda: runner.containers and runner.containers[0].run_loop and runner.containers[0],
-                           60, "the container to start")
+    container = wait_until(
+        lambda: runner.containers and runner.containers[0].run_loop and runner.containers[0],
+        60,
+        "the container to start",
+    )
     store = container.tasks["Partition 0"].task_stores.stores["profiles"]
     try:
         engine = _measure(config, updates, lambda value: store.get("u1") == value)

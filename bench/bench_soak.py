@@ -34,23 +34,25 @@ WORDS = [f"word{i:04d}" for i in range(1000)]
 
 
 def _config(root: Path) -> Config:
-    return Config({
-        "job.name": "soak",
-        "job.factory.class": "process",
-        "job.container.count": "1",
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(root / "log"),
-        "systems.log.samza.msg.serde": "string",
-        "task.inputs": "log.words",
-        "task.class": "support.tasks:WordCountTask",
-        "task.commit.ms": "1000",
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.key.serde": "string",
-        "stores.counts.msg.serde": "long",
-        "stores.counts.changelog": "log.soak-counts-changelog",
-        "job.logged.store.base.dir": str(root / "state"),
-    })
+    return Config(
+        {
+            "job.name": "soak",
+            "job.factory.class": "process",
+            "job.container.count": "1",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(root / "log"),
+            "systems.log.samza.msg.serde": "string",
+            "task.inputs": "log.words",
+            "task.class": "support.tasks:WordCountTask",
+            "task.commit.ms": "1000",
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "long",
+            "stores.counts.changelog": "log.soak-counts-changelog",
+            "job.logged.store.base.dir": str(root / "state"),
+        }
+    )
 
 
 def _rss_mb(pid: int) -> float:
@@ -82,7 +84,10 @@ class _Feeder(threading.Thread):
         while not self.stop_event.is_set():
             due = int((time.monotonic() - started) * self.rate)
             while self.produced < due:
-                producer.send("feeder", OutgoingMessageEnvelope(ss, rnd.choice(WORDS).encode(), partition=self.produced % PARTITIONS))
+                producer.send(
+                    "feeder",
+                    OutgoingMessageEnvelope(ss, rnd.choice(WORDS).encode(), partition=self.produced % PARTITIONS),
+                )
                 self.produced += 1
             producer.flush("feeder")
             time.sleep(0.01)
@@ -108,8 +113,9 @@ def main() -> None:
     admin.create_stream(StreamSpec("words", "words", "log", PARTITIONS))
     system = checkpoint_system(config)
     f = system_factory(config, system)
-    manager = CheckpointManager(config, f.get_admin(system, config), f.get_producer(system, config),
-                                lambda: f.get_consumer(system, config))
+    manager = CheckpointManager(
+        config, f.get_admin(system, config), f.get_producer(system, config), lambda: f.get_consumer(system, config)
+    )
 
     feeder = _Feeder(config, args.rate)
     runner = ProcessJobRunner(config)
@@ -134,7 +140,10 @@ def main() -> None:
     job.join(60)
     result = result_box.get("r")
 
-    rows = ["| t (s) | produced | checkpointed | msgs/s in interval | lag | RSS (MB) |", "|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| t (s) | produced | checkpointed | msgs/s in interval | lag | RSS (MB) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
     prev_t, prev_c = 0.0, 0
     for t, p, c, r in samples:
         rate = (c - prev_c) / (t - prev_t) if t > prev_t else 0.0
@@ -144,19 +153,21 @@ def main() -> None:
     last = samples[-1]
     growth = (last[3] - warm[3]) / max(1e-9, (last[2] - warm[2]) / 1e6)
     rss_values = [s[3] for s in samples if s[0] >= warm[0]]
-    md = "\n".join([
-        f"Soak: word count (RocksDB + changelog, commit 1 s) on the process runner, {args.rate:,} msgs/s offered for "
-        f"{args.minutes:g} min, samples every {args.sample:g} s. {machine_line()}.",
-        "",
-        f"Command: `{command_line('bench.bench_soak')}`",
-        "",
-        f"Result: {last[2]:,} messages checkpointed of {last[1]:,} produced; job "
-        f"{'stopped cleanly' if result is not None and result.succeeded else 'FAILED: ' + (result.summary_line() if result else 'no result')}. "
-        f"RSS after warm-up {warm[3]:.1f} MB → end {last[3]:.1f} MB (min {min(rss_values):.1f}, max {max(rss_values):.1f}); "
-        f"growth {growth:+.2f} MB per million messages.",
-        "",
-        *rows,
-    ])
+    md = "\n".join(
+        [
+            f"Soak: word count (RocksDB + changelog, commit 1 s) on the process runner, {args.rate:,} msgs/s offered for "
+            f"{args.minutes:g} min, samples every {args.sample:g} s. {machine_line()}.",
+            "",
+            f"Command: `{command_line('bench.bench_soak')}`",
+            "",
+            f"Result: {last[2]:,} messages checkpointed of {last[1]:,} produced; job "
+            f"{'stopped cleanly' if result is not None and result.succeeded else 'FAILED: ' + (result.summary_line() if result else 'no result')}. "
+            f"RSS after warm-up {warm[3]:.1f} MB → end {last[3]:.1f} MB (min {min(rss_values):.1f}, max {max(rss_values):.1f}); "
+            f"growth {growth:+.2f} MB per million messages.",
+            "",
+            *rows,
+        ]
+    )
     print(md)
     write_section("soak", md)
 

@@ -42,7 +42,12 @@ def produce(config: Config, rows: int) -> float:
     value = b"x" * 100
     start = time.perf_counter()
     for i in range(rows):
-        producer.send("bench", OutgoingMessageEnvelope(stream, value, key=b"key-%06d" % (i % 100_000), partition=i % PARTITIONS, event_time=i))
+        producer.send(
+            "bench",
+            OutgoingMessageEnvelope(
+                stream, value, key=b"key-%06d" % (i % 100_000), partition=i % PARTITIONS, event_time=i
+            ),
+        )
     producer.flush("bench")
     producer.stop()
     return time.perf_counter() - start
@@ -109,7 +114,7 @@ def main() -> None:
 
     md = f"""## spark-datasource
 
-`{' '.join(['python -m bench.bench_spark_datasource', f'--rows {args.rows}', f'--runs {args.runs}'])}` — {machine_line()}.
+`{" ".join(["python -m bench.bench_spark_datasource", f"--rows {args.rows}", f"--runs {args.runs}"])}` — {machine_line()}.
 
 {args.rows:,} rows (100-byte values, 10-byte keys) in a {PARTITIONS}-partition log stream, read in the same run by:
 

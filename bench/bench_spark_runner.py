@@ -46,19 +46,21 @@ class BenchCopyTask(StreamTask, InitableTask):
 
 
 def _config(root: str, name: str, containers: int, work: int, factory: str) -> Config:
-    return Config({
-        "job.name": name,
-        "job.factory.class": factory,
-        "job.container.count": str(containers),
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": root,
-        "task.class": "bench.bench_spark_runner:BenchCopyTask",
-        "task.inputs": "log.input",
-        "task.commit.ms": "1000",
-        "systems.log.streams.input.samza.bounded": "true",
-        "bench.work": str(work),
-    })
+    return Config(
+        {
+            "job.name": name,
+            "job.factory.class": factory,
+            "job.container.count": str(containers),
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": root,
+            "task.class": "bench.bench_spark_runner:BenchCopyTask",
+            "task.inputs": "log.input",
+            "task.commit.ms": "1000",
+            "systems.log.streams.input.samza.bounded": "true",
+            "bench.work": str(work),
+        }
+    )
 
 
 def _prepare(root: str, n: int) -> None:
@@ -145,28 +147,32 @@ def main() -> None:
     rows = []
     for case, values in times.items():
         med, lo, hi = summarize(values)
-        rows.append(f"| {case.replace('-', ' runner, ')} container(s) | {med:.2f} ({lo:.2f}–{hi:.2f}) | {n / med:,.0f} |")
+        rows.append(
+            f"| {case.replace('-', ' runner, ')} container(s) | {med:.2f} ({lo:.2f}–{hi:.2f}) | {n / med:,.0f} |"
+        )
     ratios = [a / b for a, b in zip(times["spark-1"], times["spark-2"], strict=True)]
     ratio_med, ratio_lo, ratio_hi = summarize(ratios)
     thread_ratio = summarize(times["thread-1"])[0] / summarize(times["thread-2"])[0]
-    markdown = "\n".join([
-        "## spark runner (B6)",
-        "",
-        f"`{command_line('bench.bench_spark_runner')}` — {machine_line()}; {n:,} messages over {PARTITIONS} "
-        f"partitions, {args.work} hash rounds per message, copy to an output stream; median (min–max) of "
-        f"{args.repetitions} runs; the machine is shared with other work, so absolute numbers vary.",
-        "",
-        "| runner | job wall time, s | msgs/s (median) |",
-        "|---|---|---|",
-        *rows,
-        "",
-        f"* Spark session start-up (local[2], once per process, not in the times above): {startup:.1f} s.",
-        f"* Scaling on Spark, 2 containers over 1 (per repetition, time ratio): {ratio_med:.2f}× "
-        f"({ratio_lo:.2f}–{ratio_hi:.2f}×); target ≥ 1.6×.",
-        f"* Thread runner, 2 containers over 1: {thread_ratio:.2f}× (one interpreter: the GIL).",
-        "* The Spark times include coordinator start, stage scheduling and each Python worker's "
-        "container start-up (JobModel over HTTP, consumers, checkpoint read).",
-    ])
+    markdown = "\n".join(
+        [
+            "## spark runner (B6)",
+            "",
+            f"`{command_line('bench.bench_spark_runner')}` — {machine_line()}; {n:,} messages over {PARTITIONS} "
+            f"partitions, {args.work} hash rounds per message, copy to an output stream; median (min–max) of "
+            f"{args.repetitions} runs; the machine is shared with other work, so absolute numbers vary.",
+            "",
+            "| runner | job wall time, s | msgs/s (median) |",
+            "|---|---|---|",
+            *rows,
+            "",
+            f"* Spark session start-up (local[2], once per process, not in the times above): {startup:.1f} s.",
+            f"* Scaling on Spark, 2 containers over 1 (per repetition, time ratio): {ratio_med:.2f}× "
+            f"({ratio_lo:.2f}–{ratio_hi:.2f}×); target ≥ 1.6×.",
+            f"* Thread runner, 2 containers over 1: {thread_ratio:.2f}× (one interpreter: the GIL).",
+            "* The Spark times include coordinator start, stage scheduling and each Python worker's "
+            "container start-up (JobModel over HTTP, consumers, checkpoint read).",
+        ]
+    )
     print(markdown)
     write_section("spark-runner", markdown)
 
@@ -183,7 +189,7 @@ def child_b6(root: str, messages: int, repetitions: int, work: int) -> dict:
     run_spark(spark, root, messages, 2, 0)  # warm the Python workers once
     times: dict[str, list[float]] = {"1": [], "2": []}
     for rep in range(repetitions):
-        for c in ((1, 2) if rep % 2 == 0 else (2, 1)):
+        for c in (1, 2) if rep % 2 == 0 else (2, 1):
             times[str(c)].append(run_spark(spark, root, messages, c, work))
             print(f"  rep {rep} spark {c} container(s): {times[str(c)][-1]:.2f} s", flush=True)
     spark.stop()
@@ -194,22 +200,27 @@ def runner_section(messages: int, repetitions: int, workdir, log=print, work: in
     from bench.harness import Section, fmt, isolated, median
 
     t0 = time.perf_counter()
-    r = isolated("bench.bench_spark_runner:child_b6", root=str(workdir / "b6"), messages=messages,
-                 repetitions=repetitions, work=work)
+    r = isolated(
+        "bench.bench_spark_runner:child_b6",
+        root=str(workdir / "b6"),
+        messages=messages,
+        repetitions=repetitions,
+        work=work,
+    )
     one, two = r["one"], r["two"]
     ratios = [a / b for a, b in zip(one, two, strict=True)]
     ratio = median(ratios)
     body = f"""
 A bounded job over {messages:,} messages in a 4-partition log stream ({work} hash rounds of CPU per message, copied to
 an output stream), run by the spark runner on `local[2]` with 1 and then 2 containers (one Spark barrier task per
-container), alternating; one Spark session for all runs (its start-up, {r['startup_s']:.1f} s, is not in the times);
+container), alternating; one Spark session for all runs (its start-up, {r["startup_s"]:.1f} s, is not in the times);
 median (min–max) of {repetitions}.
 
 | | job wall time, s | msgs/s |
 |---|---:|---:|
-| spark runner, 1 container | {fmt(one, '.2f')} | {messages / median(one):,.0f} |
-| spark runner, 2 containers | {fmt(two, '.2f')} | {messages / median(two):,.0f} |
-| speed-up 2 over 1, per repetition | {fmt(ratios, '.2f')}× | |
+| spark runner, 1 container | {fmt(one, ".2f")} | {messages / median(one):,.0f} |
+| spark runner, 2 containers | {fmt(two, ".2f")} | {messages / median(two):,.0f} |
+| speed-up 2 over 1, per repetition | {fmt(ratios, ".2f")}× | |
 
 Times include the coordinator's start, stage scheduling and each Python worker's container start-up
 (JobModel over HTTP, consumers, checkpoint read): about 1 s per job that a second container cannot
@@ -218,16 +229,24 @@ messages (2 s jobs) the same fixed part held the ratio near 1.5×. The machine h
 Spark JVM, the driver and both workers share them with the other engineers' work.
 """
     return Section(
-        key="B6", title="bounded job on the spark runner, 1 vs 2 containers",
+        key="B6",
+        title="bounded job on the spark runner, 1 vs 2 containers",
         command=f"python -m bench --only B6 --spark-messages {messages} --repetitions {repetitions}",
-        body=body, result=f"{ratio:.2f}× with 2 containers", target="≥ 1.6 × with 2 containers", met=ratio >= 1.6,
-        why="" if ratio >= 1.6 else B6_WHY, elapsed_s=time.perf_counter() - t0)
+        body=body,
+        result=f"{ratio:.2f}× with 2 containers",
+        target="≥ 1.6 × with 2 containers",
+        met=ratio >= 1.6,
+        why="" if ratio >= 1.6 else B6_WHY,
+        elapsed_s=time.perf_counter() - t0,
+    )
 
 
-B6_WHY = ("Why: 2 containers can at best halve the CPU-bound part on 2 cores, and here that part is a few seconds "
-          "while the fixed part (coordinator, barrier-stage scheduling, two container start-ups, final commits) "
-          "does not shrink; with the JVM and the driver on the same 2 cores, and the cores shared with other "
-          "engineers' work, each worker rarely has a core to itself. ")
+B6_WHY = (
+    "Why: 2 containers can at best halve the CPU-bound part on 2 cores, and here that part is a few seconds "
+    "while the fixed part (coordinator, barrier-stage scheduling, two container start-ups, final commits) "
+    "does not shrink; with the JVM and the driver on the same 2 cores, and the cores shared with other "
+    "engineers' work, each worker rarely has a core to itself. "
+)
 
 
 if __name__ == "__main__":

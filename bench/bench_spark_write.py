@@ -33,8 +33,9 @@ def resend(spark, config: Config, target: str, write_id: str | None, rows: int) 
     plain = dict(config.items())
     start = time.perf_counter()
     df = spark.read.format("samza").options(**read_options("log", STREAM, plain)).load()
-    sent = resend_to_batch_stream(df, system="log", stream=target, config=plain, key_column="key",
-                                  transactional_id=write_id)
+    sent = resend_to_batch_stream(
+        df, system="log", stream=target, config=plain, key_column="key", transactional_id=write_id
+    )
     elapsed = time.perf_counter() - start
     assert sent["total"] == rows, sent
     return elapsed

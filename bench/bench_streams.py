@@ -37,15 +37,17 @@ _END = b"END"
 
 
 def _log_config(root: str, job: str, **extra: str) -> Config:
-    return Config({
-        "job.name": job,
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(Path(root) / "log"),
-        "task.commit.ms": "10000",
-        "metrics.timer.enabled": "false",
-        **extra,
-    })
+    return Config(
+        {
+            "job.name": job,
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(Path(root) / "log"),
+            "task.commit.ms": "10000",
+            "metrics.timer.enabled": "false",
+            **extra,
+        }
+    )
 
 
 def _produce(config: Config, stream: str, partitions: int, messages: int, payload: bytes = b"x" * 100) -> None:
@@ -104,11 +106,16 @@ def child_b4(root: str, job: str, priority: bool, rt_messages: int, rt_rate: int
     from samza_dagster.system.factories import system_factory
 
     rt_stream = f"rt_{job}"  # a fresh real-time stream per run (the batch flood is shared, read from 0)
-    extra = {"task.inputs": f"log.batch,log.{rt_stream}", "task.class": "bench.bench_streams:PriorityLatencyTask",
-             "bench.work.us": str(work_us), "bench.rt.stream": rt_stream}
+    extra = {
+        "task.inputs": f"log.batch,log.{rt_stream}",
+        "task.class": "bench.bench_streams:PriorityLatencyTask",
+        "bench.work.us": str(work_us),
+        "bench.rt.stream": rt_stream,
+    }
     if priority:
-        extra.update({f"systems.log.streams.{rt_stream}.samza.priority": "1",
-                      "systems.log.streams.batch.samza.priority": "0"})
+        extra.update(
+            {f"systems.log.streams.{rt_stream}.samza.priority": "1", "systems.log.streams.batch.samza.priority": "0"}
+        )
     config = _log_config(root, job, **extra)
     system_factory(config, "log").get_admin("log", config).create_stream(StreamSpec(rt_stream, rt_stream, "log", 1))
     model = build_job_model(config).model
@@ -117,9 +124,16 @@ def child_b4(root: str, job: str, priority: bool, rt_messages: int, rt_rate: int
     # The real-time producer is another process, as a real one would be: in this process it
     # would wait for the GIL behind the task's busy CPU and never reach its rate.
     feeder = subprocess.Popen(
-        [sys.executable, "-m", "bench.harness", "bench.bench_streams:child_b4_feed",
-         json.dumps({"root": root, "rt_stream": rt_stream, "rt_messages": rt_messages, "rt_rate": rt_rate})],
-        cwd=str(Path(__file__).resolve().parent.parent), stdout=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "bench.harness",
+            "bench.bench_streams:child_b4_feed",
+            json.dumps({"root": root, "rt_stream": rt_stream, "rt_messages": rt_messages, "rt_rate": rt_rate}),
+        ],
+        cwd=str(Path(__file__).resolve().parent.parent),
+        stdout=subprocess.DEVNULL,
+    )
     try:
         t0 = time.perf_counter()
         container.run()
@@ -134,8 +148,13 @@ def child_b4(root: str, job: str, priority: bool, rt_messages: int, rt_rate: int
     def pct(p: float) -> float:
         return values[min(len(values) - 1, int(p * len(values)))] * 1000
 
-    return {"p50_ms": pct(0.50), "p99_ms": pct(0.99), "max_ms": values[-1] * 1000, "wall_s": wall,
-            "batch_processed": _Latencies.batch_processed}
+    return {
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+        "max_ms": values[-1] * 1000,
+        "wall_s": wall,
+        "batch_processed": _Latencies.batch_processed,
+    }
 
 
 def child_b4_feed(root: str, rt_stream: str, rt_messages: int, rt_rate: int) -> dict[str, Any]:
@@ -164,27 +183,54 @@ def child_b4_feed(root: str, rt_stream: str, rt_messages: int, rt_rate: int) -> 
     return {"seconds": time.perf_counter() - start}
 
 
-def b4_section(repetitions: int, workdir: Path, log=print, rt_messages: int = 6000, rt_rate: int = 1500,
-               work_us: int = 200, flood: int = 60_000):
+def b4_section(
+    repetitions: int,
+    workdir: Path,
+    log=print,
+    rt_messages: int = 6000,
+    rt_rate: int = 1500,
+    work_us: int = 200,
+    flood: int = 60_000,
+):
     from bench.harness import Section, alternate, column, fmt, isolated, median
 
     t0 = time.perf_counter()
     root = str(workdir / "b4")
     isolated("bench.bench_streams:child_b4_prepare", root=root, flood=flood)
-    runs = alternate(repetitions, {
-        "priority": lambda rep: isolated("bench.bench_streams:child_b4", root=root, job=f"prio-{rep}", priority=True,
-                                         rt_messages=rt_messages, rt_rate=rt_rate, work_us=work_us),
-        "round-robin": lambda rep: isolated("bench.bench_streams:child_b4", root=root, job=f"rr-{rep}",
-                                            priority=False, rt_messages=rt_messages, rt_rate=rt_rate,
-                                            work_us=work_us),
-    }, log)
-    ratios = [p / r for p, r in zip(column(runs["priority"], "p99_ms"), column(runs["round-robin"], "p99_ms"), strict=True)]
+    runs = alternate(
+        repetitions,
+        {
+            "priority": lambda rep: isolated(
+                "bench.bench_streams:child_b4",
+                root=root,
+                job=f"prio-{rep}",
+                priority=True,
+                rt_messages=rt_messages,
+                rt_rate=rt_rate,
+                work_us=work_us,
+            ),
+            "round-robin": lambda rep: isolated(
+                "bench.bench_streams:child_b4",
+                root=root,
+                job=f"rr-{rep}",
+                priority=False,
+                rt_messages=rt_messages,
+                rt_rate=rt_rate,
+                work_us=work_us,
+            ),
+        },
+        log,
+    )
+    ratios = [
+        p / r for p, r in zip(column(runs["priority"], "p99_ms"), column(runs["round-robin"], "p99_ms"), strict=True)
+    ]
     ratio = median(ratios)
     capacity = 1e6 / work_us
     rows = "\n".join(
         f"| {name} | {fmt(column(r, 'p50_ms'), ',.1f')} | {fmt(column(r, 'p99_ms'), ',.1f')} | "
         f"{fmt(column(r, 'max_ms'), ',.1f')} | {fmt(column(r, 'batch_processed'))} | {fmt(column(r, 'wall_s'), '.1f')} |"
-        for name, r in runs.items())
+        for name, r in runs.items()
+    )
     body = f"""
 Flood: {flood:,} messages pre-loaded in a {BATCH_PARTITIONS}-partition `batch` stream. Real time: {rt_messages:,} messages
 written to a 1-partition `rt` stream at {rt_rate:,}/s by a producer thread in the job's process while it
@@ -195,26 +241,30 @@ the {rt_rate:,}/s it receives. One process per run, alternating; median (min–m
 | chooser | p50, ms | p99, ms | max, ms | batch msgs processed meanwhile | wall, s |
 |---|---:|---:|---:|---:|---:|
 {rows}
-| p99 priority / round-robin, per repetition | | {fmt(ratios, '.3f')} | | | |
+| p99 priority / round-robin, per repetition | | {fmt(ratios, ".3f")} | | | |
 
 With priority the real-time latency is the producer's write plus one poll of the log consumer;
 with round-robin the `rt` partition's buffer grows by the difference of the two rates for as long as
 the flood lasts.
 """
     return Section(
-        key="B4", title="real-time latency during a batch flood: priority vs round-robin",
+        key="B4",
+        title="real-time latency during a batch flood: priority vs round-robin",
         command=f"python -m bench --only B4 --repetitions {repetitions}",
         body=body,
         result=f"p99 {median(column(runs['priority'], 'p99_ms')):,.1f} ms vs {median(column(runs['round-robin'], 'p99_ms')):,.1f} ms "
-               f"({ratio:.3f}×)",
-        target="p99 with priority ≤ 1/10 of round-robin's", met=ratio <= 0.1,
+        f"({ratio:.3f}×)",
+        target="p99 with priority ≤ 1/10 of round-robin's",
+        met=ratio <= 0.1,
         why="" if ratio <= 0.1 else "Why: see the section.",
-        elapsed_s=time.perf_counter() - t0)
+        elapsed_s=time.perf_counter() - t0,
+    )
 
 
 # -- B5 --------------------------------------------------------------------------------------------
 #: B5's target: the default config reads a bootstrap stream at this fraction of the raw consumer
 B5_TARGET = 0.8
+
 
 class _Boot:
     bootstrap_processed = 0
@@ -245,8 +295,11 @@ def child_b5_engine(root: str, job: str, records: int, batch_size: int | None = 
     from samza_dagster.container import SamzaContainer
     from samza_dagster.coordinator.model.builder import build_job_model
 
-    settings = {"task.inputs": "log.boot,log.other", "task.class": "bench.bench_streams:BootstrapProbeTask",
-                "systems.log.streams.boot.samza.bootstrap": "true"}
+    settings = {
+        "task.inputs": "log.boot,log.other",
+        "task.class": "bench.bench_streams:BootstrapProbeTask",
+        "systems.log.streams.boot.samza.bootstrap": "true",
+    }
     if batch_size is not None:
         settings["task.consumer.batch.size"] = str(batch_size)
     config = _log_config(root, job, **settings)
@@ -285,13 +338,19 @@ def b5_section(records: int, repetitions: int, workdir: Path, log=print):
     root = str(workdir / "b5")
     prep = isolated("bench.bench_streams:child_b5_prepare", root=root, records=records)
     log(f"  produced {records:,} bootstrap records in {prep['produce_s']:.1f} s")
-    runs = alternate(repetitions, {
-        "raw": lambda rep: isolated("bench.bench_streams:child_b5_raw", root=root, records=records),
-        "default": lambda rep: isolated("bench.bench_streams:child_b5_engine", root=root, job=f"boot-d-{rep}",
-                                        records=records),
-        "samza": lambda rep: isolated("bench.bench_streams:child_b5_engine", root=root, job=f"boot-s-{rep}",
-                                      records=records, batch_size=1),
-    }, log)
+    runs = alternate(
+        repetitions,
+        {
+            "raw": lambda rep: isolated("bench.bench_streams:child_b5_raw", root=root, records=records),
+            "default": lambda rep: isolated(
+                "bench.bench_streams:child_b5_engine", root=root, job=f"boot-d-{rep}", records=records
+            ),
+            "samza": lambda rep: isolated(
+                "bench.bench_streams:child_b5_engine", root=root, job=f"boot-s-{rep}", records=records, batch_size=1
+            ),
+        },
+        log,
+    )
     raw, default, samza = (column(runs[k], "rate") for k in ("raw", "default", "samza"))
     ratios = [e / r for e, r in zip(default, raw, strict=True)]
     samza_ratios = [e / r for e, r in zip(samza, raw, strict=True)]
@@ -303,11 +362,11 @@ Every run checked that all {records:,} bootstrap records were processed before t
 
 | | records/s | seconds | peak RSS, MB |
 |---|---:|---:|---:|
-| raw `LogSystemConsumer` poll loop over the bootstrap stream | {fmt(raw)} | {fmt(column(runs['raw'], 'seconds'), '.2f')} | {fmt(column(runs['raw'], 'peak_rss_mb'))} |
-| container, default config (`task.consumer.batch.size` unset): start → first `other` message processed | {fmt(default)} | {fmt(column(runs['default'], 'seconds'), '.2f')} | {fmt(column(runs['default'], 'peak_rss_mb'))} |
-| container, `task.consumer.batch.size=1` (Samza's default chooser): the same | {fmt(samza)} | {fmt(column(runs['samza'], 'seconds'), '.2f')} | {fmt(column(runs['samza'], 'peak_rss_mb'))} |
-| default / raw, per repetition (the result) | {fmt(ratios, '.2f')} | | |
-| `batch.size=1` / raw, per repetition | {fmt(samza_ratios, '.2f')} | | |
+| raw `LogSystemConsumer` poll loop over the bootstrap stream | {fmt(raw)} | {fmt(column(runs["raw"], "seconds"), ".2f")} | {fmt(column(runs["raw"], "peak_rss_mb"))} |
+| container, default config (`task.consumer.batch.size` unset): start → first `other` message processed | {fmt(default)} | {fmt(column(runs["default"], "seconds"), ".2f")} | {fmt(column(runs["default"], "peak_rss_mb"))} |
+| container, `task.consumer.batch.size=1` (Samza's default chooser): the same | {fmt(samza)} | {fmt(column(runs["samza"], "seconds"), ".2f")} | {fmt(column(runs["samza"], "peak_rss_mb"))} |
+| default / raw, per repetition (the result) | {fmt(ratios, ".2f")} | | |
+| `batch.size=1` / raw, per repetition | {fmt(samza_ratios, ".2f")} | | |
 
 The result is the default config: with `task.consumer.batch.size` unset, a bootstrap stream's
 priority tier batches 250 envelopes of one partition per chooser decision (a deliberate
@@ -316,10 +375,14 @@ set to 1 every envelope costs an update/choose pair through three choosers (boot
 priority tiers, round-robin).
 """
     return Section(
-        key="B5", title="bootstrapping a stream before the first other message",
+        key="B5",
+        title="bootstrapping a stream before the first other message",
         command=f"python -m bench --only B5 --messages {records} --repetitions {repetitions}",
-        body=body, result=f"{ratio:.2f}× of raw with the default config ({median(default):,.0f} vs {median(raw):,.0f} "
-                          f"records/s; {median(samza_ratios):.2f}× with batch.size=1)",
-        target=f"≥ {B5_TARGET:.2f} × the raw rate with defaults", met=ratio >= B5_TARGET,
+        body=body,
+        result=f"{ratio:.2f}× of raw with the default config ({median(default):,.0f} vs {median(raw):,.0f} "
+        f"records/s; {median(samza_ratios):.2f}× with batch.size=1)",
+        target=f"≥ {B5_TARGET:.2f} × the raw rate with defaults",
+        met=ratio >= B5_TARGET,
         why="" if ratio >= B5_TARGET else "Why: see *Profiles* below.",
-        elapsed_s=time.perf_counter() - t0)
+        elapsed_s=time.perf_counter() - t0,
+    )

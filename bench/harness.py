@@ -53,7 +53,7 @@ def isolated(target: str, timeout_s: float = 900.0, **kwargs: Any) -> dict[str, 
         if at >= 0:
             if proc.returncode != 0:
                 break
-            return json.loads(line[at + len(_RESULT_PREFIX):])
+            return json.loads(line[at + len(_RESULT_PREFIX) :])
     raise MeasurementError(
         f"{target}({kwargs}) exited with {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     )
@@ -136,8 +136,9 @@ def fmt(values: Sequence[float], spec: str = ",.0f") -> str:
     return f"{median(values):{spec}} ({min(values):{spec}}–{max(values):{spec}})"
 
 
-def alternate(repetitions: int, measurements: dict[str, Callable[[int], dict[str, Any]]],
-              log: Callable[[str], None] = print) -> dict[str, list[dict[str, Any]]]:
+def alternate(
+    repetitions: int, measurements: dict[str, Callable[[int], dict[str, Any]]], log: Callable[[str], None] = print
+) -> dict[str, list[dict[str, Any]]]:
     """Run each measurement once per repetition, alternating them (A B A B ...), so that a
     change of load on the shared machine hits candidates and baselines alike."""
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in measurements}
@@ -145,7 +146,11 @@ def alternate(repetitions: int, measurements: dict[str, Callable[[int], dict[str
         for name, run in measurements.items():
             result = run(rep)
             out[name].append(result)
-            shown = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items() if not isinstance(v, (list, dict))}
+            shown = {
+                k: (round(v, 3) if isinstance(v, float) else v)
+                for k, v in result.items()
+                if not isinstance(v, (list, dict))
+            }
             log(f"  rep {rep} {name}: {shown}")
     return out
 
@@ -180,8 +185,10 @@ def machine() -> str:
     except OSError:
         pass
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{os.cpu_count()} CPUs ({cpu}), {mem_gb:.0f} GiB RAM, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}")
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), {mem_gb:.0f} GiB RAM, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def timed(func: Callable[[], Any]) -> tuple[Any, float]:

@@ -23,11 +23,17 @@ PARTITIONS = 4
 
 def measure(n: int) -> tuple[float, float]:
     inmemory.reset()
-    config = Config({
-        "job.name": "inline-cpu", "job.default.system": "mem", "systems.mem.samza.factory": "inmemory",
-        "task.inputs": "mem.input", "systems.mem.streams.input.samza.bounded": "true",
-        "task.class": "support.tasks:NoOpTask", "task.commit.ms": "10000",
-    })
+    config = Config(
+        {
+            "job.name": "inline-cpu",
+            "job.default.system": "mem",
+            "systems.mem.samza.factory": "inmemory",
+            "task.inputs": "mem.input",
+            "systems.mem.streams.input.samza.bounded": "true",
+            "task.class": "support.tasks:NoOpTask",
+            "task.commit.ms": "10000",
+        }
+    )
     factory = system_factory(config, "mem")
     factory.get_admin("mem", config).create_stream(StreamSpec("input", "input", "mem", PARTITIONS))
     producer = factory.get_producer("mem", config)

@@ -41,8 +41,15 @@ def load(bootstrap: str, topic: str, messages: int, partitions: int, keys: int, 
     """Produce ``messages`` keyed records round-robin over ``partitions``; returns seconds."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                         "queue.buffering.max.messages": 500000, "compression.type": "none"})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 500000,
+            "compression.type": "none",
+        }
+    )
     value = b"v" * value_size
     key_bytes = [f"key-{k}".encode() for k in range(keys)]
     t0 = time.perf_counter()

@@ -107,7 +107,9 @@ def read_stream(config: Config, stream: str, *, system: str = "log", timeout_s: 
     try:
         while wanted:
             if time.monotonic() > deadline:
-                raise ReadTimeoutError(f"reading {system}.{stream}: partitions {sorted(s.partition for s in wanted)} not read to head")
+                raise ReadTimeoutError(
+                    f"reading {system}.{stream}: partitions {sorted(s.partition for s in wanted)} not read to head"
+                )
             for ssp, envelopes in consumer.poll(set(wanted), 0.2).items():
                 for env in envelopes:
                     if env.is_end_of_stream:

@@ -135,5 +135,6 @@ def find_cycle(graph: Mapping[str, Iterable[str]]) -> list[str] | None:
 
 def upward_edges(graph: Mapping[str, Iterable[str]], rank: Mapping[str, int]) -> list[tuple[str, str]]:
     """Edges from a node to one ranked higher (nodes without a rank are not checked here)."""
-    return sorted((a, b) for a, targets in graph.items() for b in targets
-                  if a in rank and b in rank and rank[b] > rank[a])
+    return sorted(
+        (a, b) for a, targets in graph.items() for b in targets if a in rank and b in rank and rank[b] > rank[a]
+    )

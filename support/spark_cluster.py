@@ -43,8 +43,9 @@ class SparkStandaloneCluster:
 
     def executor_pids(self) -> list[int]:
         """The executor JVMs the worker launched (``CoarseGrainedExecutorBackend``)."""
-        found = subprocess.run(["pgrep", "-f", "org.apache.spark.executor.CoarseGrainedExecutorBackend"],
-                               capture_output=True, text=True)
+        found = subprocess.run(
+            ["pgrep", "-f", "org.apache.spark.executor.CoarseGrainedExecutorBackend"], capture_output=True, text=True
+        )
         return [int(pid) for pid in found.stdout.split()]
 
     def executors_launched(self) -> int:
@@ -69,8 +70,9 @@ class SparkStandaloneCluster:
                 proc.wait(5)
 
 
-def start_cluster(work_dir: Path, *, cores: int = 2, memory: str = "2g", timeout_s: float = 90.0,
-                  python_path: list[str] | None = None) -> SparkStandaloneCluster:
+def start_cluster(
+    work_dir: Path, *, cores: int = 2, memory: str = "2g", timeout_s: float = 90.0, python_path: list[str] | None = None
+) -> SparkStandaloneCluster:
     """Start a master and one worker; returns once the worker has registered (ALIVE)."""
     import pyspark
 
@@ -88,15 +90,33 @@ def start_cluster(work_dir: Path, *, cores: int = 2, memory: str = "2g", timeout
     cluster = SparkStandaloneCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", work_dir)
     commands = [
         ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
-        ["org.apache.spark.deploy.worker.Worker", cluster.master_url, "--host", "127.0.0.1", "--cores", str(cores),
-         "--memory", memory, "--webui-port", str(worker_ui), "--work-dir", str(work_dir / "work")],
+        [
+            "org.apache.spark.deploy.worker.Worker",
+            cluster.master_url,
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            str(cores),
+            "--memory",
+            memory,
+            "--webui-port",
+            str(worker_ui),
+            "--work-dir",
+            str(work_dir / "work"),
+        ],
     ]
     try:
         for name, command in zip(("master", "worker"), commands, strict=True):
             log = open(work_dir / f"{name}.log", "wb")
-            cluster.processes.append(subprocess.Popen(
-                [str(spark_class()), *command], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            ))
+            cluster.processes.append(
+                subprocess.Popen(
+                    [str(spark_class()), *command],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
             if name == "master":
                 _wait(lambda: _answers(cluster.master_ui), f"the master UI at {cluster.master_ui}", timeout_s, cluster)
         _wait(lambda: cluster.alive_workers(), "the worker to register with the master", timeout_s, cluster)
@@ -119,8 +139,10 @@ def _wait(condition, what: str, timeout_s: float, cluster: SparkStandaloneCluste
     while time.monotonic() < deadline:
         for proc in cluster.processes:
             if proc.poll() is not None:
-                raise RuntimeError(f"a Spark cluster process exited ({proc.returncode}) while waiting for {what}; "
-                                   f"see {cluster.work_dir}/*.log")
+                raise RuntimeError(
+                    f"a Spark cluster process exited ({proc.returncode}) while waiting for {what}; "
+                    f"see {cluster.work_dir}/*.log"
+                )
         try:
             if condition():
                 return

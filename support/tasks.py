@@ -42,7 +42,9 @@ class ProfileLookupTask(StreamTask, InitableTask):
     def init(self, context):
         self.profiles = context.get_store("profiles")
         config = context.config
-        self.out = SystemStream(config.get_str("test.output.system", "log"), config.get_str("test.output.stream", "enriched"))
+        self.out = SystemStream(
+            config.get_str("test.output.system", "log"), config.get_str("test.output.stream", "enriched")
+        )
 
     def process(self, envelope, collector, coordinator):
         user = envelope.message

@@ -13,8 +13,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(condition: Callable[[], T], timeout_s: float = 60.0, what: str = "the condition",
-               poll_s: float = 0.02) -> T:
+def wait_until(
+    condition: Callable[[], T], timeout_s: float = 60.0, what: str = "the condition", poll_s: float = 0.02
+) -> T:
     """Call ``condition`` until it returns something truthy and return that; TimeoutError naming
     ``what`` (and the last value seen) after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s

@@ -114,12 +114,19 @@ class FaultyLogSystemFactory(LogSystemFactory):
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_until(script: str, args: list[str], marker: Path, *, env: Mapping[str, str] | None = None,
-              timeout_s: float = 240) -> None:
+def run_until(
+    script: str, args: list[str], marker: Path, *, env: Mapping[str, str] | None = None, timeout_s: float = 240
+) -> None:
     """Run ``python -c script args...`` from the repository in a process group of its own (a Spark
     driver's JVM and Python workers join it) until ``marker`` appears, then SIGKILL the group."""
-    proc = subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO, env={**os.environ, **(env or {})},
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + timeout_s
         while not marker.exists():

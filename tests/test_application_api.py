@@ -97,12 +97,26 @@ def test_every_operator_type_keeps_its_functions_and_ids_are_deterministic():
         return app
 
     a, b = build(), build()
-    assert list(a.operators) == list(b.operators) == [
-        "job-7-map-0", "job-7-flat_map-1", "job-7-filter-2", "job-7-merge-3", "job-7-window-counts", "job-7-sink-4",
-    ]
+    assert (
+        list(a.operators)
+        == list(b.operators)
+        == [
+            "job-7-map-0",
+            "job-7-flat_map-1",
+            "job-7-filter-2",
+            "job-7-merge-3",
+            "job-7-window-counts",
+            "job-7-sink-4",
+        ]
+    )
     ops = list(a.operators.values())
     assert [type(o) for o in ops] == [
-        MapOperatorSpec, FlatMapOperatorSpec, FilterOperatorSpec, MergeOperatorSpec, WindowOperatorSpec, SinkOperatorSpec,
+        MapOperatorSpec,
+        FlatMapOperatorSpec,
+        FilterOperatorSpec,
+        MergeOperatorSpec,
+        WindowOperatorSpec,
+        SinkOperatorSpec,
     ]
     assert ops[0].fn is str.upper and ops[5].fn is print
     assert ops[4].window.size_ms == 1000 and ops[4].window.time == "event" and ops[4].window.keyed
@@ -145,7 +159,9 @@ def test_duplicate_operator_id_is_rejected_naming_it():
 def test_table_used_before_get_table_is_rejected_naming_operator_and_table():
     app = new_app()
     s = app.get_input_stream(KAFKA.input("S1"))
-    with pytest.raises(ApplicationError, match=r"operator 'job-1-join-tj' joins table 'profiles', which is not defined") as info:
+    with pytest.raises(
+        ApplicationError, match=r"operator 'job-1-join-tj' joins table 'profiles', which is not defined"
+    ) as info:
         s.join(TableDescriptor("profiles"), pair, key=key, op_id="tj")
     assert info.value.table == "profiles" and info.value.operator == "job-1-join-tj"
     with pytest.raises(ApplicationError, match="sends to table 'profiles'"):

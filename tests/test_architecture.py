@@ -68,6 +68,7 @@ def _layer_ranks(markdown: str) -> dict[str, int]:
 
 # -- the checkers, on synthetic graphs: each must be able to fail ---------------------------------
 
+
 def _synthetic(**modules: str) -> dict[str, Source]:
     return {name.replace("__", "."): Source(text, is_package=not name.count("__")) for name, text in modules.items()}
 
@@ -87,16 +88,24 @@ def test_a_cycle_through_a_lazy_import_is_found():
 
 
 def test_a_type_checking_import_counts_and_an_acyclic_graph_passes():
-    cyclic = _synthetic(pkg="", pkg__a="import pkg.b\n",
-                        pkg__b="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n")
+    cyclic = _synthetic(
+        pkg="",
+        pkg__a="import pkg.b\n",
+        pkg__b="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n",
+    )
     assert find_cycle(module_graph(cyclic)) is not None
     acyclic = _synthetic(pkg="", pkg__a="import pkg.b\n", pkg__b="import os\n")
     assert find_cycle(module_graph(acyclic)) is None
 
 
 def test_package_cycles_and_upward_imports_are_found():
-    sources = _synthetic(top="", top__low="", top__low__x="from top.high.y import Y\n",
-                         top__high="", top__high__y="from ..low import x\n")
+    sources = _synthetic(
+        top="",
+        top__low="",
+        top__low__x="from top.high.y import Y\n",
+        top__high="",
+        top__high__y="from ..low import x\n",
+    )
     packages = package_graph(module_graph(sources))
     assert find_cycle(packages) is not None
     ranks = {"top.low": 0, "top.high": 1}
@@ -104,9 +113,15 @@ def test_package_cycles_and_upward_imports_are_found():
 
 
 def test_a_sub_package_with_a_layer_of_its_own_is_checked_apart_from_its_parent():
-    sources = _synthetic(top="", top__coord="", top__coord__service="from top.coord.proto.msg import M\n",
-                         top__coord__proto="", top__coord__proto__msg="from top.mid.x import X\n",
-                         top__mid="", top__mid__x="from top.coord.proto import msg\n")
+    sources = _synthetic(
+        top="",
+        top__coord="",
+        top__coord__service="from top.coord.proto.msg import M\n",
+        top__coord__proto="",
+        top__coord__proto__msg="from top.mid.x import X\n",
+        top__mid="",
+        top__mid__x="from top.coord.proto import msg\n",
+    )
     assert find_cycle(package_graph(module_graph(sources))) is not None  # as one package: a cycle
     packages = package_graph(module_graph(sources), nested=["top.coord.proto"])
     assert packages["top.coord.proto"] == {"top.mid"} and packages["top.coord"] == {"top.coord.proto"}
@@ -120,8 +135,12 @@ def test_the_layer_table_is_read():
     assert ranks["samza_dagster.errors"] < ranks["samza_dagster.config"] < ranks["samza_dagster.system"]
     assert ranks["samza_dagster.planner"] == ranks["samza_dagster.operators"]
     assert ranks["samza_dagster.container"] < ranks["samza_dagster.runtime"] < ranks["samza_dagster.orchestration"]
-    assert (ranks["samza_dagster.coordinator.stream"] < ranks["samza_dagster.startpoint"]
-            < ranks["samza_dagster.coordinator"] < ranks["samza_dagster.container"])
+    assert (
+        ranks["samza_dagster.coordinator.stream"]
+        < ranks["samza_dagster.startpoint"]
+        < ranks["samza_dagster.coordinator"]
+        < ranks["samza_dagster.container"]
+    )
 
 
 def test_imported_names_resolves_relative_imports():
@@ -130,6 +149,7 @@ def test_imported_names_resolves_relative_imports():
 
 
 # -- the rules, on the engine ---------------------------------------------------------------------
+
 
 def test_no_import_cycle_between_engine_modules():
     assert find_cycle(module_graph(_engine())) is None
@@ -153,15 +173,23 @@ def test_every_package_has_a_layer_and_imports_none_above_it():
 
 
 def test_the_engine_never_imports_applications_resources_benchmarks_or_tests():
-    bad = [(module, name) for module, source in _engine().items() for name in imported_names(source, module)
-           if name.split(".")[0] in UPWARD]
+    bad = [
+        (module, name)
+        for module, source in _engine().items()
+        for name in imported_names(source, module)
+        if name.split(".")[0] in UPWARD
+    ]
     assert not bad, bad
 
 
 def test_only_orchestration_imports_dagster():
-    bad = [(module, name) for module, source in _engine().items() for name in imported_names(source, module)
-           if name.split(".")[0] in ("dagster", "dagster_graphql", "dagster_pyspark")
-           and not module.startswith("samza_dagster.orchestration")]
+    bad = [
+        (module, name)
+        for module, source in _engine().items()
+        for name in imported_names(source, module)
+        if name.split(".")[0] in ("dagster", "dagster_graphql", "dagster_pyspark")
+        and not module.startswith("samza_dagster.orchestration")
+    ]
     assert not bad, bad
 
 
@@ -187,36 +215,51 @@ def test_every_engine_error_is_a_samza_error_and_none_shadows_a_builtin():
 def _all_imports(folder: str) -> list[tuple[str, str]]:
     """(where, module) of every import of a top-level folder: statements, ``module:Class``
     strings in its Python source and values in its .properties/.yaml files."""
-    found = [(module, name) for module, source in read_package(REPO / folder).items()
-             for name in [*imported_names(source, module), *string_imports(source)]]
+    found = [
+        (module, name)
+        for module, source in read_package(REPO / folder).items()
+        for name in [*imported_names(source, module), *string_imports(source)]
+    ]
     for path in sorted([*(REPO / folder).rglob("*.properties"), *(REPO / folder).rglob("*.yaml")]):
         found.extend((str(path.relative_to(REPO)), name) for name in config_file_imports(path))
     return found
 
 
 def test_string_addressed_imports_are_found():
-    source = Source('CFG = {"task.class": "tests.apps.tasks:NoOpTask", "url": "127.0.0.1:80"}\n'
-                    'def f(app):\n    return f"tests.hl_apps.apps:{app}"\n')
+    source = Source(
+        'CFG = {"task.class": "tests.apps.tasks:NoOpTask", "url": "127.0.0.1:80"}\n'
+        'def f(app):\n    return f"tests.hl_apps.apps:{app}"\n'
+    )
     assert string_imports(source) == ["tests.apps.tasks", "tests.hl_apps.apps"]
 
 
 def test_config_file_imports_are_found(tmp_path):
-    (tmp_path / "job.properties").write_text("# task.class=x.y:Commented\ntask.class=tests.apps.tasks:NoOpTask\n"
-                                             "systems.kafka.consumer.bootstrap.servers=127.0.0.1:9092\n")
+    (tmp_path / "job.properties").write_text(
+        "# task.class=x.y:Commented\ntask.class=tests.apps.tasks:NoOpTask\n"
+        "systems.kafka.consumer.bootstrap.servers=127.0.0.1:9092\n"
+    )
     (tmp_path / "defs.yaml").write_text("attributes:\n  app_class: 'jobs.wordcount:WordCount'\n")
     assert config_file_imports(tmp_path / "job.properties") == ["tests.apps.tasks"]
     assert config_file_imports(tmp_path / "defs.yaml") == ["jobs.wordcount"]
 
 
 def test_the_engine_names_no_upper_module_in_a_string():
-    bad = [(module, name) for module, source in _engine().items() for name in string_imports(source)
-           if name.split(".")[0] in UPWARD]
+    bad = [
+        (module, name)
+        for module, source in _engine().items()
+        for name in string_imports(source)
+        if name.split(".")[0] in UPWARD
+    ]
     assert not bad, bad
 
 
 def test_benchmarks_and_their_support_never_import_the_tests():
-    bad = [(where, name) for folder in ("bench", "support") for where, name in _all_imports(folder)
-           if name.split(".")[0] == "tests"]
+    bad = [
+        (where, name)
+        for folder in ("bench", "support")
+        for where, name in _all_imports(folder)
+        if name.split(".")[0] == "tests"
+    ]
     assert not bad, bad
 
 
@@ -240,8 +283,11 @@ ALLOWED_BUILTIN_ERRORS = {
     "StopAsyncIteration",
     "GeneratorExit",
 }
-_BUILTIN_ERRORS = {name for name in dir(builtins)
-                   if isinstance(getattr(builtins, name), type) and issubclass(getattr(builtins, name), BaseException)}
+_BUILTIN_ERRORS = {
+    name
+    for name in dir(builtins)
+    if isinstance(getattr(builtins, name), type) and issubclass(getattr(builtins, name), BaseException)
+}
 
 
 def _caught_by(handler: ast.ExceptHandler) -> set[str]:
@@ -265,13 +311,17 @@ def builtin_errors_raised(text: str) -> list[tuple[int, str]]:
             for inner in ast.walk(statement):
                 if isinstance(inner, ast.Raise) and inner.exc is not None:
                     call = inner.exc.func if isinstance(inner.exc, ast.Call) else inner.exc
-                    if (isinstance(call, ast.Name) and call.id in _BUILTIN_ERRORS
-                            and any(issubclass(getattr(builtins, call.id), t) for t in caught_types)):
+                    if (
+                        isinstance(call, ast.Name)
+                        and call.id in _BUILTIN_ERRORS
+                        and any(issubclass(getattr(builtins, call.id), t) for t in caught_types)
+                    ):
                         handled.add(id(call))
     for node in ast.walk(tree):  # a builtin passed to a call is a cause the SamzaError built there names
         if isinstance(node, ast.Call):
-            handled.update(id(arg.func) for arg in [*node.args, *(k.value for k in node.keywords)]
-                           if isinstance(arg, ast.Call))
+            handled.update(
+                id(arg.func) for arg in [*node.args, *(k.value for k in node.keywords)] if isinstance(arg, ast.Call)
+            )
     found = []
     for node in ast.walk(tree):
         target = None
@@ -279,8 +329,12 @@ def builtin_errors_raised(text: str) -> list[tuple[int, str]]:
             target = node.func
         elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Name):
             target = node.exc
-        if (target is not None and target.id in _BUILTIN_ERRORS and target.id not in ALLOWED_BUILTIN_ERRORS
-                and id(target) not in handled):
+        if (
+            target is not None
+            and target.id in _BUILTIN_ERRORS
+            and target.id not in ALLOWED_BUILTIN_ERRORS
+            and id(target) not in handled
+        ):
             found.append((target.lineno, target.id))
     return sorted(set(found))
 
@@ -289,19 +343,19 @@ def test_the_builtin_error_checker_finds_raises_and_constructions_but_not_caught
     text = (
         "def f(x):\n"
         "    if x:\n"
-        "        raise ValueError('bad')\n"          # found
-        "    raise KeyError\n"                       # found: raised by name
+        "        raise ValueError('bad')\n"  # found
+        "    raise KeyError\n"  # found: raised by name
         "def g():\n"
         "    return TypeError('built, raised later')\n"  # found: constructed
         "def h(x):\n"
         "    try:\n"
         "        if not x:\n"
         "            raise ValueError('caught below')\n"  # caught by its own handler
-        "        raise TimeoutError('not caught')\n"      # found: OSError-kind, not caught
+        "        raise TimeoutError('not caught')\n"  # found: OSError-kind, not caught
         "    except (KeyError, ValueError) as exc:\n"
         "        raise SamzaError(str(exc)) from exc\n"
         "def i():\n"
-        "    raise NotImplementedError\n"               # allowed
+        "    raise NotImplementedError\n"  # allowed
         "def j():\n"
         "    raise Unreachable('x', cause=ValueError('a cause'))\n"  # the cause of another error
     )
@@ -309,6 +363,11 @@ def test_the_builtin_error_checker_finds_raises_and_constructions_but_not_caught
 
 
 def test_the_engine_raises_samza_errors_not_builtins():
-    bad = [f"{source.path}:{line}: {name}" for source in _engine().values()
-           for line, name in builtin_errors_raised(source.text)]
-    assert not bad, "raise a SamzaError subclass naming what was wrong (or allow the builtin, saying why):\n" + "\n".join(bad)
+    bad = [
+        f"{source.path}:{line}: {name}"
+        for source in _engine().values()
+        for line, name in builtin_errors_raised(source.text)
+    ]
+    assert not bad, (
+        "raise a SamzaError subclass naming what was wrong (or allow the builtin, saying why):\n" + "\n".join(bad)
+    )

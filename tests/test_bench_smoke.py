@@ -21,9 +21,19 @@ def test_runner_reports_every_benchmark_with_verdicts(tmp_path):
     out = tmp_path / "benchmarks.md"
     (out).write_text("<!-- bench:log-system -->\nkept section\n<!-- /bench:log-system -->\n")
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from samza_dagster.cli import main; sys.exit(main())",
-         "bench", "--smoke", "--output", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=580,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from samza_dagster.cli import main; sys.exit(main())",
+            "bench",
+            "--smoke",
+            "--output",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=580,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = out.read_text()
@@ -41,7 +51,10 @@ def test_runner_reports_every_benchmark_with_verdicts(tmp_path):
 def test_cli_bench_outside_the_repository_is_a_usage_error(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c", "import sys; from samza_dagster.cli import main; sys.exit(main())", "bench", "--smoke"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 2

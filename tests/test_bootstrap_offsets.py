@@ -52,7 +52,9 @@ class HexInMemoryAdmin(InMemorySystemAdmin):
         return (x > y) - (x < y)
 
 
-def run(admin, offsets: dict[int, list[str]], newest: dict[int, str], tx: int = 3, base: int = 10) -> list[tuple[str, int, str]]:
+def run(
+    admin, offsets: dict[int, list[str]], newest: dict[int, str], tx: int = 3, base: int = 10
+) -> list[tuple[str, int, str]]:
     """Bootstrap CODES (sparse offsets per partition) before TX, feeding the chooser as
     SystemConsumers does (the chosen partition's next envelope right after each choose)."""
     upcoming = {p: format(int(n, base) + 1, "x" if base == 16 else "d") for p, n in newest.items()}
@@ -85,7 +87,7 @@ def sparse_offsets(rng: random.Random, n: int) -> list[str]:
     offsets, o = [], rng.randrange(0, 5)
     for _ in range(n):
         offsets.append(str(o))
-        o += rng.randrange(1, 4)   # gaps, as Kafka's compaction or transaction markers leave
+        o += rng.randrange(1, 4)  # gaps, as Kafka's compaction or transaction markers leave
     return offsets
 
 
@@ -112,16 +114,16 @@ def test_unknown_comparator_is_called_and_a_hinted_one_only_at_start():
     counting, hinted = CountingAdmin(), HintedAdmin()
     run(counting, offsets, {0: "9"})
     run(hinted, offsets, {0: "9"})
-    assert counting.calls >= 10          # one per chosen envelope of the lagging partition
-    assert hinted.calls == 1             # the start-time "at head already?" check only
+    assert counting.calls >= 10  # one per chosen envelope of the lagging partition
+    assert hinted.calls == 1  # the start-time "at head already?" check only
 
 
 def test_a_subclass_overriding_a_known_comparator_is_not_taken_for_integers():
     HexInMemoryAdmin.calls = 0
-    offsets = {0: [format(i, "x") for i in range(12)]}   # "a" < "b": hex, not integers
+    offsets = {0: [format(i, "x") for i in range(12)]}  # "a" < "b": hex, not integers
     out = run(HexInMemoryAdmin("s"), offsets, {0: "b"}, base=16)
     assert [s for s, _, _ in out] == ["codes"] * 12 + ["tx"] * 3
-    assert HexInMemoryAdmin.calls >= 12   # the start check + every envelope but the one equal to newest
+    assert HexInMemoryAdmin.calls >= 12  # the start check + every envelope but the one equal to newest
 
 
 @pytest.mark.parametrize("admin", [None, InMemorySystemAdmin("s")], ids=["no-admin", "in-memory-admin"])
@@ -142,7 +144,7 @@ def test_end_of_stream_still_counts_as_caught_up_on_the_fast_path():
     chooser.update(IncomingMessageEnvelope(tx_ssp, "0", None, 0))
     chooser.update(IncomingMessageEnvelope(ssp, "0", None, 0))
     assert chooser.choose().offset == "0"
-    assert chooser.choose() is None                     # still lagging, nothing of it in the chooser
+    assert chooser.choose() is None  # still lagging, nothing of it in the chooser
     chooser.update(IncomingMessageEnvelope.end_of_stream(ssp))
     assert chooser.choose().is_end_of_stream
     assert chooser.choose().ssp == tx_ssp

@@ -57,8 +57,9 @@ def _chooser(partitions, counts, bootstrap, priorities, batch_size, heads) -> De
         parts = {}
         for p in range(partitions[s]):
             head = heads[(s, p)]
-            parts[p] = SystemStreamPartitionMetadata("0", None if head is None else str(head),
-                                                     "0" if head is None else str(head + 1))
+            parts[p] = SystemStreamPartitionMetadata(
+                "0", None if head is None else str(head), "0" if head is None else str(head + 1)
+            )
         metadata[SystemStream("s", s)] = SystemStreamMetadata(s, parts)
     chooser = DefaultChooser.from_config(Config(entries), metadata)
     for s in STREAMS:
@@ -73,7 +74,8 @@ def _buffers(partitions, counts) -> dict[SystemStreamPartition, deque]:
         SystemStreamPartition("s", s, p): deque(
             IncomingMessageEnvelope(SystemStreamPartition("s", s, p), str(i), None, i) for i in range(counts[(s, p)])
         )
-        for s in STREAMS for p in range(partitions[s])
+        for s in STREAMS
+        for p in range(partitions[s])
     }
 
 
@@ -94,7 +96,7 @@ def _in_runs(chooser, buffers) -> tuple[list[tuple[SystemStreamPartition, str]],
         if buffer:
             chooser.update(buffer.popleft())
     out, longest = [], 0
-    runs = supports_runs(chooser)   # batch size 1: none
+    runs = supports_runs(chooser)  # batch size 1: none
     while (env := chooser.choose()) is not None:
         buffer = buffers[env.ssp]
         run = [env]
@@ -125,17 +127,21 @@ def test_runs_choose_exactly_what_one_envelope_at_a_time_chooses(setup):
 
 
 def test_a_batching_default_chooser_gives_runs_of_its_batch_size_and_a_plain_one_none():
-    setup = ({"boot": 2, "rt": 1, "bulk": 2}, {("boot", 0): 9, ("boot", 1): 9, ("rt", 0): 9, ("bulk", 0): 9,
-                                                 ("bulk", 1): 9},
-             {"boot"}, {"boot": None, "rt": 1, "bulk": 0}, 4,
-             {("boot", 0): 8, ("boot", 1): 8, ("rt", 0): 8, ("bulk", 0): 8, ("bulk", 1): 8})
+    setup = (
+        {"boot": 2, "rt": 1, "bulk": 2},
+        {("boot", 0): 9, ("boot", 1): 9, ("rt", 0): 9, ("bulk", 0): 9, ("bulk", 1): 9},
+        {"boot"},
+        {"boot": None, "rt": 1, "bulk": 0},
+        4,
+        {("boot", 0): 8, ("boot", 1): 8, ("rt", 0): 8, ("bulk", 0): 8, ("bulk", 1): 8},
+    )
     chooser = _chooser(*setup)
     out, longest = _in_runs(chooser, _buffers(setup[0], setup[1]))
     assert longest == 4 and len(out) == 45
     # the bootstrap stream first (to its head), then real time, then the bulk stream
     assert [ssp.stream for ssp, _ in out] == ["boot"] * 18 + ["rt"] * 9 + ["bulk"] * 18
     assert not chooser.bootstrapper.is_bootstrapping
-    assert not supports_runs(_chooser(*setup[:4], 1, setup[5]))   # batch size 1: no runs
+    assert not supports_runs(_chooser(*setup[:4], 1, setup[5]))  # batch size 1: no runs
     assert not supports_runs(RoundRobinChooser())
 
 
@@ -144,21 +150,27 @@ def test_batching_runs_stop_at_the_batch_size_and_at_what_is_available():
     chooser = BatchingChooser(RoundRobinChooser(), 5)
     chooser.update(IncomingMessageEnvelope(ssp, "0", None, 0))
     first = chooser.choose()
-    assert chooser.run_length(first, 2) == 2          # only two are available
-    assert chooser.run_length(first, 100) == 4        # the batch holds 5, one is chosen
+    assert chooser.run_length(first, 2) == 2  # only two are available
+    assert chooser.run_length(first, 100) == 4  # the batch holds 5, one is chosen
     chooser.take_run(IncomingMessageEnvelope(ssp, "4", None, 4), 4)
     assert chooser.batches_completed == 1
     chooser.update(IncomingMessageEnvelope(ssp, "5", None, 5))
-    assert chooser.choose().offset == "5"             # a new batch starts on the next pick
+    assert chooser.choose().offset == "5"  # a new batch starts on the next pick
 
 
 # -- SystemConsumers: runs on a real system ----------------------------------------------------------
 
+
 @pytest.fixture
 def mem():
     name = "runs"
-    config = Config({f"systems.{name}.samza.factory": "inmemory", "task.inputs": f"{name}.a,{name}.idle",
-                     "task.consumer.batch.size": "50"})
+    config = Config(
+        {
+            f"systems.{name}.samza.factory": "inmemory",
+            "task.inputs": f"{name}.a,{name}.idle",
+            "task.consumer.batch.size": "50",
+        }
+    )
     factory = InMemorySystemFactory()
     yield name, factory, config
     InMemorySystemFactory.reset(name)
@@ -173,8 +185,9 @@ def test_choose_run_hands_over_every_message_once_in_partition_order_in_runs_of_
     name, factory, config = mem
     _fill(name, config, "a", 3, 700)
     _fill(name, config, "idle", 1, 0)
-    sc = SystemConsumers(DefaultChooser.from_config(config), {name: factory.get_consumer(name, config)},
-                         buffer_capacity_per_ssp=100)
+    sc = SystemConsumers(
+        DefaultChooser.from_config(config), {name: factory.get_consumer(name, config)}, buffer_capacity_per_ssp=100
+    )
     ssps = [SystemStreamPartition(name, "a", p) for p in range(3)] + [SystemStreamPartition(name, "idle", 0)]
     for ssp in ssps:
         sc.register(ssp, "0")
@@ -252,18 +265,26 @@ def test_a_full_partition_does_not_leave_the_poller_waiting_on_an_idle_one(mem):
 
 # -- the container: checkpoints with runs -------------------------------------------------------------
 
+
 def test_a_shutdown_in_the_middle_of_a_run_checkpoints_only_what_was_processed(tmp_path):
-    config = Config({
-        "job.name": "runs", "job.default.system": "log", "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"), "task.inputs": "log.input",
-        "systems.log.streams.input.samza.bounded": "true", "task.consumer.batch.size": "50",
-        "task.class": "tests.apps.tasks:ShutdownAfterTask", "test.shutdown.after": "70",
-    })
+    config = Config(
+        {
+            "job.name": "runs",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.inputs": "log.input",
+            "systems.log.streams.input.samza.bounded": "true",
+            "task.consumer.batch.size": "50",
+            "task.class": "tests.apps.tasks:ShutdownAfterTask",
+            "test.shutdown.after": "70",
+        }
+    )
     create_stream(config, "log", "input", 1)
     produce(config, "log", "input", [(0, None, b"m%d" % i) for i in range(200)])
     summary = SamzaContainer("0", job_model(config)).run()
     assert summary.status is ContainerStatus.SHUTDOWN
-    assert summary.messages_per_stream == {"log.input": 70}          # the 70th was mid-run (batch of 50)
+    assert summary.messages_per_stream == {"log.input": 70}  # the 70th was mid-run (batch of 50)
     assert read_checkpoints(config)["Partition 0"].offsets[("log", "input", 0)] == "69"
     # the rest of that run was not lost: a restart reads from offset 70 to the end
     restarted = SamzaContainer("0", job_model(config.with_overrides({"test.shutdown.after": "1000"}))).run()

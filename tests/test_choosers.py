@@ -100,10 +100,13 @@ def assert_in_partition_order(envelopes) -> None:
 
 # -- RoundRobin ----------------------------------------------------------------------------------
 
+
 def test_round_robin_alternates_fairly_between_partitions():
     a, b, c = ssp(RT, 0), ssp(RT, 1), ssp(BATCH, 0)
-    h = Harness(RoundRobinChooser(), {a: [env(a, i) for i in range(5)], b: [env(b, i) for i in range(5)],
-                                      c: [env(c, i) for i in range(2)]})
+    h = Harness(
+        RoundRobinChooser(),
+        {a: [env(a, i) for i in range(5)], b: [env(b, i) for i in range(5)], c: [env(c, i) for i in range(2)]},
+    )
     h.start()
     out = h.drain()
     assert [(e.ssp.partition, e.ssp.stream) for e in out[:6]] == [(0, "realtime"), (1, "realtime"), (0, "batch")] * 2
@@ -116,6 +119,7 @@ def test_round_robin_returns_none_when_empty():
 
 
 # -- TieredPriority ------------------------------------------------------------------------------
+
 
 def test_tiered_priority_always_prefers_higher_tier():
     chooser = TieredPriorityChooser({RT: 1, BATCH: 0}, {1: RoundRobinChooser(), 0: RoundRobinChooser()})
@@ -154,12 +158,15 @@ def test_tiered_priority_rejects_priority_without_chooser():
 
 # -- Batching ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 5])
 def test_batching_sticks_to_a_partition_exactly_up_to_batch_size(batch_size):
     a, b = ssp(RT, 0), ssp(RT, 1)
     n = batch_size * 4
-    h = Harness(BatchingChooser(RoundRobinChooser(), batch_size), {a: [env(a, i) for i in range(n)],
-                                                                      b: [env(b, i) for i in range(n)]})
+    h = Harness(
+        BatchingChooser(RoundRobinChooser(), batch_size),
+        {a: [env(a, i) for i in range(n)], b: [env(b, i) for i in range(n)]},
+    )
     h.start()
     out = h.drain()
     runs = []
@@ -189,13 +196,19 @@ def test_batching_rejects_bad_batch_size():
 
 # -- TimeAligned ---------------------------------------------------------------------------------
 
+
 def test_time_aligned_chooses_smallest_event_time_first():
     views, clicks = SystemStream("s", "views"), SystemStream("s", "clicks")
     rng = random.Random(7)
     vt = sorted(rng.sample(range(10_000), 200))
     ct = sorted(rng.sample(range(10_000), 200))
-    h = Harness(TimeAlignedChooser(), {ssp(views): [env(views, i, t) for i, t in enumerate(vt)],
-                                       ssp(clicks): [env(clicks, i, t) for i, t in enumerate(ct)]})
+    h = Harness(
+        TimeAlignedChooser(),
+        {
+            ssp(views): [env(views, i, t) for i, t in enumerate(vt)],
+            ssp(clicks): [env(clicks, i, t) for i, t in enumerate(ct)],
+        },
+    )
     h.start()
     out = h.drain()
     times = [e.event_time for e in out]
@@ -206,10 +219,15 @@ def test_time_aligned_chooses_smallest_event_time_first():
 
 def test_time_aligned_skew_allows_bounded_disorder_only():
     views, clicks = SystemStream("s", "views"), SystemStream("s", "clicks")
-    vt = list(range(0, 2000, 10))        # 0, 10, 20, ...
-    ct = list(range(5, 2000, 10))        # 5, 15, 25, ...
-    h = Harness(TimeAlignedChooser(max_skew_ms=30), {ssp(views): [env(views, i, t) for i, t in enumerate(vt)],
-                                                     ssp(clicks): [env(clicks, i, t) for i, t in enumerate(ct)]})
+    vt = list(range(0, 2000, 10))  # 0, 10, 20, ...
+    ct = list(range(5, 2000, 10))  # 5, 15, 25, ...
+    h = Harness(
+        TimeAlignedChooser(max_skew_ms=30),
+        {
+            ssp(views): [env(views, i, t) for i, t in enumerate(vt)],
+            ssp(clicks): [env(clicks, i, t) for i, t in enumerate(ct)],
+        },
+    )
     h.start()
     out = h.drain()
     high = -1
@@ -222,8 +240,10 @@ def test_time_aligned_skew_allows_bounded_disorder_only():
 
 def test_time_aligned_catches_up_a_stream_far_behind_first():
     old, new = SystemStream("s", "replay"), SystemStream("s", "live")
-    h = Harness(TimeAlignedChooser(), {ssp(old): [env(old, i, 1000 + i) for i in range(50)],
-                                       ssp(new): [env(new, i, 10**9 + i) for i in range(50)]})
+    h = Harness(
+        TimeAlignedChooser(),
+        {ssp(old): [env(old, i, 1000 + i) for i in range(50)], ssp(new): [env(new, i, 10**9 + i) for i in range(50)]},
+    )
     h.start()
     assert streams_of(h.drain()) == ["replay"] * 50 + ["live"] * 50
 
@@ -239,8 +259,10 @@ def test_time_aligned_late_envelope_of_idle_stream_goes_first():
 
 def test_time_aligned_envelopes_without_event_time_take_stream_time():
     a, b = SystemStream("s", "a"), SystemStream("s", "b")
-    h = Harness(TimeAlignedChooser(), {ssp(a): [env(a, i, 100 * (i + 1)) for i in range(5)],
-                                       ssp(b): [env(b, i, None) for i in range(5)]})
+    h = Harness(
+        TimeAlignedChooser(),
+        {ssp(a): [env(a, i, 100 * (i + 1)) for i in range(5)], ssp(b): [env(b, i, None) for i in range(5)]},
+    )
     h.start()
     out = h.drain()
     assert len(out) == 10 and sorted(streams_of(out)) == ["a"] * 5 + ["b"] * 5
@@ -250,8 +272,10 @@ def test_time_aligned_envelopes_without_event_time_take_stream_time():
 
 def test_time_aligned_with_wrapped_alternates_untimed_and_timed():
     a, b = SystemStream("s", "a"), SystemStream("s", "b")
-    h = Harness(TimeAlignedChooser(RoundRobinChooser()), {ssp(a): [env(a, i, i) for i in range(4)],
-                                                          ssp(b): [env(b, i, None) for i in range(4)]})
+    h = Harness(
+        TimeAlignedChooser(RoundRobinChooser()),
+        {ssp(a): [env(a, i, i) for i in range(4)], ssp(b): [env(b, i, None) for i in range(4)]},
+    )
     h.start()
     out = streams_of(h.drain())
     assert sorted(out) == ["a"] * 4 + ["b"] * 4
@@ -259,6 +283,7 @@ def test_time_aligned_with_wrapped_alternates_untimed_and_timed():
 
 
 # -- Bootstrapping -------------------------------------------------------------------------------
+
 
 def meta(*lengths: int) -> SystemStreamMetadata:
     parts = {}
@@ -298,8 +323,8 @@ def test_bootstrap_waits_while_a_lagging_stream_has_no_envelope_in_the_chooser()
     queues[ssp(CODES, 1)] = []
     h = Harness(chooser, queues)
     h.start()
-    assert h.choose().ssp == ssp(CODES, 0)   # the caught-up partition's last message
-    assert h.choose() is None                 # partition 1 lags and has nothing in the chooser
+    assert h.choose().ssp == ssp(CODES, 0)  # the caught-up partition's last message
+    assert h.choose() is None  # partition 1 lags and has nothing in the chooser
     h.add(late[0])
     assert h.choose().ssp == ssp(CODES, 1)
     assert h.choose() is None
@@ -310,7 +335,7 @@ def test_bootstrap_waits_while_a_lagging_stream_has_no_envelope_in_the_chooser()
 
 def test_bootstrap_from_a_checkpoint_in_the_middle_of_the_stream():
     chooser, queues = currency_setup(lengths=(6, 6))
-    queues[ssp(CODES, 0)] = queues[ssp(CODES, 0)][3:]   # resume at offset 3
+    queues[ssp(CODES, 0)] = queues[ssp(CODES, 0)][3:]  # resume at offset 3
     h = Harness(chooser, queues)
     h.start({ssp(CODES, 0): "3"})
     out = h.drain()
@@ -331,7 +356,7 @@ def test_bootstrap_already_at_head_does_not_hold_anything():
 def test_bootstrap_unregistered_and_empty_partitions_never_lag():
     tiers = {1: RoundRobinChooser(), 0: RoundRobinChooser()}
     chooser = BootstrappingChooser(TieredPriorityChooser({CODES: 1, TX: 0}, tiers), {CODES: meta(0, 5)})
-    chooser.register(ssp(CODES, 0), "0")   # empty; partition 1 belongs to another task
+    chooser.register(ssp(CODES, 0), "0")  # empty; partition 1 belongs to another task
     chooser.register(ssp(TX, 0), "0")
     chooser.start()
     assert not chooser.is_bootstrapping
@@ -376,18 +401,19 @@ def test_bootstrap_compares_offsets_with_the_system_admin():
             x, y = int(a, 16), int(b, 16)
             return (x > y) - (x < y)
 
-    parts = {0: SystemStreamPartitionMetadata("0", "a", "b")}   # hex offsets: newest 10
+    parts = {0: SystemStreamPartitionMetadata("0", "a", "b")}  # hex offsets: newest 10
     tiers = {1: RoundRobinChooser(), 0: RoundRobinChooser()}
-    chooser = BootstrappingChooser(TieredPriorityChooser({CODES: 1, TX: 0}, tiers),
-                                   {CODES: SystemStreamMetadata("c", parts)}, {"s": Admin()})
-    h = Harness(chooser, {ssp(CODES): [env(CODES, format(i, "x")) for i in range(11)],
-                          ssp(TX): [env(TX, 0)]})
+    chooser = BootstrappingChooser(
+        TieredPriorityChooser({CODES: 1, TX: 0}, tiers), {CODES: SystemStreamMetadata("c", parts)}, {"s": Admin()}
+    )
+    h = Harness(chooser, {ssp(CODES): [env(CODES, format(i, "x")) for i in range(11)], ssp(TX): [env(TX, 0)]})
     h.start()
     out = streams_of(h.drain())
     assert out == ["currency_codes"] * 11 + ["transactions"] and Admin.calls > 0
 
 
 # -- DefaultChooser.from_config ------------------------------------------------------------------
+
 
 def base_config(**extra) -> Config:
     return Config({"job.name": "j", "task.inputs": "s.realtime,s.batch", **extra})
@@ -400,11 +426,10 @@ def test_default_chooser_is_round_robin_when_nothing_is_configured():
 
 
 def test_default_chooser_priorities_from_stream_and_legacy_keys():
-    cfg = base_config(**{"systems.s.streams.realtime.samza.priority": "1",
-                         "task.chooser.priorities.s.batch": "0"})
+    cfg = base_config(**{"systems.s.streams.realtime.samza.priority": "1", "task.chooser.priorities.s.batch": "0"})
     chooser = DefaultChooser.from_config(cfg, {RT: meta(0), BATCH: meta(0)})
     assert chooser.priorities == {RT: 1, BATCH: 0}
-    assert isinstance(chooser.inner, BootstrappingChooser)   # realtime is held to its head
+    assert isinstance(chooser.inner, BootstrappingChooser)  # realtime is held to its head
     assert chooser.held_to_head == frozenset({RT})
     h = Harness(chooser, {ssp(BATCH): [env(BATCH, i) for i in range(3)], ssp(RT): [env(RT, i) for i in range(3)]})
     h.start()
@@ -412,21 +437,37 @@ def test_default_chooser_priorities_from_stream_and_legacy_keys():
 
 
 def test_default_chooser_stream_id_priority_and_legacy_priorities():
-    cfg = Config({"task.inputs": "s.realtime,s.batch", "streams.rt.samza.system": "s",
-                  "streams.rt.samza.physical.name": "realtime", "streams.rt.samza.priority": "7",
-                  "task.chooser.priorities.s.batch": "3"})
+    cfg = Config(
+        {
+            "task.inputs": "s.realtime,s.batch",
+            "streams.rt.samza.system": "s",
+            "streams.rt.samza.physical.name": "realtime",
+            "streams.rt.samza.priority": "7",
+            "task.chooser.priorities.s.batch": "3",
+        }
+    )
     chooser = DefaultChooser.from_config(cfg, {RT: meta(0), BATCH: meta(0)})
     assert chooser.priorities == {RT: 7, BATCH: 3}
 
 
 def test_default_chooser_bootstrap_stream_gets_top_priority_and_bootstraps():
-    cfg = Config({"task.inputs": "s.currency_codes,s.transactions,s.realtime",
-                  "systems.s.streams.currency_codes.samza.bootstrap": "true",
-                  "systems.s.streams.realtime.samza.priority": "5"})
+    cfg = Config(
+        {
+            "task.inputs": "s.currency_codes,s.transactions,s.realtime",
+            "systems.s.streams.currency_codes.samza.bootstrap": "true",
+            "systems.s.streams.realtime.samza.priority": "5",
+        }
+    )
     chooser = DefaultChooser.from_config(cfg, {CODES: meta(2), TX: meta(2), RT: meta(2)})
     assert chooser.priorities == {CODES: 6, TX: 0, RT: 5}
-    h = Harness(chooser, {ssp(TX): [env(TX, i) for i in range(2)], ssp(RT): [env(RT, i) for i in range(2)],
-                          ssp(CODES): [env(CODES, i) for i in range(2)]})
+    h = Harness(
+        chooser,
+        {
+            ssp(TX): [env(TX, i) for i in range(2)],
+            ssp(RT): [env(RT, i) for i in range(2)],
+            ssp(CODES): [env(CODES, i) for i in range(2)],
+        },
+    )
     h.start()
     assert streams_of(h.drain()) == ["currency_codes"] * 2 + ["realtime"] * 2 + ["transactions"] * 2
 
@@ -444,7 +485,10 @@ def test_default_chooser_batches_a_bootstrap_stream_unless_the_batch_size_is_set
     """A deliberate difference from Samza: with task.consumer.batch.size unset, the bootstrap
     stream's tier batches (two partitions of it alternate in runs, not message by message);
     the other tiers do not. Setting the key to 1 restores Samza's one-at-a-time everywhere."""
-    base = {"task.inputs": "s.currency_codes,s.transactions", "systems.s.streams.currency_codes.samza.bootstrap": "true"}
+    base = {
+        "task.inputs": "s.currency_codes,s.transactions",
+        "systems.s.streams.currency_codes.samza.bootstrap": "true",
+    }
     c0, c1 = ssp(CODES, 0), ssp(CODES, 1)
 
     def order(cfg: Config) -> list[int]:
@@ -472,16 +516,21 @@ def test_default_chooser_fetches_missing_metadata_in_one_call_per_system():
         def offset_comparator(self, a, b):
             return (int(a) > int(b)) - (int(a) < int(b))
 
-    cfg = Config({"task.inputs": "s.currency_codes,s.transactions,s.realtime",
-                  "systems.s.streams.currency_codes.samza.bootstrap": "true",
-                  "systems.s.streams.realtime.samza.priority": "2"})
+    cfg = Config(
+        {
+            "task.inputs": "s.currency_codes,s.transactions,s.realtime",
+            "systems.s.streams.currency_codes.samza.bootstrap": "true",
+            "systems.s.streams.realtime.samza.priority": "2",
+        }
+    )
     DefaultChooser.from_config(cfg, None, {"s": Admin()})
     assert calls == [["currency_codes", "realtime"]]
 
 
 def test_default_chooser_missing_metadata_without_admin_names_the_stream():
-    cfg = Config({"task.inputs": "s.currency_codes,s.transactions",
-                  "systems.s.streams.currency_codes.samza.bootstrap": "true"})
+    cfg = Config(
+        {"task.inputs": "s.currency_codes,s.transactions", "systems.s.streams.currency_codes.samza.bootstrap": "true"}
+    )
     with pytest.raises(ValueError, match=r"s\.currency_codes"):
         DefaultChooser.from_config(cfg, {})
 
@@ -508,6 +557,7 @@ def test_bad_batch_size_names_the_key():
 
 
 # -- task.chooser.class --------------------------------------------------------------------------
+
 
 class RecordingFactory(MessageChooserFactory):
     made: list = []
@@ -549,23 +599,33 @@ def test_chooser_class_errors_name_the_key(value, match):
 
 
 def test_builtin_factories_load_from_config():
-    cfg = base_config(**{"task.chooser.class": "samza_dagster.system.chooser:TimeAlignedChooserFactory",
-                         "task.chooser.max.skew.ms": "5"})
+    cfg = base_config(
+        **{
+            "task.chooser.class": "samza_dagster.system.chooser:TimeAlignedChooserFactory",
+            "task.chooser.max.skew.ms": "5",
+        }
+    )
     chooser = DefaultChooser.from_config(cfg, {})
     assert isinstance(chooser.inner, TimeAlignedChooser)
 
 
 # -- property: every chooser keeps in-partition order and loses nothing ---------------------------
 
-@pytest.mark.parametrize("make", [
-    lambda: RoundRobinChooser(),
-    lambda: BatchingChooser(RoundRobinChooser(), 4),
-    lambda: TieredPriorityChooser({RT: 2, BATCH: 1}, {2: RoundRobinChooser(), 1: RoundRobinChooser()},
-                                  default=RoundRobinChooser()),
-    lambda: TimeAlignedChooser(max_skew_ms=3),
-    lambda: BootstrappingChooser(TieredPriorityChooser({RT: 2}, {2: RoundRobinChooser()}, RoundRobinChooser()),
-                                 {RT: meta(30, 30)}),
-])
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RoundRobinChooser(),
+        lambda: BatchingChooser(RoundRobinChooser(), 4),
+        lambda: TieredPriorityChooser(
+            {RT: 2, BATCH: 1}, {2: RoundRobinChooser(), 1: RoundRobinChooser()}, default=RoundRobinChooser()
+        ),
+        lambda: TimeAlignedChooser(max_skew_ms=3),
+        lambda: BootstrappingChooser(
+            TieredPriorityChooser({RT: 2}, {2: RoundRobinChooser()}, RoundRobinChooser()), {RT: meta(30, 30)}
+        ),
+    ],
+)
 def test_choosers_keep_partition_order_and_lose_nothing(make):
     rng = random.Random(3)
     streams = [RT, BATCH, SystemStream("s", "other")]
@@ -589,9 +649,9 @@ def test_time_aligned_waits_briefly_for_an_absent_partition_then_treats_it_as_id
     h = Harness(chooser, {ssp(a): [env(a, i, 100 + 100 * i) for i in range(5)], ssp(b): [env(b, 0, 120)]})
     h.start()
     assert h.choose().event_time == 100
-    assert h.choose().event_time == 120       # b's only envelope; b is now absent, last seen at 120
-    assert h.choose() is None                  # a's next is at 200 > 120 + 10: b may deliver older
-    h.add(env(b, 1, 150))                      # ...and it does
+    assert h.choose().event_time == 120  # b's only envelope; b is now absent, last seen at 120
+    assert h.choose() is None  # a's next is at 200 > 120 + 10: b may deliver older
+    h.add(env(b, 1, 150))  # ...and it does
     assert h.choose().event_time == 150
     assert h.choose() is None
     # b stays quiet: once the idle timeout has passed the chooser stops waiting for it

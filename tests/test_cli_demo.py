@@ -10,12 +10,14 @@ from samza_dagster.cli import main
 
 
 def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
-    code = (
-        "import sys; from jobs.demo import run_demo; "
-        f"sys.exit(run_demo({str(tmp_path)!r}, 1200, runner='thread'))"
+    code = f"import sys; from jobs.demo import run_demo; sys.exit(run_demo({str(tmp_path)!r}, 1200, runner='thread'))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={"COLUMNS": "160", **__import__("os").environ},
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
-                          env={"COLUMNS": "160", **__import__("os").environ})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     for title in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
@@ -25,8 +27,12 @@ def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
 
 
 def test_demo_command_rejects_bad_usage_with_exit_2():
-    proc = subprocess.run([sys.executable, "-m", "samza_dagster.cli", "demo", "--size", "not-a-number"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "samza_dagster.cli", "demo", "--size", "not-a-number"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
 
 
@@ -45,7 +51,9 @@ def test_run_on_a_missing_input_stream_fails_naming_it_without_a_traceback(tmp_p
     )
     proc = subprocess.run(
         [sys.executable, "-m", "samza_dagster.cli", "run", "--config-path", str(path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1
     # no partition count is known for it, so run cannot create it: it names the command that does
@@ -64,8 +72,14 @@ def test_the_demo_is_found_through_its_entry_point():
 
 def test_without_the_checkout_on_the_path_the_demo_is_a_usage_error(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-m", "samza_dagster.cli", "demo", "--size", "10"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "samza_dagster.cli", "demo", "--size", "10"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "the demo's applications (jobs/demo of the samza-dagster checkout) are not importable here" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -32,35 +32,114 @@ CASES = [
     ("size not a number", {}, ["demo", "--size", "many"], 2, "--size: must be a whole number, got 'many'"),
     ("unknown command", {}, ["launch"], 2, "invalid choice: 'launch'"),
     ("missing config file", {}, ["run", "--config-path", "nope.properties"], 2, "no such file: nope.properties"),
-    ("override without =", {"job.properties": GOOD_JOB}, ["run", "--config-path", "job.properties", "--config", "task.commit.ms"], 2,
-     "--config expects key=value, got 'task.commit.ms'"),
-    ("inline comment in properties", {"job.properties": GOOD_JOB + "task.commit.ms=500   # twice a second\n"},
-     ["run", "--config-path", "job.properties"], 2, "'task.commit.ms' must be an integer, got '500   # twice a second' (.properties has no inline comments"),
-    ("unknown runner", {"job.properties": GOOD_JOB.replace("thread", "threads")},
-     ["run", "--config-path", "job.properties"], 2, "got 'threads'"),
-    ("task class that does not import", {"job.properties": GOOD_JOB.replace("tests.apps.tasks:NoOpTask", "nowhere:Task")},
-     ["run", "--config-path", "job.properties"], 2, "cannot import module 'nowhere'"),
-    ("missing input, no-create-streams", {"job.properties": GOOD_JOB},
-     ["run", "--config-path", "job.properties", "--no-create-streams"], 1, "log.sentences: samza-dagster streams create"),
+    (
+        "override without =",
+        {"job.properties": GOOD_JOB},
+        ["run", "--config-path", "job.properties", "--config", "task.commit.ms"],
+        2,
+        "--config expects key=value, got 'task.commit.ms'",
+    ),
+    (
+        "inline comment in properties",
+        {"job.properties": GOOD_JOB + "task.commit.ms=500   # twice a second\n"},
+        ["run", "--config-path", "job.properties"],
+        2,
+        "'task.commit.ms' must be an integer, got '500   # twice a second' (.properties has no inline comments",
+    ),
+    (
+        "unknown runner",
+        {"job.properties": GOOD_JOB.replace("thread", "threads")},
+        ["run", "--config-path", "job.properties"],
+        2,
+        "got 'threads'",
+    ),
+    (
+        "task class that does not import",
+        {"job.properties": GOOD_JOB.replace("tests.apps.tasks:NoOpTask", "nowhere:Task")},
+        ["run", "--config-path", "job.properties"],
+        2,
+        "cannot import module 'nowhere'",
+    ),
+    (
+        "missing input, no-create-streams",
+        {"job.properties": GOOD_JOB},
+        ["run", "--config-path", "job.properties", "--no-create-streams"],
+        1,
+        "log.sentences: samza-dagster streams create",
+    ),
     ("demo root that is a file", {"taken": "x"}, ["demo", "--root", "taken"], 2, "--root: not a directory: taken"),
-    ("a system nobody configured", {}, ["streams", "create", "kafka.orders", "--partitions", "2"], 2,
-     "system 'kafka' is not configured"),
-    ("host that does not resolve", {"job.properties": GOOD_JOB},
-     ["job-coordinator", "--config-path", "job.properties", "--host", "no-such-host.invalid"], 2,
-     "cannot resolve host 'no-such-host.invalid'"),
-    ("partitions zero", {}, ["streams", "create", "log.x", "--partitions", "0"], 2, "--partitions: must be 1 or more, got 0"),
-    ("describe a missing stream", {}, ["streams", "describe", "log.nope"], 1, "stream 'nope' does not exist on system 'log'"),
+    (
+        "a system nobody configured",
+        {},
+        ["streams", "create", "kafka.orders", "--partitions", "2"],
+        2,
+        "system 'kafka' is not configured",
+    ),
+    (
+        "host that does not resolve",
+        {"job.properties": GOOD_JOB},
+        ["job-coordinator", "--config-path", "job.properties", "--host", "no-such-host.invalid"],
+        2,
+        "cannot resolve host 'no-such-host.invalid'",
+    ),
+    (
+        "partitions zero",
+        {},
+        ["streams", "create", "log.x", "--partitions", "0"],
+        2,
+        "--partitions: must be 1 or more, got 0",
+    ),
+    (
+        "describe a missing stream",
+        {},
+        ["streams", "describe", "log.nope"],
+        1,
+        "stream 'nope' does not exist on system 'log'",
+    ),
     ("bad stream name", {}, ["streams", "describe", "log."], 2, "expected [SYSTEM.]STREAM"),
-    ("produce a file that is not there", {}, ["streams", "produce", "log.x", "--file", "in.txt"], 2, "no such file: in.txt"),
-    ("port out of range", {"job.properties": GOOD_JOB}, ["job-coordinator", "--config-path", "job.properties", "--port", "70000"], 2,
-     "--port: must be between 0 and 65535, got 70000"),
-    ("misspelt serde, found before anything runs", {"job.properties": GOOD_JOB + "systems.log.samza.msg.serde=jsno\n"},
-     ["run", "--config-path", "job.properties"], 2, "config key 'systems.log.samza.msg.serde' names unknown serde 'jsno'"),
-    ("bad typed value of a stream", {"job.properties": GOOD_JOB + "streams.sentences.samza.reset.offset=sometimes\n"},
-     ["run", "--config-path", "job.properties"], 2, "'streams.sentences.samza.reset.offset' must be true or false"),
-    ("set-config without value", {"job.properties": GOOD_JOB},
-     ["coordinator-stream-writer", "--config-path", "job.properties", "--type", "set-config", "--key", "task.commit.ms"], 2,
-     "needs --value"),
+    (
+        "produce a file that is not there",
+        {},
+        ["streams", "produce", "log.x", "--file", "in.txt"],
+        2,
+        "no such file: in.txt",
+    ),
+    (
+        "port out of range",
+        {"job.properties": GOOD_JOB},
+        ["job-coordinator", "--config-path", "job.properties", "--port", "70000"],
+        2,
+        "--port: must be between 0 and 65535, got 70000",
+    ),
+    (
+        "misspelt serde, found before anything runs",
+        {"job.properties": GOOD_JOB + "systems.log.samza.msg.serde=jsno\n"},
+        ["run", "--config-path", "job.properties"],
+        2,
+        "config key 'systems.log.samza.msg.serde' names unknown serde 'jsno'",
+    ),
+    (
+        "bad typed value of a stream",
+        {"job.properties": GOOD_JOB + "streams.sentences.samza.reset.offset=sometimes\n"},
+        ["run", "--config-path", "job.properties"],
+        2,
+        "'streams.sentences.samza.reset.offset' must be true or false",
+    ),
+    (
+        "set-config without value",
+        {"job.properties": GOOD_JOB},
+        [
+            "coordinator-stream-writer",
+            "--config-path",
+            "job.properties",
+            "--type",
+            "set-config",
+            "--key",
+            "task.commit.ms",
+        ],
+        2,
+        "needs --value",
+    ),
 ]
 
 
@@ -84,7 +163,10 @@ def test_produce_checks_every_line_before_sending_any(tmp_path):
     env.pop("SAMZA_LOG_PATH", None)
     (tmp_path / "job.properties").write_text("job.name=j\nsystems.log.samza.msg.serde=json\n")
     (tmp_path / "in.jsonl").write_text('{"a": 1}\n{"a": 2\n')
-    run = lambda *argv: subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # noqa: E731
+
+    def run(*argv):
+        return subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
     assert run("streams", "create", "log.events", "--partitions", "1").returncode == 0
     bad = run("streams", "produce", "log.events", "--file", "in.jsonl", "--config-path", "job.properties")
     assert bad.returncode == 2 and "in.jsonl line 2: not a JSON value" in bad.stderr
@@ -100,7 +182,10 @@ def test_a_failed_job_is_exit_1_and_a_short_message_naming_the_stream(tmp_path):
     (tmp_path / "stray.py").write_text(STRAY_TASK)
     (tmp_path / "job.properties").write_text(GOOD_JOB.replace("tests.apps.tasks:NoOpTask", "stray:StrayTask"))
     (tmp_path / "in.txt").write_text("a\n")
-    run = lambda *argv: subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+
+    def run(*argv):
+        return subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
     assert run("streams", "create", "log.sentences", "--partitions", "1").returncode == 0
     assert run("streams", "produce", "log.sentences", "--file", "in.txt").returncode == 0
     done = run("run", "--config-path", "job.properties")
@@ -119,10 +204,15 @@ def test_a_key_nothing_reads_is_warned_about_and_tail_suggests_the_stream_meant(
     names ``log.words`` instead of creating the misspelt stream."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     env.pop("SAMZA_LOG_PATH", None)
-    run = lambda *argv: subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+
+    def run(*argv):
+        return subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
     assert run("streams", "create", "log.words", "--partitions", "1").returncode == 0
     tail = run("streams", "tail", "log.word")
-    assert tail.returncode == 1 and "stream 'word' does not exist on system 'log': did you mean log.words?" in tail.stderr
+    assert (
+        tail.returncode == 1 and "stream 'word' does not exist on system 'log': did you mean log.words?" in tail.stderr
+    )
     assert sorted(p.name for p in (tmp_path / ".samza-log").iterdir() if "word" in p.name) == ["words.db"]
 
     (tmp_path / "job.properties").write_text(GOOD_JOB + "task.clas=tests.apps.tasks:NoOpTask\n")

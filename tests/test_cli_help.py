@@ -16,8 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_help_is_one_screen_with_one_line_per_command():
     env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "samza_dagster.cli", "--help"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "samza_dagster.cli", "--help"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) <= 24 and max(len(line) for line in lines) <= 80, done.stdout

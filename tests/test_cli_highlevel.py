@@ -27,8 +27,9 @@ def _cli() -> list[str]:
 
 
 def _write_properties(path: Path, entries: dict[str, str]) -> Path:
-    path.write_text("# a high-level application (written by the test)\n"
-                    + "".join(f"{k}={v}\n" for k, v in entries.items()))
+    path.write_text(
+        "# a high-level application (written by the test)\n" + "".join(f"{k}={v}\n" for k, v in entries.items())
+    )
     return path
 
 

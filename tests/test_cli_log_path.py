@@ -32,8 +32,17 @@ def test_every_command_uses_samza_log_path(tmp_path):
 
     cli("streams", "create", "log.sentences", "--partitions", "1", "--config-path", "job.properties")
     cli("streams", "produce", "log.sentences", "--file", "in.txt", "--config-path", "job.properties")
-    cli("coordinator-stream-writer", "--config-path", "job.properties", "--type", "set-config",
-        "--key", "task.commit.ms", "--value", "500")
+    cli(
+        "coordinator-stream-writer",
+        "--config-path",
+        "job.properties",
+        "--type",
+        "set-config",
+        "--key",
+        "task.commit.ms",
+        "--value",
+        "500",
+    )
     cli("run", "--config-path", "job.properties")
     tail = cli("streams", "tail", "log.output", "--config-path", "job.properties")
 

@@ -18,14 +18,23 @@ MESSAGES = 300
 
 
 def _job(tmp_path: Path) -> Config:
-    return Config({
-        "job.name": "progress", "job.factory.class": "thread",
-        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-        "systems.log.samza.msg.serde": "string", "systems.log.samza.offset.default": "oldest",
-        "task.class": "tests.apps.tasks:CopyTask", "task.inputs": "log.in", "test.output.stream": "out",
-        "streams.in.partitions": "2", "streams.in.samza.bounded": "true", "streams.out.partitions": "2",
-        "task.commit.ms": "50",
-    })
+    return Config(
+        {
+            "job.name": "progress",
+            "job.factory.class": "thread",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "systems.log.samza.msg.serde": "string",
+            "systems.log.samza.offset.default": "oldest",
+            "task.class": "tests.apps.tasks:CopyTask",
+            "task.inputs": "log.in",
+            "test.output.stream": "out",
+            "streams.in.partitions": "2",
+            "streams.in.samza.bounded": "true",
+            "streams.out.partitions": "2",
+            "task.commit.ms": "50",
+        }
+    )
 
 
 def test_the_watch_counts_processed_lag_and_written(tmp_path):

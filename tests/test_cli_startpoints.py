@@ -55,7 +55,10 @@ def test_set_list_delete_each_kind(job, capsys):
     path, config = job
     ssp0, ssp1 = (SystemStreamPartition("log", "words", p) for p in (0, 1))
     assert _cli(path, "set", "--stream", "log.words", "--oldest") == 0
-    assert {k.ssp: type(v) for k, v in list_startpoints(config).items()} == {ssp0: StartpointOldest, ssp1: StartpointOldest}
+    assert {k.ssp: type(v) for k, v in list_startpoints(config).items()} == {
+        ssp0: StartpointOldest,
+        ssp1: StartpointOldest,
+    }
     assert _cli(path, "set", "--stream", "words", "--partition", "0", "--offset", "1") == 0
     assert _cli(path, "set", "--stream", "log.words", "--partition", "1", "--upcoming") == 0
     got = {k.ssp: v for k, v in list_startpoints(config).items()}
@@ -70,8 +73,10 @@ def test_set_list_delete_each_kind(job, capsys):
 
     assert _cli(path, "list") == 0
     listed = capsys.readouterr().out.splitlines()
-    assert listed == ["log.words partition 0: timestamp 1709256600000 (2024-03-01T01:30:00.000Z)",
-                      "log.words partition 1: upcoming"]
+    assert listed == [
+        "log.words partition 0: timestamp 1709256600000 (2024-03-01T01:30:00.000Z)",
+        "log.words partition 1: upcoming",
+    ]
     assert _cli(path, "delete", "--stream", "log.words", "--partition", "1") == 0
     assert [k.ssp for k in list_startpoints(config)] == [ssp0]
     assert _cli(path, "delete") == 0
@@ -91,11 +96,13 @@ def test_list_and_delete_handle_a_task_startpoint_beside_a_partition_one(job, ca
     capsys.readouterr()
     assert _cli(path, "list") == 0
     assert capsys.readouterr().out.splitlines() == [
-        "log.words partition 0: offset 3", "log.words partition 0 of task 'Partition 0': oldest",
+        "log.words partition 0: offset 3",
+        "log.words partition 0 of task 'Partition 0': oldest",
     ]
     assert _cli(path, "delete", "--stream", "log.words") == 0
     assert capsys.readouterr().out.splitlines() == [
-        "deleted startpoint of log.words partition 0", "deleted startpoint of log.words partition 0 of task 'Partition 0'",
+        "deleted startpoint of log.words partition 0",
+        "deleted startpoint of log.words partition 0 of task 'Partition 0'",
     ]
     assert list_startpoints(config) == {}
 
@@ -107,11 +114,23 @@ def test_list_and_delete_handle_a_task_startpoint_beside_a_partition_one(job, ca
         (["--stream", "log.words", "--partition", "5", "--oldest"], "log.words has no partition 5"),
         (["--stream", "log.words", "--partition", "0", "--offset", "99"], "offset 99 is not in log.words partition 0"),
         (["--stream", "log.words", "--offset", "x1"], "offset 'x1' is not an offset of log.words"),
-        (["--stream", "log.words", "--timestamp", "2099-01-01T00:00:00Z"],
-         "timestamp 4070908800000 (2099-01-01T00:00:00.000Z) for log.words partition"),
-        (["--stream", "log.words", "--timestamp", "last tuesday"], "timestamp 'last tuesday' is not epoch milliseconds"),
+        (
+            ["--stream", "log.words", "--timestamp", "2099-01-01T00:00:00Z"],
+            "timestamp 4070908800000 (2099-01-01T00:00:00.000Z) for log.words partition",
+        ),
+        (
+            ["--stream", "log.words", "--timestamp", "last tuesday"],
+            "timestamp 'last tuesday' is not epoch milliseconds",
+        ),
     ],
-    ids=["not an input", "unknown partition", "offset outside", "offset not one", "timestamp after all", "bad timestamp"],
+    ids=[
+        "not an input",
+        "unknown partition",
+        "offset outside",
+        "offset not one",
+        "timestamp after all",
+        "bad timestamp",
+    ],
 )
 def test_bad_input_exits_2_naming_the_value_and_writes_nothing(job, capsys, argv, named):
     path, config = job

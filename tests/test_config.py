@@ -78,7 +78,11 @@ def test_from_properties_and_overrides(tmp_path):
 def test_job_config_defaults_and_choices():
     job = JobConfig(Config({"job.name": "j"}))
     assert (job.id, job.factory, job.container_count, job.default_system, job.grouper) == (
-        "1", "spark", 1, "log", "group-by-partition",
+        "1",
+        "spark",
+        1,
+        "log",
+        "group-by-partition",
     )
     with pytest.raises(ConfigError, match="job.factory.class.*thread, process, spark"):
         _ = JobConfig(Config({"job.factory.class": "yarn"})).factory
@@ -86,7 +90,8 @@ def test_job_config_defaults_and_choices():
 
 def test_task_inputs_parse_and_reject_malformed_entries():
     assert TaskConfig(Config({"task.inputs": "log.a, kafka.b.c"})).inputs == [
-        SystemStream("log", "a"), SystemStream("kafka", "b.c"),
+        SystemStream("log", "a"),
+        SystemStream("kafka", "b.c"),
     ]
     with pytest.raises(ConfigError, match="task.inputs.*system.stream"):
         _ = TaskConfig(Config({"task.inputs": "nodot"})).inputs
@@ -119,8 +124,14 @@ def test_non_integer_priority_names_its_key():
 
 
 def test_storage_config():
-    config = Config({"stores.counts.factory": "rocksdb", "stores.counts.changelog": "log.counts-changelog",
-                     "stores.t.changelog": "bare", "stores.t.side.inputs": "a,b"})
+    config = Config(
+        {
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.changelog": "log.counts-changelog",
+            "stores.t.changelog": "bare",
+            "stores.t.side.inputs": "a,b",
+        }
+    )
     storage = StorageConfig(config)
     assert storage.store_names() == ["counts", "t"]
     assert storage.changelog("counts", "x") == SystemStream("log", "counts-changelog")
@@ -129,7 +140,11 @@ def test_storage_config():
 
 
 def test_secrets_are_masked():
-    masked = mask_config({"systems.k.consumer.sasl.password": "p", "systems.k.producer.ssl.key.password": "q",
-                          "job.name": "j"})
-    assert masked == {"systems.k.consumer.sasl.password": "********",
-                      "systems.k.producer.ssl.key.password": "********", "job.name": "j"}
+    masked = mask_config(
+        {"systems.k.consumer.sasl.password": "p", "systems.k.producer.ssl.key.password": "q", "job.name": "j"}
+    )
+    assert masked == {
+        "systems.k.consumer.sasl.password": "********",
+        "systems.k.producer.ssl.key.password": "********",
+        "job.name": "j",
+    }

@@ -29,13 +29,15 @@ ENGINE_KEY = re.compile(r"`((?:job|task|app|systems|streams|stores|serializers|m
 
 def _generated_table(markdown: str) -> str:
     return markdown.split("<!-- keys: begin (generated from samza_dagster/config/keys.py) -->\n", 1)[1].split(
-        "<!-- keys: end -->", 1)[0]
+        "<!-- keys: end -->", 1
+    )[0]
 
 
 def test_the_reference_lists_every_definition_as_defined():
     assert _generated_table(REFERENCE.read_text()) == markdown_table(), (
         "docs/reference.md's key table differs from samza_dagster/config/keys.py; the table should be:\n"
-        + markdown_table())
+        + markdown_table()
+    )
 
 
 def test_every_key_the_reference_names_is_defined():
@@ -57,15 +59,24 @@ def test_a_definition_reads_its_own_default_back(definition):
     assert definition.matches(key)
     assert definition.doc.strip()
     if definition.default not in (None, []):
-        text = definition.default if isinstance(definition.default, str) else (
-            str(definition.default).lower() if isinstance(definition.default, bool) else str(definition.default))
+        text = (
+            definition.default
+            if isinstance(definition.default, str)
+            else (str(definition.default).lower() if isinstance(definition.default, bool) else str(definition.default))
+        )
         assert definition.read(Config({key: text}), key) == definition.default
     assert definition.read(Config({}), key) == definition.default  # unset: the default
 
 
 def test_views_read_through_the_definitions():
-    config = Config({"job.name": "j", "job.default.system": "kafka", "job.intermediate.stream.partitions": "7",
-                     "task.chooser.class": "my.module:Factory"})
+    config = Config(
+        {
+            "job.name": "j",
+            "job.default.system": "kafka",
+            "job.intermediate.stream.partitions": "7",
+            "task.chooser.class": "my.module:Factory",
+        }
+    )
     assert JobConfig(config).default_system == "kafka"
     assert JobConfig(Config({})).default_system == "log"
     assert JobConfig(config).coordinator_system == "kafka"
@@ -75,14 +86,17 @@ def test_views_read_through_the_definitions():
         _ = JobConfig(Config({"job.intermediate.stream.partitions": "0"})).intermediate_stream_partitions
 
 
-@pytest.mark.parametrize(("key", "meant"), [
-    ("task.clas", "task.class"),
-    ("streams.sentences.samza.bouned", "streams.sentences.samza.bounded"),
-    ("systems.log.streams.words.samza.bootsrap", "systems.log.streams.words.samza.bootstrap"),
-    ("stores.counts.changelg", "stores.counts.changelog"),
-    ("job.container.cont", "job.container.count"),
-    ("app.clas", "app.class"),
-])
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("task.clas", "task.class"),
+        ("streams.sentences.samza.bouned", "streams.sentences.samza.bounded"),
+        ("systems.log.streams.words.samza.bootsrap", "systems.log.streams.words.samza.bootstrap"),
+        ("stores.counts.changelg", "stores.counts.changelog"),
+        ("job.container.cont", "job.container.count"),
+        ("app.clas", "app.class"),
+    ],
+)
 def test_a_typo_under_a_known_prefix_names_the_key_it_meant(key, meant, caplog):
     config = Config({"job.name": "j", key: "true"})
     with caplog.at_level(logging.WARNING, logger="samza_dagster.config.preflight"):
@@ -94,30 +108,33 @@ def test_a_typo_under_a_known_prefix_names_the_key_it_meant(key, meant, caplog):
 
 def test_a_key_nothing_reads_without_a_near_one_is_still_reported():
     assert [(u.key, u.suggestion) for u in unread_keys(Config({"task.frobnicate.level": "3"}))] == [
-        ("task.frobnicate.level", None)]
+        ("task.frobnicate.level", None)
+    ]
 
 
 def test_keys_of_plugins_and_of_applications_are_not_reported():
-    config = Config({
-        "systems.kafka.samza.factory": "kafka",
-        "systems.kafka.consumer.bootstrap.servers": "127.0.0.1:9092",
-        "systems.kafka.consumer.fetch.wait.max.ms": "100",
-        "systems.kafka.producer.linger.ms": "5",
-        "systems.kafka.admin.request.timeout.ms": "1000",
-        "systems.kafka.default.stream.segment.bytes": "1048576",
-        "systems.custom.samza.factory": "my.pkg:CustomSystemFactory",
-        "systems.custom.endpoint.url": "http://127.0.0.1:1",
-        "serializers.registry.avro.class": "my.pkg:AvroSerdeFactory",
-        "serializers.registry.avro.schema.registry.url": "http://127.0.0.1:2",
-        "stores.my-store.factory": "inmemory",
-        "stores.my-store.changelog": "kafka.my-store-changelog",
-        "streams.page-views.samza.system": "kafka",
-        "streams.page-views.samza.physical.name": "PageViewEvent",
-        "task.chooser.priorities.kafka.page.views.v2": "2",
-        "spark.master": "local[2]",
-        "app.classifier.strategy": "cheap",  # an application's own key
-        "wordcount.output.stream": "counts",
-    })
+    config = Config(
+        {
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.consumer.bootstrap.servers": "127.0.0.1:9092",
+            "systems.kafka.consumer.fetch.wait.max.ms": "100",
+            "systems.kafka.producer.linger.ms": "5",
+            "systems.kafka.admin.request.timeout.ms": "1000",
+            "systems.kafka.default.stream.segment.bytes": "1048576",
+            "systems.custom.samza.factory": "my.pkg:CustomSystemFactory",
+            "systems.custom.endpoint.url": "http://127.0.0.1:1",
+            "serializers.registry.avro.class": "my.pkg:AvroSerdeFactory",
+            "serializers.registry.avro.schema.registry.url": "http://127.0.0.1:2",
+            "stores.my-store.factory": "inmemory",
+            "stores.my-store.changelog": "kafka.my-store-changelog",
+            "streams.page-views.samza.system": "kafka",
+            "streams.page-views.samza.physical.name": "PageViewEvent",
+            "task.chooser.priorities.kafka.page.views.v2": "2",
+            "spark.master": "local[2]",
+            "app.classifier.strategy": "cheap",  # an application's own key
+            "wordcount.output.stream": "counts",
+        }
+    )
     assert unread_keys(config) == []
 
 
@@ -126,7 +143,11 @@ def test_every_typed_value_is_checked():
     for key, value, needle in [
         ("task.commit.ms", "soon", "'task.commit.ms' must be an integer, got 'soon'"),
         ("streams.s.samza.bounded", "yes please", "'streams.s.samza.bounded' must be true or false"),
-        ("systems.log.streams.s.samza.reset.offset", "maybe", "'systems.log.streams.s.samza.reset.offset' must be true or false"),
+        (
+            "systems.log.streams.s.samza.reset.offset",
+            "maybe",
+            "'systems.log.streams.s.samza.reset.offset' must be true or false",
+        ),
         ("stores.t.factory", "leveldb", "'stores.t.factory' must be one of rocksdb, inmemory"),
         ("job.container.count", "0", "'job.container.count' must be at least 1, got 0"),
         ("task.inputs", "sentences", "'task.inputs': expected system.stream, got 'sentences'"),
@@ -139,11 +160,19 @@ def test_every_typed_value_is_checked():
 
 
 def test_a_misspelt_serde_fails_the_preflight_naming_its_key():
-    base = {"job.name": "j", "job.factory.class": "thread", "task.class": "tests.apps.tasks:NoOpTask",
-            "task.inputs": "log.sentences"}
+    base = {
+        "job.name": "j",
+        "job.factory.class": "thread",
+        "task.class": "tests.apps.tasks:NoOpTask",
+        "task.inputs": "log.sentences",
+    }
     check_job_config(Config({**base, "systems.log.samza.msg.serde": "json", "stores.s.key.serde": "string"}))
-    for key in ("systems.log.samza.msg.serde", "streams.sentences.samza.key.serde",
-                "systems.log.streams.sentences.samza.msg.serde", "stores.s.msg.serde"):
+    for key in (
+        "systems.log.samza.msg.serde",
+        "streams.sentences.samza.key.serde",
+        "systems.log.streams.sentences.samza.msg.serde",
+        "stores.s.msg.serde",
+    ):
         with pytest.raises(ConfigError, match=re.escape(f"config key {key!r} names unknown serde 'jsno'")) as err:
             check_job_config(Config({**base, key: "jsno"}))
         assert err.value.key == key

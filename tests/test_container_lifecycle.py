@@ -49,20 +49,28 @@ def test_store_changelog_with_the_wrong_partition_count_fails_the_container():
 
 
 def test_thread_runner_stop_is_graceful(tmp_path):
-    config = Config({
-        "job.name": "stopme", "job.factory.class": "thread", "job.container.count": "2",
-        "job.default.system": "log", "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"), "task.inputs": "log.input",
-        "task.class": "tests.apps.tasks:NoOpTask",
-    })
+    config = Config(
+        {
+            "job.name": "stopme",
+            "job.factory.class": "thread",
+            "job.container.count": "2",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.inputs": "log.input",
+            "task.class": "tests.apps.tasks:NoOpTask",
+        }
+    )
     create_stream(config, "log", "input", 2)
     produce(config, "log", "input", [(i % 2, None, b"x") for i in range(100)])
     runner = ThreadJobRunner(config)
     box = {}
     t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
     t.start()
-    wait_until(lambda: sum(ti.metrics.envelopes_processed for c in runner.containers
-                         for ti in list(c.tasks.values())) == 100, what="every message processed")
+    wait_until(
+        lambda: sum(ti.metrics.envelopes_processed for c in runner.containers for ti in list(c.tasks.values())) == 100,
+        what="every message processed",
+    )
     runner.stop()
     t.join(20)
     result = box["r"]
@@ -76,8 +84,9 @@ def test_shutdown_timeout_fails_when_in_flight_work_never_completes():
     create_stream(config, "mem", "input", 1)
     produce(config, "mem", "input", [(0, None, 1)])
     rec = Recorder()
-    container = SamzaContainer("0", job_model(config),
-                               task_factory=FnTaskFactory(lambda n: ThreadedAsyncTask(n, rec, never_complete=True)))
+    container = SamzaContainer(
+        "0", job_model(config), task_factory=FnTaskFactory(lambda n: ThreadedAsyncTask(n, rec, never_complete=True))
+    )
     box = {}
 
     def run():
@@ -98,24 +107,34 @@ def test_shutdown_timeout_fails_when_in_flight_work_never_completes():
 def test_thread_runner_restarts_containers_on_a_new_job_model_without_reprocessing(tmp_path):
     from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 
-    config = Config({
-        "job.name": "reconf", "job.factory.class": "thread",
-        "job.default.system": "log", "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"), "task.inputs": "log.input",
-        "task.class": "tests.apps.tasks:NoOpTask",
-        "job.coordinator.monitor.interval.ms": "100", "job.coordinator.watch.interval.ms": "100",
-    })
+    config = Config(
+        {
+            "job.name": "reconf",
+            "job.factory.class": "thread",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.inputs": "log.input",
+            "task.class": "tests.apps.tasks:NoOpTask",
+            "job.coordinator.monitor.interval.ms": "100",
+            "job.coordinator.watch.interval.ms": "100",
+        }
+    )
     create_stream(config, "log", "input", 1)
     produce(config, "log", "input", [(0, None, b"x") for _ in range(20)])
     runner = ThreadJobRunner(config)
     box = {}
     t = threading.Thread(target=lambda: box.setdefault("r", runner.run()))
     t.start()
-    wait_until(lambda: any(ti.metrics.envelopes_processed == 20 for c in runner.containers
-                         for ti in list(c.tasks.values())), what="every message processed")
+    wait_until(
+        lambda: any(ti.metrics.envelopes_processed == 20 for c in runner.containers for ti in list(c.tasks.values())),
+        what="every message processed",
+    )
     run_coordinator_stream_writer(config, "set-config", "test.new.key", "1")
-    wait_until(lambda: runner.containers and runner.containers[0].config.get_str("test.new.key") == "1",
-             what="the containers running on the new JobModel")
+    wait_until(
+        lambda: runner.containers and runner.containers[0].config.get_str("test.new.key") == "1",
+        what="the containers running on the new JobModel",
+    )
     runner.stop()
     t.join(20)
     result = box["r"]
@@ -131,13 +150,21 @@ def test_process_runner_restarts_containers_on_a_new_job_model_without_reprocess
     from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
     from samza_dagster.runtime.process_runner import ProcessJobRunner
     from samza_dagster.system.factories import system_factory
-    config = Config({
-        "job.name": "reconf-process", "job.factory.class": "process",
-        "job.default.system": "log", "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"), "task.inputs": "log.input",
-        "task.class": "tests.apps.tasks:CopyTask", "task.commit.ms": "100",
-        "job.coordinator.monitor.interval.ms": "100", "job.coordinator.watch.interval.ms": "100",
-    })
+
+    config = Config(
+        {
+            "job.name": "reconf-process",
+            "job.factory.class": "process",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.inputs": "log.input",
+            "task.class": "tests.apps.tasks:CopyTask",
+            "task.commit.ms": "100",
+            "job.coordinator.monitor.interval.ms": "100",
+            "job.coordinator.watch.interval.ms": "100",
+        }
+    )
     create_stream(config, "log", "input", 1)
     create_stream(config, "log", "output", 1)
     produce(config, "log", "input", [(0, None, b"x") for _ in range(20)])
@@ -176,12 +203,18 @@ def test_unbounded_log_job_output_is_readable_before_the_commit_and_checkpointed
     from samza_dagster.system.factories import system_factory
     from tests.apps.harness import read_checkpoints
 
-    config = Config({
-        "job.name": "first-try", "job.default.system": "log",
-        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-        "systems.log.samza.offset.default": "oldest",
-        "task.inputs": "log.lines", "task.class": "tests.apps.tasks:CopyTask", "test.output.stream": "copied",
-    })
+    config = Config(
+        {
+            "job.name": "first-try",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "systems.log.samza.offset.default": "oldest",
+            "task.inputs": "log.lines",
+            "task.class": "tests.apps.tasks:CopyTask",
+            "test.output.stream": "copied",
+        }
+    )
     create_stream(config, "log", "lines", 1)
     create_stream(config, "log", "copied", 1)
     container = SamzaContainer("0", job_model(config))

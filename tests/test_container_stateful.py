@@ -87,7 +87,7 @@ def test_word_count_survives_a_restart_and_a_lost_state_directory(tmp_path):
     cps = read_checkpoints(config)
     assert sum(int(o) + 1 for cp in cps.values() for o in cp.offsets.values()) == done_first
     for _name, cp in cps.items():
-        (ssp, offset), = cp.changelog_offsets.values()
+        ((ssp, offset),) = cp.changelog_offsets.values()
         assert ssp.stream == "wordcount-counts-changelog" and offset is not None
 
     bounded = _config(tmp_path, bounded=True)
@@ -110,22 +110,24 @@ def test_word_count_survives_a_restart_and_a_lost_state_directory(tmp_path):
 def test_word_count_on_kafka_restores_from_the_changelog_topic(kafka_config, kafka_topic_prefix, tmp_path):
     words = f"{kafka_topic_prefix}-words"
     changelog = f"{kafka_topic_prefix}-counts-changelog"
-    config = kafka_config.with_overrides({
-        "job.name": kafka_topic_prefix,
-        "job.default.system": "kafka",
-        "task.inputs": f"kafka.{words}",
-        "task.class": "tests.apps.tasks:WordCountTask",
-        "systems.kafka.samza.msg.serde": "string",
-        f"systems.kafka.streams.{words}.samza.bounded": "true",
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.key.serde": "string",
-        "stores.counts.msg.serde": "long",
-        "stores.counts.changelog": f"kafka.{changelog}",
-        "job.logged.store.base.dir": str(tmp_path / "state"),
-        # the test broker's high watermark is wrong when the last batch holds several records
-        # (see the broker note in support/kafka_broker.py); restore and checkpoint reads stop at it, so produce unbatched
-        "systems.kafka.producer.batch.size": "0",
-    })
+    config = kafka_config.with_overrides(
+        {
+            "job.name": kafka_topic_prefix,
+            "job.default.system": "kafka",
+            "task.inputs": f"kafka.{words}",
+            "task.class": "tests.apps.tasks:WordCountTask",
+            "systems.kafka.samza.msg.serde": "string",
+            f"systems.kafka.streams.{words}.samza.bounded": "true",
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "long",
+            "stores.counts.changelog": f"kafka.{changelog}",
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+            # the test broker's high watermark is wrong when the last batch holds several records
+            # (see the broker note in support/kafka_broker.py); restore and checkpoint reads stop at it, so produce unbatched
+            "systems.kafka.producer.batch.size": "0",
+        }
+    )
     create_stream(config, "kafka", words, 2)
     batch1 = [(i % 2, None, WORDS[i % 5].encode()) for i in range(300)]
     produce(config, "kafka", words, batch1)

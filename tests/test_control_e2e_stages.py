@@ -22,8 +22,6 @@ from tests.hl_apps import base
 pytestmark = pytest.mark.timeout(120)
 
 
-
-
 def _count_rows(cfg, stream: str) -> int:
     admin = system_factory(cfg, "log").get_admin("log", cfg)
     md = admin.get_system_stream_metadata([stream])[stream]
@@ -36,8 +34,16 @@ def test_event_time_windows_fire_once_after_watermark_and_count_late(tmp_path):
         create(cfg, s, 2)
     create(cfg, "panes", 2)
     # (stream, partition, key, event time): every input partition moves its event time
-    batch1 = [("A", 0, "x", 100), ("A", 0, "x", 1200), ("A", 1, "y", 300), ("A", 1, "y", 1250),
-              ("B", 0, "x", 200), ("B", 0, "y", 1100), ("B", 1, "y", 150), ("B", 1, "x", 1300)]
+    batch1 = [
+        ("A", 0, "x", 100),
+        ("A", 0, "x", 1200),
+        ("A", 1, "y", 300),
+        ("A", 1, "y", 1250),
+        ("B", 0, "x", 200),
+        ("B", 0, "y", 1100),
+        ("B", 1, "y", 150),
+        ("B", 1, "x", 1300),
+    ]
     batch2 = [("A", 0, "x", 500), ("A", 0, "x", 2100), ("A", 1, "y", 2200), ("B", 0, "y", 2300), ("B", 1, "x", 2400)]
 
     def write(batch):
@@ -58,8 +64,12 @@ def test_event_time_windows_fire_once_after_watermark_and_count_late(tmp_path):
         # a pane fired wrongly would be written while its message is processed: once every
         # message is, the graceful stop's commit flushes whatever was fired
         total = len(batch1) + len(batch2)
-        wait_until(lambda: sum(ti.metrics.envelopes_processed for c in job.containers
-                              for ti in list(c.tasks.values())) >= total, what="every message processed")
+        wait_until(
+            lambda: (
+                sum(ti.metrics.envelopes_processed for c in job.containers for ti in list(c.tasks.values())) >= total
+            ),
+            what="every message processed",
+        )
     finally:
         job.stop()
         runner.join(30)
@@ -72,7 +82,9 @@ def test_event_time_windows_fire_once_after_watermark_and_count_late(tmp_path):
 
 
 def _two_stage_config(tmp_path, **extra):
-    cfg = bounded(base(tmp_path, "wc", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3", **extra}), "words")
+    cfg = bounded(
+        base(tmp_path, "wc", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3", **extra}), "words"
+    )
     return cfg
 
 
@@ -105,8 +117,10 @@ def test_split_jobs_run_at_the_same_time(tmp_path):
     downstream = ThreadJobRunner(cfg.with_overrides({"app.stage": "1", "job.factory.class": "thread"}))
     down = threading.Thread(target=lambda: out.setdefault("down", downstream.run()))
     down.start()
-    wait_until(lambda: downstream.containers and all(c.run_loop is not None for c in downstream.containers),
-              what="the downstream job's containers running")
+    wait_until(
+        lambda: downstream.containers and all(c.run_loop is not None for c in downstream.containers),
+        what="the downstream job's containers running",
+    )
     up = run(cfg.with_overrides({"app.stage": "0"}))
     down.join(60)
     assert out["down"].succeeded, out["down"].summary_line()

@@ -142,8 +142,14 @@ def test_arbitrary_bytes_raise_only_documented_errors(data):
     st.sampled_from([b"\x01", b"\x02"]),
     st.dictionaries(
         st.sampled_from(["taskName", "taskCount", "version", "timestamp", "x"]),
-        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),
-                  st.lists(st.integers(), max_size=2)),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(allow_nan=False),
+            st.text(max_size=5),
+            st.lists(st.integers(), max_size=2),
+        ),
     ),
 )
 def test_arbitrary_json_control_bodies_raise_only_control_message_errors(prefix, fields):

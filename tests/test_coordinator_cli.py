@@ -38,7 +38,10 @@ def test_cli_coordinator_sees_writer_changes_across_processes(tmp_path: Path) ->
 
     coordinator = subprocess.Popen(
         _cli("job-coordinator", "--config-path", str(properties)),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         assert coordinator.stdout is not None
@@ -49,14 +52,29 @@ def test_cli_coordinator_sees_writer_changes_across_processes(tmp_path: Path) ->
         assert model.version == 1 and sorted(model.all_tasks()) == ["Partition 0", "Partition 1", "Partition 2"]
 
         writer = subprocess.run(
-            _cli("coordinator-stream-writer", "--config-path", str(properties),
-                 "--type", "set-config", "--key", "job.container.count", "--value", "3"),
-            capture_output=True, text=True, env=env, timeout=60,
+            _cli(
+                "coordinator-stream-writer",
+                "--config-path",
+                str(properties),
+                "--type",
+                "set-config",
+                "--key",
+                "job.container.count",
+                "--value",
+                "3",
+            ),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
         )
         assert writer.returncode == 0, writer.stderr
         # it says what it wrote, where, at which offset
-        assert re.search(r"wrote set-config job.container.count=3 to the coordinator stream log\.__samza_coordinator_\S+ "
-                         r"at offset \d+", writer.stdout), writer.stdout
+        assert re.search(
+            r"wrote set-config job.container.count=3 to the coordinator stream log\.__samza_coordinator_\S+ "
+            r"at offset \d+",
+            writer.stdout,
+        ), writer.stdout
         deadline = time.monotonic() + 10
         while poll_version(url) < 2:
             assert time.monotonic() < deadline, "coordinator did not pick up the change"
@@ -68,9 +86,21 @@ def test_cli_coordinator_sees_writer_changes_across_processes(tmp_path: Path) ->
         }
 
         refused = subprocess.run(
-            _cli("coordinator-stream-writer", "--config-path", str(properties), "--type", "set-config",
-                 "--key", "stores.totals.changelog", "--value", "log.other"),
-            capture_output=True, text=True, env=env, timeout=60,
+            _cli(
+                "coordinator-stream-writer",
+                "--config-path",
+                str(properties),
+                "--type",
+                "set-config",
+                "--key",
+                "stores.totals.changelog",
+                "--value",
+                "log.other",
+            ),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
         )
         assert refused.returncode == 2
         assert "stores.totals.changelog" in refused.stderr and "'log.totals-changelog'" in refused.stderr

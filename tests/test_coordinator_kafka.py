@@ -33,18 +33,20 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
 
     job_name = kafka_topic_prefix.replace("-", "_")[-40:]  # the unique tail: one job per client run
     orders = f"{kafka_topic_prefix}-orders"
-    config = kafka_config.with_overrides({
-        "job.name": job_name,
-        "job.coordinator.system": "kafka",
-        "task.inputs": f"kafka.{orders}",
-        "stores.counts.factory": "inmemory",
-        "stores.counts.changelog": f"kafka.{kafka_topic_prefix}-counts",
-        "job.coordinator.monitor.interval.ms": "100",
-        # The tansu broker's high watermark is too low when a partition's last batch holds more
-        # than one record (see the broker note in support/kafka_broker.py); the coordinator reads up to the high watermark, so the
-        # test produces one record per batch.
-        "systems.kafka.producer.batch.size": "0",
-    })
+    config = kafka_config.with_overrides(
+        {
+            "job.name": job_name,
+            "job.coordinator.system": "kafka",
+            "task.inputs": f"kafka.{orders}",
+            "stores.counts.factory": "inmemory",
+            "stores.counts.changelog": f"kafka.{kafka_topic_prefix}-counts",
+            "job.coordinator.monitor.interval.ms": "100",
+            # The tansu broker's high watermark is too low when a partition's last batch holds more
+            # than one record (see the broker note in support/kafka_broker.py); the coordinator reads up to the high watermark, so the
+            # test produces one record per batch.
+            "systems.kafka.producer.batch.size": "0",
+        }
+    )
     system_factory(config, "kafka").get_admin("kafka", config).create_stream(StreamSpec(orders, orders, "kafka", 4))
     topic = coordinator_stream_name(job_name, "1")
 
@@ -61,7 +63,7 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
                 topic,
                 key=b'["1","set-config","job.container.count"]',
                 value=b'{"host":"am-host","username":"yarn","source":"SamzaJavaTool",'
-                      b'"timestamp":1500000000000,"values":{"value":"2"}}',
+                b'"timestamp":1500000000000,"values":{"value":"2"}}',
                 partition=0,
             ).get(timeout=10)
         finally:
@@ -75,7 +77,9 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
 
     # What we wrote is readable by any Kafka client, in Samza's format.
     consumer = KafkaConsumer(
-        bootstrap_servers=kafka_broker.bootstrap_servers, auto_offset_reset="earliest", enable_auto_commit=False,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
     )
     try:
         from kafka import TopicPartition

@@ -15,8 +15,7 @@ def test_set_config_encodes_byte_exact() -> None:
     msg = CoordinatorStreamMessage.set_config("job-submission", "job.container.count", "8", **FIXED)
     assert msg.encode() == (
         b'[1,"set-config","job.container.count"]',
-        b'{"host":"h1","username":"samza","source":"job-submission","timestamp":1700000000123,'
-        b'"values":{"value":"8"}}',
+        b'{"host":"h1","username":"samza","source":"job-submission","timestamp":1700000000123,"values":{"value":"8"}}',
     )
 
 
@@ -56,8 +55,10 @@ def test_defaults_fill_host_user_and_current_time() -> None:
 
 def test_decodes_hand_written_samza_bytes_with_string_version() -> None:
     key = b'["1","set-config","systems.kafka.producer.bootstrap.servers"]'
-    value = (b'{"host":"samza-am-1","username":"yarn","source":"SamzaJob",'
-             b'"timestamp":1500000000000,"values":{"value":"broker:9092"}}')
+    value = (
+        b'{"host":"samza-am-1","username":"yarn","source":"SamzaJob",'
+        b'"timestamp":1500000000000,"values":{"value":"broker:9092"}}'
+    )
     msg = CoordinatorStreamMessage.decode(key, value)
     assert (msg.version, msg.type, msg.key) == (1, "set-config", "systems.kafka.producer.bootstrap.servers")
     assert msg.values == {"value": "broker:9092"}
@@ -115,16 +116,18 @@ def test_coordinator_stream_name_replaces_underscores_in_both_parts() -> None:
 
 def test_state_last_message_per_type_and_key_wins_and_delete_removes() -> None:
     state = CoordinatorStreamState()
-    state.apply_all([
-        ("0", CoordinatorStreamMessage.set_config("s", "a", "1")),
-        ("1", CoordinatorStreamMessage.set_config("s", "b", "2")),
-        ("2", CoordinatorStreamMessage.set_config("s", "a", "3")),
-        ("3", CoordinatorStreamMessage.delete("s", "set-config", "b")),
-        # Same key, different type: independent entries.
-        ("4", CoordinatorStreamMessage.set_changelog("s", "a", 4)),
-        ("5", CoordinatorStreamMessage.set_container_host_assignment("s", "0", "h")),
-        ("6", CoordinatorStreamMessage.set_container_host_assignment("s", "0", "h2")),
-    ])
+    state.apply_all(
+        [
+            ("0", CoordinatorStreamMessage.set_config("s", "a", "1")),
+            ("1", CoordinatorStreamMessage.set_config("s", "b", "2")),
+            ("2", CoordinatorStreamMessage.set_config("s", "a", "3")),
+            ("3", CoordinatorStreamMessage.delete("s", "set-config", "b")),
+            # Same key, different type: independent entries.
+            ("4", CoordinatorStreamMessage.set_changelog("s", "a", 4)),
+            ("5", CoordinatorStreamMessage.set_container_host_assignment("s", "0", "h")),
+            ("6", CoordinatorStreamMessage.set_container_host_assignment("s", "0", "h2")),
+        ]
+    )
     assert state.config == {"a": "3"}
     assert state.changelog == {"a": 4}
     assert state.host_assignments == {"0": "h2"}

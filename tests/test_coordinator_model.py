@@ -129,7 +129,10 @@ def test_other_set_once_keys(key: str, old: str, new: str) -> None:
 
 
 def test_stateless_job_may_change_grouper_and_additions_are_not_changes() -> None:
-    check_set_once({"job.name": "j"}, {"job.name": "j", "job.systemstreampartition.grouper.factory": "group-by-system-stream-partition"})
+    check_set_once(
+        {"job.name": "j"},
+        {"job.name": "j", "job.systemstreampartition.grouper.factory": "group-by-system-stream-partition"},
+    )
     check_set_once(STATEFUL, {**STATEFUL, "stores.other.changelog": "kafka.other"})
     check_set_once(STATEFUL, {**STATEFUL, "job.systemstreampartition.grouper.factory": "group-by-partition"})
 
@@ -139,7 +142,9 @@ def test_plan_submission_writes_only_changes_and_deletes_removed_keys() -> None:
     messages, result = plan_submission(state, {"job.name": "j", "a": "2", "b": "3"})
     assert result.changed == {"a": "2", "b": "3"} and result.deleted == ["gone"]
     assert [(m.type, m.key, m.is_delete) for m in messages] == [
-        ("set-config", "a", False), ("set-config", "b", False), ("set-config", "gone", True)
+        ("set-config", "a", False),
+        ("set-config", "b", False),
+        ("set-config", "gone", True),
     ]
     assert plan_submission(state, dict(state.config))[0] == []
 
@@ -153,5 +158,6 @@ def test_force_reset_accepts_set_once_change_and_forgets_changelog_assignment() 
     assert result.changed == {"stores.counts.changelog": "kafka.v2"}
     assert result.reset_changelog == ["Partition 0", "Partition 1"]
     assert [(m.type, m.key, m.is_delete) for m in messages][-2:] == [
-        ("set-changelog", "Partition 0", True), ("set-changelog", "Partition 1", True)
+        ("set-changelog", "Partition 0", True),
+        ("set-changelog", "Partition 1", True),
     ]

@@ -37,18 +37,20 @@ MONITOR_MS = 100
 @pytest.fixture
 def config() -> Iterator[Config]:
     system = f"mem{uuid.uuid4().hex[:8]}"
-    cfg = Config({
-        "job.name": "order_counter",
-        "job.id": "test_1",
-        "job.default.system": system,
-        f"systems.{system}.samza.factory": "inmemory",
-        "task.inputs": f"{system}.orders,{system}.clicks",
-        "job.container.count": "1",
-        "stores.counts.factory": "inmemory",
-        "stores.counts.changelog": f"{system}.counts-changelog",
-        "job.coordinator.monitor.interval.ms": str(MONITOR_MS),
-        "systems.kafka.sasl.password": "hunter2",
-    })
+    cfg = Config(
+        {
+            "job.name": "order_counter",
+            "job.id": "test_1",
+            "job.default.system": system,
+            f"systems.{system}.samza.factory": "inmemory",
+            "task.inputs": f"{system}.orders,{system}.clicks",
+            "job.container.count": "1",
+            "stores.counts.factory": "inmemory",
+            "stores.counts.changelog": f"{system}.counts-changelog",
+            "job.coordinator.monitor.interval.ms": str(MONITOR_MS),
+            "systems.kafka.sasl.password": "hunter2",
+        }
+    )
     admin = system_factory(cfg, system).get_admin(system, cfg)
     admin.create_stream(StreamSpec("orders", "orders", system, 4))
     admin.create_stream(StreamSpec("clicks", "clicks", system, 4))
@@ -60,8 +62,6 @@ def _stream_messages(config: Config) -> list[tuple[str, CoordinatorStreamMessage
     with CoordinatorStreamReader(config) as reader:
         messages, _ = reader.read(None)
     return messages
-
-
 
 
 def _get(url: str, method: str = "GET", token: str | None = None) -> tuple[int, dict]:
@@ -138,9 +138,7 @@ def test_coordinator_rebuilds_model_when_container_count_changes(config: Config)
 
         # the coordinator's own monitor picks the change up (no refresh() from the test here)
         run_coordinator_stream_writer(config, "set-config", "job.container.count", "2")
-        new_model: JobModel = wait_until(
-            lambda: (m := fetch_job_model(url)).version > 1 and m, timeout_s=30
-        )  # type: ignore[assignment]
+        new_model: JobModel = wait_until(lambda: (m := fetch_job_model(url)).version > 1 and m, timeout_s=30)  # type: ignore[assignment]
         assert new_model.version == 2
         assert sorted(new_model.containers) == ["0", "1"]
         assert set(new_model.containers["1"].tasks) == {"Partition 1", "Partition 3"}
@@ -172,7 +170,9 @@ def test_new_input_stream_adds_tasks_and_keeps_existing_changelog_partitions(con
     admin.create_stream(StreamSpec("refunds", "refunds", system, 6))
     with JobCoordinator(config) as coordinator:
         before = {n: t.changelog_partition for n, t in coordinator.job_model.all_tasks().items()}
-        run_coordinator_stream_writer(config, "set-config", "task.inputs", f"{system}.orders,{system}.clicks,{system}.refunds")
+        run_coordinator_stream_writer(
+            config, "set-config", "task.inputs", f"{system}.orders,{system}.clicks,{system}.refunds"
+        )
         model = wait_until(lambda: (m := fetch_job_model(coordinator.url)).version == 2 and m, timeout_s=5)
         after = {n: t.changelog_partition for n, t in model.all_tasks().items()}
         assert {n: after[n] for n in before} == before
@@ -229,10 +229,12 @@ def test_malformed_messages_in_stream_are_skipped_with_warning_naming_offset(
     producer = system_factory(config, where.system).get_producer(where.system, config)
     producer.register("test")
     for key, value in [
-        (b'[1,"set-config","task.window.ms"]', b'{"values":{"value":'),          # truncated JSON
-        (b'[2,"set-config","task.window.ms"]', b'{"values":{"value":"5"}}'),    # unknown version
-        (b'["1","set-config","task.window.ms"]', b'{"host":"h","username":"u","source":"java",'
-                                                  b'"timestamp":1,"values":{"value":"7000"}}'),
+        (b'[1,"set-config","task.window.ms"]', b'{"values":{"value":'),  # truncated JSON
+        (b'[2,"set-config","task.window.ms"]', b'{"values":{"value":"5"}}'),  # unknown version
+        (
+            b'["1","set-config","task.window.ms"]',
+            b'{"host":"h","username":"u","source":"java","timestamp":1,"values":{"value":"7000"}}',
+        ),
     ]:
         producer.send("test", OutgoingMessageEnvelope(where.system_stream, value, key=key, partition=0))
     with caplog.at_level(logging.WARNING, logger="samza_dagster.coordinator"):
@@ -240,7 +242,9 @@ def test_malformed_messages_in_stream_are_skipped_with_warning_naming_offset(
             assert coordinator.config["task.window.ms"] == "7000"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(f"offset {head} " in w and "not JSON" in w for w in warnings), warnings
-    assert any(f"offset {head + 1} " in w and "unknown coordinator stream message version 2" in w for w in warnings), warnings
+    assert any(f"offset {head + 1} " in w and "unknown coordinator stream message version 2" in w for w in warnings), (
+        warnings
+    )
 
 
 def test_host_affinity_survives_a_coordinator_restart(config: Config) -> None:

@@ -80,7 +80,8 @@ def test_wordcount_materializes_words_with_offsets_and_counts(systems):
     assert config["job.factory.class"] == "thread"
     load_sentences(config)
     result = dg.materialize(
-        [_job_asset(wordcount.definitions())], resources={"samza_systems": systems},
+        [_job_asset(wordcount.definitions())],
+        resources={"samza_systems": systems},
         instance=dg.DagsterInstance.ephemeral(),
     )
     assert result.success
@@ -108,7 +109,8 @@ def test_wordcount_materializes_words_with_offsets_and_counts(systems):
 
     # a second run over the same bounded input reads nothing new: its checkpoint is at the end
     again = dg.materialize(
-        [_job_asset(wordcount.definitions())], resources={"samza_systems": systems},
+        [_job_asset(wordcount.definitions())],
+        resources={"samza_systems": systems},
         instance=dg.DagsterInstance.ephemeral(),
     )
     (mat2,) = again.get_asset_materialization_events()
@@ -141,7 +143,9 @@ def test_a_failed_container_fails_the_run_with_the_containers_error(tmp_path, sy
     load_sentences(systems.apply(config), ["fine", "boom"], stream="in", partitions=1)
     defs = application_definitions("boom", config, declared_outputs=["log.out"])
     result = dg.materialize(
-        [_job_asset(defs)], resources={"samza_systems": systems}, instance=dg.DagsterInstance.ephemeral(),
+        [_job_asset(defs)],
+        resources={"samza_systems": systems},
+        instance=dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
     )
     assert not result.success
@@ -165,7 +169,9 @@ def test_unreachable_kafka_fails_the_op_naming_the_address(tmp_path):
     defs = application_definitions("boom", config, declared_outputs=["log.out"])
     # the bootstrap timeout (1 s) ends it; the test's own timeout guards against a hang
     result = dg.materialize(
-        [_job_asset(defs)], resources={"samza_systems": systems}, instance=dg.DagsterInstance.ephemeral(),
+        [_job_asset(defs)],
+        resources={"samza_systems": systems},
+        instance=dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
     )
     assert not result.success
@@ -183,7 +189,9 @@ def test_a_rejected_plan_is_contained_to_its_application(systems, caplog):
     assert "application broken is not loaded" in caplog.text and "app.class" in caplog.text
     (check,) = broken.asset_checks
     result = dg.materialize(
-        [*broken.assets, check], instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
+        [*broken.assets, check],
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
         selection=dg.AssetSelection.checks(check),
     )
     (evaluation,) = result.get_asset_check_evaluations()
@@ -224,7 +232,8 @@ def test_bootstrap_progress_is_logged_and_reported_as_metadata(systems):
     assert boot["log.profiles"]["time_to_head_s"] >= 0 and boot["log.profiles"]["messages_behind"] == 0
     after = [
         _metadata(e.asset_observation_data.asset_observation)
-        for e in result.get_asset_observation_events() if e.asset_key.path == ["boot", "profiles"]
+        for e in result.get_asset_observation_events()
+        if e.asset_key.path == ["boot", "profiles"]
     ][-1]
     assert after["bootstrap_reached_head"] is True and after["bootstrap_progress"] == 1.0
     assert after["bootstrap_time_to_head_s"] == round(boot["log.profiles"]["time_to_head_s"], 3)
@@ -234,6 +243,7 @@ def test_bootstrap_progress_is_logged_and_reported_as_metadata(systems):
     # the real-time stream is not a bootstrap stream: no bootstrap metadata on it
     sentences = [
         _metadata(e.asset_observation_data.asset_observation)
-        for e in result.get_asset_observation_events() if e.asset_key.path == ["boot", "sentences"]
+        for e in result.get_asset_observation_events()
+        if e.asset_key.path == ["boot", "sentences"]
     ][-1]
     assert "bootstrap_reached_head" not in sentences and sentences["progress"] == 1.0

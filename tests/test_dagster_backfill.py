@@ -109,7 +109,9 @@ def test_backfill_of_three_days_resends_exactly_each_days_records(systems, spark
     )
 
     # the job reads the re-sent sentences from its batch stream (priority 0) next to the live ones
-    job_asset = [a for a in wordcount.definitions().assets if isinstance(a, dg.AssetsDefinition) and a.key.path[-1] == "words"]
+    job_asset = [
+        a for a in wordcount.definitions().assets if isinstance(a, dg.AssetsDefinition) and a.key.path[-1] == "words"
+    ]
     result = dg.materialize(job_asset, resources={"samza_systems": systems}, instance=instance)
     (mat,) = result.get_asset_materialization_events()
     md = {k: v.value for k, v in mat.materialization.metadata.items()}
@@ -120,8 +122,13 @@ def test_backfill_of_three_days_resends_exactly_each_days_records(systems, spark
 
 def test_backfill_rejects_a_batch_stream_the_job_does_not_read():
     with pytest.raises(ValueError, match="batch_stream 'log.words'.*not an input of job wordcount"):
-        reprocessing_backfill("wordcount", wordcount.CONFIG_PATH, source_stream="sentences", batch_stream="log.words",
-                              start_date="2024-01-01")
+        reprocessing_backfill(
+            "wordcount",
+            wordcount.CONFIG_PATH,
+            source_stream="sentences",
+            batch_stream="log.words",
+            start_date="2024-01-01",
+        )
 
 
 def test_backfill_is_in_the_application_definitions_with_lineage_and_a_daily_schedule(systems):
@@ -146,7 +153,8 @@ def test_a_spark_job_op_runs_on_the_spark_resources_session(systems, spark_resou
     assert "spark" in job_asset.required_resource_keys
     session = spark_resource.get_session()
     result = dg.materialize(
-        [job_asset], resources={"samza_systems": systems, "spark": spark_resource},
+        [job_asset],
+        resources={"samza_systems": systems, "spark": spark_resource},
         instance=dg.DagsterInstance.ephemeral(),
     )
     assert result.success
@@ -170,21 +178,28 @@ OFF_EO_DAY = [("day before", _ms(EO_DAY) - 1), ("day after", _ms("2024-03-02")),
 
 def _eo_backfill(overrides: dict[str, str]) -> Any:
     config = Config.from_properties(wordcount.CONFIG_PATH).with_overrides(overrides)
-    return reprocessing_backfill("wordcount", config, source_stream="sentences", batch_stream="sentences_replay",
-                                 start_date="2024-01-01")
+    return reprocessing_backfill(
+        "wordcount", config, source_stream="sentences", batch_stream="sentences_replay", start_date="2024-01-01"
+    )
 
 
 def _eo_log(tmp_path: Path) -> Config:
     """wordcount's streams on a log under ``tmp_path``, the day's and the other sentences loaded."""
-    config = Config.from_properties(wordcount.CONFIG_PATH).with_overrides({"systems.log.log.path": str(tmp_path / "log")})
+    config = Config.from_properties(wordcount.CONFIG_PATH).with_overrides(
+        {"systems.log.log.path": str(tmp_path / "log")}
+    )
     load_sentences(config, [])  # sentences and the empty batch stream sentences_replay
     produce(config, "sentences", [(s.split()[0].encode(), s.encode(), t) for s, t in ON_EO_DAY + OFF_EO_DAY])
     return config
 
 
 def _replay(config: Config, isolation: str) -> list[str]:
-    cfg = Config({"systems.log.log.path": config.get_str("systems.log.log.path"),
-                  "systems.log.consumer.isolation.level": isolation})  # not bounded: no end-of-stream
+    cfg = Config(
+        {
+            "systems.log.log.path": config.get_str("systems.log.log.path"),
+            "systems.log.consumer.isolation.level": isolation,
+        }
+    )  # not bounded: no end-of-stream
     return [v for p in range(2) for _, _, v in read_partition(cfg, "log", "sentences_replay", p, "0")]
 
 
@@ -215,13 +230,23 @@ def test_a_killed_and_relaunched_exactly_once_backfill_leaves_each_record_once(t
     config = _eo_log(tmp_path)
     log_path = config.get_str("systems.log.log.path")
     expected = Counter(s for s, _ in ON_EO_DAY)
-    faulty = {**EXACTLY_ONCE, "systems.log.samza.factory": FAULTS, "systems.log.log.path": log_path,
-              "test.fault.dir": str(faults), "test.fault.partition": "0", "test.fault.rows": "100"}
+    faulty = {
+        **EXACTLY_ONCE,
+        "systems.log.samza.factory": FAULTS,
+        "systems.log.log.path": log_path,
+        "test.fault.dir": str(faults),
+        "test.fault.partition": "0",
+        "test.fault.rows": "100",
+    }
 
     def materialize_until(phase: str) -> None:
         """The day materialized in a process of its own, SIGKILLed (with its Spark) at ``phase``."""
-        run_until(SCRIPT, [json.dumps({**faulty, "test.fault.phase": phase})], faults / f"in-{phase}",
-                  env={"DAGSTER_HOME": str(home)})
+        run_until(
+            SCRIPT,
+            [json.dumps({**faulty, "test.fault.phase": phase})],
+            faults / f"in-{phase}",
+            env={"DAGSTER_HOME": str(home)},
+        )
 
     # 1. killed mid-write: a task paused after 100 of its rows (written, open)
     materialize_until("pause-after-rows")
@@ -250,13 +275,21 @@ def test_a_killed_and_relaunched_exactly_once_backfill_leaves_each_record_once(t
 
     # the job (exactly-once: it reads read_committed) reads the day once from the batch stream, past
     # the offsets of the first launch's removed rows, and ends (both its inputs are bounded)
-    job_config = Config.from_properties(wordcount.CONFIG_PATH).with_overrides({**EXACTLY_ONCE, "systems.log.log.path": log_path})
-    words = [a for a in application_definitions("wordcount", job_config, declared_outputs=["log.words"]).assets
-             if isinstance(a, dg.AssetsDefinition) and a.key.path[-1] == "words"]
-    md = _metadata(dg.materialize(words, resources={"samza_systems": SamzaSystemsResource(log_path=log_path)},
-                                  instance=instance))
-    assert md["messages_processed_per_stream"] == {"log.sentences": len(ON_EO_DAY) + len(OFF_EO_DAY),
-                                                   "log.sentences_replay": len(ON_EO_DAY)}
+    job_config = Config.from_properties(wordcount.CONFIG_PATH).with_overrides(
+        {**EXACTLY_ONCE, "systems.log.log.path": log_path}
+    )
+    words = [
+        a
+        for a in application_definitions("wordcount", job_config, declared_outputs=["log.words"]).assets
+        if isinstance(a, dg.AssetsDefinition) and a.key.path[-1] == "words"
+    ]
+    md = _metadata(
+        dg.materialize(words, resources={"samza_systems": SamzaSystemsResource(log_path=log_path)}, instance=instance)
+    )
+    assert md["messages_processed_per_stream"] == {
+        "log.sentences": len(ON_EO_DAY) + len(OFF_EO_DAY),
+        "log.sentences_replay": len(ON_EO_DAY),
+    }
 
 
 def test_an_exactly_once_backfill_run_again_sends_nothing_until_a_new_generation(tmp_path, spark_resource):
@@ -276,16 +309,24 @@ def test_an_exactly_once_backfill_run_again_sends_nothing_until_a_new_generation
     # a new generation re-sends the day on purpose, once
     run_config = {"ops": {backfill.asset.op.name: {"config": {"generation": 1}}}}
     for _ in range(2):
-        md = _metadata(dg.materialize([backfill.asset], partition_key=EO_DAY, resources=resources,
-                                      instance=instance, run_config=run_config))
+        md = _metadata(
+            dg.materialize(
+                [backfill.asset], partition_key=EO_DAY, resources=resources, instance=instance, run_config=run_config
+            )
+        )
     assert md["already_written"] is True and md["write_id"].endswith(f"{EO_DAY}#g1")
     assert Counter(_replay(config, "read_committed")) == expected + expected
 
 
 def test_an_exactly_once_backfill_into_a_kafka_batch_stream_is_a_config_error_naming_the_key():
     with pytest.raises(ConfigError, match="job.processing.guarantee.*systems.kafka.samza.factory") as info:
-        _eo_backfill({**EXACTLY_ONCE, "systems.kafka.samza.factory": "kafka",
-                      "systems.kafka.consumer.bootstrap.servers": "127.0.0.1:9",
-                      "streams.sentences_replay.samza.system": "kafka",
-                      "task.inputs": "log.sentences,kafka.sentences_replay"})
+        _eo_backfill(
+            {
+                **EXACTLY_ONCE,
+                "systems.kafka.samza.factory": "kafka",
+                "systems.kafka.consumer.bootstrap.servers": "127.0.0.1:9",
+                "streams.sentences_replay.samza.system": "kafka",
+                "task.inputs": "log.sentences,kafka.sentences_replay",
+            }
+        )
     assert info.value.key == "systems.kafka.samza.factory"

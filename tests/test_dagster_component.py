@@ -52,16 +52,21 @@ def project(tmp_path, monkeypatch):
         '[project]\nname = "shop"\nversion = "0.1.0"\n\n[tool.dg]\ndirectory_type = "project"\n\n'
         '[tool.dg.project]\nroot_module = "shop"\n'
     )
-    wordcount = component(defs / "wordcount", os.path.relpath(WORDCOUNT, defs / "wordcount"),
-                          "  declared_outputs: [log.words]\n")
+    wordcount = component(
+        defs / "wordcount", os.path.relpath(WORDCOUNT, defs / "wordcount"), "  declared_outputs: [log.words]\n"
+    )
     owner = component(defs / "bad_owner", "job.properties")
     (defs / "bad_owner" / "job.properties").write_text(
-        WORDCOUNT.read_text().replace("job.name=wordcount", "job.name=bad-owner").replace(
-            "dagster.owners=team:streaming", "dagster.owners=bob")
+        WORDCOUNT.read_text()
+        .replace("job.name=wordcount", "job.name=bad-owner")
+        .replace("dagster.owners=team:streaming", "dagster.owners=bob")
     )
     missing = component(defs / "missing", "nowhere/job.properties")
-    outputs = component(defs / "bad_output", os.path.relpath(WORDCOUNT, defs / "bad_output"),
-                        "  application: bad_output\n  declared_outputs: [words]\n")
+    outputs = component(
+        defs / "bad_output",
+        os.path.relpath(WORDCOUNT, defs / "bad_output"),
+        "  application: bad_output\n  declared_outputs: [words]\n",
+    )
     plan = component(defs / "no_task", "job.properties")
     (defs / "no_task" / "job.properties").write_text("job.name=no-task\ntask.inputs=log.in\n")
     yield root, {"wordcount": wordcount, "owner": owner, "missing": missing, "plan": plan, "outputs": outputs}
@@ -116,8 +121,14 @@ def test_dg_check_defs_fails_naming_the_defs_yaml_key_and_value(project, tmp_pat
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(root)}
-    done = subprocess.run([str(Path(sys.executable).parent / "dg"), "check", "defs"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dg"), "check", "defs"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
     assert str(files["owner"]) in out and "dagster.owners" in out and "'bob'" in out, out[-4000:]
@@ -136,7 +147,11 @@ def test_the_repository_components_build_what_the_python_definitions_build():
     for module in (ad_ctr, currency_join, pageview_pipeline, user_classification, wordcount):
         python = dg.Definitions.merge(module.definitions(), dg.Definitions(resources=default_resources()))
         app = module.APPLICATION
-        assert {k for k in graph.get_all_asset_keys() if k.path[0] == app} == python.resolve_asset_graph().get_all_asset_keys()
-        assert {k for k in graph.asset_check_keys if k.asset_key.path[0] == app} == python.resolve_asset_graph().asset_check_keys
+        assert {
+            k for k in graph.get_all_asset_keys() if k.path[0] == app
+        } == python.resolve_asset_graph().get_all_asset_keys()
+        assert {
+            k for k in graph.asset_check_keys if k.asset_key.path[0] == app
+        } == python.resolve_asset_graph().asset_check_keys
         assert {s.name for s in python.sensors} <= {s.name for s in repo.sensors}
         assert {s.name for s in python.schedules or []} <= {s.name for s in repo.schedules}

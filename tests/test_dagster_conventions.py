@@ -57,7 +57,10 @@ def test_owners_kinds_and_freshness(specs):
 def test_outputs_carry_the_lag_check_and_bounded_jobs_the_end_of_stream_check():
     import definitions
 
-    checks = {(k.asset_key.path[0], k.asset_key.path[1], k.name) for k in definitions.defs.resolve_asset_graph().asset_check_keys}
+    checks = {
+        (k.asset_key.path[0], k.asset_key.path[1], k.name)
+        for k in definitions.defs.resolve_asset_graph().asset_check_keys
+    }
     assert ("user_classification", "user_country", "consumer_lag") in checks
     assert ("user_classification", "user_country", "reached_end_of_stream") not in checks
     assert ("wordcount", "words", "reached_end_of_stream") in checks
@@ -71,21 +74,31 @@ class FailingTask:
 
 def test_the_failure_sensor_records_a_failed_job_on_its_outputs(tmp_path: Path):
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
-    config = Config({
-        "job.name": "boom", "job.factory.class": "thread", "task.class": f"{__name__}:FailingTask",
-        "task.inputs": "log.in", "systems.log.samza.msg.serde": "string", "streams.in.partitions": "1",
-        "streams.out.partitions": "1",
-    })
+    config = Config(
+        {
+            "job.name": "boom",
+            "job.factory.class": "thread",
+            "task.class": f"{__name__}:FailingTask",
+            "task.inputs": "log.in",
+            "systems.log.samza.msg.serde": "string",
+            "streams.in.partitions": "1",
+            "streams.out.partitions": "1",
+        }
+    )
     load_sentences(systems.apply(config), ["boom"], stream="in", partitions=1)
-    defs = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems}),
-                                application_definitions("boom", config, declared_outputs=["log.out"]))
+    defs = dg.Definitions.merge(
+        dg.Definitions(resources={"samza_systems": systems}),
+        application_definitions("boom", config, declared_outputs=["log.out"]),
+    )
     instance = dg.DagsterInstance.ephemeral()
     result = defs.resolve_job_def("boom_job").execute_in_process(instance=instance, raise_on_error=False)
     assert not result.success
     (sensor,) = [s for s in defs.sensors if s.name == "boom_job_failure_sensor"]
     failure = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)[0]
     context = dg.build_run_status_sensor_context(
-        sensor_name=sensor.name, dagster_instance=instance, dagster_run=result.dagster_run,
+        sensor_name=sensor.name,
+        dagster_instance=instance,
+        dagster_run=result.dagster_run,
         dagster_event=failure.dagster_event,
     ).for_run_failure()
     sensor(context)
@@ -105,8 +118,10 @@ def test_a_launch_keeps_coordinator_stream_values_unless_overridden_explicitly(t
     config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))
     load_sentences(config)
     run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "250")
-    defs = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems, "spark": dg.ResourceDefinition.none_resource()}),
-                                wordcount.definitions())
+    defs = dg.Definitions.merge(
+        dg.Definitions(resources={"samza_systems": systems, "spark": dg.ResourceDefinition.none_resource()}),
+        wordcount.definitions(),
+    )
     instance = dg.DagsterInstance.ephemeral()
     job = defs.resolve_job_def("wordcount_job")
 
@@ -117,19 +132,28 @@ def test_a_launch_keeps_coordinator_stream_values_unless_overridden_explicitly(t
 
     plain = job.execute_in_process(instance=instance)
     logs = [e.user_message or "" for e in instance.all_logs(plain.run_id)]
-    assert any("keeping the coordinator stream's task.commit.ms='250' (set by coordinator-stream-writer at offset 0; "
-               "the deployed config has '1000')" in m for m in logs), logs
+    assert any(
+        "keeping the coordinator stream's task.commit.ms='250' (set by coordinator-stream-writer at offset 0; "
+        "the deployed config has '1000')" in m
+        for m in logs
+    ), logs
     assert submitted() == "250" and "samza/replaced-coordinator-config" not in instance.get_run_by_id(plain.run_id).tags
     again = job.execute_in_process(instance=instance)  # its own re-submission does not make 250 the job's
-    assert any("keeping the coordinator stream's task.commit.ms='250'" in (e.user_message or "")
-               for e in instance.all_logs(again.run_id))
+    assert any(
+        "keeping the coordinator stream's task.commit.ms='250'" in (e.user_message or "")
+        for e in instance.all_logs(again.run_id)
+    )
     assert submitted() == "250"
 
     overridden = job.execute_in_process(
-        instance=instance, run_config={"ops": {"wordcount_samza_job": {"config": {"overrides": {"task.commit.ms": "500"}}}}}
+        instance=instance,
+        run_config={"ops": {"wordcount_samza_job": {"config": {"overrides": {"task.commit.ms": "500"}}}}},
     )
-    (warning,) = [e.user_message for e in instance.all_logs(overridden.run_id)
-                  if "replace coordinator stream values" in (e.user_message or "")]
+    (warning,) = [
+        e.user_message
+        for e in instance.all_logs(overridden.run_id)
+        if "replace coordinator stream values" in (e.user_message or "")
+    ]
     assert "task.commit.ms: '250' (set by coordinator-stream-writer at offset 0) -> '500'" in warning
     assert instance.get_run_by_id(overridden.run_id).tags["samza/replaced-coordinator-config"] == "task.commit.ms"
     assert submitted() == "500"
@@ -146,13 +170,16 @@ def test_progress_logging_backs_off_while_nothing_moves_and_resets_when_it_does(
     assert next_progress_interval(300.0, True, settings) == 5.0
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("dagster.owners", "streaming people"),
-    ("dagster.check.lag.warn.messages", "-1"),
-    ("dagster.check.lag.error.messages", "5"),  # below the warn default
-    ("dagster.freshness.fail.window.ms", "1000"),  # not above the warn window
-    ("dagster.materialization.interval.ms", "soon"),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("dagster.owners", "streaming people"),
+        ("dagster.check.lag.warn.messages", "-1"),
+        ("dagster.check.lag.error.messages", "5"),  # below the warn default
+        ("dagster.freshness.fail.window.ms", "1000"),  # not above the warn window
+        ("dagster.materialization.interval.ms", "soon"),
+    ],
+)
 def test_bad_dagster_settings_are_rejected_naming_the_key(key, value):
     with pytest.raises(ConfigError) as error:
         DagsterSettings.from_config(Config({key: value}))
@@ -164,11 +191,14 @@ def _wordcount_launch(tmp_path: Path, overrides: dict[str, str]):
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
     config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))
     load_sentences(config)
-    defs = dg.Definitions.merge(dg.Definitions(resources={"samza_systems": systems, "spark": dg.ResourceDefinition.none_resource()}),
-                                wordcount.definitions())
+    defs = dg.Definitions.merge(
+        dg.Definitions(resources={"samza_systems": systems, "spark": dg.ResourceDefinition.none_resource()}),
+        wordcount.definitions(),
+    )
     instance = dg.DagsterInstance.ephemeral()
     result = defs.resolve_job_def("wordcount_job").execute_in_process(
-        instance=instance, raise_on_error=False,
+        instance=instance,
+        raise_on_error=False,
         run_config={"ops": {"wordcount_samza_job": {"config": {"overrides": overrides}}}},
     )
     return result, instance, config
@@ -189,8 +219,10 @@ def test_a_mistyped_override_is_a_warning_in_the_run_log(tmp_path: Path):
     result, instance, _ = _wordcount_launch(tmp_path, {"streams.sentences.samza.bouned": "true"})
     assert result.success
     warnings = [e.user_message for e in instance.all_logs(result.run_id) if e.level == 30]  # logging.WARNING
-    assert any("'streams.sentences.samza.bouned'" in w and "did you mean 'streams.sentences.samza.bounded'" in w
-               for w in warnings), warnings
+    assert any(
+        "'streams.sentences.samza.bouned'" in w and "did you mean 'streams.sentences.samza.bounded'" in w
+        for w in warnings
+    ), warnings
 
 
 def test_dagster_settings_overridden_at_launch_apply_to_that_run(tmp_path: Path):
@@ -198,8 +230,11 @@ def test_dagster_settings_overridden_at_launch_apply_to_that_run(tmp_path: Path)
         tmp_path, {"dagster.check.lag.warn.messages": "7", "dagster.check.lag.error.messages": "9"}
     )
     assert result.success
-    (evaluation,) = [e.event_specific_data for e in result.all_events
-                     if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
-                     and e.event_specific_data.check_name == "consumer_lag"]
+    (evaluation,) = [
+        e.event_specific_data
+        for e in result.all_events
+        if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        and e.event_specific_data.check_name == "consumer_lag"
+    ]
     assert evaluation.metadata["warn_above"].value == 7
     assert evaluation.metadata["error_above"].value == 9

@@ -24,8 +24,14 @@ def _run_in_repo(tmp_path: Path, *command: str) -> str:
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {**os.environ, "DAGSTER_HOME": str(home), "SAMZA_LOG_PATH": str(tmp_path / "log")}
-    done = subprocess.run([str(Path(sys.executable).parent / command[0]), *command[1:]],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / command[0]), *command[1:]],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "is not loaded" not in out

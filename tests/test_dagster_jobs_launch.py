@@ -54,8 +54,6 @@ def code_location(tmp_path_factory):
         session.stop()
 
 
-
-
 def test_every_job_of_the_code_location_is_launched_here(code_location):
     defs, _ = code_location
     names = {job.name for job in defs.jobs}
@@ -95,7 +93,8 @@ def test_the_sample_spans_the_days_the_backfills_offer(code_location):
     assert sent == sum(1 for i in range(5000) if i % SAMPLE_DAYS == 1)  # one day of the sample's seven
     assert mat.materialization.metadata["nothing_to_reprocess"].value is False
     rewind = defs.resolve_job_def("user_classification_rewind_reclassify_requests").execute_in_process(
-        instance=instance, partition_key=yesterday)
+        instance=instance, partition_key=yesterday
+    )
     (mat,) = rewind.get_asset_materialization_events()
     assert mat.materialization.metadata["nothing_to_reprocess"].value is False
     assert mat.materialization.metadata["starting_offsets"].value
@@ -112,19 +111,24 @@ def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location
     config = SamzaSystemsResource().apply(Config.from_properties(user_classification.CONFIG_PATH))
     out = StreamInfo("user_country", "log", "user_country", 2, {"output"})
     before = observe_streams(config, [out], with_lag=False)["user_country"].messages
-    signups = observe_streams(config, [StreamInfo("user_signups", "log", "user_signups", 2, {"input"})],
-                              with_lag=False)["user_signups"].messages
+    signups = observe_streams(
+        config, [StreamInfo("user_signups", "log", "user_signups", 2, {"input"})], with_lag=False
+    )["user_signups"].messages
     outcome: dict[str, dg.ExecuteInProcessResult] = {}
     job = defs.resolve_job_def(UNBOUNDED)
     worker = threading.Thread(target=lambda: outcome.setdefault("run", job.execute_in_process(instance=instance)))
     worker.start()
     run = None
     try:
-        run = wait_until(lambda: instance.get_runs(dg.RunsFilter(job_name=UNBOUNDED, statuses=[dg.DagsterRunStatus.STARTED])),
-                        what="the run to start")[0]
+        run = wait_until(
+            lambda: instance.get_runs(dg.RunsFilter(job_name=UNBOUNDED, statuses=[dg.DagsterRunStatus.STARTED])),
+            what="the run to start",
+        )[0]
         # every signup of the sample classified (the backfill's requests too, at batch priority)
-        wait_until(lambda: observe_streams(config, [out], with_lag=False)["user_country"].messages >= before + signups,
-                  what="the sample to be classified")
+        wait_until(
+            lambda: observe_streams(config, [out], with_lag=False)["user_country"].messages >= before + signups,
+            what="the sample to be classified",
+        )
     finally:
         if run is not None:
             instance.report_run_canceling(instance.get_run_by_id(run.run_id))

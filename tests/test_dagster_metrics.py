@@ -56,16 +56,24 @@ def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics
         live = None
         try:
             live = wait_until(
-                lambda: instance.get_runs(dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"},
-                                                        statuses=[dg.DagsterRunStatus.STARTED])),
+                lambda: instance.get_runs(
+                    dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"}, statuses=[dg.DagsterRunStatus.STARTED])
+                ),
                 what="the live run to start",
             )[0]
             # a live materialization shows every sentence processed, as the containers count it
-            seen = wait_until(lambda: [
-                m for m in _materializations(instance, live.run_id)
-                if m.asset_key == words and m.metadata["job_status"].value == "running"
-                and "process_envelopes" in m.metadata and m.metadata["process_envelopes"].value == len(SENTENCES)
-            ], 120, what="a live materialization with the containers' process-envelopes")
+            seen = wait_until(
+                lambda: [
+                    m
+                    for m in _materializations(instance, live.run_id)
+                    if m.asset_key == words
+                    and m.metadata["job_status"].value == "running"
+                    and "process_envelopes" in m.metadata
+                    and m.metadata["process_envelopes"].value == len(SENTENCES)
+                ],
+                120,
+                what="a live materialization with the containers' process-envelopes",
+            )
             md = seen[-1].metadata
             assert md["process_ns"].value > 0
             assert md["process_envelopes_per_s"].value >= 0
@@ -76,12 +84,17 @@ def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics
             worker.join(120)
         assert not worker.is_alive(), "the job did not stop after the run was terminated"
         assert outcome["run"].success
-        final = [m for m in _materializations(instance, live.run_id)
-                 if m.asset_key == words and m.metadata["job_status"].value != "running"]
+        final = [
+            m
+            for m in _materializations(instance, live.run_id)
+            if m.asset_key == words and m.metadata["job_status"].value != "running"
+        ]
         (last,) = final
         assert last.metadata["process_envelopes"].value == len(SENTENCES) == last.metadata["messages_processed"].value
-        checks = {e.asset_check_evaluation.check_name: e.asset_check_evaluation
-                  for e in instance.all_logs(live.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+        checks = {
+            e.asset_check_evaluation.check_name: e.asset_check_evaluation
+            for e in instance.all_logs(live.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        }
         lag = checks["consumer_lag"]
         assert lag.passed and lag.metadata["lag_source"].value == "metrics"
         assert lag.metadata["lag_per_input"].value == {"sentences": 0, "sentences_replay": 0}

@@ -64,7 +64,10 @@ def test_coordinator_stream_resource_writes_and_reads_from_a_cursor(tmp_path):
     resource.set_config(config, "task.window.ms", "100")
     resource.set_config(config, "task.window.ms", "200")
     messages, cursor = resource.read(config)
-    assert [(o, m.key, m.config_value) for o, m in messages] == [("0", "task.window.ms", "100"), ("1", "task.window.ms", "200")]
+    assert [(o, m.key, m.config_value) for o, m in messages] == [
+        ("0", "task.window.ms", "100"),
+        ("1", "task.window.ms", "200"),
+    ]
     assert cursor == "2"
     resource.set_config(config, "task.commit.ms", "5")
     later, cursor = resource.read(config, cursor)

@@ -26,8 +26,11 @@ def _ms(text: str) -> int:
 
 
 #: two messages a day from 2024-03-01 to 03-04, alternating between the two partitions
-EVENTS = [(f"{day}T{hour:02d}", _ms(f"2024-03-{day[-2:]}T{hour:02d}:00:00"))
-          for day in ("2024-03-01", "2024-03-02", "2024-03-03", "2024-03-04") for hour in (6, 18)]
+EVENTS = [
+    (f"{day}T{hour:02d}", _ms(f"2024-03-{day[-2:]}T{hour:02d}:00:00"))
+    for day in ("2024-03-01", "2024-03-02", "2024-03-03", "2024-03-04")
+    for hour in (6, 18)
+]
 
 BASE = {
     "job.name": "rewinder",
@@ -91,15 +94,18 @@ def test_a_backfill_over_days_keeps_the_earliest_rewind(setup):
         assert dg.materialize([backfill.asset], partition_key=day, resources=resources, instance=instance).success
     assert {sp.timestamp for sp in list_startpoints(config).values()} == {_ms("2024-03-02T00:00:00")}
     assert run_job(config).succeeded
-    assert sorted(_copied_since(config, len(EVENTS))) == sorted(n for n, ts in EVENTS if ts >= _ms("2024-03-02T00:00:00"))
+    assert sorted(_copied_since(config, len(EVENTS))) == sorted(
+        n for n, ts in EVENTS if ts >= _ms("2024-03-02T00:00:00")
+    )
 
 
 def test_a_quiet_partition_starts_at_its_upcoming_offset(setup):
     config, backfill, resources = setup
     produce(config, "events", [(None, b"2024-03-05T12", _ms("2024-03-05T12:00:00"))])  # partition 0 only
     upcoming_1 = str(max(r.offset for r in read_stream(config, "events") if r.partition == 1) + 1)
-    result = dg.materialize([backfill.asset], partition_key="2024-03-05", resources=resources,
-                            instance=dg.DagsterInstance.ephemeral())
+    result = dg.materialize(
+        [backfill.asset], partition_key="2024-03-05", resources=resources, instance=dg.DagsterInstance.ephemeral()
+    )
     (mat,) = result.get_asset_materialization_events()
     assert mat.materialization.metadata["starting_offsets"].value == {"0": "4", "1": upcoming_1}
     assert run_job(config).succeeded

@@ -36,8 +36,6 @@ STREAMING = {
 }
 
 
-
-
 @pytest.fixture
 def streaming(tmp_path):
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
@@ -68,8 +66,10 @@ def launch_twin_main(log_path: str, instance_ref: str) -> None:
     from dagster._serdes import deserialize_value
 
     with dg.DagsterInstance.from_ref(deserialize_value(instance_ref)) as instance:
-        result = _twin_definitions(log_path).resolve_job_def("wordcount_job").execute_in_process(
-            instance=instance, raise_on_error=False
+        result = (
+            _twin_definitions(log_path)
+            .resolve_job_def("wordcount_job")
+            .execute_in_process(instance=instance, raise_on_error=False)
         )
     failures = result.get_step_failure_events()
     print(failures[0].step_failure_data.error.message if failures else "")
@@ -87,7 +87,11 @@ def _launch_twin(config: Config, instance: dg.DagsterInstance) -> str:
     code = "import sys; from tests.test_dagster_streaming import launch_twin_main; launch_twin_main(sys.argv[1], sys.argv[2])"
     done = subprocess.run(
         [sys.executable, "-c", code, config.get_str("systems.log.log.path"), serialize_value(instance.get_ref())],
-        cwd=root, env={**os.environ, "PYTHONPATH": root}, capture_output=True, text=True, timeout=180,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -130,8 +134,9 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
     live = None
     try:
         live = wait_until(
-            lambda: instance.get_runs(dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"},
-                                                    statuses=[dg.DagsterRunStatus.STARTED])),
+            lambda: instance.get_runs(
+                dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"}, statuses=[dg.DagsterRunStatus.STARTED])
+            ),
             what="the live run to start",
         )[0]
         wait_until(lambda: _words_written(config) == word_count(SENTENCES), what="the sample's words to be written")
@@ -153,14 +158,23 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
         assert observed.asset_key == stream_key("wordcount", "words")
         assert observed.metadata["applied_by_run"].value == live.run_id
         assert observed.metadata["changed_keys"].value == "task.commit.ms"
-        wait_until(lambda: any("applying JobModel version 2" in m and "task.commit.ms" in m
-                             for m in _messages(instance, live.run_id)), what="the live run to apply the change")
+        wait_until(
+            lambda: any(
+                "applying JobModel version 2" in m and "task.commit.ms" in m for m in _messages(instance, live.run_id)
+            ),
+            what="the live run to apply the change",
+        )
 
         # the running job keeps processing and materializes while it runs
         load_sentences(config, ["late words arrive"])
         wait_until(lambda: _words_written(config) == word_count(SENTENCES) + 3, what="the late words")
-        wait_until(lambda: any(m.metadata.get("job_status") and m.metadata["job_status"].value == "running"
-                             for m in _materializations(instance, live.run_id)), what="a live materialization")
+        wait_until(
+            lambda: any(
+                m.metadata.get("job_status") and m.metadata["job_status"].value == "running"
+                for m in _materializations(instance, live.run_id)
+            ),
+            what="a live materialization",
+        )
     finally:
         # terminate: Dagster marks the run CANCELING; the op stops the job gracefully
         if live is not None:
@@ -176,8 +190,10 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
     # every sentence counted, across the container runs before and after the reconfiguration
     assert words.metadata["messages_processed"].value == len(SENTENCES) + 1
     assert words.metadata["job_model_changes"].value == [{"version": 2, "changed": ["task.commit.ms"]}]
-    checks = {e.asset_check_evaluation.check_name: e.asset_check_evaluation
-              for e in instance.all_logs(live.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+    checks = {
+        e.asset_check_evaluation.check_name: e.asset_check_evaluation
+        for e in instance.all_logs(live.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    }
     assert checks["consumer_lag"].passed and checks["consumer_lag"].metadata["lag"].value == 0
     # the final commit covers every input message: a restart resumes after them
     offsets = checkpointed_offsets(config)
@@ -218,26 +234,39 @@ def test_a_second_launch_waits_for_the_job_pool_and_leaves_no_failed_check(tmp_p
         job = defs.resolve_job_def("wordcount_job")
         runner = threading.Thread(target=lambda: outcome.setdefault("live", job.execute_in_process(instance=instance)))
         runner.start()
-        live = wait_until(lambda: instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])),
-                          what="the live run to start")[0]
+        live = wait_until(
+            lambda: instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])),
+            what="the live run to start",
+        )[0]
         wait_until(lambda: _words_written(config) == word_count(SENTENCES), what="the sample's words to be written")
-        code = ("import sys; from tests.test_dagster_streaming import launch_twin_main; "
-                "launch_twin_main(sys.argv[1], sys.argv[2])")
+        code = (
+            "import sys; from tests.test_dagster_streaming import launch_twin_main; "
+            "launch_twin_main(sys.argv[1], sys.argv[2])"
+        )
         second = subprocess.Popen(
             [sys.executable, "-c", code, str(tmp_path / "log"), serialize_value(instance.get_ref())],
-            cwd=repo, env={**__import__("os").environ, "PYTHONPATH": str(repo)},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=repo,
+            env={**__import__("os").environ, "PYTHONPATH": str(repo)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
-            waiting = wait_until(lambda: [r for r in instance.get_runs() if r.run_id != live.run_id], what="a second run")[0]
-            wait_until(lambda: any("blocked by limit for pool wordcount-1" in m for m in _messages(instance, waiting.run_id)),
-                       what="the second run to wait for the job's pool")
+            waiting = wait_until(
+                lambda: [r for r in instance.get_runs() if r.run_id != live.run_id], what="a second run"
+            )[0]
+            wait_until(
+                lambda: any("blocked by limit for pool wordcount-1" in m for m in _messages(instance, waiting.run_id)),
+                what="the second run to wait for the job's pool",
+            )
             assert not instance.all_logs(waiting.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
             instance.report_run_canceling(instance.get_run_by_id(live.run_id))
             runner.join(120)
             assert outcome["live"].success
-            wait_until(lambda: any("job wordcount: starting" in m for m in _messages(instance, waiting.run_id)),
-                       what="the second run to start the job once the live one stopped")
+            wait_until(
+                lambda: any("job wordcount: starting" in m for m in _messages(instance, waiting.run_id)),
+                what="the second run to start the job once the live one stopped",
+            )
             instance.report_run_canceling(instance.get_run_by_id(waiting.run_id))
             out, err = second.communicate(timeout=180)
         finally:
@@ -245,6 +274,8 @@ def test_a_second_launch_waits_for_the_job_pool_and_leaves_no_failed_check(tmp_p
                 second.kill()
         assert second.returncode == 0, err[-3000:]
         assert out.strip() == ""  # no step failure
-        checks = [e.asset_check_evaluation for e in
-                  instance.all_logs(waiting.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+        checks = [
+            e.asset_check_evaluation
+            for e in instance.all_logs(waiting.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        ]
         assert checks and all(c.passed for c in checks), [c.description for c in checks]

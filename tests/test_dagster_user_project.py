@@ -81,10 +81,10 @@ def new_project(root: Path) -> dict[str, str]:
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SAMZA_LOG_PATH", "PYTHONHOME")}
-    env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:{env['PATH']}", DAGSTER_HOME=str(home),
-               SAMZA_DAGSTER=str(REPO))
-    subprocess.run(["pip", "install", "-q", "-e", "."], cwd=root, env=env, check=True, timeout=300,
-                   capture_output=True)
+    env.update(
+        VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:{env['PATH']}", DAGSTER_HOME=str(home), SAMZA_DAGSTER=str(REPO)
+    )
+    subprocess.run(["pip", "install", "-q", "-e", "."], cwd=root, env=env, check=True, timeout=300, capture_output=True)
     return env
 
 
@@ -112,8 +112,14 @@ def test_readme_commands_in_a_new_dagster_project(tmp_path):
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
     # the package came from the checkout into the project's own environment
-    where = subprocess.run(["python", "-c", "import samza_dagster; print(samza_dagster.__file__)"], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        ["python", "-c", "import samza_dagster; print(samza_dagster.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert where.startswith(str(root / ".venv")), where
     assert "samza_dagster.orchestration.SamzaJobComponent" in out  # dg list components
     assert "All definitions loaded successfully" in out  # dg check defs

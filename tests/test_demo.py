@@ -41,8 +41,10 @@ def test_demo_on_spark_reports_what_its_data_implies(tmp_path):
 
     pv = report.pageview_pipeline
     assert pv.status == "completed" and pv.counts_match and pv.counted_views == SIZE
-    assert pv.intermediate_partitions == {"pageview-pipeline-1-partition_by-by-user": 4,
-                                          "pageview-pipeline-1-partition_by-by-country": 3}
+    assert pv.intermediate_partitions == {
+        "pageview-pipeline-1-partition_by-by-user": 4,
+        "pageview-pipeline-1-partition_by-by-country": 3,
+    }
 
     # the printed report carries the same numbers
     assert "transactions processed before currency_codes reached head" in text

@@ -14,15 +14,30 @@ from jobs.demo.report import print_report, report_console
 
 
 def _run(chooser: str, peak: int) -> ChooserRun:
-    return ChooserRun(chooser, outputs=10_000, clicks_joined=1_002, no_click=8_998, orphan_clicks=0,
-                      peak_buffered=peak, peak_views=peak, peak_clicks=0, messages_processed=11_002, elapsed_s=1.0)
+    return ChooserRun(
+        chooser,
+        outputs=10_000,
+        clicks_joined=1_002,
+        no_click=8_998,
+        orphan_clicks=0,
+        peak_buffered=peak,
+        peak_views=peak,
+        peak_clicks=0,
+        messages_processed=11_002,
+        elapsed_s=1.0,
+    )
 
 
 @pytest.mark.parametrize("width", [80, 100])
 def test_the_ad_ctr_table_fits_without_cutting_a_value(width):
     report = DemoReport(size=10_000, runner="spark", log_root="/tmp/x", elapsed_s=1.0)
-    report.ad_ctr = AdCtrReport(views=10_000, clicks=1_002, expected_clicked_views=1_002,
-                                aligned=_run("time-aligned", 278), round_robin=_run("round-robin", 900))
+    report.ad_ctr = AdCtrReport(
+        views=10_000,
+        clicks=1_002,
+        expected_clicked_views=1_002,
+        aligned=_run("time-aligned", 278),
+        round_robin=_run("round-robin", 900),
+    )
     out = io.StringIO()
     print_report(Console(file=out, width=width, color_system=None), report, kept=False)
     text = out.getvalue()

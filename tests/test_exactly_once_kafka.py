@@ -66,36 +66,47 @@ def one_record_batches(config: Config) -> dict[str, str]:
 
 def _short_delivery_timeout(config: Config) -> dict[str, str]:
     if config.get_str("systems.kafka.kafka.client") == "kafka-python":  # it wants linger + request timeout below it
-        return {"systems.kafka.producer.delivery.timeout.ms": "5000", "systems.kafka.producer.request.timeout.ms": "3000"}
+        return {
+            "systems.kafka.producer.delivery.timeout.ms": "5000",
+            "systems.kafka.producer.request.timeout.ms": "3000",
+        }
     return {"systems.kafka.producer.delivery.timeout.ms": "5000"}
 
 
 def _job_config(kafka_config: Config, prefix: str, tmp_path: Path) -> Config:
-    return kafka_config.with_overrides({
-        **one_record_batches(kafka_config),
-        "job.name": f"eos-{uuid.uuid4().hex[:8]}",
-        "job.default.system": "kafka",
-        "job.processing.guarantee": "exactly-once",
-        "task.inputs": f"kafka.{prefix}-words",
-        "task.class": "tests.test_exactly_once_kafka:CountAndEcho",
-        "task.commit.ms": "50",
-        "systems.kafka.samza.msg.serde": "string",
-        "systems.kafka.samza.key.serde": "string",
-        f"systems.kafka.streams.{prefix}-words.samza.bounded": "true",
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.key.serde": "string",
-        "stores.counts.msg.serde": "long",
-        "stores.counts.changelog": f"kafka.{prefix}-counts-changelog",
-        "job.logged.store.base.dir": str(tmp_path / "state"),
-        "test.output": f"{prefix}-out",
-    })
+    return kafka_config.with_overrides(
+        {
+            **one_record_batches(kafka_config),
+            "job.name": f"eos-{uuid.uuid4().hex[:8]}",
+            "job.default.system": "kafka",
+            "job.processing.guarantee": "exactly-once",
+            "task.inputs": f"kafka.{prefix}-words",
+            "task.class": "tests.test_exactly_once_kafka:CountAndEcho",
+            "task.commit.ms": "50",
+            "systems.kafka.samza.msg.serde": "string",
+            "systems.kafka.samza.key.serde": "string",
+            f"systems.kafka.streams.{prefix}-words.samza.bounded": "true",
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "long",
+            "stores.counts.changelog": f"kafka.{prefix}-counts-changelog",
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+            "test.output": f"{prefix}-out",
+        }
+    )
 
 
 def _read(bootstrap: str, topic: str, isolation: str, wait_s: float = 3.0) -> list[bytes]:
     """Every value a reader with ``isolation`` gets from partition 0 of ``topic`` within ``wait_s``
     (it reads until its position reaches the end offset its own isolation level reports)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
-                         "isolation.level": isolation, "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
     tp = TopicPartition(topic, 0)
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -115,8 +126,9 @@ def _read(bootstrap: str, topic: str, isolation: str, wait_s: float = 3.0) -> li
 
 
 def _end_offset(bootstrap: str, topic: str, isolation: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ends-{uuid.uuid4().hex}",
-                         "isolation.level": isolation})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"ends-{uuid.uuid4().hex}", "isolation.level": isolation}
+    )
     try:
         return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5, cached=False)[1]
     finally:
@@ -140,8 +152,9 @@ def test_an_exactly_once_job_on_kafka_commits_outputs_changelog_and_checkpoints_
     create_stream(config, "kafka", f"{prefix}-words", PARTITIONS)
     create_stream(config, "kafka", f"{prefix}-out", 1)
     words = [WORDS[(i * 7) % len(WORDS)] for i in range(MESSAGES)]
-    produce(config, "kafka", f"{prefix}-words",
-            [(i % PARTITIONS, None, f"m{i}:{w}".encode()) for i, w in enumerate(words)])
+    produce(
+        config, "kafka", f"{prefix}-words", [(i % PARTITIONS, None, f"m{i}:{w}".encode()) for i, w in enumerate(words)]
+    )
 
     summary = SamzaContainer("0", job_model(config)).run()
     assert summary.status == "completed", summary.one_line()
@@ -249,7 +262,8 @@ def test_a_zombie_container_on_kafka_is_fenced_by_its_new_instance(
     # the broker answers the fenced producer's EndTxn by closing the connection (Kafka answers
     # PRODUCER_FENCED), and librdkafka retries it until the call times out: keep that short
     config = _job_config(kafka_config, kafka_topic_prefix, tmp_path).with_overrides(
-        _short_delivery_timeout(kafka_config))
+        _short_delivery_timeout(kafka_config)
+    )
     prefix = kafka_topic_prefix
     create_stream(config, "kafka", f"{prefix}-words", PARTITIONS)
     create_stream(config, "kafka", f"{prefix}-out", 1)

@@ -35,7 +35,8 @@ def _fill(factory, config: Config, system: str, value: bytes) -> list[SystemStre
 
 def _consumers(factory, config: Config, system: str, ssps, threshold: FetchThreshold | None) -> SystemConsumers:
     consumers = SystemConsumers(
-        RoundRobinChooser(), {system: factory.get_consumer(system, config)},
+        RoundRobinChooser(),
+        {system: factory.get_consumer(system, config)},
         fetch_thresholds=None if threshold is None else {system: threshold},
     )
     for ssp in ssps:
@@ -107,7 +108,9 @@ def test_a_poller_thread_system_is_bounded_too():
 def test_fetch_threshold_keys():
     systems = SystemConfig(Config({}))
     assert systems.fetch_threshold("log") == (50_000, 64 * 1024 * 1024)
-    off = SystemConfig(Config({"systems.log.samza.fetch.threshold": "-1", "systems.log.samza.fetch.threshold.bytes": "-1"}))
+    off = SystemConfig(
+        Config({"systems.log.samza.fetch.threshold": "-1", "systems.log.samza.fetch.threshold.bytes": "-1"})
+    )
     assert off.fetch_threshold("log") == (None, None)
     with pytest.raises(ConfigError, match=r"systems\.log\.samza\.fetch\.threshold\.bytes"):
         SystemConfig(Config({"systems.log.samza.fetch.threshold.bytes": "0"})).fetch_threshold("log")

@@ -23,15 +23,24 @@ BIN = Path(sys.executable).parent / "samza-dagster"
 
 
 def _config(tmp_path: Path, **extra: str) -> Config:
-    return Config({
-        "job.name": "wc", "job.factory.class": "thread", "job.default.system": "log",
-        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-        "task.class": "tests.apps.tasks:WordCountTask", "task.inputs": "log.words",
-        "systems.log.streams.words.samza.bounded": "true", "systems.log.samza.msg.serde": "string",
-        "stores.counts.factory": "inmemory", "stores.counts.changelog": "log.wc-counts-changelog",
-        "stores.counts.key.serde": "string", "stores.counts.msg.serde": "integer",
-        **extra,
-    })
+    return Config(
+        {
+            "job.name": "wc",
+            "job.factory.class": "thread",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.class": "tests.apps.tasks:WordCountTask",
+            "task.inputs": "log.words",
+            "systems.log.streams.words.samza.bounded": "true",
+            "systems.log.samza.msg.serde": "string",
+            "stores.counts.factory": "inmemory",
+            "stores.counts.changelog": "log.wc-counts-changelog",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "integer",
+            **extra,
+        }
+    )
 
 
 def _words(config: Config, partitions: int, words: list[str]) -> None:

@@ -74,8 +74,9 @@ def test_create_stream_creates_once_and_rejects_a_different_partition_count(kafk
         admin.create_stream(StreamSpec("coord", topic, SYSTEM, 5))
     metadata = admin.get_system_stream_metadata([topic])[topic]
     assert metadata.partition_count == 3
-    assert all(p.newest_offset is None and p.oldest_offset == "0" == p.upcoming_offset
-               for p in metadata.partitions.values())
+    assert all(
+        p.newest_offset is None and p.oldest_offset == "0" == p.upcoming_offset for p in metadata.partitions.values()
+    )
     admin.close()
 
 
@@ -184,7 +185,9 @@ def test_keyed_messages_land_where_kafka_pythons_default_partitioner_puts_them(
     for key in keys:
         producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, ours), b"v", key=key))
     # partition_key wins over key; a str partition_key hashes as its UTF-8 bytes
-    producer.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, ours), b"pk", key=b"ignored", partition_key="user-7"))
+    producer.send(
+        "t", OutgoingMessageEnvelope(SystemStream(SYSTEM, ours), b"pk", key=b"ignored", partition_key="user-7")
+    )
     producer.flush("t")
     producer.stop()
 
@@ -299,8 +302,10 @@ def test_bounded_transactional_topic_ends_although_its_last_offset_is_a_commit_m
     topic = f"{kafka_topic_prefix}-tx"
     create(kafka_config, topic, 1)
     producer = KafkaProducer(
-        bootstrap_servers=kafka_broker.bootstrap_servers, transactional_id=f"{topic}-tx",
-        batch_size=0, linger_ms=0,  # one record per batch: the broker's high watermark stays right
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        transactional_id=f"{topic}-tx",
+        batch_size=0,
+        linger_ms=0,  # one record per batch: the broker's high watermark stays right
     )
     try:
         producer.init_transactions()
@@ -344,11 +349,13 @@ def test_unreachable_brokers_fail_fast_naming_the_address():
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{sock.getsockname()[1]}"
-    config = Config({
-        f"systems.{SYSTEM}.samza.factory": "kafka",
-        f"systems.{SYSTEM}.consumer.bootstrap.servers": address,
-        f"systems.{SYSTEM}.consumer.bootstrap.timeout.ms": "1500",
-    })
+    config = Config(
+        {
+            f"systems.{SYSTEM}.samza.factory": "kafka",
+            f"systems.{SYSTEM}.consumer.bootstrap.servers": address,
+            f"systems.{SYSTEM}.consumer.bootstrap.timeout.ms": "1500",
+        }
+    )
     factory = KafkaSystemFactory()
     consumer = factory.get_consumer(SYSTEM, config)
     consumer.register(SystemStreamPartition(SYSTEM, "t", 0), "0")
@@ -365,11 +372,13 @@ def test_unreachable_brokers_fail_fast_naming_the_address():
 def test_flush_raises_naming_topic_and_partition_when_sends_fail(kafka_broker, kafka_config, kafka_topic_prefix):
     topic = f"{kafka_topic_prefix}-lost"
     create(kafka_config, topic, 2)
-    config = kafka_config.with_overrides({
-        f"systems.{SYSTEM}.producer.delivery.timeout.ms": "1500",
-        f"systems.{SYSTEM}.producer.request.timeout.ms": "1000",
-        f"systems.{SYSTEM}.producer.linger.ms": "0",
-    })
+    config = kafka_config.with_overrides(
+        {
+            f"systems.{SYSTEM}.producer.delivery.timeout.ms": "1500",
+            f"systems.{SYSTEM}.producer.request.timeout.ms": "1000",
+            f"systems.{SYSTEM}.producer.linger.ms": "0",
+        }
+    )
     producer = KafkaSystemFactory().get_producer(SYSTEM, config)
     producer.start()
     stream = SystemStream(SYSTEM, topic)
@@ -397,11 +406,13 @@ def test_a_topic_created_after_the_producer_started_does_not_cost_the_others_the
     the producer now has the client track every topic it sends to.)"""
     first, later = f"{kafka_topic_prefix}-first", f"{kafka_topic_prefix}-later"
     create(kafka_config, first, 2)
-    config = kafka_config.with_overrides({
-        f"systems.{SYSTEM}.producer.delivery.timeout.ms": "3000",
-        f"systems.{SYSTEM}.producer.request.timeout.ms": "2000",
-        f"systems.{SYSTEM}.producer.linger.ms": "500",
-    })
+    config = kafka_config.with_overrides(
+        {
+            f"systems.{SYSTEM}.producer.delivery.timeout.ms": "3000",
+            f"systems.{SYSTEM}.producer.request.timeout.ms": "2000",
+            f"systems.{SYSTEM}.producer.linger.ms": "500",
+        }
+    )
     producer = KafkaSystemFactory().get_producer(SYSTEM, config)
     producer.start()
     try:
@@ -442,17 +453,22 @@ def test_bad_input_is_named(kafka_config, kafka_topic_prefix):
 
 
 def test_client_config_passes_through_with_kafka_python_names_and_types():
-    configs = kafka_client_configs(SYSTEM, Config({
-        "systems.kafka.kafka.client": "kafka-python",
-        "systems.kafka.producer.bootstrap.servers": "h1:9092,h2:9092",
-        "systems.kafka.producer.linger.ms": "20",
-        "systems.kafka.producer.acks": "all",
-        "systems.kafka.producer.enable.idempotence": "false",
-        "systems.kafka.consumer.security.protocol": "SASL_SSL",
-        "systems.kafka.consumer.sasl.mechanism": "PLAIN",
-        "systems.kafka.consumer.auto.offset.reset": "smallest",
-        "systems.kafka.consumer.group.id": "ignored",
-    }))
+    configs = kafka_client_configs(
+        SYSTEM,
+        Config(
+            {
+                "systems.kafka.kafka.client": "kafka-python",
+                "systems.kafka.producer.bootstrap.servers": "h1:9092,h2:9092",
+                "systems.kafka.producer.linger.ms": "20",
+                "systems.kafka.producer.acks": "all",
+                "systems.kafka.producer.enable.idempotence": "false",
+                "systems.kafka.consumer.security.protocol": "SASL_SSL",
+                "systems.kafka.consumer.sasl.mechanism": "PLAIN",
+                "systems.kafka.consumer.auto.offset.reset": "smallest",
+                "systems.kafka.consumer.group.id": "ignored",
+            }
+        ),
+    )
     assert configs.producer["linger_ms"] == 20 and configs.producer["acks"] == -1
     assert configs.producer["enable_idempotence"] is False
     assert configs.consumer["bootstrap_servers"] == "h1:9092,h2:9092"  # falls back to the producer's
@@ -461,11 +477,19 @@ def test_client_config_passes_through_with_kafka_python_names_and_types():
     assert configs.admin["security_protocol"] == "SASL_SSL" and configs.admin["sasl_mechanism"] == "PLAIN"
     python = {"systems.kafka.kafka.client": "kafka-python"}
     with pytest.raises(ConfigError, match="systems.kafka.producer.linger.ms"):
-        kafka_client_configs(SYSTEM, Config({**python, "systems.kafka.producer.bootstrap.servers": "h",
-                                             "systems.kafka.producer.linger.ms": "soon"}))
+        kafka_client_configs(
+            SYSTEM,
+            Config(
+                {**python, "systems.kafka.producer.bootstrap.servers": "h", "systems.kafka.producer.linger.ms": "soon"}
+            ),
+        )
     with pytest.raises(ConfigError, match="systems.kafka.consumer.no.such.thing"):
-        kafka_client_configs(SYSTEM, Config({**python, "systems.kafka.consumer.bootstrap.servers": "h",
-                                             "systems.kafka.consumer.no.such.thing": "1"}))
+        kafka_client_configs(
+            SYSTEM,
+            Config(
+                {**python, "systems.kafka.consumer.bootstrap.servers": "h", "systems.kafka.consumer.no.such.thing": "1"}
+            ),
+        )
     with pytest.raises(ConfigError, match="systems.kafka.consumer.bootstrap.servers"):
         kafka_client_configs(SYSTEM, Config({}))
 
@@ -473,15 +497,20 @@ def test_client_config_passes_through_with_kafka_python_names_and_types():
 def test_confluent_client_config_translates_names_and_refuses_unknown_keys_by_name():
     from samza_dagster.system.kafka.confluent_config import confluent_configs
 
-    configs = confluent_configs(SYSTEM, Config({
-        "systems.kafka.consumer.bootstrap.servers": "h1:9092",
-        "systems.kafka.consumer.security.protocol": "SASL_SSL",
-        "systems.kafka.consumer.sasl.plain.username": "job",   # kafka-python's spelling
-        "systems.kafka.consumer.sasl.password": "secret",      # librdkafka's
-        "systems.kafka.consumer.ssl.cafile": "/ca.pem",
-        "systems.kafka.producer.linger.ms": "20",
-        "systems.kafka.consumer.bootstrap.timeout.ms": "1500",
-    }))
+    configs = confluent_configs(
+        SYSTEM,
+        Config(
+            {
+                "systems.kafka.consumer.bootstrap.servers": "h1:9092",
+                "systems.kafka.consumer.security.protocol": "SASL_SSL",
+                "systems.kafka.consumer.sasl.plain.username": "job",  # kafka-python's spelling
+                "systems.kafka.consumer.sasl.password": "secret",  # librdkafka's
+                "systems.kafka.consumer.ssl.cafile": "/ca.pem",
+                "systems.kafka.producer.linger.ms": "20",
+                "systems.kafka.consumer.bootstrap.timeout.ms": "1500",
+            }
+        ),
+    )
     assert configs.consumer["sasl.username"] == "job" and configs.consumer["sasl.password"] == "secret"
     assert configs.consumer["ssl.ca.location"] == "/ca.pem"
     assert configs.consumer["enable.auto.commit"] is False and configs.consumer["auto.offset.reset"] == "earliest"
@@ -489,12 +518,18 @@ def test_confluent_client_config_translates_names_and_refuses_unknown_keys_by_na
     assert configs.producer["partitioner"] == "murmur2_random"  # Kafka's Java default partitioner
     assert configs.bootstrap_timeout_s == 1.5 and "bootstrap.timeout.ms" not in configs.consumer
     # the admin (kafka-python) connects like the consumer, in its own spelling
-    admin = kafka_client_configs(SYSTEM, Config({"systems.kafka.consumer.bootstrap.servers": "h",
-                                                 "systems.kafka.consumer.sasl.username": "job"})).admin
+    admin = kafka_client_configs(
+        SYSTEM, Config({"systems.kafka.consumer.bootstrap.servers": "h", "systems.kafka.consumer.sasl.username": "job"})
+    ).admin
     assert admin["sasl_plain_username"] == "job"
 
-    bad = Config({"systems.kafka.consumer.bootstrap.servers": "h", "systems.kafka.consumer.no.such.thing": "1",
-                  "systems.kafka.producer.no.such.thing": "1"})
+    bad = Config(
+        {
+            "systems.kafka.consumer.bootstrap.servers": "h",
+            "systems.kafka.consumer.no.such.thing": "1",
+            "systems.kafka.producer.no.such.thing": "1",
+        }
+    )
     consumer = KafkaSystemFactory().get_consumer(SYSTEM, bad)
     with pytest.raises(ConfigError, match="systems.kafka.consumer.no.such.thing"):
         consumer.start()
@@ -516,17 +551,30 @@ def test_confluent_consumer_defaults_keep_librdkafkas_queue_fed_and_yield_to_the
     assert defaults["fetch.queue.backoff.ms"] == 10
     assert defaults["queued.min.messages"] == 20_000
     assert defaults["queued.max.messages.kbytes"] == 32_768
-    mine = confluent_configs(SYSTEM, Config(dict(base, **{
-        "systems.kafka.consumer.fetch.queue.backoff.ms": "250",
-        "systems.kafka.consumer.queued.min.messages": "5000",
-        "systems.kafka.consumer.queued.max.messages.kbytes": "4096"}))).consumer
+    mine = confluent_configs(
+        SYSTEM,
+        Config(
+            dict(
+                base,
+                **{
+                    "systems.kafka.consumer.fetch.queue.backoff.ms": "250",
+                    "systems.kafka.consumer.queued.min.messages": "5000",
+                    "systems.kafka.consumer.queued.max.messages.kbytes": "4096",
+                },
+            )
+        ),
+    ).consumer
     assert (mine["fetch.queue.backoff.ms"], mine["queued.min.messages"], mine["queued.max.messages.kbytes"]) == (
-        "250", "5000", "4096")
+        "250",
+        "5000",
+        "4096",
+    )
     # the producer's delivery callback runs for failures only, unless the user wants every report
     # (a setting confluent-kafka reads itself, as a bool)
     assert confluent_configs(SYSTEM, Config(base)).producer["delivery.report.only.error"] is True
-    everything = confluent_configs(SYSTEM, Config(dict(base, **{
-        "systems.kafka.producer.delivery.report.only.error": "False"}))).producer
+    everything = confluent_configs(
+        SYSTEM, Config(dict(base, **{"systems.kafka.producer.delivery.report.only.error": "False"}))
+    ).producer
     assert everything["delivery.report.only.error"] is False
     with pytest.raises(ConfigError, match=r"systems\.kafka\.producer\.delivery\.report\.only\.error"):
         confluent_configs(SYSTEM, Config(dict(base, **{"systems.kafka.producer.delivery.report.only.error": "1"})))
@@ -534,19 +582,25 @@ def test_confluent_consumer_defaults_keep_librdkafkas_queue_fed_and_yield_to_the
 
 @pytest.mark.parametrize("value", ["0", "lots"])
 def test_park_max_bytes_is_validated_naming_the_key(value):
-    config = Config({"systems.kafka.consumer.bootstrap.servers": "h:9092",
-                     "systems.kafka.consumer.park.max.bytes": value})
+    config = Config(
+        {"systems.kafka.consumer.bootstrap.servers": "h:9092", "systems.kafka.consumer.park.max.bytes": value}
+    )
     with pytest.raises(ConfigError, match=r"systems\.kafka\.consumer\.park\.max\.bytes"):
         KafkaSystemFactory().get_consumer(SYSTEM, config)
 
 
 def _confluent(kafka_broker, **consumer_keys: str):
-    return KafkaSystemFactory().get_consumer(SYSTEM, Config({
-        "systems.kafka.samza.factory": "kafka",
-        "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
-        "systems.kafka.consumer.statistics.interval.ms": "50",
-        **{f"systems.kafka.consumer.{k}": v for k, v in consumer_keys.items()},
-    }))
+    return KafkaSystemFactory().get_consumer(
+        SYSTEM,
+        Config(
+            {
+                "systems.kafka.samza.factory": "kafka",
+                "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+                "systems.kafka.consumer.statistics.interval.ms": "50",
+                **{f"systems.kafka.consumer.{k}": v for k, v in consumer_keys.items()},
+            }
+        ),
+    )
 
 
 def _fetched_total(consumer, ssps, at_least: int) -> int:
@@ -562,15 +616,20 @@ def _fetched_total(consumer, ssps, at_least: int) -> int:
 
 
 def test_confluent_consumer_keeps_an_unrequested_partitions_fetched_messages_and_fetches_nothing_twice(
-        kafka_broker, kafka_topic_prefix):
+    kafka_broker, kafka_topic_prefix
+):
     from samza_dagster.system.kafka.confluent_consumer import ENVELOPE_OVERHEAD_BYTES
 
     """The broker answers fetches with runs of one partition's messages; a partition left out of
     polls (its buffer full) used to be paused, which made librdkafka drop its prefetched messages
     and fetch them again. Now they are parked: every message is fetched once."""
     topic = f"{kafka_topic_prefix}-parked"
-    config = Config({"systems.kafka.samza.factory": "kafka",
-                     "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers})
+    config = Config(
+        {
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+        }
+    )
     create(config, topic, 2)
     producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=20)
     for i in range(6000):
@@ -585,8 +644,11 @@ def test_confluent_consumer_keeps_an_unrequested_partitions_fetched_messages_and
     try:
         # p1 is not asked for until all of it was fetched (and parked) meanwhile
         p1_parked = 3000 * ENVELOPE_OVERHEAD_BYTES
-        first = read(consumer, [p0], lambda got: len(got[p0]) >= 3000
-                     and consumer.metrics_snapshot()["parked_bytes"] >= p1_parked)
+        first = read(
+            consumer,
+            [p0],
+            lambda got: len(got[p0]) >= 3000 and consumer.metrics_snapshot()["parked_bytes"] >= p1_parked,
+        )
         second = read(consumer, [p0, p1], lambda got: len(got[p1]) >= 3000)
         fetched = _fetched_total(consumer, [p0, p1], 6000)
         snapshot = consumer.metrics_snapshot()
@@ -599,17 +661,22 @@ def test_confluent_consumer_keeps_an_unrequested_partitions_fetched_messages_and
 
 
 def test_confluent_consumer_pauses_a_long_unrequested_partition_past_the_cap_so_others_flow(
-        kafka_broker, kafka_topic_prefix):
+    kafka_broker, kafka_topic_prefix
+):
     """A job that waits for messages queued behind a partition it does not ask for (a bootstrap
     stream behind a flooded input) must get them: past park.max.bytes and a moment with no
     parked partition asked for, the parked ones are paused — and nothing is lost."""
     flood, wanted = f"{kafka_topic_prefix}-flood", f"{kafka_topic_prefix}-wanted"
-    config = Config({"systems.kafka.samza.factory": "kafka",
-                     "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers})
+    config = Config(
+        {
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+        }
+    )
     create(config, flood, 1)
     create(config, wanted, 1)
     producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=20)
-    for i in range(10_000):   # 10 MB: more than one fetch response of the broker
+    for i in range(10_000):  # 10 MB: more than one fetch response of the broker
         producer.send(flood, b"%-1000d" % i, partition=0)
     producer.flush()
     consumer = _confluent(kafka_broker, **{"park.max.bytes": "20000", "max.poll.records": "100"})

@@ -28,7 +28,9 @@ def _produce(factory, config, stream: str, partitions: int, count: int, value: b
     producer.register("t")
     producer.start()
     for i in range(count):
-        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", stream), value + b"%d" % i, partition=i % partitions))
+        producer.send(
+            "t", OutgoingMessageEnvelope(SystemStream("log", stream), value + b"%d" % i, partition=i % partitions)
+        )
     producer.stop()
 
 
@@ -64,7 +66,7 @@ def test_a_new_stream_is_format_2_and_a_1_kib_message_takes_about_1_kib_of_disk(
     assert _disk_bytes(root, "big") < 3000 * 1400
     read = _read_all(factory, config, "big", 3)
     assert [offset for offset, _ in read[1]] == [str(i) for i in range(1000)]
-    assert read[2][5][1] == b"v" * 1024 + b"17"   # the 18th message went to partition 2, offset 5
+    assert read[2][5][1] == b"v" * 1024 + b"17"  # the 18th message went to partition 2, offset 5
 
 
 def _format_1_stream(root: str, stream: str, partitions: int) -> None:
@@ -75,7 +77,9 @@ def _format_1_stream(root: str, stream: str, partitions: int) -> None:
     for statement in FORMATS[1].schema:
         conn.execute(statement)
     conn.execute("INSERT INTO meta (name, value) VALUES ('partition_count', ?)", (str(partitions),))
-    conn.executemany(FORMATS[1].insert_sql, [(p, o, None, b"old-%d-%d" % (p, o), 0) for p in range(partitions) for o in range(3)])
+    conn.executemany(
+        FORMATS[1].insert_sql, [(p, o, None, b"old-%d-%d" % (p, o), 0) for p in range(partitions) for o in range(3)]
+    )
     conn.close()
 
 
@@ -96,7 +100,7 @@ def test_the_admin_reports_oldest_and_newest_per_partition_in_format_2(log):
     factory, config, root = log
     admin = factory.get_admin("log", config)
     admin.create_stream(StreamSpec("m", "m", "log", 3))
-    _produce(factory, config, "m", 2, 5, b"x")   # partitions 0 and 1 only
+    _produce(factory, config, "m", 2, 5, b"x")  # partitions 0 and 1 only
     partitions = admin.get_system_stream_metadata(["m"])["m"].partitions
     assert (partitions[0].oldest_offset, partitions[0].newest_offset, partitions[0].upcoming_offset) == ("0", "2", "3")
     assert (partitions[1].newest_offset, partitions[1].upcoming_offset) == ("1", "2")

@@ -56,8 +56,9 @@ class LogOffsetMachine(RuleBasedStateMachine):
         self.root = Path(tempfile.mkdtemp(prefix="log-offsets-"))
         # the producer's own background cleaner never runs: passes happen only as rules, at the
         # machine's clock
-        self.config = Config({f"systems.{SYSTEM}.log.path": str(self.root),
-                              f"systems.{SYSTEM}.log.cleaner.interval.ms": str(10**9)})
+        self.config = Config(
+            {f"systems.{SYSTEM}.log.path": str(self.root), f"systems.{SYSTEM}.log.cleaner.interval.ms": str(10**9)}
+        )
         self.factory = LogSystemFactory()
         self.admin = self.factory.get_admin(SYSTEM, self.config)
         self.producer = self.factory.get_producer(SYSTEM, self.config)
@@ -97,7 +98,9 @@ class LogOffsetMachine(RuleBasedStateMachine):
 
     # -- what happens to the log ---------------------------------------------------------------
     @rule(data=st.data(), batch=st.lists(st.tuples(KEYS, st.booleans()), min_size=1, max_size=6))
-    def write(self, data: st.DataObject, batch: list[tuple[str | None, bool]], producer=None, fate: str = PLAIN) -> None:
+    def write(
+        self, data: st.DataObject, batch: list[tuple[str | None, bool]], producer=None, fate: str = PLAIN
+    ) -> None:
         partition = data.draw(st.integers(0, self.partitions - 1), label="partition")
         producer = producer or self.producer
         before = self._metadata()[partition].upcoming_offset
@@ -107,9 +110,16 @@ class LogOffsetMachine(RuleBasedStateMachine):
             self.counter += 1
             value = None if (tombstone and key is not None) else f"v{self.counter}"
             sent.append((key, value))
-            producer.send("p", OutgoingMessageEnvelope(
-                ss, None if value is None else value.encode(), None if key is None else key.encode(),
-                partition=partition, event_time=self.now))
+            producer.send(
+                "p",
+                OutgoingMessageEnvelope(
+                    ss,
+                    None if value is None else value.encode(),
+                    None if key is None else key.encode(),
+                    partition=partition,
+                    event_time=self.now,
+                ),
+            )
         producer.flush("p")
         start = int(before)
         # the batch lands at the upcoming offset seen before it, densely, in order

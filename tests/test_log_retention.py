@@ -35,13 +35,22 @@ def _produce(config: Config, stream: str, messages, partition: int = 0) -> None:
     producer.register("t")
     ss = SystemStream(SYSTEM, stream)
     for key, value, ts in messages:
-        producer.send("t", OutgoingMessageEnvelope(
-            ss, None if value is None else value.encode(), None if key is None else key.encode(),
-            partition=partition, event_time=ts))
+        producer.send(
+            "t",
+            OutgoingMessageEnvelope(
+                ss,
+                None if value is None else value.encode(),
+                None if key is None else key.encode(),
+                partition=partition,
+                event_time=ts,
+            ),
+        )
     producer.stop()
 
 
-def _read(config: Config, stream: str, partition: int = 0, start: str | None = None) -> list[tuple[int, str | None, str | None]]:
+def _read(
+    config: Config, stream: str, partition: int = 0, start: str | None = None
+) -> list[tuple[int, str | None, str | None]]:
     if start is None:
         start = _metadata(config, stream, partition).oldest_offset
     return read_partition(config, SYSTEM, stream, partition, start)
@@ -92,8 +101,19 @@ def test_compaction_keeps_the_newest_per_key_and_unkeyed_messages_with_their_off
     config = _config(tmp_path)
     _create(config, "s", **{"cleanup.policy": "compact"})
     now = int(time.time() * 1000)
-    _produce(config, "s", [("a", "1", now), ("b", "1", now), (None, "x", now), ("a", "2", now),
-                           ("c", "1", now), ("b", "2", now), ("a", "3", now)])
+    _produce(
+        config,
+        "s",
+        [
+            ("a", "1", now),
+            ("b", "1", now),
+            (None, "x", now),
+            ("a", "2", now),
+            ("c", "1", now),
+            ("b", "2", now),
+            ("a", "3", now),
+        ],
+    )
     stats = _clean(config, "s", now + 1)
     assert stats.deleted == 3
     assert _read(config, "s") == [(2, None, "x"), (4, "c", "1"), (5, "b", "2"), (6, "a", "3")]
@@ -268,12 +288,16 @@ def test_streams_without_a_policy_are_left_alone_and_changelogs_default_to_compa
 
 
 def test_config_sets_the_policy_of_created_streams_with_per_stream_over_default(tmp_path):
-    config = _config(tmp_path, **{
-        f"systems.{SYSTEM}.default.stream.retention.ms": "1000",
-        f"systems.{SYSTEM}.streams.b.retention.ms": "5000",
-        "streams.cid.samza.system": SYSTEM, "streams.cid.samza.physical.name": "c",
-        "streams.cid.cleanup.policy": "compact",
-    })
+    config = _config(
+        tmp_path,
+        **{
+            f"systems.{SYSTEM}.default.stream.retention.ms": "1000",
+            f"systems.{SYSTEM}.streams.b.retention.ms": "5000",
+            "streams.cid.samza.system": SYSTEM,
+            "streams.cid.samza.physical.name": "c",
+            "streams.cid.cleanup.policy": "compact",
+        },
+    )
     for stream in ("a", "b", "c"):
         _create(config, stream)
     props = {}
@@ -323,13 +347,24 @@ def test_files_of_format_1_are_cleaned_too_and_keep_their_freed_pages(tmp_path):
     conn.execute(storage.META_SCHEMA)
     for statement in FORMATS[1].schema:
         conn.execute(statement)
-    conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)", [
-        ("partition_count", "1"), ("property.cleanup.policy", "compact,delete"), ("property.retention.ms", "1000"),
-    ])
+    conn.executemany(
+        "INSERT INTO meta (name, value) VALUES (?, ?)",
+        [
+            ("partition_count", "1"),
+            ("property.cleanup.policy", "compact,delete"),
+            ("property.retention.ms", "1000"),
+        ],
+    )
     now = int(time.time() * 1000)
-    conn.executemany(FORMATS[1].insert_sql, [
-        (0, 0, b"a", b"1", now - 5000), (0, 1, b"b", b"1", now), (0, 2, b"a", b"2", now), (0, 3, b"b", b"2", now),
-    ])
+    conn.executemany(
+        FORMATS[1].insert_sql,
+        [
+            (0, 0, b"a", b"1", now - 5000),
+            (0, 1, b"b", b"1", now),
+            (0, 2, b"a", b"2", now),
+            (0, 3, b"b", b"2", now),
+        ],
+    )
     conn.close()
     config = _config(tmp_path)
     stats = _clean(config, "legacy", now + 1)
@@ -346,8 +381,21 @@ def test_the_cli_cleans_a_stream_by_its_stored_policy(tmp_path, capsys):
 
     config = _config(tmp_path)
     args = ["--config", f"systems.{SYSTEM}.log.path={tmp_path}"]
-    assert main(["streams", "create", "log.s", "--partitions", "1", *args,
-                 "--config", f"systems.{SYSTEM}.streams.s.cleanup.policy=compact"]) == 0
+    assert (
+        main(
+            [
+                "streams",
+                "create",
+                "log.s",
+                "--partitions",
+                "1",
+                *args,
+                "--config",
+                f"systems.{SYSTEM}.streams.s.cleanup.policy=compact",
+            ]
+        )
+        == 0
+    )
     _produce(config, "s", [("a", "1", 0), ("a", "2", 0)])
     capsys.readouterr()
     assert main(["streams", "clean", "log.s", *args]) == 0

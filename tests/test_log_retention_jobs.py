@@ -24,23 +24,25 @@ WORDS = [f"w{i:02d}" for i in range(23)]
 
 
 def _config(tmp_path: Path, **extra: str) -> Config:
-    return Config({
-        "job.name": "retention",
-        "job.default.system": "log",
-        "task.inputs": "log.words",
-        "task.class": "tests.apps.tasks:WordCountTask",
-        "task.commit.ms": "100",
-        "systems.log.samza.factory": "log",
-        "systems.log.samza.msg.serde": "string",
-        "systems.log.log.path": str(tmp_path / "log"),
-        "systems.log.streams.words.samza.bounded": "true",
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.key.serde": "string",
-        "stores.counts.msg.serde": "long",
-        "stores.counts.changelog": "log.retention-counts-changelog",
-        "job.logged.store.base.dir": str(tmp_path / "state"),
-        **extra,
-    })
+    return Config(
+        {
+            "job.name": "retention",
+            "job.default.system": "log",
+            "task.inputs": "log.words",
+            "task.class": "tests.apps.tasks:WordCountTask",
+            "task.commit.ms": "100",
+            "systems.log.samza.factory": "log",
+            "systems.log.samza.msg.serde": "string",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "systems.log.streams.words.samza.bounded": "true",
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "long",
+            "stores.counts.changelog": "log.retention-counts-changelog",
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+            **extra,
+        }
+    )
 
 
 def _admin(config: Config):
@@ -181,11 +183,16 @@ def test_the_reset_is_the_same_for_kafka_offsets(caplog):
     from samza_dagster.system.kafka.admin import KafkaSystemAdmin
 
     ssp0, ssp1, ssp2 = (SystemStreamPartition("kafka", "t", p) for p in (0, 1, 2))
-    metadata = {SystemStream("kafka", "t"): SystemStreamMetadata("t", {
-        0: SystemStreamPartitionMetadata("100", "149", "150"),
-        1: SystemStreamPartitionMetadata("0", "9", "10"),
-        2: SystemStreamPartitionMetadata("0", "9", "10"),
-    })}
+    metadata = {
+        SystemStream("kafka", "t"): SystemStreamMetadata(
+            "t",
+            {
+                0: SystemStreamPartitionMetadata("100", "149", "150"),
+                1: SystemStreamPartitionMetadata("0", "9", "10"),
+                2: SystemStreamPartitionMetadata("0", "9", "10"),
+            },
+        )
+    }
     streams = StreamConfig(Config({"systems.kafka.streams.t.samza.offset.default": "upcoming"}))
     with caplog.at_level(logging.WARNING, logger="samza_dagster.container.offset_reset"):
         result = reset_out_of_range(
@@ -195,4 +202,7 @@ def test_the_reset_is_the_same_for_kafka_offsets(caplog):
     before, past = [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.offset_reset"]
     assert "system kafka, stream t, partition 0" in before and "[40, 150)" in before
     # one past the high watermark is out of range too (the topic was deleted and created again)
-    assert "system kafka, stream t, partition 2: the checkpoint resumes at offset 11, outside the partition's offsets [0, 10]" in past
+    assert (
+        "system kafka, stream t, partition 2: the checkpoint resumes at offset 11, outside the partition's offsets [0, 10]"
+        in past
+    )

@@ -144,9 +144,7 @@ def test_keyed_messages_read_back_exactly_once_in_partition_order_with_matching_
     partitions, count = 4, 100_000
     harness.create("big", partitions)
     stream = SystemStream(SYSTEM, "big")
-    harness.send_all(
-        OutgoingMessageEnvelope(stream, b"v%d" % i, key=b"k%d" % (i % 977)) for i in range(count)
-    )
+    harness.send_all(OutgoingMessageEnvelope(stream, b"v%d" % i, key=b"k%d" % (i % 977)) for i in range(count))
     ssps = ssps_of("big", partitions)
     consumer = harness.start_consumer({ssp: "0" for ssp in ssps})
     seen = drain(consumer, ssps)
@@ -352,8 +350,13 @@ def test_bounded_stream_registered_mid_way_ends_at_the_start_time_end(harness):
     harness.create("bounded2", 1)
     stream = SystemStream(SYSTEM, "bounded2")
     harness.send_all(OutgoingMessageEnvelope(stream, b"%d" % i) for i in range(5))
-    config = harness.configured(**{"streams.b2.samza.system": SYSTEM, "streams.b2.samza.physical.name": "bounded2",
-                                   "streams.b2.samza.bounded": "true"})
+    config = harness.configured(
+        **{
+            "streams.b2.samza.system": SYSTEM,
+            "streams.b2.samza.physical.name": "bounded2",
+            "streams.b2.samza.bounded": "true",
+        }
+    )
     ssp = SystemStreamPartition(SYSTEM, "bounded2", 0)
     envelopes = drain(harness.start_consumer({ssp: "3"}, config), [ssp])[ssp]
     assert [e.offset for e in envelopes[:-1]] == ["3", "4"]
@@ -399,8 +402,9 @@ def test_null_values_round_trip_as_tombstones(log):
 def test_producer_writes_a_batch_when_the_buffer_reaches_batch_size(log):
     log.create("batched", 1)
     # linger off: only the batch size (or a flush) writes here
-    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": "50",
-                                              f"systems.{SYSTEM}.log.linger.ms": "0"}))
+    producer = log.producer(
+        log.configured(**{f"systems.{SYSTEM}.log.batch.size": "50", f"systems.{SYSTEM}.log.linger.ms": "0"})
+    )
     stream = SystemStream(SYSTEM, "batched")
     admin = log.admin()
 
@@ -469,7 +473,7 @@ def test_each_stream_is_one_sqlite_file_in_wal_mode_under_the_configured_root(lo
     conn = sqlite3.connect(tmp_path / "log" / files[0])
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT value FROM meta WHERE name = 'partition_count'").fetchone()[0] == "2"
-    assert conn.execute('SELECT COUNT(*) FROM messages').fetchone()[0] == 1
+    assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
     conn.close()
 
 
@@ -549,8 +553,9 @@ def test_reader_in_another_process_sees_whole_batches_only(log, tmp_path):
     reader.start()
     assert ready.wait(60), "reader process did not start"
     # linger off: only the batch size writes, so whole batches are what the reader may see
-    producer = log.producer(log.configured(**{f"systems.{SYSTEM}.log.batch.size": str(BATCH),
-                                              f"systems.{SYSTEM}.log.linger.ms": "0"}))
+    producer = log.producer(
+        log.configured(**{f"systems.{SYSTEM}.log.batch.size": str(BATCH), f"systems.{SYSTEM}.log.linger.ms": "0"})
+    )
     stream = SystemStream(SYSTEM, "shared")
     for i in range(BATCH * BATCHES):
         producer.send("test", OutgoingMessageEnvelope(stream, b"%d" % i, partition=0))

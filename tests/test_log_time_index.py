@@ -32,14 +32,17 @@ def _produce(factory, config, stream: str, timestamps: list[int], partition: int
     producer = factory.get_producer("log", config)
     producer.register("t")
     for ts in timestamps:
-        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", stream), b"x", partition=partition, event_time=ts))
+        producer.send(
+            "t", OutgoingMessageEnvelope(SystemStream("log", stream), b"x", partition=partition, event_time=ts)
+        )
     producer.stop()
 
 
 def _rows(root: str, stream: str, partition: int) -> list[tuple[int, int]]:
     with sqlite3.connect(storage.stream_file(root, stream)) as conn:
-        return conn.execute('SELECT "offset", timestamp FROM messages WHERE "partition" = ? ORDER BY "offset"',
-                            (partition,)).fetchall()
+        return conn.execute(
+            'SELECT "offset", timestamp FROM messages WHERE "partition" = ? ORDER BY "offset"', (partition,)
+        ).fetchall()
 
 
 def _expected(rows: list[tuple[int, int]], ts: int) -> str | None:
@@ -116,14 +119,29 @@ def test_after_the_log_cleaner_removed_indexed_rows(log):
     """The real cleaner (retention by time, then compaction) removes rows the index points at."""
     factory, config, admin, root = log
     hour = 3_600_000
-    admin.create_stream(StreamSpec("c", "c", "log", 1, {"cleanup.policy": "compact,delete", "retention.ms": str(hour),
-                                                         "min.compaction.lag.ms": "0"}))
+    admin.create_stream(
+        StreamSpec(
+            "c",
+            "c",
+            "log",
+            1,
+            {"cleanup.policy": "compact,delete", "retention.ms": str(hour), "min.compaction.lag.ms": "0"},
+        )
+    )
     producer = factory.get_producer("log", config)
     producer.register("t")
     now = 100 * hour
     # keys a/b/c repeat: compaction keeps the newest of each; the first two are past retention
-    rows = [(b"a", now - 3 * hour), (b"b", now - 2 * hour), (b"a", now - 30_000), (b"c", now - 20_000),
-            (b"b", now - 25_000), (b"a", now - 10_000), (b"d", now - 15_000), (b"c", now - 5_000)]
+    rows = [
+        (b"a", now - 3 * hour),
+        (b"b", now - 2 * hour),
+        (b"a", now - 30_000),
+        (b"c", now - 20_000),
+        (b"b", now - 25_000),
+        (b"a", now - 10_000),
+        (b"d", now - 15_000),
+        (b"c", now - 5_000),
+    ]
     for key, ts in rows:
         producer.send("t", OutgoingMessageEnvelope(SystemStream("log", "c"), b"v", key=key, partition=0, event_time=ts))
     producer.stop()

@@ -142,7 +142,9 @@ def test_stopping_with_an_open_transaction_aborts_it(config):
 
 def test_compaction_keeps_a_committed_value_an_open_transaction_would_supersede(config):
     admin = LogSystemFactory().get_admin(SYSTEM, config)
-    admin.create_stream(StreamSpec("table", "table", SYSTEM, 1, {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}))
+    admin.create_stream(
+        StreamSpec("table", "table", SYSTEM, 1, {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"})
+    )
     txn = _producer(config)
     txn.send("t", OutgoingMessageEnvelope(SystemStream(SYSTEM, "table"), b"v1", b"k", partition=0))
     txn.commit_transaction()
@@ -162,16 +164,23 @@ def test_isolation_level_is_checked_and_defaults_follow_the_guarantee():
         LogSystemConfig.from_config("log", Config({"systems.log.consumer.isolation.level": "dirty"}))
     assert not LogSystemConfig.from_config("log", Config({})).read_committed
     assert LogSystemConfig.from_config("log", Config({"job.processing.guarantee": "exactly-once"})).read_committed
-    assert not LogSystemConfig.from_config("log", Config({
-        "job.processing.guarantee": "exactly-once", "systems.log.consumer.isolation.level": "read_uncommitted",
-    })).read_committed
+    assert not LogSystemConfig.from_config(
+        "log",
+        Config(
+            {
+                "job.processing.guarantee": "exactly-once",
+                "systems.log.consumer.isolation.level": "read_uncommitted",
+            }
+        ),
+    ).read_committed
 
 
 def test_a_long_lived_read_committed_consumer_follows_commits_and_aborts(config):
     from samza_dagster.system import SystemStreamPartition
 
-    reader = LogSystemFactory().get_consumer(SYSTEM, config.with_overrides(
-        {f"systems.{SYSTEM}.consumer.isolation.level": "read_committed"}))
+    reader = LogSystemFactory().get_consumer(
+        SYSTEM, config.with_overrides({f"systems.{SYSTEM}.consumer.isolation.level": "read_committed"})
+    )
     ssp = SystemStreamPartition(SYSTEM, OUT, 0)
     reader.register(ssp, "0")
     reader.start()

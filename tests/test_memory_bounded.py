@@ -79,23 +79,25 @@ def test_container_tasks_share_one_bounded_block_cache(tmp_path):
     every 10 ms. After n and after 3n messages the two tasks' databases use one cache of the
     configured capacity, and its usage stays within it."""
     n = 10_000
-    config = Config({
-        "job.name": "memory",
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"),
-        "systems.log.log.synchronous": "OFF",
-        "systems.log.samza.msg.serde": "string",
-        "task.inputs": "log.words",
-        "task.class": "tests.apps.tasks:WordCountTask",
-        "task.commit.ms": "10",
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.key.serde": "string",
-        "stores.counts.msg.serde": "long",
-        "stores.counts.changelog": "log.memory-counts-changelog",
-        "stores.counts.container.cache.size.bytes": str(SMALL_CACHE),
-        "job.logged.store.base.dir": str(tmp_path / "state"),
-    })
+    config = Config(
+        {
+            "job.name": "memory",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "systems.log.log.synchronous": "OFF",
+            "systems.log.samza.msg.serde": "string",
+            "task.inputs": "log.words",
+            "task.class": "tests.apps.tasks:WordCountTask",
+            "task.commit.ms": "10",
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "long",
+            "stores.counts.changelog": "log.memory-counts-changelog",
+            "stores.counts.container.cache.size.bytes": str(SMALL_CACHE),
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+        }
+    )
     create_stream(config, "log", "words", 2)
     rnd = random.Random(3)
     produce(config, "log", "words", [(i % 2, None, rnd.choice(KEYS)) for i in range(3 * n)])

@@ -31,23 +31,25 @@ METRICS = SystemStream("log", "metrics")
 
 
 def _config(root, name: str, runner: str) -> Config:
-    return Config({
-        "job.name": name,
-        "job.factory.class": runner,
-        "job.container.count": "2",
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(root),
-        "task.class": "tests.metrics_apps:CountingTask",
-        "task.inputs": "log.input",
-        "task.commit.ms": "200",
-        "job.coordinator.http.token": TOKEN,
-        "metrics.reporters": "snapshot,prometheus",
-        "metrics.reporter.snapshot.class": "snapshot",
-        "metrics.reporter.snapshot.stream": "log.metrics",
-        "metrics.reporter.snapshot.interval": "0.2",
-        "metrics.reporter.prometheus.class": "prometheus",
-    })
+    return Config(
+        {
+            "job.name": name,
+            "job.factory.class": runner,
+            "job.container.count": "2",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(root),
+            "task.class": "tests.metrics_apps:CountingTask",
+            "task.inputs": "log.input",
+            "task.commit.ms": "200",
+            "job.coordinator.http.token": TOKEN,
+            "metrics.reporters": "snapshot,prometheus",
+            "metrics.reporter.snapshot.class": "snapshot",
+            "metrics.reporter.snapshot.stream": "log.metrics",
+            "metrics.reporter.snapshot.interval": "0.2",
+            "metrics.reporter.prometheus.class": "prometheus",
+        }
+    )
 
 
 def _fill_input(config: Config) -> None:
@@ -58,8 +60,10 @@ def _fill_input(config: Config) -> None:
     producer.start()
     for p in range(PARTITIONS):
         for i in range(PER_PARTITION):
-            producer.send("setup", OutgoingMessageEnvelope(SystemStream("log", "input"), b"x" * (i % 7 + 1),
-                                                           key=b"k", partition=p))
+            producer.send(
+                "setup",
+                OutgoingMessageEnvelope(SystemStream("log", "input"), b"x" * (i % 7 + 1), key=b"k", partition=p),
+            )
     producer.flush("setup")
     producer.stop()
 
@@ -74,7 +78,8 @@ def _scrape(url: str, token: str | None = TOKEN) -> dict[tuple[str, str, str], f
         text = response.read().decode()
     return {
         (s.name, s.labels["container"], s.labels["source"]): s.value
-        for family in text_string_to_metric_families(text) for s in family.samples
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
     }
 
 
@@ -88,14 +93,16 @@ def _run_and_scrape(config: Config, runner) -> dict[tuple[str, str, str], float]
     thread = threading.Thread(target=lambda: box.setdefault("result", runner.run()), daemon=True)
     thread.start()
     try:
-        url = wait_until(lambda: runner.coordinator is not None and runner.coordinator.url, 120,
-                         what="the job coordinator")
+        url = wait_until(
+            lambda: runner.coordinator is not None and runner.coordinator.url, 120, what="the job coordinator"
+        )
         with pytest.raises(urllib.error.HTTPError) as denied:
             _scrape(url, token=None)
         assert denied.value.code == 401  # the coordinator's token rule holds for /metrics too
         samples = wait_until(
             lambda: (s := _scrape(url)) and _total(s, "samza_process_envelopes", "samza-container-") == TOTAL and s,
-            180, what=f"{TOTAL} envelopes processed on /metrics",
+            180,
+            what=f"{TOTAL} envelopes processed on /metrics",
         )
     finally:
         runner.stop()
@@ -119,8 +126,17 @@ def _check_snapshot_stream(config: Config) -> None:
         raw = reader._consumer.poll(reader.ssps, 5.0)  # one raw message: Samza's JSON, byte for byte
     message = json.loads(next(iter(raw.values()))[0].message)
     assert set(message) == {"header", "metrics"}
-    assert set(message["header"]) == {"job-name", "job-id", "container-name", "source", "host", "time",
-                                      "reset-time", "version", "samza-version"}
+    assert set(message["header"]) == {
+        "job-name",
+        "job-id",
+        "container-name",
+        "source",
+        "host",
+        "time",
+        "reset-time",
+        "version",
+        "samza-version",
+    }
     snapshots = latest_snapshots(config, METRICS).snapshots()
     containers = [s for s in snapshots if s.header.source.startswith("samza-container-")]
     tasks = [s for s in snapshots if s.header.source.startswith("TaskName-")]
@@ -157,7 +173,9 @@ def test_job_metrics_on_prometheus_the_snapshot_stream_and_the_cli(tmp_path, cap
     assert main(["metrics", "--config-path", str(properties), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     by_source = {s["header"]["source"]: s for s in printed}
-    assert sum(by_source[f"TaskName-Partition {p}"]["metrics"][GROUP]["user-messages"] for p in range(PARTITIONS)) == TOTAL
+    assert (
+        sum(by_source[f"TaskName-Partition {p}"]["metrics"][GROUP]["user-messages"] for p in range(PARTITIONS)) == TOTAL
+    )
     assert main(["metrics", "--config-path", str(properties)]) == 0
     table = capsys.readouterr().out
     assert "samza-container-0" in table and "user-messages" in table and "process-envelopes" in table
@@ -184,17 +202,23 @@ def test_a_high_level_functions_counter_is_in_the_task_registry_and_on_the_snaps
     from samza_dagster.runtime import run_job
     from support import hl_harness
 
-    config = Config({
-        "job.name": "metrics-hl", "job.default.system": "log", "job.factory.class": "thread",
-        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-        "task.commit.ms": "500", "app.store.factory": "inmemory",
-        "app.class": "tests.metrics_apps:CountingApp",
-        "systems.log.streams.in.samza.bounded": "true",
-        "job.container.count": "1",
-        "metrics.reporters": "snapshot",
-        "metrics.reporter.snapshot.class": "snapshot",
-        "metrics.reporter.snapshot.stream": "log.metrics",
-    })
+    config = Config(
+        {
+            "job.name": "metrics-hl",
+            "job.default.system": "log",
+            "job.factory.class": "thread",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.commit.ms": "500",
+            "app.store.factory": "inmemory",
+            "app.class": "tests.metrics_apps:CountingApp",
+            "systems.log.streams.in.samza.bounded": "true",
+            "job.container.count": "1",
+            "metrics.reporters": "snapshot",
+            "metrics.reporter.snapshot.class": "snapshot",
+            "metrics.reporter.snapshot.stream": "log.metrics",
+        }
+    )
     hl_harness.create(config, "in", 2)
     hl_harness.create(config, "out", 2)
     hl_harness.produce(config, "in", [(i % 2, None, {"n": i}) for i in range(30)])
@@ -211,22 +235,32 @@ def test_store_metrics_count_the_caches_gets_the_changelog_writes_and_the_restor
     from samza_dagster.metrics import CACHED_STORE_GROUP, LOGGED_STORE_GROUP, STORAGE_MANAGER_GROUP
     from samza_dagster.runtime import run_job
 
-    config = Config({
-        "job.name": "metrics-store", "job.factory.class": "thread", "job.default.system": "log",
-        "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-        "task.class": "tests.metrics_apps:StoreCountingTask", "task.inputs": "log.keyed",
-        "systems.log.streams.keyed.samza.bounded": "true",
-        "stores.counts.factory": "rocksdb", "stores.counts.changelog": "log.counts-changelog",
-        "stores.counts.key.serde": "string", "stores.counts.msg.serde": "integer",
-        "job.logged.store.base.dir": str(tmp_path / "state"),
-    })
+    config = Config(
+        {
+            "job.name": "metrics-store",
+            "job.factory.class": "thread",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.class": "tests.metrics_apps:StoreCountingTask",
+            "task.inputs": "log.keyed",
+            "systems.log.streams.keyed.samza.bounded": "true",
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.changelog": "log.counts-changelog",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "integer",
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+        }
+    )
     factory = system_factory(config, "log")
     factory.get_admin("log", config).create_stream(StreamSpec("keyed", "keyed", "log", 1))
     producer = factory.get_producer("log", config)
     producer.register("t")
     producer.start()
     for i in range(100):
-        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", "keyed"), b"v", key=f"k{i % 10}".encode(), partition=0))
+        producer.send(
+            "t", OutgoingMessageEnvelope(SystemStream("log", "keyed"), b"v", key=f"k{i % 10}".encode(), partition=0)
+        )
     producer.flush("t")
     producer.stop()
 

@@ -39,7 +39,9 @@ def kafka_app_config(kafka_config, prefix: str, app: str, streams: list[str], **
 
 
 def test_listing2_partition_by_into_table_joined_with_stream_on_kafka(kafka_config, kafka_topic_prefix):
-    cfg = bounded(kafka_app_config(kafka_config, kafka_topic_prefix, "StreamTableJoinApp", ["S1", "S2", "S3"]), "S1", "S2")
+    cfg = bounded(
+        kafka_app_config(kafka_config, kafka_topic_prefix, "StreamTableJoinApp", ["S1", "S2", "S3"]), "S1", "S2"
+    )
     create(cfg, "S1", 3, "kafka")  # not co-partitioned with S2: partition_by re-partitions it into 2
     create(cfg, "S2", 2, "kafka")
     create(cfg, "S3", 2, "kafka")
@@ -50,8 +52,12 @@ def test_listing2_partition_by_into_table_joined_with_stream_on_kafka(kafka_conf
     assert statuses(first) == {"completed"}
     assert first.messages_per_stream[f"kafka.{intermediate}"] >= 8  # the users went through Kafka
     # second run: page views joined with the table, restored from its Kafka changelog
-    produce(cfg, "S2", [(partition_for_key(json.dumps(u).encode(), 2), u, {"user": u, "page": f"v{u}"}) for u in range(8)],
-            system="kafka")
+    produce(
+        cfg,
+        "S2",
+        [(partition_for_key(json.dumps(u).encode(), 2), u, {"user": u, "page": f"v{u}"}) for u in range(8)],
+        system="kafka",
+    )
     second = run(cfg)
     assert statuses(second) == {"completed"}
     got = sorted((k, v["page"], v["name"]) for k, v in read_all(cfg, "S3", "kafka"))
@@ -60,9 +66,16 @@ def test_listing2_partition_by_into_table_joined_with_stream_on_kafka(kafka_conf
 
 def _two_stage_count(kafka_config, prefix: str, **extra: str):
     """The bounded two-stage count over 120 words: the run's result and the counts it wrote."""
-    cfg = bounded(kafka_app_config(kafka_config, prefix, "TwoStageCountApp", ["words", "counts"],
-                                   **{"job.intermediate.stream.partitions": "3", "job.container.count": "2", **extra}),
-                  "words")
+    cfg = bounded(
+        kafka_app_config(
+            kafka_config,
+            prefix,
+            "TwoStageCountApp",
+            ["words", "counts"],
+            **{"job.intermediate.stream.partitions": "3", "job.container.count": "2", **extra},
+        ),
+        "words",
+    )
     create(cfg, "words", 4, "kafka")
     create(cfg, "counts", 3, "kafka")
     intermediate = f"{prefix}-1-partition_by-by-word"

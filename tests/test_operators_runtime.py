@@ -27,7 +27,9 @@ def test_listing1_stream_stream_join_after_filter(tmp_path):
     create(cfg, "S3", 2)
     # profiles first on S2, page views on S1 (co-partitioned by user: partition = user % 2)
     produce(cfg, "S2", [(u % 2, None, {"user": u, "name": f"n{u}"}) for u in range(6)])
-    produce(cfg, "S1", [(u % 2, None, {"user": u, "page": f"p{u}-{i}", "ok": i != 1}) for u in range(6) for i in range(3)])
+    produce(
+        cfg, "S1", [(u % 2, None, {"user": u, "page": f"p{u}-{i}", "ok": i != 1}) for u in range(6) for i in range(3)]
+    )
     result = run(cfg)
     assert statuses(result) == {"completed"}
     got = sorted((k, v["page"], v["name"]) for k, v in read_all(cfg, "S3"))
@@ -59,15 +61,23 @@ def test_two_stage_bounded_count_terminates_with_exact_counts(tmp_path, runner):
     """input (4 partitions) → partition_by into 3 → keyed window counts → output: the job ends
     by itself (bounded input, in-band end-of-stream on the intermediate stream) and every
     window fires exactly once, at end-of-stream."""
-    cfg = bounded(base(tmp_path, "wc", "TwoStageCountApp", **{
-        "job.intermediate.stream.partitions": "3",
-        "job.container.count": "2",
-        # configured serdes everywhere: the descriptors' win on words/counts, and the
-        # intermediate stream's framed bytes are never passed through a configured serde
-        "systems.log.samza.msg.serde": "json",
-        "systems.log.samza.key.serde": "json",
-        "streams.wc-1-partition_by-by-word.samza.msg.serde": "json",
-    }), "words")
+    cfg = bounded(
+        base(
+            tmp_path,
+            "wc",
+            "TwoStageCountApp",
+            **{
+                "job.intermediate.stream.partitions": "3",
+                "job.container.count": "2",
+                # configured serdes everywhere: the descriptors' win on words/counts, and the
+                # intermediate stream's framed bytes are never passed through a configured serde
+                "systems.log.samza.msg.serde": "json",
+                "systems.log.samza.key.serde": "json",
+                "streams.wc-1-partition_by-by-word.samza.msg.serde": "json",
+            },
+        ),
+        "words",
+    )
     create(cfg, "words", 4)
     create(cfg, "counts", 3)
     assert plan_from_config(cfg).intermediate_streams == {"wc-1-partition_by-by-word": 3}
@@ -89,8 +99,15 @@ def test_two_stage_bounded_count_terminates_with_exact_counts(tmp_path, runner):
 
 
 def test_session_windows_per_key_in_event_time(tmp_path):
-    cfg = bounded(base(tmp_path, "sess", "SessionCountApp", **{"job.intermediate.stream.partitions": "2",
-                                                               "task.watermark.interval.ms": "50"}), "clicks")
+    cfg = bounded(
+        base(
+            tmp_path,
+            "sess",
+            "SessionCountApp",
+            **{"job.intermediate.stream.partitions": "2", "task.watermark.interval.ms": "50"},
+        ),
+        "clicks",
+    )
     create(cfg, "clicks", 2)
     create(cfg, "sessions", 2)
     # each user's clicks in one input partition, in time order; gap 1000 ms
@@ -110,8 +127,10 @@ def test_session_windows_per_key_in_event_time(tmp_path):
     result = run(cfg)
     got = sorted((k, tuple(v)) for k, v in read_all(cfg, "sessions"))
     assert got == [
-        ("a", (0, 1900, 3)), ("a", (5000, 6200, 2)),
-        ("b", (100, 1100, 1)), ("b", (3000, 5998, 3)),
+        ("a", (0, 1900, 3)),
+        ("a", (5000, 6200, 2)),
+        ("b", (100, 1100, 1)),
+        ("b", (3000, 5998, 3)),
         ("c", (6500, 8000, 2)),
     ]
     assert counter(result, "late_messages") == 0
@@ -158,11 +177,19 @@ def test_descriptor_serdes_win_over_configured_ones(tmp_path):
     messages. Only the descriptor's serde touches a message (a second JSON pass would fail on
     the raw text input, and would quote the output); the key, with no descriptor serde, gets
     the configured JSON serde."""
-    cfg = bounded(base(tmp_path, "serde", "DescriptorSerdeApp", **{
-        "systems.log.samza.msg.serde": "json",
-        "systems.log.samza.key.serde": "json",
-        "streams.shout.samza.msg.serde": "json",  # stream-id keyed: blanked as well
-    }), "text")
+    cfg = bounded(
+        base(
+            tmp_path,
+            "serde",
+            "DescriptorSerdeApp",
+            **{
+                "systems.log.samza.msg.serde": "json",
+                "systems.log.samza.key.serde": "json",
+                "streams.shout.samza.msg.serde": "json",  # stream-id keyed: blanked as well
+            },
+        ),
+        "text",
+    )
     create(cfg, "text", 1)
     create(cfg, "shout", 1)
     producer = system_factory(cfg, "log").get_producer("log", cfg)
@@ -187,4 +214,3 @@ def test_operator_task_outside_a_container_is_a_clear_error():
     context = TaskContext("Partition 0", frozenset(), Config({}), "0", {}, MetricsRegistry("test"))
     with pytest.raises(OperatorError, match="'Partition 0'.*SamzaContainer"):
         OperatorTask(None, "Partition 0", None).init(context)
-

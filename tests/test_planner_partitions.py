@@ -227,7 +227,8 @@ def fig8(app):
 def test_table_joined_with_two_streams_each_must_agree_with_its_source():
     p = plan(fig8, {"S1": 4, "S2": 4, "S3": 4, "OUT": 2})
     assert {j.operator: sorted(j.streams) for j in p.joins} == {
-        "job-1-join-t2": ["S1", "S2"], "job-1-join-t3": ["S1", "S3"],
+        "job-1-join-t2": ["S1", "S2"],
+        "job-1-join-t3": ["S1", "S3"],
     }
     with pytest.raises(PlanningError) as info:
         plan(fig8, {"S1": 4, "S2": 4, "S3": 8, "OUT": 2})

@@ -69,12 +69,17 @@ def test_listing1_plan_json_round_trips_with_roles_and_counts():
     data = json.loads(plan.to_json())
     assert data["schema_version"] == 1
     assert data["application"] == {
-        "api": "high-level", "app_class": "tests.test_planner_plan:Listing1",
-        "job_id": "1", "job_name": "job", "task_class": None,
+        "api": "high-level",
+        "app_class": "tests.test_planner_plan:Listing1",
+        "job_id": "1",
+        "job_name": "job",
+        "task_class": None,
     }
     streams = data["streams"]
     assert {sid: (s["role"], s["partitions"]) for sid, s in streams.items()} == {
-        "S1": ("input", 8), "S2": ("input", 8), "S3": ("output", 4),
+        "S1": ("input", 8),
+        "S2": ("input", 8),
+        "S3": ("output", 4),
     }
     assert streams["S3"]["upstream"] == ["S1", "S2"] and streams["S3"]["producers"] == ["job-1-send_to-1"]
     assert data["intermediate_streams"] == {}
@@ -127,8 +132,13 @@ def test_stages_split_the_job_at_partition_by():
     (job,) = plan.to_dict()["jobs"]
     first, second = job["stages"]
     assert first == {
-        "id": "stage-0", "inputs": ["IN"], "side_inputs": [], "outputs": [], "intermediate_outputs": [PB + "p"],
-        "tables": [], "operators": ["job-1-input-IN", "job-1-map-m", PB + "p"],
+        "id": "stage-0",
+        "inputs": ["IN"],
+        "side_inputs": [],
+        "outputs": [],
+        "intermediate_outputs": [PB + "p"],
+        "tables": [],
+        "operators": ["job-1-input-IN", "job-1-map-m", PB + "p"],
     }
     assert second["inputs"] == [PB + "p"] and second["outputs"] == ["OUT"]
     assert second["operators"] == ["job-1-filter-f", "job-1-input-" + PB + "p", "job-1-send_to-0"]
@@ -208,7 +218,9 @@ def test_planning_a_thousand_deep_application_does_not_recurse():
 
 # -- admins and plan_from_config on the real embedded log system ----------------------------------
 def log_config(tmp_path, **extra) -> Config:
-    return Config({"job.name": "job", "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path), **extra})
+    return Config(
+        {"job.name": "job", "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path), **extra}
+    )
 
 
 def create_streams(config: Config, counts: dict[str, int]) -> None:
@@ -254,7 +266,8 @@ def test_plan_from_config_for_a_low_level_task(tmp_path):
     assert data["application"]["api"] == "low-level" and data["application"]["task_class"] == "some.module:Task"
     assert data["operators"] == {} and data["intermediate_streams"] == {}
     assert {sid: (s["role"], s["partitions"], s["priority"]) for sid, s in data["streams"].items()} == {
-        "orders": ("input", 4, 0), "users": ("bootstrap", 2, 1),
+        "orders": ("input", 4, 0),
+        "users": ("bootstrap", 2, 1),
     }
     assert data["jobs"][0]["inputs"] == ["orders", "users"]
 

@@ -42,8 +42,9 @@ def test_the_readme_job_section_runs_verbatim(tmp_path):
     blocks = _bash_blocks(_section("Writing a job"))
     assert len(blocks) >= 3, "the section lost its code blocks"
     script = "set -euo pipefail\n" + "\n".join(blocks)
-    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=_env(tmp_path),
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "created stream log.words (2 partitions)" in done.stderr
     assert "job wordsplit on thread: 1 containers completed, 2 messages" in done.stdout
@@ -74,10 +75,13 @@ def test_a_users_own_jobs_package_is_not_shadowed_by_the_examples(tmp_path, runn
         "streams.sentences.partitions=1\nstreams.mine.partitions=1\n"
     )
     (tmp_path / "in.txt").write_text("hello\n")
-    script = ("samza-dagster streams create log.sentences --partitions 1 && "
-              "samza-dagster streams produce log.sentences --file in.txt && "
-              "samza-dagster run --config-path job.properties && samza-dagster streams tail log.mine")
-    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=_env(tmp_path),
-                          capture_output=True, text=True, timeout=120)
+    script = (
+        "samza-dagster streams create log.sentences --partitions 1 && "
+        "samza-dagster streams produce log.sentences --file in.txt && "
+        "samza-dagster run --config-path job.properties && samza-dagster streams tail log.mine"
+    )
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mine:hello" in done.stdout

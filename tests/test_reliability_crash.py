@@ -169,7 +169,9 @@ def _fill(config: Config) -> None:
     create_stream(config, "log", "words", PARTITIONS)
     create_stream(config, "log", "out", 1)
     rnd = random.Random(SEED)
-    produce(config, "log", "words", [(i % PARTITIONS, None, f"m{i}:{rnd.choice(WORDS)}".encode()) for i in range(MESSAGES)])
+    produce(
+        config, "log", "words", [(i % PARTITIONS, None, f"m{i}:{rnd.choice(WORDS)}".encode()) for i in range(MESSAGES)]
+    )
 
 
 def _store_contents(tmp_path: Path) -> dict[str, dict[str, int]]:
@@ -247,6 +249,7 @@ def _run_and_kill(config: Config, tmp_path: Path, phase: str, delay_s: float) ->
     if proc is None:
         import sys
         import traceback
+
         stack = "".join(traceback.format_stack(sys._current_frames()[thread.ident]))
         raise AssertionError(f"container process never started: {box}\n{stack}")
     started = time.monotonic()
@@ -281,8 +284,18 @@ def test_sigkill_at_ten_moments_leaves_exactly_the_crash_free_state(tmp_path):
     crash_dir.mkdir()
     _fill(_config(crash_dir))
     rnd = random.Random(SEED)
-    phases = ["after-flush", "process", "before-flush", "restore", "after-checkpoint",
-              "after-flush", "random", "restore", "after-flush", "random"]
+    phases = [
+        "after-flush",
+        "process",
+        "before-flush",
+        "restore",
+        "after-checkpoint",
+        "after-flush",
+        "random",
+        "restore",
+        "after-flush",
+        "random",
+    ]
     outcomes = []
     for phase in phases:
         nth = rnd.randint(1, 4) if phase != "restore" else 1
@@ -291,8 +304,13 @@ def test_sigkill_at_ten_moments_leaves_exactly_the_crash_free_state(tmp_path):
     killed = [o for o in outcomes if o.startswith("killed")]
     assert len(killed) == 10, outcomes
     # the restores after the first kill had changelog entries to read: every phase was hit
-    assert {o.split(" ")[1] for o in killed} >= {"mid-after-flush", "mid-process", "mid-before-flush", "mid-restore",
-                                                   "mid-after-checkpoint"}, outcomes
+    assert {o.split(" ")[1] for o in killed} >= {
+        "mid-after-flush",
+        "mid-process",
+        "mid-before-flush",
+        "mid-restore",
+        "mid-after-checkpoint",
+    }, outcomes
 
     final = run_job(_config(crash_dir))
     assert final.succeeded, final.summary_line()

@@ -74,6 +74,7 @@ class ExactlyOnceFaultyLogSystemFactory(LogSystemFactory):
         pause = self.pause_for(config)
         write_markers = transactions.write_markers
         if pause.phase == "markers" and not getattr(write_markers, "paused", False):
+
             def paused(*args):
                 pause.at("markers")
                 write_markers(*args)
@@ -91,8 +92,9 @@ def _config(tmp_path: Path, **extra: str) -> Config:
 
 def _committed_output(config: Config) -> Counter:
     """What a ``read_committed`` reader of ``out`` reads now (up to its last stable offset)."""
-    reader = config.with_overrides({"systems.log.samza.factory": "log",
-                                    "systems.log.consumer.isolation.level": "read_committed"})
+    reader = config.with_overrides(
+        {"systems.log.samza.factory": "log", "systems.log.consumer.isolation.level": "read_committed"}
+    )
     return Counter(value for _offset, _key, value in read_partition(reader, "log", "out", 0, "0"))
 
 
@@ -107,8 +109,18 @@ def _crash_free_stores(tmp_path: Path) -> dict:
     return _store_contents(ref_dir)
 
 
-PHASES = ["after-flush", "process", "before-commit", "markers", "restore",
-          "after-checkpoint", "before-commit", "random", "markers", "random"]
+PHASES = [
+    "after-flush",
+    "process",
+    "before-commit",
+    "markers",
+    "restore",
+    "after-checkpoint",
+    "before-commit",
+    "random",
+    "markers",
+    "random",
+]
 
 
 def _check_final(crash_dir: Path, expected: dict, outcomes: list[str]) -> None:
@@ -135,8 +147,13 @@ def test_process_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(t
         outcomes.append(_run_and_kill(config, crash_dir, phase, rnd.uniform(0.2, 1.2)))
     killed = [o for o in outcomes if o.startswith("killed")]
     assert len(killed) == 10, outcomes
-    assert {o.split(" ")[1] for o in killed} >= {"mid-before-commit", "mid-markers", "mid-after-flush",
-                                                   "mid-process", "mid-restore"}, outcomes
+    assert {o.split(" ")[1] for o in killed} >= {
+        "mid-before-commit",
+        "mid-markers",
+        "mid-after-flush",
+        "mid-process",
+        "mid-restore",
+    }, outcomes
     _check_final(crash_dir, expected, outcomes)
 
 
@@ -148,8 +165,12 @@ def _run_cli_and_kill(config: Config, tmp_path: Path, phase: str, delay_s: float
     props = tmp_path / "job.properties"
     props.write_text("".join(f"{k}={v}\n" for k, v in config.to_dict().items()))
     env = dict(os.environ, SAMZA_CONTAINER_ID="0")  # the pauses act only inside a container's process
-    proc = subprocess.Popen([sys.executable, "-m", "samza_dagster.cli", "run", "--config-path", str(props)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "samza_dagster.cli", "run", "--config-path", str(props)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     started = time.monotonic()
     outcome = "finished before the fault"
     try:
@@ -177,14 +198,14 @@ def test_thread_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tm
     outcomes = []
     for phase in PHASES:
         nth = rnd.randint(1, 4) if phase != "restore" else 1
-        config = _config(crash_dir, **{"job.factory.class": "thread", "test.fault.phase": phase,
-                                       "test.fault.nth": str(nth)})
+        config = _config(
+            crash_dir, **{"job.factory.class": "thread", "test.fault.phase": phase, "test.fault.nth": str(nth)}
+        )
         # a thread runner's start (a Python process, the job coordinator) takes longer than a container's
         outcomes.append(_run_cli_and_kill(config, crash_dir, phase, rnd.uniform(1.5, 3.0)))
     killed = [o for o in outcomes if o.startswith("killed")]
     assert len(killed) == 10, outcomes
     _check_final(crash_dir, expected, outcomes)
-
 
 
 class PausedInCommit:
@@ -227,8 +248,9 @@ class PausedInCommit:
 def test_a_zombie_container_is_fenced_by_its_new_instance(tmp_path):
     """Container 0 pauses in its commit (outputs written, not committed); a new instance of
     container 0 starts and runs the job to its end; the old one resumes and its commit fails."""
-    config = _config(tmp_path, **{"systems.log.samza.factory": "log", "job.factory.class": "thread",
-                                  "test.process.delay.us": "0"})
+    config = _config(
+        tmp_path, **{"systems.log.samza.factory": "log", "job.factory.class": "thread", "test.process.delay.us": "0"}
+    )
     _fill(config)
     zombie = PausedInCommit(SamzaContainer("0", job_model(config)))
     thread = zombie.start()
@@ -246,14 +268,19 @@ def test_a_zombie_container_is_fenced_by_its_new_instance(tmp_path):
     assert ids == Counter({f"m{i}": 1 for i in range(MESSAGES)})
 
 
-@pytest.mark.parametrize(("extra", "key"), [
-    ({"systems.log.samza.factory": "inmemory"}, "systems.log.samza.factory"),
-    ({"job.container.thread.pool.size": "4"}, "job.container.thread.pool.size"),
-    ({"task.max.concurrency": "2"}, "task.max.concurrency"),
-    ({"stores.counts.changelog": "other.counts-changelog", "systems.other.samza.factory": "log"},
-     "stores.counts.changelog"),
-    ({"task.dlq.stream": "other.dlq", "systems.other.samza.factory": "log"}, "task.dlq.stream"),
-])
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"systems.log.samza.factory": "inmemory"}, "systems.log.samza.factory"),
+        ({"job.container.thread.pool.size": "4"}, "job.container.thread.pool.size"),
+        ({"task.max.concurrency": "2"}, "task.max.concurrency"),
+        (
+            {"stores.counts.changelog": "other.counts-changelog", "systems.other.samza.factory": "log"},
+            "stores.counts.changelog",
+        ),
+        ({"task.dlq.stream": "other.dlq", "systems.other.samza.factory": "log"}, "task.dlq.stream"),
+    ],
+)
 def test_a_combination_that_breaks_exactly_once_is_a_config_error_naming_the_key(tmp_path, extra, key):
     from samza_dagster.runtime.preflight import check_job_config
 
@@ -267,13 +294,12 @@ def test_a_combination_that_breaks_exactly_once_is_a_config_error_naming_the_key
 def test_an_async_task_with_exactly_once_is_a_config_error(tmp_path):
     from samza_dagster.runtime.preflight import check_job_config
 
-    config = _config(tmp_path, **{"systems.log.samza.factory": "log",
-                                  "task.class": "tests.test_reliability_exactly_once:AsyncEcho"})
+    config = _config(
+        tmp_path, **{"systems.log.samza.factory": "log", "task.class": "tests.test_reliability_exactly_once:AsyncEcho"}
+    )
     with pytest.raises(ConfigError, match="AsyncStreamTask") as info:
         check_job_config(config)
     assert info.value.key == "task.class"
-
-
 
 
 class AsyncEcho(AsyncStreamTask):
@@ -314,8 +340,18 @@ class ScheduledCountAndEchoTask(CountAndEchoTask):
         self.pause = _scheduled_pause(context.config)
 
 
-SPARK_SCHEDULE = ["after-flush:2", "process:3", "before-commit:1", "markers:2", "restore:1",
-                  "after-checkpoint:3", "before-commit:4", "process:1", "markers:1", "after-flush:4"]
+SPARK_SCHEDULE = [
+    "after-flush:2",
+    "process:3",
+    "before-commit:1",
+    "markers:2",
+    "restore:1",
+    "after-checkpoint:3",
+    "before-commit:4",
+    "process:1",
+    "markers:1",
+    "after-flush:4",
+]
 
 
 @pytest.mark.spark
@@ -327,15 +363,23 @@ def test_spark_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tmp
     expected = _crash_free_stores(tmp_path)
     crash_dir = tmp_path / "crash"
     crash_dir.mkdir()
-    config = _config(crash_dir, **{
-        "job.factory.class": "spark", "job.container.retry.count": str(len(SPARK_SCHEDULE)),
-        "systems.log.samza.factory": "tests.test_reliability_exactly_once:ScheduledFaultyLogSystemFactory",
-        "task.class": "tests.test_reliability_exactly_once:ScheduledCountAndEchoTask",
-        "test.fault.schedule": ",".join(SPARK_SCHEDULE), "test.driver.pid": str(os.getpid()),
-    })
+    config = _config(
+        crash_dir,
+        **{
+            "job.factory.class": "spark",
+            "job.container.retry.count": str(len(SPARK_SCHEDULE)),
+            "systems.log.samza.factory": "tests.test_reliability_exactly_once:ScheduledFaultyLogSystemFactory",
+            "task.class": "tests.test_reliability_exactly_once:ScheduledCountAndEchoTask",
+            "test.fault.schedule": ",".join(SPARK_SCHEDULE),
+            "test.driver.pid": str(os.getpid()),
+        },
+    )
     _fill(config)
-    spark = get_or_create_spark({"spark.stage.maxConsecutiveAttempts": str(len(SPARK_SCHEDULE) + 1),
-                                 "spark.sql.shuffle.partitions": "1"}, master="local[1]", app_name="test-eos-spark")
+    spark = get_or_create_spark(
+        {"spark.stage.maxConsecutiveAttempts": str(len(SPARK_SCHEDULE) + 1), "spark.sql.shuffle.partitions": "1"},
+        master="local[1]",
+        app_name="test-eos-spark",
+    )
     box: dict = {}
 
     def run() -> None:
@@ -374,9 +418,15 @@ class SendElsewhere(StreamTask):
 
 
 def test_a_message_to_a_system_outside_the_transactions_fails_the_task_naming_the_stream(tmp_path):
-    config = _config(tmp_path, **{"systems.log.samza.factory": "log", "job.factory.class": "thread",
-                                  "task.class": "tests.test_reliability_exactly_once:SendElsewhere",
-                                  "systems.other.samza.factory": "inmemory"})
+    config = _config(
+        tmp_path,
+        **{
+            "systems.log.samza.factory": "log",
+            "job.factory.class": "thread",
+            "task.class": "tests.test_reliability_exactly_once:SendElsewhere",
+            "systems.other.samza.factory": "inmemory",
+        },
+    )
     _fill(config)
     with pytest.raises(Exception, match="other.x") as info:
         SamzaContainer("0", job_model(config)).run()

@@ -56,20 +56,22 @@ def _missing_from(config: Config, topic: str, expected: set[bytes], timeout_s: f
 
 def test_broker_frozen_longer_than_request_timeouts_mid_job(kafka_broker, kafka_config, kafka_topic_prefix, caplog):
     src, dst = f"{kafka_topic_prefix}-in", f"{kafka_topic_prefix}-out"
-    config: Config = kafka_config.with_overrides({
-        "job.name": kafka_topic_prefix,
-        "job.default.system": "kafka",
-        "task.inputs": f"kafka.{src}",
-        "task.commit.ms": "200",
-        # short client timeouts: the pause outlasts every one of them
-        "systems.kafka.consumer.request.timeout.ms": "2000",
-        "systems.kafka.producer.request.timeout.ms": "2000",
-        "systems.kafka.admin.request.timeout.ms": "2000",
-        # one record per produce request: a container commit writes both tasks' checkpoints in
-        # one batch, and the tests' broker reports a high watermark of the last batch's base
-        # offset + 1, so reading the checkpoints to that mark would miss the batch's second one
-        "systems.kafka.producer.batch.size": "0",
-    })
+    config: Config = kafka_config.with_overrides(
+        {
+            "job.name": kafka_topic_prefix,
+            "job.default.system": "kafka",
+            "task.inputs": f"kafka.{src}",
+            "task.commit.ms": "200",
+            # short client timeouts: the pause outlasts every one of them
+            "systems.kafka.consumer.request.timeout.ms": "2000",
+            "systems.kafka.producer.request.timeout.ms": "2000",
+            "systems.kafka.admin.request.timeout.ms": "2000",
+            # one record per produce request: a container commit writes both tasks' checkpoints in
+            # one batch, and the tests' broker reports a high watermark of the last batch's base
+            # offset + 1, so reading the checkpoints to that mark would miss the batch's second one
+            "systems.kafka.producer.batch.size": "0",
+        }
+    )
     create_stream(config, "kafka", src, PARTITIONS)
     create_stream(config, "kafka", dst, 1)
     produce(config, "kafka", src, [(i % PARTITIONS, b"k%d" % i, b"m%d" % i) for i in range(N)])

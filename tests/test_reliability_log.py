@@ -40,9 +40,15 @@ SEED = 1212
 def _config(root: str) -> Config:
     # linger off: a batch of BATCH rows is written by its flush alone, so whole batches are what
     # a reader may see (with the default linger a flush's rows can be written in several parts)
-    return Config({"systems.log.samza.factory": "log", "systems.log.log.path": root,
-                   "systems.log.log.batch.size": str(BATCH * 10), "systems.log.log.fetch.size": "100000",
-                   "systems.log.log.linger.ms": "0"})
+    return Config(
+        {
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": root,
+            "systems.log.log.batch.size": str(BATCH * 10),
+            "systems.log.log.fetch.size": "100000",
+            "systems.log.log.linger.ms": "0",
+        }
+    )
 
 
 def writer(root: str, partition: int) -> None:
@@ -86,7 +92,9 @@ def reader(root: str, seconds: float) -> None:
             for env in envs:
                 want = expect[ssp]
                 if env.offset != str(want) or not env.message.startswith(b"%d:%d:" % (ssp.partition, want)):
-                    problems.append(f"partition {ssp.partition}: offset {env.offset} holds {env.message[:20]!r}, expected seq {want}")
+                    problems.append(
+                        f"partition {ssp.partition}: offset {env.offset} holds {env.message[:20]!r}, expected seq {want}"
+                    )
                 expect[ssp] = int(env.offset) + 1
             if expect[ssp] % BATCH:
                 # a poll may stop mid-batch (fetch size); the rest must already be visible
@@ -94,13 +102,19 @@ def reader(root: str, seconds: float) -> None:
                 if int(more.upcoming_offset) % BATCH:
                     problems.append(f"partition {ssp.partition}: partial batch visible ({more.upcoming_offset})")
     consumer.stop()
-    print(json.dumps({"problems": problems, "snapshots": snapshots, "read": {s.partition: n for s, n in expect.items()}}))
+    print(
+        json.dumps({"problems": problems, "snapshots": snapshots, "read": {s.partition: n for s, n in expect.items()}})
+    )
 
 
 def _spawn(*args: str) -> subprocess.Popen:
     code = f"import tests.test_reliability_log as m; m.{args[0]}(*{list(args[1:])!r})"
-    return subprocess.Popen([sys.executable, "-c", code.replace("'@", "").replace("@'", "")],
-                            stdout=subprocess.PIPE, text=True, cwd=str(Path(__file__).resolve().parents[1]))
+    return subprocess.Popen(
+        [sys.executable, "-c", code.replace("'@", "").replace("@'", "")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
 
 
 def _start_writer(root: str, partition: int) -> subprocess.Popen:
@@ -143,7 +157,9 @@ def test_killed_writers_never_expose_partial_batches_and_files_stay_sound(tmp_pa
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     totals = {}
     for p in range(WRITERS):
-        rows = conn.execute('SELECT "offset", value FROM messages WHERE "partition" = ? ORDER BY "offset"', (p,)).fetchall()
+        rows = conn.execute(
+            'SELECT "offset", value FROM messages WHERE "partition" = ? ORDER BY "offset"', (p,)
+        ).fetchall()
         assert len(rows) % BATCH == 0 and rows, p
         assert [o for o, _ in rows] == list(range(len(rows))), p
         assert all(v.startswith(b"%d:%d:" % (p, o)) for o, v in rows), p

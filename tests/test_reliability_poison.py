@@ -140,17 +140,45 @@ json_like = st.recursive(
 maybe_json_bytes = st.one_of(
     st.binary(max_size=200),
     json_like.map(lambda v: json.dumps(v).encode()),
-    st.dictionaries(st.sampled_from(["version", "offsets", "changelog_offsets", "type", "key", "values", "end_of_stream",
-                                     "watermarks", "taskName", "taskCount", "timestamp", "system", "partition"]),
-                    json_like, max_size=5).map(lambda v: json.dumps(v).encode()),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "version",
+                "offsets",
+                "changelog_offsets",
+                "type",
+                "key",
+                "values",
+                "end_of_stream",
+                "watermarks",
+                "taskName",
+                "taskCount",
+                "timestamp",
+                "system",
+                "partition",
+            ]
+        ),
+        json_like,
+        max_size=5,
+    ).map(lambda v: json.dumps(v).encode()),
 )
 
 
 @FAST
-@given(st.one_of(st.binary(max_size=200), maybe_json_bytes.map(lambda b: bytes([1]) + b),
-                 maybe_json_bytes.map(lambda b: bytes([2]) + b), maybe_json_bytes.map(lambda b: bytes([0]) + b)))
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        maybe_json_bytes.map(lambda b: bytes([1]) + b),
+        maybe_json_bytes.map(lambda b: bytes([2]) + b),
+        maybe_json_bytes.map(lambda b: bytes([0]) + b),
+    )
+)
 def test_intermediate_message_serde_raises_only_serde_errors(data):
-    for serde in (IntermediateMessageSerde(JsonSerde()), IntermediateMessageSerde(StringSerde()), IntermediateMessageSerde()):
+    for serde in (
+        IntermediateMessageSerde(JsonSerde()),
+        IntermediateMessageSerde(StringSerde()),
+        IntermediateMessageSerde(),
+    ):
         try:
             serde.from_bytes(data)
         except (ControlMessageError, SerdeError):
@@ -229,8 +257,12 @@ def test_coordinator_stream_reader_skips_garbage_and_keeps_the_config(tmp_path):
     with CoordinatorStreamWriter(config) as writer:
         writer.send(CoordinatorStreamMessage.set_config("test", "a.key", "before"))
     loc = CoordinatorStreamLocation.from_config(config)
-    produce(config, loc.system, loc.stream, [(0, b"\xff\xfe", b"\x00garbage"), (0, b"[1,2]", b"{}"), (0, None, None),
-                                               (0, b'["x"]', b"[" * 100_000)])
+    produce(
+        config,
+        loc.system,
+        loc.stream,
+        [(0, b"\xff\xfe", b"\x00garbage"), (0, b"[1,2]", b"{}"), (0, None, None), (0, b'["x"]', b"[" * 100_000)],
+    )
     with CoordinatorStreamWriter(config) as writer:
         writer.send(CoordinatorStreamMessage.set_config("test", "b.key", "after"))
     state = read_coordinator_stream(config)

@@ -32,21 +32,25 @@ MESSAGES = 400
 def _job(tmp_path: Path, runner: str, sleep_ms: int) -> tuple[Path, Config, Path]:
     progress = tmp_path / "processed.txt"
     properties = tmp_path / "job.properties"
-    properties.write_text("\n".join([
-        "job.name=signals",
-        f"job.factory.class={runner}",
-        "job.default.system=log",
-        "systems.log.samza.factory=log",
-        "systems.log.samza.msg.serde=string",
-        f"systems.log.log.path={tmp_path / 'log'}",
-        "task.class=tests.apps.tasks:ProgressCopyTask",
-        "task.inputs=log.words",
-        "task.commit.ms=600000",
-        f"test.sleep.ms={sleep_ms}",
-        f"test.progress.file={progress}",
-        "spark.master=local[1]",
-        "",
-    ]))
+    properties.write_text(
+        "\n".join(
+            [
+                "job.name=signals",
+                f"job.factory.class={runner}",
+                "job.default.system=log",
+                "systems.log.samza.factory=log",
+                "systems.log.samza.msg.serde=string",
+                f"systems.log.log.path={tmp_path / 'log'}",
+                "task.class=tests.apps.tasks:ProgressCopyTask",
+                "task.inputs=log.words",
+                "task.commit.ms=600000",
+                f"test.sleep.ms={sleep_ms}",
+                f"test.progress.file={progress}",
+                "spark.master=local[1]",
+                "",
+            ]
+        )
+    )
     config = Config.from_properties(str(properties))
     create_streams(config, {"words": 1, "output": 1})
     produce(config, "words", [(None, f"w{i}".encode(), None) for i in range(MESSAGES)], source="test")
@@ -68,8 +72,13 @@ def _as_a_background_job_ignoring_both() -> None:
 def _start(properties: Path, dispositions=_as_from_a_terminal) -> subprocess.Popen[str]:
     # a session of its own: the signal goes to the runner's process alone, not to a process group
     return subprocess.Popen(
-        [str(CLI), "run", "--config-path", str(properties)], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=dispositions,
+        [str(CLI), "run", "--config-path", str(properties)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=dispositions,
     )
 
 
@@ -183,8 +192,10 @@ def test_a_second_signal_exits_at_once_saying_what_was_not_committed(tmp_path):
     assert proc.returncode == 130, (out, err)
     last = _processed(progress)[-1]
     assert "SIGINT again: exiting at once, without the final commit" in err, err
-    assert (f"Not committed (processed again at the next start): container 0, task Partition 0: log.words "
-            f"partition 0 processed up to offset {last}, nothing committed yet") in err, err
+    assert (
+        f"Not committed (processed again at the next start): container 0, task Partition 0: log.words "
+        f"partition 0 processed up to offset {last}, nothing committed yet"
+    ) in err, err
     assert "Traceback" not in err
     assert read_checkpoints(config) == {}
 
@@ -199,8 +210,14 @@ def test_a_container_whose_process_runner_is_killed_stops_gracefully_by_itself(t
         assert len(containers) == 1
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
-        wait_until(lambda: not Path(f"/proc/{containers[0]}").exists()
-                   or Path(f"/proc/{containers[0]}/stat").read_text().split()[2] == "Z", 60, "the orphaned container to stop")
+        wait_until(
+            lambda: (
+                not Path(f"/proc/{containers[0]}").exists()
+                or Path(f"/proc/{containers[0]}/stat").read_text().split()[2] == "Z"
+            ),
+            60,
+            "the orphaned container to stop",
+        )
     finally:
         if proc.poll() is None:
             proc.kill()

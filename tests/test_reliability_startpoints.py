@@ -56,21 +56,25 @@ class PausingCoordinatorSystemFactory(LogSystemFactory):
 def _job(tmp_path: Path) -> tuple[Path, Config]:
     log = tmp_path / "log"
     properties = tmp_path / "job.properties"
-    properties.write_text("\n".join([
-        "job.name=rewound",
-        "job.factory.class=thread",
-        "job.default.system=log",
-        "job.coordinator.system=coord",
-        "systems.log.samza.factory=log",
-        "systems.log.samza.msg.serde=string",
-        f"systems.log.log.path={log}",
-        "systems.log.streams.words.samza.bounded=true",
-        f"systems.coord.samza.factory={__name__}:PausingCoordinatorSystemFactory",
-        f"systems.coord.log.path={log}",
-        "task.class=tests.apps.tasks:CopyTask",
-        "task.inputs=log.words",
-        "",
-    ]))
+    properties.write_text(
+        "\n".join(
+            [
+                "job.name=rewound",
+                "job.factory.class=thread",
+                "job.default.system=log",
+                "job.coordinator.system=coord",
+                "systems.log.samza.factory=log",
+                "systems.log.samza.msg.serde=string",
+                f"systems.log.log.path={log}",
+                "systems.log.streams.words.samza.bounded=true",
+                f"systems.coord.samza.factory={__name__}:PausingCoordinatorSystemFactory",
+                f"systems.coord.log.path={log}",
+                "task.class=tests.apps.tasks:CopyTask",
+                "task.inputs=log.words",
+                "",
+            ]
+        )
+    )
     config = Config.from_properties(str(properties))
     create_streams(config, {"words": 1, "output": 1})
     produce(config, "words", [(None, f"w{i}".encode(), None) for i in range(MESSAGES)], source="test")
@@ -86,8 +90,12 @@ def test_a_kill_before_the_startpoint_is_removed_rewinds_again_and_loses_nothing
     fault_dir.mkdir()
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("samza-dagster")), "run", "--config-path", str(properties)],
-        cwd=ROOT, env={**os.environ, FAULT_DIR_ENV: str(fault_dir)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=ROOT,
+        env={**os.environ, FAULT_DIR_ENV: str(fault_dir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         marker = fault_dir / "deleting-startpoint"

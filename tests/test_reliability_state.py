@@ -19,14 +19,16 @@ CL = SystemStreamPartition("log", "t-counts-changelog", 0)
 
 
 def _config(tmp_path: Path) -> Config:
-    return Config({
-        "job.name": "t",
-        "systems.log.log.path": str(tmp_path / "log"),
-        "stores.counts.factory": "rocksdb",
-        "stores.counts.key.serde": "string",
-        "stores.counts.msg.serde": "json",
-        "stores.counts.changelog": "log.t-counts-changelog",
-    })
+    return Config(
+        {
+            "job.name": "t",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "json",
+            "stores.counts.changelog": "log.t-counts-changelog",
+        }
+    )
 
 
 class _Env:
@@ -43,7 +45,9 @@ class _Env:
         producer.register(TASK)
         producer.start()
         ts = TaskStores(TASK, 0, self.specs, SerdeRegistry(self.config), self.base, {"log": producer})
-        restored = restore_stores([ts], {"log": self.admin}, lambda s: self.factory.get_consumer(s, self.config), checkpoints)
+        restored = restore_stores(
+            [ts], {"log": self.admin}, lambda s: self.factory.get_consumer(s, self.config), checkpoints
+        )
         return ts, producer, restored
 
     def commit(self, ts: TaskStores, producer) -> Checkpoint:

@@ -105,7 +105,9 @@ class _CommitWatchingContainer(SamzaContainer):
     def _commit(self, tasks) -> None:
         for ti in tasks:
             completed = {e[4] for e in self.recorder.of("complete") if e[1] == ti.task_name}
-            self.commits.append((ti.task_name, self.run_loop.workers[ti.task_name].in_flight, dict(ti.last_processed), completed))
+            self.commits.append(
+                (ti.task_name, self.run_loop.workers[ti.task_name].in_flight, dict(ti.last_processed), completed)
+            )
         super()._commit(tasks)
 
 
@@ -181,8 +183,9 @@ def test_async_failure_fails_the_job_with_coordinates():
 
 @pytest.mark.parametrize("pool", ["0", "2"])
 def test_process_that_raises_fails_with_coordinates_and_checkpoint_stays_before_it(pool):
-    config = _config(**{"task.class": "tests.apps.tasks:FailingTask", "task.commit.ms": "1",
-                        "job.container.thread.pool.size": pool})
+    config = _config(
+        **{"task.class": "tests.apps.tasks:FailingTask", "task.commit.ms": "1", "job.container.thread.pool.size": pool}
+    )
     create_stream(config, "mem", "input", 1)
     messages = [(0, None, f"m{i}") for i in range(500)] + [(0, None, "boom")] + [(0, None, "after")] * 10
     produce(config, "mem", "input", messages)
@@ -198,8 +201,13 @@ def test_process_that_raises_fails_with_coordinates_and_checkpoint_stays_before_
 
 
 def test_shutdown_all_tasks_stops_the_container_after_a_commit():
-    config = _config(**{"task.class": "tests.apps.tasks:ShutdownAfterTask", "test.shutdown.after": "7",
-                        "systems.mem.streams.input.samza.bounded": "false"})
+    config = _config(
+        **{
+            "task.class": "tests.apps.tasks:ShutdownAfterTask",
+            "test.shutdown.after": "7",
+            "systems.mem.streams.input.samza.bounded": "false",
+        }
+    )
     _setup(config, 1, 50)
     summary = SamzaContainer("0", job_model(config)).run()
     assert summary.status is ContainerStatus.SHUTDOWN
@@ -213,8 +221,10 @@ def test_stop_event_stops_an_unbounded_container_gracefully():
     container = SamzaContainer("0", job_model(config), stop_event=stop)
     t = threading.Thread(target=container.run)
     t.start()
-    wait_until(lambda: sum(ti.metrics.envelopes_processed for ti in list(container.tasks.values())) == 20,
-             what="every message processed")
+    wait_until(
+        lambda: sum(ti.metrics.envelopes_processed for ti in list(container.tasks.values())) == 20,
+        what="every message processed",
+    )
     stop.set()
     t.join(5)
     assert not t.is_alive()

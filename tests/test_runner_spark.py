@@ -31,7 +31,8 @@ def spark():
 
     session = get_or_create_spark(
         {"spark.stage.maxConsecutiveAttempts": str(ATTEMPTS), "spark.sql.shuffle.partitions": "1"},
-        master="local[2]", app_name="test-runner-spark",
+        master="local[2]",
+        app_name="test-runner-spark",
     )
     yield session
     session.stop()
@@ -155,7 +156,9 @@ def test_bounded_two_container_job_matches_the_thread_runner(spark, log_root, in
 def test_crashed_container_is_restarted_by_spark_and_nothing_is_lost(spark, log_root, input_stream, tmp_path):
     marker = tmp_path / "crashed"
     cfg = _base(
-        log_root, "copy-crash", "out-crash",
+        log_root,
+        "copy-crash",
+        "out-crash",
         **{"test.crash.container": "1", "test.crash.after.messages": "150", "test.crash.marker": str(marker)},
     )
     _create(cfg, "out-crash", PARTITIONS)
@@ -237,9 +240,14 @@ def test_new_job_model_restarts_the_stage_and_resumes_from_commits(spark, log_ro
     from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamWriter
 
     cfg = _base(
-        log_root, "copy-newmodel", "out-newmodel",
-        **{"systems.log.streams.input.samza.bounded": "false",
-           "job.coordinator.monitor.interval.ms": "300", "job.coordinator.watch.interval.ms": "300"},
+        log_root,
+        "copy-newmodel",
+        "out-newmodel",
+        **{
+            "systems.log.streams.input.samza.bounded": "false",
+            "job.coordinator.monitor.interval.ms": "300",
+            "job.coordinator.watch.interval.ms": "300",
+        },
     )
     _create(cfg, "out-newmodel", PARTITIONS)
     runner = SparkJobRunner(cfg, spark=spark)
@@ -269,19 +277,21 @@ def test_bounded_job_over_kafka(spark, kafka_config, kafka_topic_prefix, kafka_b
     from kafka import KafkaConsumer, KafkaProducer
 
     topic_in, topic_out = f"{kafka_topic_prefix}-in", f"{kafka_topic_prefix}-out"
-    cfg = kafka_config.with_overrides({
-        "job.name": f"{kafka_topic_prefix}-job",
-        "job.factory.class": "spark",
-        "job.container.count": "2",
-        "job.default.system": "kafka",
-        "task.class": "tests.spark_apps:CopyTask",
-        "task.inputs": f"kafka.{topic_in}",
-        "task.commit.ms": "200",
-        f"systems.kafka.streams.{topic_in}.samza.bounded": "true",
-        "systems.kafka.samza.offset.default": "oldest",
-        "test.output.system": "kafka",
-        "test.output.stream": topic_out,
-    })
+    cfg = kafka_config.with_overrides(
+        {
+            "job.name": f"{kafka_topic_prefix}-job",
+            "job.factory.class": "spark",
+            "job.container.count": "2",
+            "job.default.system": "kafka",
+            "task.class": "tests.spark_apps:CopyTask",
+            "task.inputs": f"kafka.{topic_in}",
+            "task.commit.ms": "200",
+            f"systems.kafka.streams.{topic_in}.samza.bounded": "true",
+            "systems.kafka.samza.offset.default": "oldest",
+            "test.output.system": "kafka",
+            "test.output.stream": topic_out,
+        }
+    )
     admin = system_factory(cfg, "kafka").get_admin("kafka", cfg)
     admin.create_stream(StreamSpec(topic_in, topic_in, "kafka", 2))
     admin.create_stream(StreamSpec(topic_out, topic_out, "kafka", 2))
@@ -301,8 +311,12 @@ def test_bounded_job_over_kafka(spark, kafka_config, kafka_topic_prefix, kafka_b
     assert result.messages_per_stream == {f"kafka.{topic_in}": 120}
     assert [s.messages_processed for s in result.summaries] == [60, 60]
 
-    consumer = KafkaConsumer(topic_out, bootstrap_servers=kafka_broker.bootstrap_servers,
-                             auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    consumer = KafkaConsumer(
+        topic_out,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
     got = [r.value for r in consumer]
     consumer.close()
     assert sorted(got) == sorted(sent)
@@ -314,7 +328,9 @@ def test_high_level_two_stage_application_on_spark(spark, tmp_path):
     rebuilds the operator graph; the bounded job ends by in-band end-of-stream."""
     from tests.test_operators_runtime import base, bounded, create, produce, read_all
 
-    cfg = bounded(base(tmp_path, "wc-spark", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3"}), "words")
+    cfg = bounded(
+        base(tmp_path, "wc-spark", "TwoStageCountApp", **{"job.intermediate.stream.partitions": "3"}), "words"
+    )
     cfg = cfg.with_overrides({"job.container.count": "2", "job.factory.class": "spark"})
     create(cfg, "words", 4)
     create(cfg, "counts", 3)

@@ -40,26 +40,39 @@ def cluster(tmp_path_factory):
 def spark(cluster):
     from samza_dagster.spark.session import get_or_create_spark
 
-    session = get_or_create_spark({
-        "spark.stage.maxConsecutiveAttempts": "4",
-        "spark.executorEnv.PYTHONPATH": str(REPO),
-        "spark.executor.memory": "1g",
-        "spark.sql.shuffle.partitions": "1",
-        "spark.executor.extraJavaOptions": f"-Djava.io.tmpdir={cluster.work_dir}",  # not /tmp
-    }, master=cluster.master_url, app_name="test-spark-cluster")
+    session = get_or_create_spark(
+        {
+            "spark.stage.maxConsecutiveAttempts": "4",
+            "spark.executorEnv.PYTHONPATH": str(REPO),
+            "spark.executor.memory": "1g",
+            "spark.sql.shuffle.partitions": "1",
+            "spark.executor.extraJavaOptions": f"-Djava.io.tmpdir={cluster.work_dir}",  # not /tmp
+        },
+        master=cluster.master_url,
+        app_name="test-spark-cluster",
+    )
     yield session
     session.stop()
 
 
 def _config(root: Path, name: str, output: str, **extra: str) -> Config:
-    return Config({
-        "job.name": name, "job.factory.class": "spark", "job.container.count": "2",
-        "job.container.retry.count": "3", "job.default.system": "log",
-        "systems.log.samza.factory": "log", "systems.log.log.path": str(root),
-        "task.class": "tests.spark_apps:CopyTask", "task.inputs": "log.input", "task.commit.ms": "100",
-        "systems.log.streams.input.samza.bounded": "true", "test.output.stream": output,
-        **extra,
-    })
+    return Config(
+        {
+            "job.name": name,
+            "job.factory.class": "spark",
+            "job.container.count": "2",
+            "job.container.retry.count": "3",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(root),
+            "task.class": "tests.spark_apps:CopyTask",
+            "task.inputs": "log.input",
+            "task.commit.ms": "100",
+            "systems.log.streams.input.samza.bounded": "true",
+            "test.output.stream": output,
+            **extra,
+        }
+    )
 
 
 def _fill_input(config: Config) -> list[bytes]:
@@ -121,16 +134,27 @@ def test_a_killed_executor_is_replaced_and_the_job_loses_nothing(spark, cluster,
     assert not missing, f"{sum(missing.values())} messages lost, e.g. {next(iter(missing))}"
 
 
-def test_a_two_container_kafka_job_runs_on_the_standalone_cluster(spark, kafka_config, kafka_topic_prefix, kafka_broker):
+def test_a_two_container_kafka_job_runs_on_the_standalone_cluster(
+    spark, kafka_config, kafka_topic_prefix, kafka_broker
+):
     from kafka import KafkaConsumer, KafkaProducer
 
     topic_in, topic_out = f"{kafka_topic_prefix}-in", f"{kafka_topic_prefix}-out"
-    config = kafka_config.with_overrides({
-        "job.name": f"{kafka_topic_prefix}-job", "job.factory.class": "spark", "job.container.count": "2",
-        "job.default.system": "kafka", "task.class": "tests.spark_apps:CopyTask", "task.inputs": f"kafka.{topic_in}",
-        "task.commit.ms": "200", f"systems.kafka.streams.{topic_in}.samza.bounded": "true",
-        "systems.kafka.samza.offset.default": "oldest", "test.output.system": "kafka", "test.output.stream": topic_out,
-    })
+    config = kafka_config.with_overrides(
+        {
+            "job.name": f"{kafka_topic_prefix}-job",
+            "job.factory.class": "spark",
+            "job.container.count": "2",
+            "job.default.system": "kafka",
+            "task.class": "tests.spark_apps:CopyTask",
+            "task.inputs": f"kafka.{topic_in}",
+            "task.commit.ms": "200",
+            f"systems.kafka.streams.{topic_in}.samza.bounded": "true",
+            "systems.kafka.samza.offset.default": "oldest",
+            "test.output.system": "kafka",
+            "test.output.stream": topic_out,
+        }
+    )
     admin = system_factory(config, "kafka").get_admin("kafka", config)
     admin.create_stream(StreamSpec(topic_in, topic_in, "kafka", 2))
     admin.create_stream(StreamSpec(topic_out, topic_out, "kafka", 2))
@@ -148,8 +172,12 @@ def test_a_two_container_kafka_job_runs_on_the_standalone_cluster(spark, kafka_c
     result = run_spark_job(config, spark=spark)
     assert result.succeeded, result.summary_line()
     assert [s.messages_processed for s in result.summaries] == [50, 50]
-    consumer = KafkaConsumer(topic_out, bootstrap_servers=kafka_broker.bootstrap_servers,
-                             auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    consumer = KafkaConsumer(
+        topic_out,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
     got = [r.value for r in consumer]
     consumer.close()
     assert sorted(got) == sorted(sent)

@@ -33,17 +33,19 @@ MESSAGES_PER_PARTITION = 5
 
 
 def _config(root: Path, partitions: int) -> Config:
-    return Config({
-        "job.name": f"scale-{partitions}",
-        "job.default.system": "log",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(root),
-        "systems.log.log.synchronous": "OFF",
-        "task.inputs": "log.input",
-        "systems.log.streams.input.samza.bounded": "true",
-        "task.class": "tests.apps.tasks:NoOpTask",
-        "task.commit.ms": "600000",  # the commits counted are the end-of-stream ones
-    })
+    return Config(
+        {
+            "job.name": f"scale-{partitions}",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(root),
+            "systems.log.log.synchronous": "OFF",
+            "task.inputs": "log.input",
+            "systems.log.streams.input.samza.bounded": "true",
+            "task.class": "tests.apps.tasks:NoOpTask",
+            "task.commit.ms": "600000",  # the commits counted are the end-of-stream ones
+        }
+    )
 
 
 def _produce(config: Config, partitions: int) -> None:
@@ -84,8 +86,15 @@ def counted(monkeypatch):
     spy(RunLoop, "_run_due")
     spy(CheckpointManager, "write_all")
     spy(LogFormat, "next_offsets", count=lambda self, conn, partitions: len(partitions))
-    spy(SystemConsumers, "_poll_inline", count=lambda self, *a, **k: sum(len(s) for _, s in self._inline.values())
-        if not k.get("topping_up") else sum(len(r) for r in self._refill.values()))
+    spy(
+        SystemConsumers,
+        "_poll_inline",
+        count=lambda self, *a, **k: (
+            sum(len(s) for _, s in self._inline.values())
+            if not k.get("topping_up")
+            else sum(len(r) for r in self._refill.values())
+        ),
+    )
     return counts
 
 
@@ -168,8 +177,11 @@ def test_the_producer_continues_after_a_partition_its_cleaner_emptied(tmp_path):
     for _ in range(3):
         producer.send("t", OutgoingMessageEnvelope(ss, b"old", partition=0, event_time=1))
     producer.flush("t")
-    wait_until(lambda: admin.get_system_stream_metadata(["s"])["s"].partitions[0].newest_offset is None,
-               timeout_s=10, what="the cleaner emptying the partition")
+    wait_until(
+        lambda: admin.get_system_stream_metadata(["s"])["s"].partitions[0].newest_offset is None,
+        timeout_s=10,
+        what="the cleaner emptying the partition",
+    )
     # stamped an hour ahead, so the retention of 1 ms (the cleaner runs continuously) keeps it
     producer.send("t", OutgoingMessageEnvelope(ss, b"new", partition=0, event_time=int(time.time() * 1000) + 3_600_000))
     producer.flush("t")

@@ -53,10 +53,17 @@ def _config(tmp_path, **extra: str) -> Config:
     return Config(entries)
 
 
-@pytest.mark.parametrize("key", [
-    "systems.kafka.consumer.sasl.plain.password", "systems.kafka.producer.sasl.jaas.config", "x.password",
-    "systems.k.consumer.ssl.keyfile", "systems.k.producer.ssl.key.password", "systems.k.admin.sasl.mechanism",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "systems.kafka.consumer.sasl.plain.password",
+        "systems.kafka.producer.sasl.jaas.config",
+        "x.password",
+        "systems.k.consumer.ssl.keyfile",
+        "systems.k.producer.ssl.key.password",
+        "systems.k.admin.sasl.mechanism",
+    ],
+)
 def test_documented_secret_patterns_are_masked(key):
     assert is_secret_key(key) and mask_config({key: "v"}) == {key: MASK}
 
@@ -124,10 +131,15 @@ def test_operator_runtime_never_names_pickle_for_its_own_stores(tmp_path):
     changelog stream's bytes cannot make a job run code at restore. Pickle only when named."""
     from samza_dagster.operators.prepare import OPERATOR_STORE_SERDE, prepare_application
 
-    config = Config({
-        "job.name": "picklecheck", "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-        "app.class": "tests.hl_apps.apps:TwoStageCountApp", "job.default.system": "log",
-    })
+    config = Config(
+        {
+            "job.name": "picklecheck",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "app.class": "tests.hl_apps.apps:TwoStageCountApp",
+            "job.default.system": "log",
+        }
+    )
     create_stream(config, "log", "words", 4)
     prepared = prepare_application(config)
     assert "pickle" not in set(prepared.config.values())
@@ -144,19 +156,21 @@ def test_operator_runtime_never_names_pickle_for_its_own_stores(tmp_path):
 def test_kafka_ssl_and_sasl_settings_pass_through_to_kafka_python():
     from samza_dagster.system.kafka.config import kafka_client_configs
 
-    config = Config({
-        "systems.k.consumer.bootstrap.servers": "broker:9093",
-        "systems.k.consumer.security.protocol": "SASL_SSL",
-        "systems.k.consumer.sasl.mechanism": "PLAIN",
-        "systems.k.consumer.sasl.plain.username": "user",
-        "systems.k.consumer.sasl.plain.password": "pw",
-        "systems.k.consumer.ssl.cafile": "/etc/ca.pem",
-        "systems.k.consumer.ssl.check.hostname": "true",
-        "systems.k.producer.security.protocol": "SSL",
-        "systems.k.producer.ssl.certfile": "/etc/client.pem",
-        "systems.k.producer.ssl.keyfile": "/etc/client.key",
-        "systems.k.producer.ssl.password": "keypw",
-    })
+    config = Config(
+        {
+            "systems.k.consumer.bootstrap.servers": "broker:9093",
+            "systems.k.consumer.security.protocol": "SASL_SSL",
+            "systems.k.consumer.sasl.mechanism": "PLAIN",
+            "systems.k.consumer.sasl.plain.username": "user",
+            "systems.k.consumer.sasl.plain.password": "pw",
+            "systems.k.consumer.ssl.cafile": "/etc/ca.pem",
+            "systems.k.consumer.ssl.check.hostname": "true",
+            "systems.k.producer.security.protocol": "SSL",
+            "systems.k.producer.ssl.certfile": "/etc/client.pem",
+            "systems.k.producer.ssl.keyfile": "/etc/client.key",
+            "systems.k.producer.ssl.password": "keypw",
+        }
+    )
     c = kafka_client_configs("k", config)
     assert c.consumer["security_protocol"] == "SASL_SSL" and c.consumer["sasl_mechanism"] == "PLAIN"
     assert c.consumer["sasl_plain_username"] == "user" and c.consumer["sasl_plain_password"] == "pw"

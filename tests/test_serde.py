@@ -75,8 +75,9 @@ def test_registry_resolves_stream_then_system_serdes_and_user_classes():
 
 
 def test_registry_errors_name_the_key():
-    registry = SerdeRegistry(Config({"systems.log.samza.msg.serde": "avro",
-                                     "serializers.registry.bad.class": "no.such.module:Serde"}))
+    registry = SerdeRegistry(
+        Config({"systems.log.samza.msg.serde": "avro", "serializers.registry.bad.class": "no.such.module:Serde"})
+    )
     with pytest.raises(ConfigError, match=r"systems.log.samza.msg.serde.*'avro'.*known: bytes, integer, json"):
         registry.msg_serde(SystemStream("log", "s"))
     with pytest.raises(ConfigError, match="serializers.registry.bad.class.*cannot import"):

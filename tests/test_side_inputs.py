@@ -20,27 +20,40 @@ from tests.apps.harness import create_stream, produce
 
 def _config(base: Config, system: str, prefix: str = "", **extra: str) -> Config:
     users, profiles, enriched = (f"{prefix}users", f"{prefix}profiles", f"{prefix}enriched")
-    return base.with_overrides({
-        "job.name": f"{prefix}enrich", "job.factory.class": "thread", "job.default.system": system,
-        "task.class": "tests.apps.tasks:ProfileLookupTask", "task.inputs": f"{system}.{users}",
-        "test.output.system": system, "test.output.stream": enriched,
-        f"systems.{system}.streams.{users}.samza.msg.serde": "string",
-        f"systems.{system}.streams.{profiles}.samza.key.serde": "string",
-        f"systems.{system}.streams.{profiles}.samza.msg.serde": "json",
-        f"systems.{system}.streams.{enriched}.samza.key.serde": "string",
-        f"systems.{system}.streams.{enriched}.samza.msg.serde": "json",
-        "stores.profiles.factory": "rocksdb", "stores.profiles.side.inputs": f"{system}.{profiles}",
-        "stores.profiles.key.serde": "string", "stores.profiles.msg.serde": "json",
-        "task.commit.ms": "200",
-        # Kafka: one record per batch (the test broker's high watermark, see support/kafka_broker.py)
-        f"systems.{system}.producer.batch.size": "0",
-        **extra,
-    })
+    return base.with_overrides(
+        {
+            "job.name": f"{prefix}enrich",
+            "job.factory.class": "thread",
+            "job.default.system": system,
+            "task.class": "tests.apps.tasks:ProfileLookupTask",
+            "task.inputs": f"{system}.{users}",
+            "test.output.system": system,
+            "test.output.stream": enriched,
+            f"systems.{system}.streams.{users}.samza.msg.serde": "string",
+            f"systems.{system}.streams.{profiles}.samza.key.serde": "string",
+            f"systems.{system}.streams.{profiles}.samza.msg.serde": "json",
+            f"systems.{system}.streams.{enriched}.samza.key.serde": "string",
+            f"systems.{system}.streams.{enriched}.samza.msg.serde": "json",
+            "stores.profiles.factory": "rocksdb",
+            "stores.profiles.side.inputs": f"{system}.{profiles}",
+            "stores.profiles.key.serde": "string",
+            "stores.profiles.msg.serde": "json",
+            "task.commit.ms": "200",
+            # Kafka: one record per batch (the test broker's high watermark, see support/kafka_broker.py)
+            f"systems.{system}.producer.batch.size": "0",
+            **extra,
+        }
+    )
 
 
 def _log_base(tmp_path: Path) -> Config:
-    return Config({"systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-                   "job.logged.store.base.dir": str(tmp_path / "state")})
+    return Config(
+        {
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+        }
+    )
 
 
 def _streams(config: Config, system: str, prefix: str = "") -> None:
@@ -97,7 +110,9 @@ def test_the_task_sees_side_input_updates_while_it_runs(tmp_path):
 @pytest.mark.timeout(180)
 def test_the_task_sees_side_input_updates_while_it_runs_on_kafka(kafka_config, kafka_topic_prefix, tmp_path):
     prefix = kafka_topic_prefix + "-"
-    config = _config(kafka_config.with_overrides({"job.logged.store.base.dir": str(tmp_path / "state")}), "kafka", prefix)
+    config = _config(
+        kafka_config.with_overrides({"job.logged.store.base.dir": str(tmp_path / "state")}), "kafka", prefix
+    )
     _streams(config, "kafka", prefix)
     _follows_updates_while_running(config, "kafka", prefix)
 
@@ -140,8 +155,13 @@ def test_an_in_memory_side_input_store_is_read_again_from_the_oldest_offset(tmp_
 
 
 def test_a_configured_processor_shapes_and_deletes_entries(tmp_path):
-    config = _bounded(_config(_log_base(tmp_path), "log", **{
-        "stores.profiles.side.inputs.processor.factory": "tests.apps.tasks:UpperNameProcessor"}))
+    config = _bounded(
+        _config(
+            _log_base(tmp_path),
+            "log",
+            **{"stores.profiles.side.inputs.processor.factory": "tests.apps.tasks:UpperNameProcessor"},
+        )
+    )
     _streams(config, "log")
     _profile(config, "log", "u1", "ann")
     _profile(config, "log", "u2", "bob")
@@ -162,8 +182,13 @@ def test_a_side_input_store_with_a_changelog_is_a_config_error(tmp_path):
 
 
 def test_a_processor_that_fails_fails_the_job_naming_store_partition_and_offset(tmp_path):
-    config = _bounded(_config(_log_base(tmp_path), "log", **{
-        "stores.profiles.side.inputs.processor.factory": "tests.apps.tasks:UpperNameProcessor"}))
+    config = _bounded(
+        _config(
+            _log_base(tmp_path),
+            "log",
+            **{"stores.profiles.side.inputs.processor.factory": "tests.apps.tasks:UpperNameProcessor"},
+        )
+    )
     _streams(config, "log")
     produce(config, "log", "profiles", [(0, b"u1", json.dumps({"nickname": "x"}).encode())])
     _user(config, "log", "u1")
@@ -201,8 +226,11 @@ def test_stored_offsets_that_retention_removed_continue_from_the_oldest_with_a_w
         result = run_job(config)
     assert result.succeeded, result.summary_line()
     assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 2}
-    assert any("resumes at offset 2, outside the partition's offsets [3, 5]" in r.getMessage()
-               and "skipping offsets [2, 3) and starting at 3" in r.getMessage() for r in caplog.records), caplog.text
+    assert any(
+        "resumes at offset 2, outside the partition's offsets [3, 5]" in r.getMessage()
+        and "skipping offsets [2, 3) and starting at 3" in r.getMessage()
+        for r in caplog.records
+    ), caplog.text
     assert _seen(config, "log")[-1]["profile"] == {"name": "e"}
 
 
@@ -212,12 +240,18 @@ def test_tasks_sharing_a_side_input_partition_resume_from_the_earliest_store(tmp
     from where that store needs it — the oldest offset — not from where the other left off."""
     import shutil
 
-    config = _bounded(_config(_log_base(tmp_path), "log", **{
-        "task.inputs": "log.users,log.clicks",
-        "job.systemstreampartition.grouper.factory": "group-by-system-stream-partition",
-        "systems.log.streams.clicks.samza.msg.serde": "string",
-        "systems.log.streams.clicks.samza.bounded": "true",
-    }))
+    config = _bounded(
+        _config(
+            _log_base(tmp_path),
+            "log",
+            **{
+                "task.inputs": "log.users,log.clicks",
+                "job.systemstreampartition.grouper.factory": "group-by-system-stream-partition",
+                "systems.log.streams.clicks.samza.msg.serde": "string",
+                "systems.log.streams.clicks.samza.bounded": "true",
+            },
+        )
+    )
     _streams(config, "log")
     create_stream(config, "log", "clicks", 1)
     _profile(config, "log", "u1", "ann")
@@ -265,8 +299,10 @@ def test_stored_offsets_past_the_end_of_the_stream_are_read_again_from_the_oldes
     assert result.summaries[0].metrics["side_inputs"]["bootstrapped"] == {"profiles": 3}
     warnings = _offset_reset_warnings(caplog)
     assert len(warnings) == 1, warnings
-    assert "stream profiles, partition 0: side-input store 'profiles' of Partition 0 resumes at offset 41, " \
-           "outside the partition's offsets [0, 3]" in warnings[0]
+    assert (
+        "stream profiles, partition 0: side-input store 'profiles' of Partition 0 resumes at offset 41, "
+        "outside the partition's offsets [0, 3]" in warnings[0]
+    )
     assert _seen(config, "log")[-1]["profile"] == {"name": "c"}
 
 
@@ -293,7 +329,9 @@ def test_stored_offsets_before_a_compacted_prefix_say_no_live_record_was_skipped
     with caplog.at_level("WARNING"):
         assert run_job(config).succeeded
     (warning,) = _offset_reset_warnings(caplog)
-    assert "compaction removed only superseded records and expired tombstones there; no live record is skipped" in warning
+    assert (
+        "compaction removed only superseded records and expired tombstones there; no live record is skipped" in warning
+    )
     assert _seen(config, "log")[-1]["profile"] == {"name": "d"}
 
 
@@ -308,7 +346,9 @@ def test_stored_offsets_before_a_compacted_prefix_say_no_live_record_was_skipped
         ('{"log.profiles.0": "1"', "not JSON"),
     ],
 )
-def test_a_malformed_offsets_file_is_one_warning_naming_it_and_the_store_is_read_again(tmp_path, caplog, content, problem):
+def test_a_malformed_offsets_file_is_one_warning_naming_it_and_the_store_is_read_again(
+    tmp_path, caplog, content, problem
+):
     config = _first_run_with_profiles(tmp_path, "a", "b")
     offsets_file = _store_offsets_file(tmp_path)
     offsets_file.write_text(content)

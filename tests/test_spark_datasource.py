@@ -78,10 +78,13 @@ def test_read_100k_rows_from_four_partitions_and_write_them_back_out_in_order(sp
     log.create("clicks", 4)
     log.create("clicks-copy", 4)
     source = SystemStream("log", "clicks")
-    log.produce("clicks", (
-        OutgoingMessageEnvelope(source, b"v%d" % i, key=b"user-%d" % (i % 1000), event_time=1_700_000_000_000 + i)
-        for i in range(100_000)
-    ))
+    log.produce(
+        "clicks",
+        (
+            OutgoingMessageEnvelope(source, b"v%d" % i, key=b"user-%d" % (i % 1000), event_time=1_700_000_000_000 + i)
+            for i in range(100_000)
+        ),
+    )
     df = spark.read.format("samza").options(**log.options("clicks")).load()
     assert df.columns == ["partition", "offset", "key", "value", "timestamp"]
     assert df.rdd.getNumPartitions() == 4
@@ -139,14 +142,21 @@ def test_bad_offset_option_names_the_stream_and_partition(spark, log):
 def test_json_values_decode_into_columns_of_a_user_schema(spark, log):
     log.create("events", 2)
     stream = SystemStream("log", "events")
-    log.produce("events", (
-        OutgoingMessageEnvelope(stream, json.dumps({"user": f"u{i}", "amount": i}).encode(), key=f"u{i}".encode())
-        for i in range(50)
-    ))
+    log.produce(
+        "events",
+        (
+            OutgoingMessageEnvelope(stream, json.dumps({"user": f"u{i}", "amount": i}).encode(), key=f"u{i}".encode())
+            for i in range(50)
+        ),
+    )
     rows = (
-        spark.read.format("samza").options(**log.options("events"))
-        .schema("partition INT, offset LONG, user STRING, amount LONG").option("serde", "json").load()
-        .orderBy("amount").collect()
+        spark.read.format("samza")
+        .options(**log.options("events"))
+        .schema("partition INT, offset LONG, user STRING, amount LONG")
+        .option("serde", "json")
+        .load()
+        .orderBy("amount")
+        .collect()
     )
     assert [(r["user"], r["amount"]) for r in rows] == [(f"u{i}", i) for i in range(50)]
     assert all(r["partition"] == partition_for_key(f"u{r['amount']}".encode(), 2) for r in rows)
@@ -156,14 +166,20 @@ def test_backfill_resends_the_selected_past_records_into_the_batch_stream(spark,
     log.create("orders", 4)
     log.create("orders-batch", 3)
     stream = SystemStream("log", "orders")
-    log.produce("orders", (
-        OutgoingMessageEnvelope(stream, json.dumps({"id": i, "day": i % 7}).encode(), key=b"%d" % i, event_time=i)
-        for i in range(2_000)
-    ))
+    log.produce(
+        "orders",
+        (
+            OutgoingMessageEnvelope(stream, json.dumps({"id": i, "day": i % 7}).encode(), key=b"%d" % i, event_time=i)
+            for i in range(2_000)
+        ),
+    )
     past = (
-        spark.read.format("samza").options(**log.options("orders"))
+        spark.read.format("samza")
+        .options(**log.options("orders"))
         .schema("partition INT, offset LONG, key BINARY, timestamp LONG, id LONG, day LONG")
-        .option("serde", "json").option("endOffset", "400").load()
+        .option("serde", "json")
+        .option("endOffset", "400")
+        .load()
         .where("day = 3")
     )
     expected_ids = {row["id"] for row in past.select("id").collect()}

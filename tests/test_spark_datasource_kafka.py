@@ -146,8 +146,12 @@ def _by_partition(rows) -> dict[int, list[Row]]:
     out: dict[int, list[Row]] = {}
     for r in sorted(rows, key=lambda r: (r["partition"], r["offset"])):
         out.setdefault(r["partition"], []).append(
-            (r["offset"], None if r["key"] is None else bytes(r["key"]),
-             None if r["value"] is None else bytes(r["value"]), r["timestamp"])
+            (
+                r["offset"],
+                None if r["key"] is None else bytes(r["key"]),
+                None if r["value"] is None else bytes(r["value"]),
+                r["timestamp"],
+            )
         )
     return out
 
@@ -213,14 +217,19 @@ def test_write_a_dataframe_to_kafka_and_read_it_back(spark, kafka, clicks, tmp_p
     )
     report = tmp_path / "report.json"
     (
-        df.select("key", "value", "timestamp").unionByName(java_rows)
-        .write.format("samza").options(**kafka.options(rekeyed)).option("reportPath", str(report))
-        .mode("append").save()
+        df.select("key", "value", "timestamp")
+        .unionByName(java_rows)
+        .write.format("samza")
+        .options(**kafka.options(rekeyed))
+        .option("reportPath", str(report))
+        .mode("append")
+        .save()
     )
     back = _by_partition(spark.read.format("samza").options(**kafka.options(rekeyed)).load().collect())
     total = RECORDS + len(JAVA_MURMUR2)
     assert json.loads(report.read_text()) == {
-        "total": total, "partitions": {str(p): len(rows) for p, rows in sorted(back.items())}
+        "total": total,
+        "partitions": {str(p): len(rows) for p, rows in sorted(back.items())},
     }
     assert kafka.upcoming(rekeyed) == {p: len(back.get(p, [])) for p in range(3)}
     where = {ts: (p, key, value) for p, rows in back.items() for _o, key, value, ts in rows}
@@ -233,9 +242,11 @@ def test_write_a_dataframe_to_kafka_and_read_it_back(spark, kafka, clicks, tmp_p
     ref_stream = SystemStream(SYSTEM, reference)
     kafka.produce(reference, (OutgoingMessageEnvelope(ref_stream, b"ref", key=k) for k in keys))
     producer_picks = {
-        key: p for p, rows in _by_partition(
+        key: p
+        for p, rows in _by_partition(
             spark.read.format("samza").options(**kafka.options(reference)).load().collect()
-        ).items() for _o, key, _v, _t in rows
+        ).items()
+        for _o, key, _v, _t in rows
     }
     assert sorted(producer_picks) == keys
     for n, (key, signed) in enumerate(JAVA_MURMUR2.items()):
@@ -245,7 +256,9 @@ def test_write_a_dataframe_to_kafka_and_read_it_back(spark, kafka, clicks, tmp_p
         if ts in source:
             assert (key, value) == source[ts]
         if key is not None:
-            assert p == producer_picks[key], f"key {key!r} written to partition {p}, the producer picks {producer_picks[key]}"
+            assert p == producer_picks[key], (
+                f"key {key!r} written to partition {p}, the producer picks {producer_picks[key]}"
+            )
     assert where[BASE_TS + 2000][1:] == (None, b"2000|no key")  # unkeyed: spread, but written once
     # Rows of one Spark task (one source partition) stay in their order within each target partition.
     origin = {ts: (p, off) for p, rows in expected.items() for off, _k, _v, ts in rows}
@@ -283,8 +296,10 @@ def test_a_topic_ending_in_a_transaction_marker_reads_to_its_end(spark, kafka, k
 
     topic = kafka.create("transactional", 2)
     producer = KafkaProducer(
-        bootstrap_servers=kafka_broker.bootstrap_servers, transactional_id=f"{topic}-tx",
-        batch_size=0, linger_ms=0,  # one record per batch: the high watermark stays right
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        transactional_id=f"{topic}-tx",
+        batch_size=0,
+        linger_ms=0,  # one record per batch: the high watermark stays right
     )
     try:
         producer.init_transactions()

@@ -43,8 +43,13 @@ def spark():
 @pytest.fixture
 def config(tmp_path) -> Config:
     """A log with ``src`` (2 partitions, RECORDS keyed records r0..) and an empty ``batch`` (3)."""
-    cfg = Config({"systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-                  "systems.log.log.linger.ms": "0"})
+    cfg = Config(
+        {
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "systems.log.log.linger.ms": "0",
+        }
+    )
     factory = LogSystemFactory()
     admin = factory.get_admin("log", cfg)
     admin.create_stream(StreamSpec("src", "src", "log", 2))
@@ -52,8 +57,10 @@ def config(tmp_path) -> Config:
     producer = factory.get_producer("log", cfg)
     producer.register("t")
     for i in range(RECORDS):
-        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", "src"), f"r{i}".encode(), f"k{i % 97}".encode(),
-                                                   None, i % 2))
+        producer.send(
+            "t",
+            OutgoingMessageEnvelope(SystemStream("log", "src"), f"r{i}".encode(), f"k{i % 97}".encode(), None, i % 2),
+        )
     producer.stop()
     return cfg
 
@@ -61,8 +68,14 @@ def config(tmp_path) -> Config:
 def _faulty(config: Config, tmp_path: Path, phase: str, **extra: object) -> Config:
     faults = tmp_path / "faults"
     faults.mkdir(exist_ok=True)
-    return config.with_overrides({"systems.log.samza.factory": FAULTS, "test.fault.phase": phase,
-                                  "test.fault.dir": str(faults), **{f"test.fault.{k}": str(v) for k, v in extra.items()}})
+    return config.with_overrides(
+        {
+            "systems.log.samza.factory": FAULTS,
+            "test.fault.phase": phase,
+            "test.fault.dir": str(faults),
+            **{f"test.fault.{k}": str(v) for k, v in extra.items()},
+        }
+    )
 
 
 def _read(config: Config, isolation: str) -> list[str]:
@@ -82,8 +95,9 @@ def _open_ranges(config: Config) -> dict[int, int]:
 def _resend(spark, config: Config, write_id: str | None) -> dict:
     plain = dict(config.items())
     df = spark.read.format("samza").options(**read_options("log", "src", plain)).load()
-    return resend_to_batch_stream(df, system="log", stream="batch", config=plain, key_column="key",
-                                  transactional_id=write_id)
+    return resend_to_batch_stream(
+        df, system="log", stream="batch", config=plain, key_column="key", transactional_id=write_id
+    )
 
 
 def _assert_each_record_once(config: Config) -> None:
@@ -117,9 +131,18 @@ def test_a_completed_write_launched_again_writes_nothing_and_says_so(spark, conf
     # the data source itself (no pre-check by resend_to_batch_stream): the tasks write nothing
     plain = dict(config.items())
     report = Path(config.get_str("systems.log.log.path")).parent / "report.json"
-    (spark.read.format("samza").options(**read_options("log", "src", plain)).load().drop("partition")
-     .write.format("samza").options(**read_options("log", "batch", plain))
-     .option("transactionalId", "day-2").option("reportPath", str(report)).mode("append").save())
+    (
+        spark.read.format("samza")
+        .options(**read_options("log", "src", plain))
+        .load()
+        .drop("partition")
+        .write.format("samza")
+        .options(**read_options("log", "batch", plain))
+        .option("transactionalId", "day-2")
+        .option("reportPath", str(report))
+        .mode("append")
+        .save()
+    )
     summary = json.loads(report.read_text())
     assert summary["already_written"] is True and summary["written"]["total"] == RECORDS
     _assert_each_record_once(config)
@@ -199,8 +222,9 @@ def test_a_relaunch_fences_the_earlier_launchs_tasks_and_a_concurrent_commit_of_
 
 
 def test_an_exactly_once_write_to_a_system_without_transactions_is_a_config_error_naming_the_key(spark, config):
-    kafka = config.with_overrides({"systems.kafka.samza.factory": "kafka",
-                                   "systems.kafka.producer.bootstrap.servers": "127.0.0.1:9"})
+    kafka = config.with_overrides(
+        {"systems.kafka.samza.factory": "kafka", "systems.kafka.producer.bootstrap.servers": "127.0.0.1:9"}
+    )
     with pytest.raises(ConfigError, match="systems.kafka.samza.factory") as info:
         SparkWriteTransaction(kafka, "kafka", "day-7")
     assert info.value.key == "systems.kafka.samza.factory"

@@ -29,8 +29,14 @@ from samza_dagster.startpoint.startpoint import (
 
 @pytest.fixture
 def config(tmp_path) -> Config:
-    return Config({"job.name": "sp", "job.default.system": "log", "systems.log.samza.factory": "log",
-                   "systems.log.log.path": str(tmp_path / "log")})
+    return Config(
+        {
+            "job.name": "sp",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+        }
+    )
 
 
 def _ssp(stream: str, p: int) -> SystemStreamPartition:
@@ -38,15 +44,21 @@ def _ssp(stream: str, p: int) -> SystemStreamPartition:
 
 
 def test_the_four_kinds_round_trip_as_compact_json(config):
-    kinds = [StartpointOldest(creation_timestamp=1), StartpointUpcoming(creation_timestamp=2),
-             StartpointSpecific("42", creation_timestamp=3), StartpointTimestamp(1_709_251_200_000, creation_timestamp=4)]
+    kinds = [
+        StartpointOldest(creation_timestamp=1),
+        StartpointUpcoming(creation_timestamp=2),
+        StartpointSpecific("42", creation_timestamp=3),
+        StartpointTimestamp(1_709_251_200_000, creation_timestamp=4),
+    ]
     assert kinds[3].to_json() == '{"type":"timestamp","timestamp":1709251200000,"creationTimestamp":4}'
     with StartpointManager(config) as manager:
         for p, sp in enumerate(kinds):
             manager.write_startpoint(_ssp("a.b", p), sp)  # a dot in the stream name
         manager.write_startpoint(_ssp("a.b", 0), kinds[2], task_name="Partition 0")
-        assert manager.read_all() == {**{StartpointKey(_ssp("a.b", p)): sp for p, sp in enumerate(kinds)},
-                                      StartpointKey(_ssp("a.b", 0), "Partition 0"): kinds[2]}
+        assert manager.read_all() == {
+            **{StartpointKey(_ssp("a.b", p)): sp for p, sp in enumerate(kinds)},
+            StartpointKey(_ssp("a.b", 0), "Partition 0"): kinds[2],
+        }
         assert manager.read_startpoint(_ssp("a.b", 3)) == kinds[3]
         manager.delete_startpoint(_ssp("a.b", 3))
         assert manager.read_startpoint(_ssp("a.b", 3)) is None
@@ -73,14 +85,20 @@ def test_fan_out_to_every_reader_newest_wins_unread_kept(config, caplog):
         assert "startpoint upcoming for log.gone partition 0 is not applied: no task of this job reads" in caplog.text
         assert written == {
             "T0": {_ssp("side", 0): StartpointOldest(creation_timestamp=100)},
-            "T1": {_ssp("side", 0): StartpointOldest(creation_timestamp=100),
-                   _ssp("in", 1): StartpointSpecific("7", creation_timestamp=300)},  # newer than T1's own
+            "T1": {
+                _ssp("side", 0): StartpointOldest(creation_timestamp=100),
+                _ssp("in", 1): StartpointSpecific("7", creation_timestamp=300),
+            },  # newer than T1's own
         }
         assert manager.task_startpoints(["T0", "T1"]) == {
-            "T0": {_ssp("side", 0): StartpointOldest(creation_timestamp=100),
-                   _ssp("in", 0): StartpointSpecific("9", creation_timestamp=200)},  # its own, newer
-            "T1": {_ssp("side", 0): StartpointOldest(creation_timestamp=100),
-                   _ssp("in", 1): StartpointSpecific("7", creation_timestamp=300)},
+            "T0": {
+                _ssp("side", 0): StartpointOldest(creation_timestamp=100),
+                _ssp("in", 0): StartpointSpecific("9", creation_timestamp=200),
+            },  # its own, newer
+            "T1": {
+                _ssp("side", 0): StartpointOldest(creation_timestamp=100),
+                _ssp("in", 1): StartpointSpecific("7", creation_timestamp=300),
+            },
         }
         partition_level = [k for k in manager.read_all() if k.task_name is None]
         assert partition_level == [StartpointKey(_ssp("gone", 0))]
@@ -91,8 +109,11 @@ def test_fan_out_to_every_reader_newest_wins_unread_kept(config, caplog):
 
 def test_a_malformed_set_startpoint_is_skipped_naming_its_key(config, caplog):
     with CoordinatorStreamWriter(config, "someone") as writer:
-        writer.send(CoordinatorStreamMessage.set_startpoint("someone", "log.x.0", {"system": "log", "stream": "x",
-                                                                                   "partition": "0", "startpoint": "{"}))
+        writer.send(
+            CoordinatorStreamMessage.set_startpoint(
+                "someone", "log.x.0", {"system": "log", "stream": "x", "partition": "0", "startpoint": "{"}
+            )
+        )
     with caplog.at_level(logging.WARNING), StartpointManager(config) as manager:
         manager.write_startpoint(_ssp("y", 0), StartpointOldest())
         for _ in range(3):  # a run folds the stream at start, fan-out and each commit: one warning

@@ -47,8 +47,10 @@ def produce_timed(config: Config, system: str, stream: str, values: list[tuple[s
     producer.start()
     try:
         for value, ts in values:
-            producer.send("test", OutgoingMessageEnvelope(SystemStream(system, stream), value.encode(), partition=0,
-                                                          event_time=ts))
+            producer.send(
+                "test",
+                OutgoingMessageEnvelope(SystemStream(system, stream), value.encode(), partition=0, event_time=ts),
+            )
             producer.flush("test")
     finally:
         producer.stop()
@@ -60,18 +62,20 @@ class Scenario:
         self.input = f"{prefix}in"
         self.output = f"{prefix}out"
         self.ssp = SystemStreamPartition(system, self.input, 0)
-        self.config = config.with_overrides({
-            "job.factory.class": runner,
-            "job.default.system": system,
-            "job.coordinator.system": system,
-            "task.inputs": f"{system}.{self.input}",
-            "task.class": "tests.apps.tasks:CopyTask",
-            "task.commit.ms": "100000",  # only the final commit of a run: a crash commits nothing
-            "test.output.system": system,
-            "test.output.stream": self.output,
-            f"systems.{system}.samza.msg.serde": "string",
-            f"systems.{system}.streams.{self.input}.samza.bounded": "true",
-        })
+        self.config = config.with_overrides(
+            {
+                "job.factory.class": runner,
+                "job.default.system": system,
+                "job.coordinator.system": system,
+                "task.inputs": f"{system}.{self.input}",
+                "task.class": "tests.apps.tasks:CopyTask",
+                "task.commit.ms": "100000",  # only the final commit of a run: a crash commits nothing
+                "test.output.system": system,
+                "test.output.stream": self.output,
+                f"systems.{system}.samza.msg.serde": "string",
+                f"systems.{system}.streams.{self.input}.samza.bounded": "true",
+            }
+        )
         admin = system_factory(self.config, system).get_admin(system, self.config)
         for stream in (self.input, self.output):
             admin.create_stream(StreamSpec(stream, stream, system, 1))
@@ -86,7 +90,7 @@ class Scenario:
 
     def new_output(self) -> list[str]:
         values = [r.value.decode() for r in read_stream(self.config, self.output, system=self.system)]
-        new, self.seen = values[self.seen:], len(values)
+        new, self.seen = values[self.seen :], len(values)
         return new
 
     def checkpoint(self) -> str:
@@ -147,31 +151,37 @@ def run_scenario(s: Scenario) -> None:
 
 @pytest.mark.parametrize("runner", ["thread", "process", pytest.param("spark", marks=pytest.mark.spark)])
 def test_startpoints_on_the_embedded_log(tmp_path: Path, runner: str):
-    config = Config({
-        "job.name": "startpoints",
-        "systems.log.samza.factory": "log",
-        "systems.log.log.path": str(tmp_path / "log"),
-    })
+    config = Config(
+        {
+            "job.name": "startpoints",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+        }
+    )
     run_scenario(Scenario(config, "log", "", runner))
 
 
 @pytest.mark.kafka
 def test_startpoints_on_kafka(kafka_config: Config, kafka_topic_prefix: str):
-    config = kafka_config.with_overrides({
-        "job.name": kafka_topic_prefix.replace("-", "_")[-40:],
-        # the coordinator and checkpoint streams are read up to the high watermark: one record
-        # per batch (the tansu note in support/kafka_broker.py)
-        "systems.kafka.producer.batch.size": "0",
-    })
+    config = kafka_config.with_overrides(
+        {
+            "job.name": kafka_topic_prefix.replace("-", "_")[-40:],
+            # the coordinator and checkpoint streams are read up to the high watermark: one record
+            # per batch (the tansu note in support/kafka_broker.py)
+            "systems.kafka.producer.batch.size": "0",
+        }
+    )
     run_scenario(Scenario(config, "kafka", f"{kafka_topic_prefix}-"))
 
 
 @pytest.mark.kafka
 def test_bad_startpoints_on_kafka_are_refused_and_write_nothing(kafka_config: Config, kafka_topic_prefix: str):
-    config = kafka_config.with_overrides({
-        "job.name": kafka_topic_prefix.replace("-", "_")[-40:],
-        "systems.kafka.producer.batch.size": "0",  # one record per batch (support/kafka_broker.py)
-    })
+    config = kafka_config.with_overrides(
+        {
+            "job.name": kafka_topic_prefix.replace("-", "_")[-40:],
+            "systems.kafka.producer.batch.size": "0",  # one record per batch (support/kafka_broker.py)
+        }
+    )
     s = Scenario(config, "kafka", f"{kafka_topic_prefix}-")
     produce_timed(s.config, "kafka", s.input, [(f"m{i}", 1_000_000 + 1000 * i) for i in range(3)])
     admin = system_factory(s.config, "kafka").get_admin("kafka", s.config)

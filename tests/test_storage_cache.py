@@ -26,15 +26,17 @@ class _Env:
     """One task's stores over a log-system changelog, opened and committed as the container does."""
 
     def __init__(self, tmp_path: Path, **store_config: str) -> None:
-        self.config = Config({
-            "job.name": "t",
-            "systems.log.log.path": str(tmp_path / "log"),
-            "stores.counts.factory": "rocksdb",
-            "stores.counts.key.serde": "string",
-            "stores.counts.msg.serde": "json",
-            "stores.counts.changelog": "log.t-counts-changelog",
-            **{f"stores.counts.{k.replace('_', '.')}": v for k, v in store_config.items()},
-        })
+        self.config = Config(
+            {
+                "job.name": "t",
+                "systems.log.log.path": str(tmp_path / "log"),
+                "stores.counts.factory": "rocksdb",
+                "stores.counts.key.serde": "string",
+                "stores.counts.msg.serde": "json",
+                "stores.counts.changelog": "log.t-counts-changelog",
+                **{f"stores.counts.{k.replace('_', '.')}": v for k, v in store_config.items()},
+            }
+        )
         self.factory = LogSystemFactory()
         self.admin = self.factory.get_admin("log", self.config)
         self.specs = store_specs(self.config, "log")
@@ -47,8 +49,7 @@ class _Env:
         producer.register(TASK)
         producer.start()
         ts = TaskStores(TASK, 0, self.specs, SerdeRegistry(self.config), self.base, {"log": producer})
-        restore_stores([ts], {"log": self.admin}, lambda s: self.factory.get_consumer(s, self.config),
-                       checkpoints)
+        restore_stores([ts], {"log": self.admin}, lambda s: self.factory.get_consumer(s, self.config), checkpoints)
         return ts, producer
 
     def newest(self) -> str | None:

@@ -76,16 +76,22 @@ def test_logged_store_sends_puts_and_tombstones_to_the_changelog_partition():
 
 def test_changelog_with_wrong_partition_count_names_store_stream_and_counts():
     inmemory.reset()
-    config = Config({"systems.mem.samza.factory": "inmemory", "stores.counts.factory": "inmemory",
-                     "stores.counts.changelog": "mem.counts-cl"})
+    config = Config(
+        {
+            "systems.mem.samza.factory": "inmemory",
+            "stores.counts.factory": "inmemory",
+            "stores.counts.changelog": "mem.counts-cl",
+        }
+    )
     factory = InMemorySystemFactory()
     admin = factory.get_admin("mem", config)
     from samza_dagster.system import StreamSpec
 
     admin.create_stream(StreamSpec("counts-cl", "counts-cl", "mem", 2))
     specs = store_specs(config, "mem")
-    with pytest.raises(ChangelogPartitionMismatchError,
-                       match=r"store 'counts'.*mem.counts-cl has 2 partitions.*4 tasks"):
+    with pytest.raises(
+        ChangelogPartitionMismatchError, match=r"store 'counts'.*mem.counts-cl has 2 partitions.*4 tasks"
+    ):
         prepare_changelogs(specs, {"mem": admin}, 4)
     prepare_changelogs(specs, {"mem": admin}, 2)  # matching count: fine
     inmemory.reset()

@@ -56,10 +56,19 @@ keys = st.recursive(
     max_leaves=8,
 )
 values = st.recursive(
-    keys | st.floats(allow_nan=False) | st.dates() | st.datetimes() | st.uuids()
+    keys
+    | st.floats(allow_nan=False)
+    | st.dates()
+    | st.datetimes()
+    | st.uuids()
     | st.decimals(allow_nan=False, allow_infinity=False),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4)
-    | st.dictionaries(st.text(), inner, max_size=4) | st.tuples(inner, inner) | st.sets(keys, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(keys, inner, max_size=4)
+        | st.dictionaries(st.text(), inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.sets(keys, max_size=3)
+    ),
     max_leaves=12,
 )
 
@@ -167,8 +176,12 @@ def test_state_written_with_pickle_by_an_earlier_version_fails_the_job_with_the_
 def test_window_and_join_state_survive_a_restart_in_tagged_json(tmp_path):
     """Values with tuples in keys and values (window panes, join buffers) restored from the
     changelog come back hashable and whole: a second run resumes the first's windows."""
-    cfg = base(tmp_path, "tj", "TwoStageCountApp", **{"app.store.factory": "rocksdb",
-                                                       "job.intermediate.stream.partitions": "2"})
+    cfg = base(
+        tmp_path,
+        "tj",
+        "TwoStageCountApp",
+        **{"app.store.factory": "rocksdb", "job.intermediate.stream.partitions": "2"},
+    )
     for stream, count in (("words", 2), ("counts", 2)):
         create(cfg, stream, count)
     produce(cfg, "words", [(i % 2, None, w) for i, w in enumerate(["a", "b", "a", "c"])])

@@ -31,6 +31,7 @@ from tests.forwarding import ForwardingChooser, ForwardingConsumer
 
 # -- helpers ---------------------------------------------------------------------------------------
 
+
 class System:
     """One system (log or in-memory) with helpers to create streams and produce."""
 
@@ -49,8 +50,10 @@ class System:
         ss = SystemStream(self.name, stream)
         for i in range(start, start + count):
             t = event_time(i) if event_time else None
-            self.producer.send("test", OutgoingMessageEnvelope(ss, f"{stream}-{partition}-{i}".encode(),
-                                                               partition=partition, event_time=t))
+            self.producer.send(
+                "test",
+                OutgoingMessageEnvelope(ss, f"{stream}-{partition}-{i}".encode(), partition=partition, event_time=t),
+            )
         self.producer.flush("test")
 
     def consumer(self):
@@ -66,8 +69,13 @@ class System:
 
 @pytest.fixture
 def log_system(tmp_path):
-    config = Config({"systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log"),
-                     "systems.log.log.fetch.size": "500"})
+    config = Config(
+        {
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "systems.log.log.fetch.size": "500",
+        }
+    )
     system = System("log", LogSystemFactory(), config)
     yield system
     system.close()
@@ -128,6 +136,7 @@ def drain(consumers: SystemConsumers, count: int, timeout_s: float = 20.0) -> li
 
 # -- mechanics -------------------------------------------------------------------------------------
 
+
 def test_every_message_is_chosen_once_in_partition_order_one_outstanding_per_partition(log_system):
     ss = log_system.create("events", 3)
     for p in range(3):
@@ -143,7 +152,7 @@ def test_every_message_is_chosen_once_in_partition_order_one_outstanding_per_par
     finally:
         sc.stop()
     assert {(e.ssp.partition, e.offset) for e in out} == {(p, str(i)) for p in range(3) for i in range(700)}
-    assert chooser.threads == {threading.get_ident()}   # the chooser is only touched by the run loop
+    assert chooser.threads == {threading.get_ident()}  # the chooser is only touched by the run loop
     assert sc.chosen_counts() == {ssp: 700 for ssp in ssps_of(ss, 3)}
     snap = sc.metrics_snapshot()
     assert snap["chosen"][str(ssps_of(ss, 3)[0])] == 700 and snap["buffered_total"] == 0
@@ -153,8 +162,9 @@ def test_every_message_is_chosen_once_in_partition_order_one_outstanding_per_par
 def test_a_full_buffer_is_not_polled(mem_system):
     fast = mem_system.create("fast", 1)
     mem_system.produce("fast", 0, 20_000)
-    sc = SystemConsumers(RoundRobinChooser(), {mem_system.name: mem_system.consumer()},
-                         buffer_capacity_per_ssp=100, poll_timeout_s=0.01)
+    sc = SystemConsumers(
+        RoundRobinChooser(), {mem_system.name: mem_system.consumer()}, buffer_capacity_per_ssp=100, poll_timeout_s=0.01
+    )
     (ssp,) = ssps_of(fast, 1)
     sc.register(ssp, "0")
     sc.start()
@@ -174,8 +184,13 @@ def test_a_full_buffer_is_not_polled(mem_system):
 
 
 def test_end_of_stream_flows_through_the_chooser_and_stops_polling(tmp_path):
-    config = Config({"systems.log.log.path": str(tmp_path / "log"), "streams.b.samza.system": "log",
-                     "streams.b.samza.bounded": "true"})
+    config = Config(
+        {
+            "systems.log.log.path": str(tmp_path / "log"),
+            "streams.b.samza.system": "log",
+            "streams.b.samza.bounded": "true",
+        }
+    )
     system = System("log", LogSystemFactory(), config)
     ss = system.create("b", 2)
     system.produce("b", 0, 3)
@@ -187,7 +202,7 @@ def test_end_of_stream_flows_through_the_chooser_and_stops_polling(tmp_path):
         out = drain(sc, 5)
         assert [e.is_end_of_stream for e in out].count(True) == 2
         assert all(sc.end_of_stream_chosen(ssp) for ssp in ssps_of(ss, 2))
-        for thread in sc._threads:    # every partition ended: the poller is done
+        for thread in sc._threads:  # every partition ended: the poller is done
             thread.join(timeout=2)
             assert not thread.is_alive()
         system.produce("b", 0, 5, start=3)
@@ -213,8 +228,9 @@ class FailingConsumer(ForwardingConsumer):
 
 def test_poller_exception_is_raised_from_choose_naming_the_system(mem_system):
     ss = mem_system.create("events", 1)
-    sc = SystemConsumers(RoundRobinChooser(), {mem_system.name: FailingConsumer(mem_system.consumer(), 2)},
-                         poll_timeout_s=0.01)
+    sc = SystemConsumers(
+        RoundRobinChooser(), {mem_system.name: FailingConsumer(mem_system.consumer(), 2)}, poll_timeout_s=0.01
+    )
     sc.register(ssps_of(ss, 1)[0], "0")
     sc.start()
     try:
@@ -266,22 +282,29 @@ def test_an_idle_job_does_not_spin(which, mem_system, log_system):
 
 # -- bootstrap through SystemConsumers ----------------------------------------------------------------
 
-CODE_COUNTS = (40, 25, 0, 33)   # partition 2 is empty
+CODE_COUNTS = (40, 25, 0, 33)  # partition 2 is empty
 
 
-def currency_job(system: System, offsets: dict[int, int] | None = None, codes_at_head: bool = False,
-                 capacity: int = 7):
+def currency_job(system: System, offsets: dict[int, int] | None = None, codes_at_head: bool = False, capacity: int = 7):
     codes = system.create("currency_codes", 4)
     tx = system.create("transactions", 4)
     for p, n in enumerate(CODE_COUNTS):
         if n:
             system.produce("currency_codes", p, n)
         system.produce("transactions", p, 60)
-    config = Config({"task.inputs": f"{system.name}.currency_codes,{system.name}.transactions",
-                     f"systems.{system.name}.streams.currency_codes.samza.bootstrap": "true"})
+    config = Config(
+        {
+            "task.inputs": f"{system.name}.currency_codes,{system.name}.transactions",
+            f"systems.{system.name}.streams.currency_codes.samza.bootstrap": "true",
+        }
+    )
     chooser = DefaultChooser.from_config(config, system.metadata(codes, tx), {system.name: system.admin})
-    sc = SystemConsumers(CheckingChooser(chooser), {system.name: system.consumer()},
-                         buffer_capacity_per_ssp=capacity, poll_timeout_s=0.01)
+    sc = SystemConsumers(
+        CheckingChooser(chooser),
+        {system.name: system.consumer()},
+        buffer_capacity_per_ssp=capacity,
+        poll_timeout_s=0.01,
+    )
     registered = {}
     for p in range(4):
         start = (offsets or {}).get(p, 0)
@@ -313,7 +336,7 @@ def test_currency_codes_bootstrap_before_any_transaction_on_the_log(log_system):
 
 
 def test_currency_codes_bootstrap_resumes_from_a_checkpoint_mid_stream(log_system):
-    offsets = {0: 30, 1: 10, 3: 33}      # partition 3 checkpointed at its head
+    offsets = {0: 30, 1: 10, 3: 33}  # partition 3 checkpointed at its head
     sc, chooser, registered = currency_job(log_system, offsets)
     sc.start()
     remaining = sum(CODE_COUNTS[p] - registered[p] for p in range(4))
@@ -323,7 +346,9 @@ def test_currency_codes_bootstrap_resumes_from_a_checkpoint_mid_stream(log_syste
     finally:
         sc.stop()
     codes_before_transactions(out, remaining)
-    assert [int(e.offset) for e in out if e.ssp.stream == "currency_codes" and e.ssp.partition == 1] == list(range(10, 25))
+    assert [int(e.offset) for e in out if e.ssp.stream == "currency_codes" and e.ssp.partition == 1] == list(
+        range(10, 25)
+    )
 
 
 def test_currency_codes_already_at_head_hold_nothing_back(log_system):
@@ -353,14 +378,14 @@ def test_currency_codes_bootstrap_on_the_in_memory_system(mem_system):
 
 # -- priorities ---------------------------------------------------------------------------------------
 
+
 def priority_run(system: System, chooser: MessageChooser, bursts: int = 25, burst: int = 20):
     """A batch stream flooded with 200k messages; a producer thread writes bursts of real-time
     messages throughout (each burst committed at once). Returns the chosen stream sequence."""
     system.create("batch", 1)
     rt = system.create("realtime", 1)
     system.produce("batch", 0, 200_000)
-    sc = SystemConsumers(chooser, {system.name: system.consumer()}, buffer_capacity_per_ssp=2000,
-                         poll_timeout_s=0.01)
+    sc = SystemConsumers(chooser, {system.name: system.consumer()}, buffer_capacity_per_ssp=2000, poll_timeout_s=0.01)
     sc.register(SystemStreamPartition(system.name, "batch", 0), "0")
     sc.register(SystemStreamPartition(system.name, "realtime", 0), "0")
     rt_producer = system.factory.get_producer(system.name, system.config)
@@ -411,17 +436,23 @@ def rt_runs(sequence) -> list[list[int]]:
 
 
 def test_realtime_is_never_starved_by_a_flooded_batch_stream(log_system):
-    config = Config({"task.inputs": "log.realtime,log.batch", "systems.log.streams.realtime.samza.priority": "1",
-                     "systems.log.streams.batch.samza.priority": "0"})
-    chooser = DefaultChooser.from_config(config, {SystemStream("log", "realtime"): _empty(1),
-                                                  SystemStream("log", "batch"): _empty(1)})
+    config = Config(
+        {
+            "task.inputs": "log.realtime,log.batch",
+            "systems.log.streams.realtime.samza.priority": "1",
+            "systems.log.streams.batch.samza.priority": "0",
+        }
+    )
+    chooser = DefaultChooser.from_config(
+        config, {SystemStream("log", "realtime"): _empty(1), SystemStream("log", "batch"): _empty(1)}
+    )
     sequence = priority_run(log_system, chooser)
     # Every burst was committed at once and polled at once: once its first message was available,
     # no batch message was chosen until the whole burst had been.
     runs = rt_runs(sequence)
     for run in runs:
         assert len(run) % 20 == 0, f"a real-time burst was interrupted by batch messages: {run}"
-    assert sum(1 for is_rt, _ in sequence if not is_rt) > 0   # batch did run in between
+    assert sum(1 for is_rt, _ in sequence if not is_rt) > 0  # batch did run in between
 
 
 def test_round_robin_contrast_interleaves_batch_into_realtime_bursts(log_system):
@@ -447,13 +478,20 @@ def test_restart_with_both_streams_behind_processes_realtime_backlog_first(log_s
         log_system.produce("realtime", p, 300)
     for p in range(2):
         log_system.produce("batch", p, 3000)
-    checkpoint = {0: 100, 1: 0, 2: 299, 3: 300}   # partition 3 is at head
-    config = Config({"task.inputs": "log.realtime,log.batch", "task.chooser.priorities.log.realtime": "1",
-                     "task.chooser.priorities.log.batch": "0"})
+    checkpoint = {0: 100, 1: 0, 2: 299, 3: 300}  # partition 3 is at head
+    config = Config(
+        {
+            "task.inputs": "log.realtime,log.batch",
+            "task.chooser.priorities.log.realtime": "1",
+            "task.chooser.priorities.log.batch": "0",
+        }
+    )
     chooser = DefaultChooser.from_config(config, None, {"log": log_system.admin})
     # Small buffers and fetches make the real-time buffers run dry between polls all the time:
     # only the head rule keeps batch messages out.
-    consumer = LogSystemFactory().get_consumer("log", log_system.config.with_overrides({"systems.log.log.fetch.size": "3"}))
+    consumer = LogSystemFactory().get_consumer(
+        "log", log_system.config.with_overrides({"systems.log.log.fetch.size": "3"})
+    )
     sc = SystemConsumers(chooser, {"log": consumer}, buffer_capacity_per_ssp=2, poll_timeout_s=0.01)
     for p in range(4):
         sc.register(SystemStreamPartition("log", "realtime", p), str(checkpoint[p]))
@@ -473,14 +511,18 @@ def test_restart_with_both_streams_behind_processes_realtime_backlog_first(log_s
 
 # -- time alignment --------------------------------------------------------------------------------
 
+
 def test_time_aligned_streams_are_chosen_in_event_time_order_within_the_skew(mem_system):
     mem_system.create("views", 1)
     mem_system.create("clicks", 1)
     mem_system.produce("views", 0, 3000, event_time=lambda i: 1_000_000 + 10 * i)
     mem_system.produce("clicks", 0, 1500, event_time=lambda i: 1_000_000 + 20 * i + 5)
     skew = 50
-    sc = SystemConsumers(TimeAlignedChooser(max_skew_ms=skew, idle_timeout_ms=500),
-                         {mem_system.name: mem_system.consumer()}, buffer_capacity_per_ssp=100)
+    sc = SystemConsumers(
+        TimeAlignedChooser(max_skew_ms=skew, idle_timeout_ms=500),
+        {mem_system.name: mem_system.consumer()},
+        buffer_capacity_per_ssp=100,
+    )
     sc.register(SystemStreamPartition(mem_system.name, "views", 0), "0")
     sc.register(SystemStreamPartition(mem_system.name, "clicks", 0), "0")
     sc.start()

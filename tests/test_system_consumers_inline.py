@@ -96,8 +96,10 @@ def test_new_data_on_an_idle_partition_is_noticed_while_the_chooser_is_busy(log)
     produce("batch", 0, 60_000)
     produce("rt", 0, 0)
     batch, rt = SystemStreamPartition("log", "batch", 0), SystemStreamPartition("log", "rt", 0)
-    chooser = TieredPriorityChooser({SystemStream("log", "rt"): 1, SystemStream("log", "batch"): 0},
-                                    {1: RoundRobinChooser(), 0: RoundRobinChooser()})
+    chooser = TieredPriorityChooser(
+        {SystemStream("log", "rt"): 1, SystemStream("log", "batch"): 0},
+        {1: RoundRobinChooser(), 0: RoundRobinChooser()},
+    )
     sc = SystemConsumers(chooser, {"log": factory.get_consumer("log", config)}, buffer_capacity_per_ssp=100_000)
     sc.register(batch, "0")
     sc.register(rt, "0")

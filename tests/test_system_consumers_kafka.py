@@ -43,6 +43,7 @@ UNBATCHED = {f"systems.{SYSTEM}.producer.batch.size": "0", f"systems.{SYSTEM}.pr
 
 # -- helpers ---------------------------------------------------------------------------------------
 
+
 def create(config: Config, topic: str, partitions: int) -> SystemStream:
     admin = FACTORY.get_admin(SYSTEM, config)
     try:
@@ -52,8 +53,9 @@ def create(config: Config, topic: str, partitions: int) -> SystemStream:
     return SystemStream(SYSTEM, topic)
 
 
-def produce(config: Config, stream: SystemStream, counts: dict[int, int], *, start: int = 0,
-            unbatched: bool = False) -> None:
+def produce(
+    config: Config, stream: SystemStream, counts: dict[int, int], *, start: int = 0, unbatched: bool = False
+) -> None:
     """``counts[p]`` messages to partition ``p`` through the Kafka system's own producer, flushed.
     ``unbatched``: one record per batch, for streams whose end offsets a test depends on."""
     producer = FACTORY.get_producer(SYSTEM, config.with_overrides(UNBATCHED) if unbatched else config)
@@ -84,6 +86,7 @@ def default_chooser(config: Config) -> tuple[DefaultChooser, object]:
 
 # -- backpressure: a partition left out of polls is read again ---------------------------------------
 
+
 def test_a_partition_left_out_of_polls_is_read_again_when_asked_for(kafka_config, kafka_topic_prefix):
     """SystemConsumers leaves a partition whose buffer is full out of ``poll`` (the Kafka consumer
     pauses it) while it reads the others. kafka-python 3.0.12 parks the paused partition's fetched
@@ -93,8 +96,9 @@ def test_a_partition_left_out_of_polls_is_read_again_when_asked_for(kafka_config
     big = create(kafka_config, f"{kafka_topic_prefix}-big", 1)
     small = create(kafka_config, f"{kafka_topic_prefix}-small", 1)
     produce(kafka_config, big, {0: 5000})
-    consumer = FACTORY.get_consumer(SYSTEM, kafka_config.with_overrides(
-        {f"systems.{SYSTEM}.consumer.max.poll.records": "100"}))
+    consumer = FACTORY.get_consumer(
+        SYSTEM, kafka_config.with_overrides({f"systems.{SYSTEM}.consumer.max.poll.records": "100"})
+    )
     big_ssp, small_ssp = ssp(big, 0), ssp(small, 0)
     consumer.register(big_ssp, "0")
     consumer.register(small_ssp, "0")
@@ -102,14 +106,14 @@ def test_a_partition_left_out_of_polls_is_read_again_when_asked_for(kafka_config
     try:
         offsets: list[int] = []
         deadline = time.monotonic() + 10
-        while not offsets:   # the rest of big's fetched records wait in kafka-python's fetcher
+        while not offsets:  # the rest of big's fetched records wait in kafka-python's fetcher
             assert time.monotonic() < deadline
             offsets += [int(e.offset) for e in consumer.poll([big_ssp, small_ssp], 0.2).get(big_ssp, [])]
         assert len(offsets) < 5000
         produce(kafka_config, small, {0: 1})
-        while not consumer.poll([small_ssp], 0.2).get(small_ssp):   # big's buffer is "full"
+        while not consumer.poll([small_ssp], 0.2).get(small_ssp):  # big's buffer is "full"
             assert time.monotonic() < deadline, "the small partition was never read"
-        while len(offsets) < 5000:   # big asked for again
+        while len(offsets) < 5000:  # big asked for again
             assert time.monotonic() < deadline, f"big stalled at offset {offsets[-1]} after being left out of polls"
             offsets += [int(e.offset) for e in consumer.poll([big_ssp, small_ssp], 0.2).get(big_ssp, [])]
     finally:
@@ -119,6 +123,7 @@ def test_a_partition_left_out_of_polls_is_read_again_when_asked_for(kafka_config
 
 # -- bootstrap: SAMZA-2's currency example ---------------------------------------------------------
 
+
 def codes_before_transactions(out: list[IncomingMessageEnvelope], expected_codes: int) -> None:
     """Exactly the ``expected_codes`` codes come first, then transactions (topic names carry the
     test's prefix, so streams are told apart by suffix)."""
@@ -126,7 +131,8 @@ def codes_before_transactions(out: list[IncomingMessageEnvelope], expected_codes
     assert True in is_tx, "no transaction was chosen at all"
     first_tx = is_tx.index(True)
     assert first_tx == expected_codes, (
-        f"transaction chosen at position {first_tx}, before every one of the {expected_codes} currency codes")
+        f"transaction chosen at position {first_tx}, before every one of the {expected_codes} currency codes"
+    )
     assert not any(e.ssp.stream.endswith("-currency_codes") for e in out[expected_codes:])
 
 
@@ -137,13 +143,17 @@ def run_currency_job(config: Config, prefix: str, checkpoint: dict[int, int]) ->
     tx = create(config, f"{prefix}-transactions", 4)
     # The bootstrap heads decide when transactions may flow: one record per batch (§3 defect).
     produce(config, codes, {p: n for p, n in enumerate(CODE_COUNTS) if n}, unbatched=True)
-    produce(config, tx, {p: 60 for p in range(4)})   # heads irrelevant: batched
-    config = config.with_overrides({"task.inputs": f"{codes},{tx}",
-                                    f"systems.{SYSTEM}.streams.{codes.stream}.samza.bootstrap": "true",
-                                    # 3 records a poll: transactions are often polled while codes are
-                                    # not yet, so priority alone would let them through; only the
-                                    # bootstrap rule (wait for the codes' heads) keeps them back.
-                                    f"systems.{SYSTEM}.consumer.max.poll.records": "3"})
+    produce(config, tx, {p: 60 for p in range(4)})  # heads irrelevant: batched
+    config = config.with_overrides(
+        {
+            "task.inputs": f"{codes},{tx}",
+            f"systems.{SYSTEM}.streams.{codes.stream}.samza.bootstrap": "true",
+            # 3 records a poll: transactions are often polled while codes are
+            # not yet, so priority alone would let them through; only the
+            # bootstrap rule (wait for the codes' heads) keeps them back.
+            f"systems.{SYSTEM}.consumer.max.poll.records": "3",
+        }
+    )
     chooser, admin = default_chooser(config)
     try:
         sc = consumers_for(config, CheckingChooser(chooser), buffer_capacity_per_ssp=7, poll_timeout_s=0.05)
@@ -154,7 +164,7 @@ def run_currency_job(config: Config, prefix: str, checkpoint: dict[int, int]) ->
         sc.start()
         try:
             out = drain(sc, remaining + 240, timeout_s=30)
-            assert sc.choose(0.2) is None   # nothing more than what was produced
+            assert sc.choose(0.2) is None  # nothing more than what was produced
         finally:
             sc.stop()
     finally:
@@ -175,12 +185,14 @@ def test_currency_codes_bootstrap_before_any_transaction_on_kafka(kafka_config, 
 
 
 def test_currency_codes_bootstrap_resumes_from_a_checkpoint_mid_stream_on_kafka(kafka_config, kafka_topic_prefix):
-    checkpoint = {0: 30, 1: 10, 3: 33}   # partition 3 checkpointed at its head, partition 2 empty
+    checkpoint = {0: 30, 1: 10, 3: 33}  # partition 3 checkpointed at its head, partition 2 empty
     out, _, remaining = run_currency_job(kafka_config, kafka_topic_prefix, checkpoint)
     assert remaining == 10 + 15
     codes_before_transactions(out, remaining)
-    by_partition = {p: [int(e.offset) for e in out if e.ssp.stream.endswith("currency_codes") and e.ssp.partition == p]
-                    for p in range(4)}
+    by_partition = {
+        p: [int(e.offset) for e in out if e.ssp.stream.endswith("currency_codes") and e.ssp.partition == p]
+        for p in range(4)
+    }
     assert by_partition == {0: list(range(30, 40)), 1: list(range(10, 25)), 2: [], 3: []}
 
 
@@ -195,8 +207,12 @@ def flooded_batch(kafka_broker) -> Iterator[tuple[Config, SystemStream]]:
     """One batch topic flooded with 50k messages before any test starts, shared (read-only) by
     the priority and round-robin tests. Produced batched: its head matters to no chooser (it is
     the lowest priority, never held)."""
-    config = Config({f"systems.{SYSTEM}.samza.factory": "kafka",
-                     f"systems.{SYSTEM}.consumer.bootstrap.servers": kafka_broker.bootstrap_servers})
+    config = Config(
+        {
+            f"systems.{SYSTEM}.samza.factory": "kafka",
+            f"systems.{SYSTEM}.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+        }
+    )
     batch = create(config, f"t-flooded-batch-{time.monotonic_ns()}", 1)
     produce(config, batch, {0: BATCH_MESSAGES})
     yield config, batch
@@ -230,23 +246,31 @@ class ObservedConsumer(ForwardingConsumer):
         return polled
 
 
-def priority_run(config: Config, batch: SystemStream, realtime: SystemStream,
-                 make_chooser: Callable[[Config], tuple[MessageChooser, object]]):
+def priority_run(
+    config: Config,
+    batch: SystemStream,
+    realtime: SystemStream,
+    make_chooser: Callable[[Config], tuple[MessageChooser, object]],
+):
     """Reads the flooded batch stream and the real-time stream while a producer thread writes
     BURSTS bursts of BURST real-time messages (each flushed at once). Returns the chosen
     sequence of (is_realtime, offset, realtime_held) — realtime_held: the chooser held a
     real-time envelope when it chose this one — and the real-time offsets polled together."""
-    config = config.with_overrides({"task.inputs": f"{realtime},{batch}",
-                                    f"systems.{SYSTEM}.streams.{realtime.stream}.samza.priority": "1",
-                                    f"systems.{SYSTEM}.streams.{batch.stream}.samza.priority": "0",
-                                    # Arrival latency, not ordering: kafka-python hands fetched
-                                    # partitions out in fetch order, 500 records a poll, so real-time
-                                    # records fetched behind ~1 MB of the batch partition wait ~60
-                                    # polls; tansu ignores the per-partition max.partition.fetch.bytes,
-                                    # so bound the whole fetch. With the default 500 ms fetch wait,
-                                    # real-time arrived in groups of up to 17 bursts (measured).
-                                    f"systems.{SYSTEM}.consumer.fetch.max.bytes": "65536",
-                                    f"systems.{SYSTEM}.consumer.fetch.max.wait.ms": "50"})
+    config = config.with_overrides(
+        {
+            "task.inputs": f"{realtime},{batch}",
+            f"systems.{SYSTEM}.streams.{realtime.stream}.samza.priority": "1",
+            f"systems.{SYSTEM}.streams.{batch.stream}.samza.priority": "0",
+            # Arrival latency, not ordering: kafka-python hands fetched
+            # partitions out in fetch order, 500 records a poll, so real-time
+            # records fetched behind ~1 MB of the batch partition wait ~60
+            # polls; tansu ignores the per-partition max.partition.fetch.bytes,
+            # so bound the whole fetch. With the default 500 ms fetch wait,
+            # real-time arrived in groups of up to 17 bursts (measured).
+            f"systems.{SYSTEM}.consumer.fetch.max.bytes": "65536",
+            f"systems.{SYSTEM}.consumer.fetch.max.wait.ms": "50",
+        }
+    )
     chooser, admin = make_chooser(config)
     checking = CheckingChooser(chooser)
     rt_ssp, batch_ssp = ssp(realtime, 0), ssp(batch, 0)
@@ -345,6 +369,7 @@ def test_round_robin_contrast_chooses_batch_while_realtime_waits_on_kafka(floode
 
 # -- restart guarantee ------------------------------------------------------------------------------
 
+
 def test_restart_with_both_streams_behind_processes_the_realtime_backlog_first_on_kafka(
     kafka_config, kafka_topic_prefix
 ):
@@ -357,9 +382,9 @@ def test_restart_with_both_streams_behind_processes_the_realtime_backlog_first_o
     # Real-time heads decide when batch may run after the restart: one record per batch (§3).
     produce(kafka_config, rt, {p: 60 for p in range(4)}, unbatched=True)
     produce(kafka_config, batch, {p: 3000 for p in range(2)})
-    config = kafka_config.with_overrides({"task.inputs": f"{rt},{batch}",
-                                          f"task.chooser.priorities.{rt}": "1",
-                                          f"task.chooser.priorities.{batch}": "0"})
+    config = kafka_config.with_overrides(
+        {"task.inputs": f"{rt},{batch}", f"task.chooser.priorities.{rt}": "1", f"task.chooser.priorities.{batch}": "0"}
+    )
 
     # First run: reads 240 real-time + 1000 others, then stops; checkpoint = next offset to read.
     chooser, admin = default_chooser(config)
@@ -403,9 +428,11 @@ def test_restart_with_both_streams_behind_processes_the_realtime_backlog_first_o
         admin.close()
     streams = [e.ssp.stream for e in out]
     assert streams[:backlog] == [rt.stream] * backlog, (
-        f"batch message chosen at position {streams.index(batch.stream)} of a {backlog}-message real-time backlog")
+        f"batch message chosen at position {streams.index(batch.stream)} of a {backlog}-message real-time backlog"
+    )
     assert {(e.ssp.partition, int(e.offset)) for e in out[:backlog]} == {
-        (p, o) for p in range(4) for o in range(checkpoint[ssp(rt, p)], heads[p])}
+        (p, o) for p in range(4) for o in range(checkpoint[ssp(rt, p)], heads[p])
+    }
     assert streams[backlog:] == [batch.stream] * 1000
     # both batch partitions are served (round-robin over what the client has fetched: which
     # partition's records librdkafka hands over first depends on its fetches, not the chooser)

@@ -66,8 +66,13 @@ def _collector(config: Config) -> tuple[MessageCollector, object]:
 
 
 def test_collector_serializes_with_the_streams_serdes():
-    config = Config({"systems.mem.samza.factory": "inmemory", "systems.mem.samza.msg.serde": "json",
-                     "systems.mem.samza.key.serde": "string"})
+    config = Config(
+        {
+            "systems.mem.samza.factory": "inmemory",
+            "systems.mem.samza.msg.serde": "json",
+            "systems.mem.samza.key.serde": "string",
+        }
+    )
     create_stream(config, "mem", "out", 1)
     collector, producer = _collector(config)
     collector.send(OutgoingMessageEnvelope(SystemStream("mem", "out"), {"a": 1}, key="k"))
@@ -112,8 +117,12 @@ def test_callback_completed_twice_raises():
 
 def _deser_job(drop: bool):
     config = inmemory_config(
-        "deser", **{"task.class": "tests.apps.tasks:NoOpTask", "systems.mem.samza.msg.serde": "json",
-                    "task.drop.deserialization.errors": str(drop).lower()}
+        "deser",
+        **{
+            "task.class": "tests.apps.tasks:NoOpTask",
+            "systems.mem.samza.msg.serde": "json",
+            "task.drop.deserialization.errors": str(drop).lower(),
+        },
     )
     create_stream(config, "mem", "input", 1)
     produce(config, "mem", "input", [(0, None, b'{"n":1}'), (0, None, b"not json"), (0, None, b'{"n":3}')])

@@ -34,8 +34,13 @@ REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 if not os.path.exists(CHROMIUM):  # CI runs scripts/install-browser.sh first, so this never skips there
@@ -82,13 +87,21 @@ def _serve(tmp_path, command):
     (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())  # the code location's run queue
     log_path = tmp_path / "log"
     port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "SAMZA_LOG_PATH": str(log_path),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "VIRTUAL_ENV": str(Path(sys.executable).parent.parent)}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "SAMZA_LOG_PATH": str(log_path),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "VIRTUAL_ENV": str(Path(sys.executable).parent.parent),
+    }
     out = open(tmp_path / "dagster-dev.log", "wb")
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / command[0]), *command[1:], str(port)],
-        cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=REPO,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         _wait_for(f"http://127.0.0.1:{port}/server_info", proc, 90)
@@ -167,7 +180,12 @@ def test_materialize_wordcount_from_the_ui(dg_dev, tmp_path):
             run = None
             while time.monotonic() < deadline:
                 runs = _graphql(base, RUNS)["runsOrError"]["results"]
-                done = [r for r in runs if r["jobName"] in ("__ASSET_JOB", "wordcount_job") and r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+                done = [
+                    r
+                    for r in runs
+                    if r["jobName"] in ("__ASSET_JOB", "wordcount_job")
+                    and r["status"] in ("SUCCESS", "FAILURE", "CANCELED")
+                ]
                 if done:
                     run = done[0]
                     break
@@ -225,15 +243,27 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
         # the live run works (it classifies the signups) while the second waits in the queue
         from jobs.stream_helpers import read_stream
 
-        wait_until(lambda: len(read_stream(config, "user_country")) == 300, what="the live run to classify the signups", timeout_s=120)
+        wait_until(
+            lambda: len(read_stream(config, "user_country")) == 300,
+            what="the live run to classify the signups",
+            timeout_s=120,
+        )
         assert _status_of(client, second) == "QUEUED"
 
         client.terminate_run(first)
-        wait_until(lambda: _status_of(client, first) in ("CANCELED", "FAILURE", "SUCCESS"), what="the first run to end", timeout_s=120)
+        wait_until(
+            lambda: _status_of(client, first) in ("CANCELED", "FAILURE", "SUCCESS"),
+            what="the first run to end",
+            timeout_s=120,
+        )
         assert _status_of(client, first) == "CANCELED"
         events = instance.all_logs(first)
-        assert not [e for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_FAILURE]
-        mats = [e.asset_materialization for e in instance.all_logs(first, of_type=DagsterEventType.ASSET_MATERIALIZATION)]
+        assert not [
+            e for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_FAILURE
+        ]
+        mats = [
+            e.asset_materialization for e in instance.all_logs(first, of_type=DagsterEventType.ASSET_MATERIALIZATION)
+        ]
         final = [m for m in mats if m.metadata["job_status"].value != "running"]
         assert final and final[-1].metadata["stopped_by"].value == "terminated from Dagster"
         assert final[-1].metadata["messages_processed"].value == 300
@@ -241,7 +271,9 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
         # the queued launch starts once the live run has ended; terminate it too
         wait_until(lambda: _status_of(client, second) == "STARTED", what="the queued run to start", timeout_s=120)
         client.terminate_run(second)
-        wait_until(lambda: _status_of(client, second) == "CANCELED", what="the second run to be canceled", timeout_s=120)
+        wait_until(
+            lambda: _status_of(client, second) == "CANCELED", what="the second run to be canceled", timeout_s=120
+        )
     finally:
         for run_id in (first, second):
             if _status_of(client, run_id) in ("QUEUED", "STARTING", "STARTED"):

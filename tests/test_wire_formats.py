@@ -69,6 +69,11 @@ def test_renamed_skipped_sorted_and_extra_fields():
         def wire_extras(self):
             return {"count": len(self.names)}
 
-    assert to_wire(Sample("a", ["c", "b"], 1, {"y", "x"})) == {"from": "a", "names": ["b", "c"], "tags": ["x", "y"], "count": 2}
+    assert to_wire(Sample("a", ["c", "b"], 1, {"y", "x"})) == {
+        "from": "a",
+        "names": ["b", "c"],
+        "tags": ["x", "y"],
+        "count": 2,
+    }
     # a field kept off the wire is never read from it either
     assert from_wire(Sample, {"from": "a", "hidden": 5, "names": ["c"], "tags": ["x"]}) == Sample("a", ["c"], 0, {"x"})

@@ -34,5 +34,6 @@ def load_sample_job() -> None:
 
 
 def definitions() -> dg.Definitions:
-    return application_definitions(APPLICATION, CONFIG_PATH,
-                                   declared_outputs=["log.ad_click_through", "log.ad_ctr_stats"], jobs=[load_sample_job])
+    return application_definitions(
+        APPLICATION, CONFIG_PATH, declared_outputs=["log.ad_click_through", "log.ad_ctr_stats"], jobs=[load_sample_job]
+    )

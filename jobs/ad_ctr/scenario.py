@@ -78,12 +78,14 @@ def load_config(log_root: Path | str, **overrides: str) -> Config:
 def _run(base: Config, chooser: str, runner: str, spark: Any) -> ChooserRun:
     suffix = "aligned" if chooser == "time-aligned" else "round_robin"
     out, stats = f"ad_click_through_{suffix}", f"ad_ctr_stats_{suffix}"
-    config = base.with_overrides({
-        "job.name": f"ad-ctr-{suffix.replace('_', '-')}",
-        "ad_ctr.output.stream": out,
-        "ad_ctr.stats.stream": stats,
-        **({"task.chooser.class": ROUND_ROBIN} if chooser == "round-robin" else {}),
-    })
+    config = base.with_overrides(
+        {
+            "job.name": f"ad-ctr-{suffix.replace('_', '-')}",
+            "ad_ctr.output.stream": out,
+            "ad_ctr.stats.stream": stats,
+            **({"task.chooser.class": ROUND_ROBIN} if chooser == "round-robin" else {}),
+        }
+    )
     create_streams(config, {out: PARTITIONS, stats: 1})
     outcome = run_job(config, runner=runner, spark=spark)
     outputs = [json.loads(r.value) for r in read_stream(config, out)]
@@ -103,8 +105,15 @@ def _run(base: Config, chooser: str, runner: str, spark: Any) -> ChooserRun:
     )
 
 
-def run_scenario(log_root: Path | str, *, size: int = 4000, runner: str = "thread", spark: Any = None,
-                 seed: int = 5, **overrides: str) -> AdCtrReport:
+def run_scenario(
+    log_root: Path | str,
+    *,
+    size: int = 4000,
+    runner: str = "thread",
+    spark: Any = None,
+    seed: int = 5,
+    **overrides: str,
+) -> AdCtrReport:
     base = load_config(log_root, **overrides)
     views, clicks = ad_traffic(size, seed=seed)
     create_streams(base, {VIEWS: PARTITIONS, CLICKS: PARTITIONS})

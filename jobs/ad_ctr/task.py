@@ -72,8 +72,11 @@ class AdClickJoinTask(StreamTask, InitableTask, EndOfStreamListenerTask):
     def _emit(self, collector: Any, view: dict, click: bool) -> None:
         if click:
             self.joined += 1
-        collector.send(OutgoingMessageEnvelope(
-            self.output, {"ad_id": view["ad_id"], "view_id": view["view_id"], "click": click}, key=view["view_id"]))
+        collector.send(
+            OutgoingMessageEnvelope(
+                self.output, {"ad_id": view["ad_id"], "view_id": view["view_id"], "click": click}, key=view["view_id"]
+            )
+        )
 
     def _expire(self, collector: Any) -> None:
         horizon = self.clicks_time - self.window_ms
@@ -99,7 +102,18 @@ class AdClickJoinTask(StreamTask, InitableTask, EndOfStreamListenerTask):
                 self.expired += 1
                 self._emit(collector, view, False)
         self.orphans += len(self.clicks)
-        collector.send(OutgoingMessageEnvelope(self.stats, {
-            "task": self.task_name, "peak_views": self.peak_views, "peak_clicks": self.peak_clicks,
-            "peak_total": self.peak_total, "joined": self.joined, "expired": self.expired, "orphans": self.orphans,
-        }, key=self.task_name))
+        collector.send(
+            OutgoingMessageEnvelope(
+                self.stats,
+                {
+                    "task": self.task_name,
+                    "peak_views": self.peak_views,
+                    "peak_clicks": self.peak_clicks,
+                    "peak_total": self.peak_total,
+                    "joined": self.joined,
+                    "expired": self.expired,
+                    "orphans": self.orphans,
+                },
+                key=self.task_name,
+            )
+        )

@@ -21,8 +21,14 @@ def load_currency_sample(context: dg.OpExecutionContext, samza_systems: SamzaSys
 
     config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"currency_codes": 4, "transactions": 4, "transactions_with_symbol": 4})
-    n = produce(config, "transactions", [(t["country"].encode(), json.dumps(t).encode(), None) for t in transactions(2000)])
-    produce(config, "currency_codes", [(c.encode(), json.dumps({"code": c, "symbol": s}).encode(), None) for c, s in CURRENCIES])
+    n = produce(
+        config, "transactions", [(t["country"].encode(), json.dumps(t).encode(), None) for t in transactions(2000)]
+    )
+    produce(
+        config,
+        "currency_codes",
+        [(c.encode(), json.dumps({"code": c, "symbol": s}).encode(), None) for c, s in CURRENCIES],
+    )
     context.log.info(f"wrote {len(CURRENCIES)} currency codes and {n} transactions")
     return n
 
@@ -33,5 +39,6 @@ def load_sample_job() -> None:
 
 
 def definitions() -> dg.Definitions:
-    return application_definitions(APPLICATION, CONFIG_PATH, declared_outputs=["log.transactions_with_symbol"],
-                                   jobs=[load_sample_job])
+    return application_definitions(
+        APPLICATION, CONFIG_PATH, declared_outputs=["log.transactions_with_symbol"], jobs=[load_sample_job]
+    )

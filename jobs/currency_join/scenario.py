@@ -58,8 +58,15 @@ def _txns(items: list[dict]) -> list[tuple[bytes, bytes, None]]:
     return [(t["country"].encode(), json.dumps(t).encode(), None) for t in items]
 
 
-def run_scenario(log_root: Path | str, *, size: int = 2000, runner: str = "thread", spark: Any = None,
-                 seed: int = 11, **overrides: str) -> CurrencyJoinReport:
+def run_scenario(
+    log_root: Path | str,
+    *,
+    size: int = 2000,
+    runner: str = "thread",
+    spark: Any = None,
+    seed: int = 11,
+    **overrides: str,
+) -> CurrencyJoinReport:
     config = load_config(log_root, **overrides)
     create_streams(config, {CODES: PARTITIONS, TRANSACTIONS: PARTITIONS, OUTPUT: PARTITIONS})
     first = int(size * 0.8)

@@ -44,24 +44,41 @@ class DemoReport:
         return not self.errors
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"size": self.size, "runner": self.runner, "log_root": self.log_root,
-                             "elapsed_s": round(self.elapsed_s, 2), "spark_startup_s": round(self.spark_startup_s, 2),
-                             "errors": self.errors}
+        d: dict[str, Any] = {
+            "size": self.size,
+            "runner": self.runner,
+            "log_root": self.log_root,
+            "elapsed_s": round(self.elapsed_s, 2),
+            "spark_startup_s": round(self.spark_startup_s, 2),
+            "errors": self.errors,
+        }
         for app in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
             value = getattr(self, app)
             d[app] = value.to_dict() if value is not None else None
         return d
 
 
-def run_demo(root: str | None = None, size: int | None = None, console: Console | None = None, *,
-             runner: str = "spark", spark: Any = None) -> int:
+def run_demo(
+    root: str | None = None,
+    size: int | None = None,
+    console: Console | None = None,
+    *,
+    runner: str = "spark",
+    spark: Any = None,
+) -> int:
     """The CLI entry: run, print, exit status 0 when every application ran and kept its promise."""
     report = build_demo_report(root, size, console, runner=runner, spark=spark)
     return 0 if report.ok else 1
 
 
-def build_demo_report(root: str | None = None, size: int | None = None, console: Console | None = None, *,
-                      runner: str = "spark", spark: Any = None) -> DemoReport:
+def build_demo_report(
+    root: str | None = None,
+    size: int | None = None,
+    console: Console | None = None,
+    *,
+    runner: str = "spark",
+    spark: Any = None,
+) -> DemoReport:
     console = console or report_console()
     size = size or DEFAULT_SIZE
     if runner not in RUNNERS:
@@ -79,8 +96,9 @@ def build_demo_report(root: str | None = None, size: int | None = None, console:
                 t0 = time.monotonic()
                 from samza_dagster.spark.session import get_or_create_spark
 
-                spark = get_or_create_spark({"spark.sql.shuffle.partitions": "2"}, master="local[2]",
-                                            app_name="samza-dagster-demo")
+                spark = get_or_create_spark(
+                    {"spark.sql.shuffle.partitions": "2"}, master="local[2]", app_name="samza-dagster-demo"
+                )
                 spark.sparkContext.setLogLevel("ERROR")
                 report.spark_startup_s = time.monotonic() - t0
                 own_spark = True
@@ -111,15 +129,26 @@ def _applications(size: int) -> list[tuple[str, str, Any]]:
     from jobs.user_classification.scenario import run_scenario as user_classification
 
     return [
-        ("user_classification",
-         "classify past signups, change the strategy on the coordinator stream, backfill, serve live signups",
-         lambda root, **kw: user_classification(root, size=max(500, size // 2), min_live=200, **kw)),
-        ("currency_join", "bootstrap currency codes, join transactions, restart",
-         lambda root, **kw: currency_join(root, size=size, **kw)),
-        ("ad_ctr", "join views and clicks: time-aligned vs round-robin",
-         lambda root, **kw: ad_ctr(root, size=size, **kw)),
-        ("pageview_pipeline", "bounded high-level pipeline until end-of-stream",
-         lambda root, **kw: pageview_pipeline(root, size=size, **kw)),
+        (
+            "user_classification",
+            "classify past signups, change the strategy on the coordinator stream, backfill, serve live signups",
+            lambda root, **kw: user_classification(root, size=max(500, size // 2), min_live=200, **kw),
+        ),
+        (
+            "currency_join",
+            "bootstrap currency codes, join transactions, restart",
+            lambda root, **kw: currency_join(root, size=size, **kw),
+        ),
+        (
+            "ad_ctr",
+            "join views and clicks: time-aligned vs round-robin",
+            lambda root, **kw: ad_ctr(root, size=size, **kw),
+        ),
+        (
+            "pageview_pipeline",
+            "bounded high-level pipeline until end-of-stream",
+            lambda root, **kw: pageview_pipeline(root, size=size, **kw),
+        ),
     ]
 
 

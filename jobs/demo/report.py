@@ -30,13 +30,18 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
     console.rule(f"[bold]samza-dagster demo[/bold] — {report.runner} runner, size {report.size:,}")
     uc, cj, ad, pv = report.user_classification, report.currency_join, report.ad_ctr, report.pageview_pipeline
     if uc is not None:
-        t = Table(title="1. user_classification — streams with different latency SLAs (priority 1 vs 0)",
-                  title_justify="left", header_style="bold")
+        t = Table(
+            title="1. user_classification — streams with different latency SLAs (priority 1 vs 0)",
+            title_justify="left",
+            header_style="bold",
+        )
         for col in ("stream", "messages", "p50 latency ms", "p99 latency ms", "max ms"):
             t.add_column(col, justify="right" if col != "stream" else "left", overflow="fold")
-        for label, split in (("user_signups (real-time, priority 1)", uc.realtime),
-                             ("  … served during the backfill flood", uc.realtime_during_flood),
-                             ("reclassify_requests (batch, priority 0)", uc.batch)):
+        for label, split in (
+            ("user_signups (real-time, priority 1)", uc.realtime),
+            ("  … served during the backfill flood", uc.realtime_during_flood),
+            ("reclassify_requests (batch, priority 0)", uc.batch),
+        ):
             t.add_row(label, f"{split.count:,}", f"{split.p50_ms:,.1f}", f"{split.p99_ms:,.1f}", f"{split.max_ms:,.1f}")
         console.print(t)
         console.print(
@@ -44,29 +49,46 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
             f"set {uc.reconfiguration}; backfill ({uc.backfill_engine}) re-sent {uc.backfill_sent:,} users; "
             f"{uc.reclassified:,} reclassified, {uc.countries_changed:,} changed country; "
             f"{uc.live_signups:,} live signups; {uc.wrong_country} wrong classifications; "
-            f"{uc.messages_processed:,} messages processed")
+            f"{uc.messages_processed:,} messages processed"
+        )
     if cj is not None:
         t = _table("2. currency_join — bootstrapping a state stream")
         t.add_row("currency codes (bootstrap stream, 4 partitions)", f"{cj.currency_codes:,}")
         t.add_row("transactions joined / in", f"{cj.joined:,} / {cj.transactions:,}")
-        t.add_row("[bold]transactions processed before currency_codes reached head[/bold]", f"[bold]{cj.processed_before_head}[/bold]")
-        t.add_row("… of them in the restarted run (new currency added)", f"{cj.restart_before_head} of {cj.restart_transactions:,}")
+        t.add_row(
+            "[bold]transactions processed before currency_codes reached head[/bold]",
+            f"[bold]{cj.processed_before_head}[/bold]",
+        )
+        t.add_row(
+            "… of them in the restarted run (new currency added)",
+            f"{cj.restart_before_head} of {cj.restart_transactions:,}",
+        )
         t.add_row("transactions without a symbol / wrong amount", f"{cj.missing_symbol} / {cj.wrong_amount}")
         t.add_row("messages processed (2 runs)", f"{cj.messages_processed:,}")
         console.print(t)
     if ad is not None:
-        t = Table(title="3. ad_ctr — time-aligned streams (5-minute join buffer)", title_justify="left", header_style="bold")
+        t = Table(
+            title="3. ad_ctr — time-aligned streams (5-minute join buffer)", title_justify="left", header_style="bold"
+        )
         # short headers and an unwrapped first column: the table fits 80 columns as well as 100
         t.caption, t.caption_justify = "peak held: views and clicks waiting in the join buffer at once", "left"
         t.add_column("chooser", no_wrap=True)
         for col in ("views → results", "clicks joined", "peak held", "peak views", "peak clicks"):
             t.add_column(col, justify="right", overflow="fold")
         for run in (ad.aligned, ad.round_robin):
-            t.add_row(run.chooser, f"{run.outputs:,}", f"{run.clicks_joined:,}", f"{run.peak_buffered:,}",
-                      f"{run.peak_views:,}", f"{run.peak_clicks:,}")
+            t.add_row(
+                run.chooser,
+                f"{run.outputs:,}",
+                f"{run.clicks_joined:,}",
+                f"{run.peak_buffered:,}",
+                f"{run.peak_views:,}",
+                f"{run.peak_clicks:,}",
+            )
         console.print(t)
-        console.print(f"   {ad.views:,} views, {ad.clicks:,} clicks (CTR {ad.ctr:.1%}); same join results: "
-                      f"{'yes' if ad.same_results else 'NO'}; round-robin held [bold]{ad.buffer_ratio:.1f}×[/bold] as much")
+        console.print(
+            f"   {ad.views:,} views, {ad.clicks:,} clicks (CTR {ad.ctr:.1%}); same join results: "
+            f"{'yes' if ad.same_results else 'NO'}; round-robin held [bold]{ad.buffer_ratio:.1f}×[/bold] as much"
+        )
     if pv is not None:
         t = _table("4. pageview_pipeline — bounded high-level application (plan + end-of-stream)")
         for sid, n in pv.input_partitions.items():
@@ -74,14 +96,21 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
         for sid, n in pv.intermediate_partitions.items():
             t.add_row(f"[bold]intermediate {sid}[/bold] (inferred)", f"[bold]{n} partitions[/bold]")
         t.add_row("page views counted / in", f"{pv.counted_views:,} / {pv.page_views:,}")
-        t.add_row("hourly country windows (counts match the data)", f"{pv.windows} ({'yes' if pv.counts_match else 'NO'})")
+        t.add_row(
+            "hourly country windows (counts match the data)", f"{pv.windows} ({'yes' if pv.counts_match else 'NO'})"
+        )
         t.add_row("job status", f"{pv.status} (ended by itself)")
         console.print(t)
     for name, error in report.errors.items():
         console.print(f"[red]{name} FAILED[/red]: {error}")
-    console.print(f"done in {report.elapsed_s:.1f} s" + (f" (Spark session {report.spark_startup_s:.1f} s)" if report.spark_startup_s else ""))
+    console.print(
+        f"done in {report.elapsed_s:.1f} s"
+        + (f" (Spark session {report.spark_startup_s:.1f} s)" if report.spark_startup_s else "")
+    )
     if kept:
         console.print(f"streams kept under {report.log_root}/<application>/log")
-    console.print("Open the same applications in the Dagster UI:  [bold]dagster dev -w workspace.yaml[/bold]  "
-                  "(SAMZA_LOG_PATH picks the log root) — assets per stream, one job per application, the "
-                  "coordinator-stream sensor for reconfiguration.")
+    console.print(
+        "Open the same applications in the Dagster UI:  [bold]dagster dev -w workspace.yaml[/bold]  "
+        "(SAMZA_LOG_PATH picks the log root) — assets per stream, one job per application, the "
+        "coordinator-stream sensor for reconfiguration."
+    )

@@ -89,8 +89,13 @@ def _job_runner(config: Config, runner: str, spark: Any) -> Any:
     return ThreadJobRunner(config)
 
 
-def _wait(worker: threading.Thread, stop: Callable[[], None], stop_when: Callable[[], bool] | None,
-          timeout_s: float, name: str) -> None:
+def _wait(
+    worker: threading.Thread,
+    stop: Callable[[], None],
+    stop_when: Callable[[], bool] | None,
+    timeout_s: float,
+    name: str,
+) -> None:
     deadline = time.monotonic() + timeout_s
     stopping = False
     while worker.is_alive():

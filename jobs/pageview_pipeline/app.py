@@ -30,8 +30,12 @@ class PageViewPipeline(StreamApplication):
             views.partition_by(key=lambda v: v["user_id"], op_id="by-user")
             .join(profiles, _enrich, key=lambda kv: kv.key, op_id="with-profile")
             .partition_by(key=lambda v: v["country"], op_id="by-country")
-            .window(Windows.keyed_tumbling(lambda kv: kv.key, HOUR_MS, 0, _count, time="event",
-                                           timestamp_fn=lambda kv: kv.value["ts"]), op_id="hourly")
+            .window(
+                Windows.keyed_tumbling(
+                    lambda kv: kv.key, HOUR_MS, 0, _count, time="event", timestamp_fn=lambda kv: kv.value["ts"]
+                ),
+                op_id="hourly",
+            )
             .map(lambda pane: KV(pane.key, {"country": pane.key, "hour_start_ms": pane.start_ms, "views": pane.value}))
             .send_to(counts)
         )

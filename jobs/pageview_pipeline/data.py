@@ -16,5 +16,7 @@ def profiles(users: int) -> list[dict]:
 def page_views(count: int, *, users: int = 500, seed: int = 7, span_ms: int = 6 * 3_600_000) -> list[dict]:
     rng = random.Random(seed)
     step = span_ms / max(1, count)
-    return [{"user_id": f"user-{rng.randrange(users)}", "page": rng.choice(PAGES), "ts": START_MS + int(i * step)}
-            for i in range(count)]
+    return [
+        {"user_id": f"user-{rng.randrange(users)}", "page": rng.choice(PAGES), "ts": START_MS + int(i * step)}
+        for i in range(count)
+    ]

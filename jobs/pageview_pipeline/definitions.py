@@ -23,7 +23,9 @@ def load_pageview_sample(context: dg.OpExecutionContext, samza_systems: SamzaSys
     config = samza_systems.apply(Config.from_properties(CONFIG_PATH))
     create_streams(config, {"page_views": 2, "user_profiles": 4, "country_counts": 2})
     people = profiles(500)
-    produce(config, "user_profiles", [(json.dumps(p["user_id"]).encode(), json.dumps(p).encode(), None) for p in people])
+    produce(
+        config, "user_profiles", [(json.dumps(p["user_id"]).encode(), json.dumps(p).encode(), None) for p in people]
+    )
     views = page_views(10_000)
     produce(config, "page_views", [(None, json.dumps(v).encode(), v["ts"]) for v in views])
     context.log.info(f"wrote {len(people)} profiles and {len(views)} page views")

@@ -41,12 +41,22 @@ def load_config(log_root: Path | str, **overrides: str) -> Config:
     return Config.from_properties(CONFIG_PATH).with_overrides({"systems.log.log.path": str(log_root), **overrides})
 
 
-def run_scenario(log_root: Path | str, *, size: int = 4000, runner: str = "thread", spark: Any = None,
-                 users: int = 500, seed: int = 7, **overrides: str) -> PageViewReport:
+def run_scenario(
+    log_root: Path | str,
+    *,
+    size: int = 4000,
+    runner: str = "thread",
+    spark: Any = None,
+    users: int = 500,
+    seed: int = 7,
+    **overrides: str,
+) -> PageViewReport:
     config = load_config(log_root, **overrides)
     create_streams(config, {"page_views": 2, "user_profiles": 4, "country_counts": 2})
     people = profiles(users)
-    produce(config, "user_profiles", [(json.dumps(p["user_id"]).encode(), json.dumps(p).encode(), None) for p in people])
+    produce(
+        config, "user_profiles", [(json.dumps(p["user_id"]).encode(), json.dumps(p).encode(), None) for p in people]
+    )
     views = page_views(size, users=users, seed=seed)
     produce(config, "page_views", [(None, json.dumps(v).encode(), v["ts"]) for v in views])
     outcome = run_job(config, runner=runner, spark=spark)
@@ -62,7 +72,9 @@ def run_scenario(log_root: Path | str, *, size: int = 4000, runner: str = "threa
         page_views=len(views),
         profiles=len(people),
         intermediate_partitions=dict(plan.intermediate_streams),
-        input_partitions={sid: plan.streams[sid].partitions for sid in ("page_views", "user_profiles", "country_counts")},
+        input_partitions={
+            sid: plan.streams[sid].partitions for sid in ("page_views", "user_profiles", "country_counts")
+        },
         windows=len(got),
         counted_views=sum(got.values()),
         counts_match=got == expected,

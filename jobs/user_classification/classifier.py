@@ -9,8 +9,16 @@ from __future__ import annotations
 
 STRATEGIES = ("ip", "ip+language")
 BLOCK_COUNTRIES = ("US", "DE", "FR", "IN", "BR", "JP", "GB", "ES")
-LANGUAGE_COUNTRIES = {"en-US": "US", "de-DE": "DE", "fr-FR": "FR", "hi-IN": "IN", "pt-BR": "BR", "ja-JP": "JP",
-                      "en-GB": "GB", "es-ES": "ES"}
+LANGUAGE_COUNTRIES = {
+    "en-US": "US",
+    "de-DE": "DE",
+    "fr-FR": "FR",
+    "hi-IN": "IN",
+    "pt-BR": "BR",
+    "ja-JP": "JP",
+    "en-GB": "GB",
+    "es-ES": "ES",
+}
 PROXY_BLOCKS = 200
 
 
@@ -26,6 +34,8 @@ def check_strategy(strategy: str | None) -> str:
     from samza_dagster.config import ConfigError
 
     if strategy not in STRATEGIES:
-        raise ConfigError(f"app.classifier.strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}",
-                          key="app.classifier.strategy")
+        raise ConfigError(
+            f"app.classifier.strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}",
+            key="app.classifier.strategy",
+        )
     return strategy

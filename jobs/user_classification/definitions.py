@@ -64,8 +64,10 @@ def load_sample_job() -> None:
     load_signup_sample()
 
 
-@dg.job(name="user_classification_reprocessing_backfill",
-        description="Spark: re-send every past signup into reclassify_requests (batch, priority 0)")
+@dg.job(
+    name="user_classification_reprocessing_backfill",
+    description="Spark: re-send every past signup into reclassify_requests (batch, priority 0)",
+)
 def backfill_job() -> None:
     resend_past_signups()
 
@@ -73,9 +75,15 @@ def backfill_job() -> None:
 def daily_reprocessing():
     # keep_event_time=False: a re-sent request is stamped when it is re-sent, so the job's
     # latency numbers measure queueing in the batch stream, not the user's age
-    return reprocessing_backfill(APPLICATION, CONFIG_PATH, source_stream="user_signups",
-                                 batch_stream="reclassify_requests", start_date="2024-01-01",
-                                 timestamp_field="signed_up_at", keep_event_time=False)
+    return reprocessing_backfill(
+        APPLICATION,
+        CONFIG_PATH,
+        source_stream="user_signups",
+        batch_stream="reclassify_requests",
+        start_date="2024-01-01",
+        timestamp_field="signed_up_at",
+        keep_event_time=False,
+    )
 
 
 def daily_rewind():
@@ -85,6 +93,10 @@ def daily_rewind():
 
 
 def definitions() -> dg.Definitions:
-    return application_definitions(APPLICATION, CONFIG_PATH, declared_outputs=["log.user_country"],
-                                   jobs=[load_sample_job, backfill_job],
-                                   backfills=[daily_reprocessing(), daily_rewind()])
+    return application_definitions(
+        APPLICATION,
+        CONFIG_PATH,
+        declared_outputs=["log.user_country"],
+        jobs=[load_sample_job, backfill_job],
+        backfills=[daily_reprocessing(), daily_rewind()],
+    )

@@ -54,8 +54,12 @@ class LatencySplit:
 
     @classmethod
     def of(cls, values: list[float]) -> LatencySplit:
-        return cls(len(values), round(percentile(values, 50), 2), round(percentile(values, 99), 2),
-                   round(max(values), 2) if values else 0.0)
+        return cls(
+            len(values),
+            round(percentile(values, 50), 2),
+            round(percentile(values, 99), 2),
+            round(max(values), 2) if values else 0.0,
+        )
 
 
 @dataclass
@@ -117,8 +121,9 @@ def backfill_with_spark(spark: Any, config: Config) -> int:
 
     df = spark.read.format("samza").options(**read_options("log", REALTIME, dict(config.items()))).load()
     # no timestamp column: each request is stamped when re-sent, so batch latency is queueing time
-    sent = resend_to_batch_stream(df.select("key", "value"), system="log", stream=BATCH, config=dict(config.items()),
-                                  key_column="key")
+    sent = resend_to_batch_stream(
+        df.select("key", "value"), system="log", stream=BATCH, config=dict(config.items()), key_column="key"
+    )
     return int(sent["total"])
 
 
@@ -149,7 +154,9 @@ class LiveSignups(threading.Thread):
             try:
                 while len(self.sent) < self.minimum or not (len(self.sent) % 20 == 0 and self.done()):
                     user = next(self.users)
-                    producer.send("live", OutgoingMessageEnvelope(target, json.dumps(user).encode(), key=user["user_id"].encode()))
+                    producer.send(
+                        "live", OutgoingMessageEnvelope(target, json.dumps(user).encode(), key=user["user_id"].encode())
+                    )
                     producer.flush("live")
                     self.sent.append(user)
                     next_at += interval
@@ -160,8 +167,17 @@ class LiveSignups(threading.Thread):
             self.error = exc
 
 
-def run_scenario(log_root: Path | str, *, size: int = 4000, runner: str = "thread", spark: Any = None,
-                 live_rate: float = 200.0, min_live: int = 200, seed: int = 3, **overrides: str) -> UserClassificationReport:
+def run_scenario(
+    log_root: Path | str,
+    *,
+    size: int = 4000,
+    runner: str = "thread",
+    spark: Any = None,
+    live_rate: float = 200.0,
+    min_live: int = 200,
+    seed: int = 3,
+    **overrides: str,
+) -> UserClassificationReport:
     base = load_config(log_root, **overrides)
     create_streams(base, {REALTIME: PARTITIONS, BATCH: PARTITIONS, OUTPUT: PARTITIONS})
     history = list(signups(size, seed=seed))
@@ -184,7 +200,9 @@ def run_scenario(log_root: Path | str, *, size: int = 4000, runner: str = "threa
         if not started.is_set() and message_count(base, OUTPUT) > size:
             live.start()  # the job is processing: from now on requests meet a running job
             started.set()
-        return started.is_set() and not live.is_alive() and message_count(base, OUTPUT) >= expected_total + len(live.sent)
+        return (
+            started.is_set() and not live.is_alive() and message_count(base, OUTPUT) >= expected_total + len(live.sent)
+        )
 
     out2 = run_job(config, runner=runner, spark=spark, stop_when=stop_when)
     if live.error is not None:

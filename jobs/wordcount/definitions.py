@@ -1,7 +1,6 @@
 """Dagster definitions of wordcount: its stream assets and job (from the plan), the sensors, and
 a small op job that loads the sample sentences so the application can be tried from the UI."""
 
-
 from pathlib import Path
 
 import dagster as dg
@@ -37,7 +36,10 @@ def replay_backfill():  # type: ignore[no-untyped-def]
     """Re-send one day of past ``sentences`` (by each record's timestamp) into the batch stream
     ``sentences_replay``, which the job reads at priority 0 below the real-time 1."""
     return reprocessing_backfill(
-        APPLICATION, CONFIG_PATH, source_stream="sentences", batch_stream="sentences_replay",
+        APPLICATION,
+        CONFIG_PATH,
+        source_stream="sentences",
+        batch_stream="sentences_replay",
         start_date=BACKFILL_START_DATE,
     )
 

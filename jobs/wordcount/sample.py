@@ -20,8 +20,14 @@ SENTENCES = (
 REPLAY_STREAM = "sentences_replay"
 
 
-def load_sentences(config: Config, sentences: Iterable[str] = SENTENCES, *, system: str = "log",
-                   stream: str = "sentences", partitions: int = 2) -> int:
+def load_sentences(
+    config: Config,
+    sentences: Iterable[str] = SENTENCES,
+    *,
+    system: str = "log",
+    stream: str = "sentences",
+    partitions: int = 2,
+) -> int:
     """Create ``stream`` if missing and append ``sentences`` round-robin over its partitions;
     returns how many were written. Loading wordcount's ``sentences`` also creates its (empty)
     batch input ``sentences_replay``, so the job's inputs all exist."""
@@ -38,7 +44,9 @@ def load_sentences(config: Config, sentences: Iterable[str] = SENTENCES, *, syst
     n = 0
     try:
         for n, sentence in enumerate(sentences, start=1):
-            producer.send("wordcount-sample", OutgoingMessageEnvelope(target, serde.to_bytes(sentence), partition=n % partitions))
+            producer.send(
+                "wordcount-sample", OutgoingMessageEnvelope(target, serde.to_bytes(sentence), partition=n % partitions)
+            )
         producer.flush("wordcount-sample")
     finally:
         producer.stop()

@@ -108,20 +108,30 @@ class StreamApplicationDescriptor:
         if isinstance(descriptor, str):
             descriptor = InputDescriptor(descriptor, self._system_of(descriptor))
         if not isinstance(descriptor, InputDescriptor):
-            raise ApplicationError(f"get_input_stream expects an InputDescriptor (system.input(...)), got {descriptor!r}")
+            raise ApplicationError(
+                f"get_input_stream expects an InputDescriptor (system.input(...)), got {descriptor!r}"
+            )
         sid = descriptor.stream_id
         self._check_system(descriptor.system, "input stream", sid)
         if sid in self.input_operators:
-            raise ApplicationError(f"input stream {sid!r} is already registered (get_input_stream called twice)", stream=sid)
+            raise ApplicationError(
+                f"input stream {sid!r} is already registered (get_input_stream called twice)", stream=sid
+            )
         for table in self.tables.values():
             if sid in table.side_inputs:
                 raise ApplicationError(
                     f"stream {sid!r} is a side input of table {table.table_id!r}; it cannot also be an input stream",
-                    stream=sid, table=table.table_id,
+                    stream=sid,
+                    table=table.table_id,
                 )
         spec = InputOperatorSpec(
-            sid, descriptor.system, self._physical_name(sid, descriptor.physical_name),
-            serde=descriptor.serde, key_serde=descriptor.key_serde, kv=descriptor.kv, partitions=descriptor.partitions,
+            sid,
+            descriptor.system,
+            self._physical_name(sid, descriptor.physical_name),
+            serde=descriptor.serde,
+            key_serde=descriptor.key_serde,
+            kv=descriptor.kv,
+            partitions=descriptor.partitions,
         )
         spec.op_id = self._input_op_id(sid)
         self.input_operators[sid] = spec
@@ -131,14 +141,23 @@ class StreamApplicationDescriptor:
         if isinstance(descriptor, str):
             descriptor = OutputDescriptor(descriptor, self._system_of(descriptor))
         if not isinstance(descriptor, OutputDescriptor):
-            raise ApplicationError(f"get_output_stream expects an OutputDescriptor (system.output(...)), got {descriptor!r}")
+            raise ApplicationError(
+                f"get_output_stream expects an OutputDescriptor (system.output(...)), got {descriptor!r}"
+            )
         sid = descriptor.stream_id
         self._check_system(descriptor.system, "output stream", sid)
         if sid in self.output_streams:
-            raise ApplicationError(f"output stream {sid!r} is already registered (get_output_stream called twice)", stream=sid)
+            raise ApplicationError(
+                f"output stream {sid!r} is already registered (get_output_stream called twice)", stream=sid
+            )
         impl = OutputStreamImpl(
-            sid, descriptor.system, self._physical_name(sid, descriptor.physical_name),
-            serde=descriptor.serde, key_serde=descriptor.key_serde, kv=descriptor.kv, partitions=descriptor.partitions,
+            sid,
+            descriptor.system,
+            self._physical_name(sid, descriptor.physical_name),
+            serde=descriptor.serde,
+            key_serde=descriptor.key_serde,
+            kv=descriptor.kv,
+            partitions=descriptor.partitions,
         )
         self.output_streams[sid] = impl
         return OutputStream(self, impl)
@@ -154,14 +173,19 @@ class StreamApplicationDescriptor:
         physical: dict[str, str] = {}
         for entry in descriptor.side_inputs:
             if isinstance(entry, InputDescriptor):
-                sid, system, name = entry.stream_id, entry.system, self._physical_name(entry.stream_id, entry.physical_name)
+                sid, system, name = (
+                    entry.stream_id,
+                    entry.system,
+                    self._physical_name(entry.stream_id, entry.physical_name),
+                )
             else:
                 sid, system, name = entry, self._system_of(entry), self._physical_name(entry, None)
             self._check_system(system, f"side input of table {tid!r}:", sid)
             if sid in self.input_operators:
                 raise ApplicationError(
                     f"stream {sid!r} is an input stream; it cannot also be a side input of table {tid!r}",
-                    stream=sid, table=tid,
+                    stream=sid,
+                    table=tid,
                 )
             if sid in ids:
                 raise ApplicationError(f"table {tid!r} lists side input {sid!r} twice", stream=sid, table=tid)
@@ -229,7 +253,8 @@ class StreamApplicationDescriptor:
             raise ApplicationError(
                 f"operator {op_id!r} {verb} table {tid!r}, which is not defined: call app.get_table(...) "
                 f"for it before using it",
-                operator=op_id, table=tid,
+                operator=op_id,
+                table=tid,
             )
         return spec
 
@@ -258,7 +283,9 @@ class StreamApplicationDescriptor:
         stream.spec.register_operator_spec(spec)
         self._register_operator(spec)
         self.output_streams[sid] = out
-        reader = InputOperatorSpec(sid, system, physical, serde=serde, key_serde=key_serde, kv=True, is_intermediate=True)
+        reader = InputOperatorSpec(
+            sid, system, physical, serde=serde, key_serde=key_serde, kv=True, is_intermediate=True
+        )
         reader.op_id = self._input_op_id(sid)
         self.input_operators[sid] = reader
         return MessageStream(self, reader)

@@ -81,7 +81,13 @@ class SystemDescriptor:
         physical_name: str | None = None,
     ) -> InputDescriptor:
         return InputDescriptor(
-            stream_id, self.name, serde, key_serde, partitions, key_serde is not None if kv is None else kv, physical_name
+            stream_id,
+            self.name,
+            serde,
+            key_serde,
+            partitions,
+            key_serde is not None if kv is None else kv,
+            physical_name,
         )
 
     def output(
@@ -95,7 +101,13 @@ class SystemDescriptor:
         physical_name: str | None = None,
     ) -> OutputDescriptor:
         return OutputDescriptor(
-            stream_id, self.name, serde, key_serde, partitions, key_serde is not None if kv is None else kv, physical_name
+            stream_id,
+            self.name,
+            serde,
+            key_serde,
+            partitions,
+            key_serde is not None if kv is None else kv,
+            physical_name,
         )
 
 

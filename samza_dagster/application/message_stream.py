@@ -54,8 +54,15 @@ class ApplicationGraph(Protocol):
 
     def _defined_table(self, table: Table | TableDescriptor, op_id: str, verb: str) -> TableSpec: ...
 
-    def _partition_by(self, stream: MessageStream, key_fn: Callable[[Any], Any], value_fn: Callable[[Any], Any] | None,
-                      user_op_id: str | None, serde: Any, key_serde: Any) -> MessageStream: ...
+    def _partition_by(
+        self,
+        stream: MessageStream,
+        key_fn: Callable[[Any], Any],
+        value_fn: Callable[[Any], Any] | None,
+        user_op_id: str | None,
+        serde: Any,
+        key_serde: Any,
+    ) -> MessageStream: ...
 
 
 class OutputStream:
@@ -161,7 +168,9 @@ class MessageStream:
         seen = {id(self.spec)}
         for other in streams:
             if not isinstance(other, MessageStream):
-                raise ApplicationError(f"operator {full_id!r}: merge() expects MessageStreams, got {other!r}", operator=full_id)
+                raise ApplicationError(
+                    f"operator {full_id!r}: merge() expects MessageStreams, got {other!r}", operator=full_id
+                )
             self.app._check_same_app(other.app, full_id)
             if id(other.spec) in seen:
                 raise ApplicationError(
@@ -223,8 +232,17 @@ class MessageStream:
             if other.spec is self.spec:
                 raise ApplicationError(f"operator {full_id!r}: a stream cannot be joined with itself", operator=full_id)
             spec: OperatorSpec = JoinOperatorSpec(
-                full_id, op_id, self.spec, other.spec, fn, key, other_key, ttl_ms,
-                key_serde=key_serde, value_serde=value_serde, other_value_serde=other_value_serde,
+                full_id,
+                op_id,
+                self.spec,
+                other.spec,
+                fn,
+                key,
+                other_key,
+                ttl_ms,
+                key_serde=key_serde,
+                value_serde=value_serde,
+                other_value_serde=other_value_serde,
             )
             self.spec.register_operator_spec(spec)
             other.spec.register_operator_spec(spec)

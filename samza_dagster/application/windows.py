@@ -97,7 +97,9 @@ def _define(
     """Validate the arguments of a ``Windows`` factory (errors name the window kind and the
     argument) and build its definition."""
     if isinstance(size_ms, bool) or not isinstance(size_ms, int) or size_ms <= 0:
-        raise ApplicationError(f"{kind} window: {size_name} must be a positive integer of milliseconds, got {size_ms!r}")
+        raise ApplicationError(
+            f"{kind} window: {size_name} must be a positive integer of milliseconds, got {size_ms!r}"
+        )
     if not callable(fold):
         raise ApplicationError(f"{kind} window: fold must be callable (fold(message, acc) -> acc), got {fold!r}")
     if key_fn is not None and not callable(key_fn):
@@ -125,7 +127,9 @@ class Windows:
         value_serde: Any = None,
     ) -> WindowDefinition:
         if key_fn is None:
-            raise ApplicationError("keyed tumbling window: key_fn is required (use Windows.tumbling for a global window)")
+            raise ApplicationError(
+                "keyed tumbling window: key_fn is required (use Windows.tumbling for a global window)"
+            )
         return _define(
             TUMBLING, "duration_ms", duration_ms, initial, fold, key_fn, time, timestamp_fn, key_serde, value_serde
         )

@@ -47,7 +47,9 @@ class CheckpointManager:
     def start(self) -> None:
         """Create the stream if missing and register with the producer."""
         try:
-            self._admin.create_stream(StreamSpec(self.stream, self.stream, self.system, 1, {"cleanup.policy": "compact"}))
+            self._admin.create_stream(
+                StreamSpec(self.stream, self.stream, self.system, 1, {"cleanup.policy": "compact"})
+            )
         except Exception:  # noqa: BLE001 - it exists; read_all reports a real problem
             pass
         self._producer.register(SOURCE)

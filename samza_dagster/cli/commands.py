@@ -67,8 +67,10 @@ def load_demo() -> Callable[..., int]:
     try:
         return next(iter(found)).load()
     except (StopIteration, ImportError) as exc:
-        raise UsageError("the demo's applications (jobs/demo of the samza-dagster checkout) are not importable here: "
-                         "run it with ./scripts/demo, or from the checkout's root") from exc
+        raise UsageError(
+            "the demo's applications (jobs/demo of the samza-dagster checkout) are not importable here: "
+            "run it with ./scripts/demo, or from the checkout's root"
+        ) from exc
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -144,7 +146,10 @@ def run_bench(argv: Sequence[str]) -> int:
     not part of the installed package, and the engine never imports them)."""
     root = Path(os.getcwd())
     if not (root / "bench" / "__main__.py").is_file():
-        print("samza-dagster bench: run it from the samza-dagster repository root "
-              f"(no bench/__main__.py under {root}); it runs `python -m bench`", file=sys.stderr)
+        print(
+            "samza-dagster bench: run it from the samza-dagster repository root "
+            f"(no bench/__main__.py under {root}); it runs `python -m bench`",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return subprocess.call([sys.executable, "-m", "bench", *argv], cwd=root)

@@ -48,8 +48,11 @@ def run_metrics_command(args: argparse.Namespace, config: Config) -> int:
         print(json.dumps([s.to_dict() for s in snapshots], indent=2, default=str))
         return EXIT_OK
     if not snapshots:
-        print(f"no metrics snapshots on {stream.system}.{stream.stream} yet (the job writes one per "
-              f"reporter interval once it runs)", file=sys.stderr)
+        print(
+            f"no metrics snapshots on {stream.system}.{stream.stream} yet (the job writes one per "
+            f"reporter interval once it runs)",
+            file=sys.stderr,
+        )
         return EXIT_OK
     console = Console(width=max(100, Console().width))
     for snapshot in snapshots:
@@ -60,8 +63,10 @@ def run_metrics_command(args: argparse.Namespace, config: Config) -> int:
 def _table(snapshot: MetricsSnapshot) -> Table:
     h = snapshot.header
     at = datetime.fromtimestamp(h.time / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    table = Table(title=f"{h.job_name}-{h.job_id} container {h.container_name} · {h.source} · {at} · {h.host}",
-                  title_justify="left")
+    table = Table(
+        title=f"{h.job_name}-{h.job_id} container {h.container_name} · {h.source} · {at} · {h.host}",
+        title_justify="left",
+    )
     table.add_column("group")
     table.add_column("metric")
     table.add_column("value", justify="right")

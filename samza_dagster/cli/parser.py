@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import NoReturn
 
 DESCRIPTION = "Apache Samza's stream processing in Python: run jobs, inspect streams."
-EPILOG = ("SAMZA_LOG_PATH sets the embedded log's root (default ./.samza-log) for every command. "
-          "Run `samza-dagster COMMAND --help` for a command's options.")
+EPILOG = (
+    "SAMZA_LOG_PATH sets the embedded log's root (default ./.samza-log) for every command. "
+    "Run `samza-dagster COMMAND --help` for a command's options."
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -77,10 +79,12 @@ def input_file(text: str) -> str:
 
 
 def _config_args(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    parser.add_argument("--config-path", required=required, type=existing_file, metavar="FILE",
-                        help="the job's .properties file")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config key (repeatable)")
+    parser.add_argument(
+        "--config-path", required=required, type=existing_file, metavar="FILE", help="the job's .properties file"
+    )
+    parser.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="override a config key (repeatable)"
+    )
 
 
 class _OneLineEach(argparse.HelpFormatter):
@@ -99,17 +103,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="the four example applications, on Spark")
-    demo.add_argument("--root", default=None, type=directory, metavar="DIR", help="keep the demo's streams here (default: a temp dir)")
-    demo.add_argument("--size", type=positive_int, default=None, metavar="N",
-                      help="messages per application (default 20000)")
+    demo.add_argument(
+        "--root", default=None, type=directory, metavar="DIR", help="keep the demo's streams here (default: a temp dir)"
+    )
+    demo.add_argument(
+        "--size", type=positive_int, default=None, metavar="N", help="messages per application (default 20000)"
+    )
 
     run = sub.add_parser("run", help="run a job until it ends (bounded) or Ctrl-C")
     _config_args(run)
-    run.add_argument("--no-create-streams", action="store_true",
-                     help="fail, naming them, instead of creating missing input/output streams")
-    run.add_argument("--force-reset", action="store_true",
-                     help="accept changed set-once config or input partition counts of a stateful job "
-                          "(forgets its task-to-changelog assignment)")
+    run.add_argument(
+        "--no-create-streams",
+        action="store_true",
+        help="fail, naming them, instead of creating missing input/output streams",
+    )
+    run.add_argument(
+        "--force-reset",
+        action="store_true",
+        help="accept changed set-once config or input partition counts of a stateful job "
+        "(forgets its task-to-changelog assignment)",
+    )
 
     plan = sub.add_parser("plan", help="print a job's execution plan as JSON")
     _config_args(plan)
@@ -122,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     writer.add_argument("--type", required=True, choices=["set-config", "delete"], dest="msg_type")
     writer.add_argument("--key", required=True)
     writer.add_argument("--value", default=None)
-    writer.add_argument("--force-reset", action="store_true",
-                        help="accept a change to set-once config (resets the job's state mapping)")
+    writer.add_argument(
+        "--force-reset", action="store_true", help="accept a change to set-once config (resets the job's state mapping)"
+    )
 
     coordinator = sub.add_parser("job-coordinator", help="serve a job's JobModel over HTTP")
     _config_args(coordinator)
@@ -133,8 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     metrics = sub.add_parser("metrics", help="print the latest metrics of a job's containers")
     _config_args(metrics)
     metrics.add_argument("--json", action="store_true", help="Samza's snapshot JSON instead of tables")
-    metrics.add_argument("--stream", default=None, metavar="SYSTEM.STREAM",
-                         help="the metrics stream (default: the job's snapshot reporter's)")
+    metrics.add_argument(
+        "--stream",
+        default=None,
+        metavar="SYSTEM.STREAM",
+        help="the metrics stream (default: the job's snapshot reporter's)",
+    )
 
     sub.add_parser("bench", add_help=False, help="the benchmarks (python -m bench)")
     return parser
@@ -162,8 +180,9 @@ def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     produce = action("produce", "write each line of a file (- for stdin) as one message")
     produce.add_argument("stream", metavar="[SYSTEM.]STREAM")
     produce.add_argument("--file", required=True, type=input_file, metavar="FILE")
-    produce.add_argument("--key-field", default=None, metavar="NAME",
-                         help="for JSON lines: use this field as the message key")
+    produce.add_argument(
+        "--key-field", default=None, metavar="NAME", help="for JSON lines: use this field as the message key"
+    )
 
     clean = action("clean", "apply the stream's retention and compaction now (embedded log)")
     clean.add_argument("stream", metavar="[SYSTEM.]STREAM")
@@ -180,14 +199,23 @@ def _startpoint_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     setter = actions.add_parser("set", help="start a stream's partitions here at the job's next start")
     _config_args(setter)
     setter.add_argument("--stream", required=True, metavar="SYSTEM.STREAM", help="an input of the job")
-    setter.add_argument("--partition", type=partition_number, action="append", default=None, metavar="N",
-                        help="only this partition (repeatable; default: every partition)")
+    setter.add_argument(
+        "--partition",
+        type=partition_number,
+        action="append",
+        default=None,
+        metavar="N",
+        help="only this partition (repeatable; default: every partition)",
+    )
     where = setter.add_mutually_exclusive_group(required=True)
     where.add_argument("--oldest", action="store_true", help="the oldest offset")
     where.add_argument("--upcoming", action="store_true", help="the next offset to be written")
     where.add_argument("--offset", metavar="O", help="this offset")
-    where.add_argument("--timestamp", metavar="TS",
-                       help="the earliest message at or after this time: epoch ms or ISO 8601 (UTC if no zone)")
+    where.add_argument(
+        "--timestamp",
+        metavar="TS",
+        help="the earliest message at or after this time: epoch ms or ISO 8601 (UTC if no zone)",
+    )
 
     listing = actions.add_parser("list", help="the startpoints waiting for the next start")
     _config_args(listing)
@@ -195,5 +223,11 @@ def _startpoint_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     delete = actions.add_parser("delete", help="remove startpoints before they are applied")
     _config_args(delete)
     delete.add_argument("--stream", default=None, metavar="SYSTEM.STREAM", help="default: every stream")
-    delete.add_argument("--partition", type=partition_number, action="append", default=None, metavar="N",
-                        help="only this partition (repeatable)")
+    delete.add_argument(
+        "--partition",
+        type=partition_number,
+        action="append",
+        default=None,
+        metavar="N",
+        help="only this partition (repeatable)",
+    )

@@ -44,8 +44,10 @@ class Sample:
         return self.processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def line(self, job: str) -> str:
-        return (f"{job}: {self.processed:,} processed ({self.rate:,.0f}/s), lag {self.lag:,}, "
-                f"{self.written:,} written, {self.elapsed_s:,.0f} s")
+        return (
+            f"{job}: {self.processed:,} processed ({self.rate:,.0f}/s), lag {self.lag:,}, "
+            f"{self.written:,} written, {self.elapsed_s:,.0f} s"
+        )
 
 
 class JobWatch:
@@ -108,8 +110,9 @@ class JobWatch:
         """input partition → the offset after the last one its checkpoint covers."""
         system = checkpoint_system(self.config)
         factory = system_factory(self.config, system)
-        manager = CheckpointManager(self.config, self._admin(system), None,
-                                    lambda: factory.get_consumer(system, self.config))
+        manager = CheckpointManager(
+            self.config, self._admin(system), None, lambda: factory.get_consumer(system, self.config)
+        )
         try:
             checkpoints = manager.read_last()
         except StreamNotFoundError:  # the job has not committed yet
@@ -129,8 +132,14 @@ def _int(offset: str | None) -> int:
 
 
 @contextmanager
-def show_progress(job: str, config: Config, streams: Iterable[DeclaredStream], *,
-                  out: TextIO | None = None, interval_s: float | None = None) -> Iterator[None]:
+def show_progress(
+    job: str,
+    config: Config,
+    streams: Iterable[DeclaredStream],
+    *,
+    out: TextIO | None = None,
+    interval_s: float | None = None,
+) -> Iterator[None]:
     """Show the job's progress while the body runs. Progress is a courtesy: a stream that cannot
     be observed stops the display, never the job."""
     out = out or sys.stderr
@@ -143,7 +152,9 @@ def show_progress(job: str, config: Config, streams: Iterable[DeclaredStream], *
     interval = interval_s if interval_s is not None else (TTY_INTERVAL_S if tty else PLAIN_INTERVAL_S)
     done = threading.Event()
     render = _rich_display(job, out) if tty else _plain_display(job, out)
-    thread = threading.Thread(target=_loop, args=(watch, render, done, interval), name="samza-run-progress", daemon=True)
+    thread = threading.Thread(
+        target=_loop, args=(watch, render, done, interval), name="samza-run-progress", daemon=True
+    )
     thread.start()
     try:
         yield
@@ -175,8 +186,14 @@ def _rich_display(job: str, out: TextIO) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[line]}"),
-                        TimeElapsedColumn(), console=Console(file=out), transient=True)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[line]}"),
+        TimeElapsedColumn(),
+        console=Console(file=out),
+        transient=True,
+    )
     task = progress.add_task(job, total=None, line="starting")
     progress.start()
 
@@ -185,8 +202,12 @@ def _rich_display(job: str, out: TextIO) -> Any:
             progress.stop()
             return
         # a bounded job's work is what it has done plus what is left; an unbounded one's grows
-        progress.update(task, completed=sample.processed, total=sample.processed + sample.lag or None,
-                        line=f"{sample.processed:,} processed ({sample.rate:,.0f}/s)  lag {sample.lag:,}  "
-                             f"{sample.written:,} written")
+        progress.update(
+            task,
+            completed=sample.processed,
+            total=sample.processed + sample.lag or None,
+            line=f"{sample.processed:,} processed ({sample.rate:,.0f}/s)  lag {sample.lag:,}  "
+            f"{sample.written:,} written",
+        )
 
     return render

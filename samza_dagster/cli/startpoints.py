@@ -60,8 +60,10 @@ def _set(args: argparse.Namespace, config: Config) -> int:
     startpoint = startpoint_from_args(args)
     result = set_startpoints(config, args.stream, startpoint, args.partition)
     for ssp, offset in sorted(result.offsets.items()):
-        print(f"{ssp.system}.{ssp.stream} partition {ssp.partition}: {describe(startpoint)} "
-              f"(offset {offset} now), applied at the job's next start")
+        print(
+            f"{ssp.system}.{ssp.stream} partition {ssp.partition}: {describe(startpoint)} "
+            f"(offset {offset} now), applied at the job's next start"
+        )
     return EXIT_OK
 
 

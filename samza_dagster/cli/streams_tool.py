@@ -78,8 +78,10 @@ def _admin(config: Config, system: str) -> Iterator[Any]:
     if system != "log" and not config.get_str(f"systems.{system}.samza.factory"):
         # the engine takes a system without a factory for the embedded log; here that would
         # quietly put "kafka.orders" in ./.samza-log
-        raise UsageError(f"system {system!r} is not configured: give --config-path with "
-                         f"systems.{system}.samza.factory (or --config systems.{system}.samza.factory=...)")
+        raise UsageError(
+            f"system {system!r} is not configured: give --config-path with "
+            f"systems.{system}.samza.factory (or --config systems.{system}.samza.factory=...)"
+        )
     with system_admin(config, system) as admin:
         yield admin
 
@@ -116,8 +118,11 @@ def _metadata(admin: Any, target: SystemStream) -> Any:
         return admin.get_system_stream_metadata([target.stream])[target.stream]
     except (StreamNotFoundError, KeyError):
         near = _nearest_stream(admin, target.stream)
-        hint = (f"did you mean {target.system}.{near}?" if near else
-                f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N")
+        hint = (
+            f"did you mean {target.system}.{near}?"
+            if near
+            else f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N"
+        )
         raise StreamNotFoundError(target.system, target.stream, hint) from None
 
 
@@ -136,8 +141,10 @@ def describe(config: Config, target: SystemStream) -> int:
     print(f"{target.system}.{target.stream}: {count_of(len(md.partitions), 'partition')}")
     print("  partition  oldest  newest  upcoming")
     for p, m in sorted(md.partitions.items()):
-        print(f"  {p:>9}  {m.oldest_offset:>6}  {m.newest_offset if m.newest_offset is not None else '-':>6}  "
-              f"{m.upcoming_offset:>8}")
+        print(
+            f"  {p:>9}  {m.oldest_offset:>6}  {m.newest_offset if m.newest_offset is not None else '-':>6}  "
+            f"{m.upcoming_offset:>8}"
+        )
     return EXIT_OK
 
 
@@ -147,12 +154,16 @@ def clean(config: Config, target: SystemStream) -> int:
     with _admin(config, target.system) as admin:
         cleaner = getattr(admin, "clean_stream", None)
         if cleaner is None:
-            raise UsageError(f"system {target.system!r} applies its own retention (a Kafka broker does); "
-                             "streams clean is for the embedded log")
+            raise UsageError(
+                f"system {target.system!r} applies its own retention (a Kafka broker does); "
+                "streams clean is for the embedded log"
+            )
         _metadata(admin, target)
         stats = cleaner(target.stream)
-    print(f"{target.system}.{target.stream}: removed {stats.deleted} messages, "
-          f"gave {stats.vacuumed_pages} pages back to the file system")
+    print(
+        f"{target.system}.{target.stream}: removed {stats.deleted} messages, "
+        f"gave {stats.vacuumed_pages} pages back to the file system"
+    )
     return EXIT_OK
 
 
@@ -252,7 +263,9 @@ def tail(config: Config, target: SystemStream, per_partition: int) -> int:
                         if env.is_end_of_stream or ssp not in wanted:
                             continue
                         offset = int(env.offset)
-                        rows.append((ssp.partition, offset, _decode(key_serde, env.key), _decode(msg_serde, env.message)))
+                        rows.append(
+                            (ssp.partition, offset, _decode(key_serde, env.key), _decode(msg_serde, env.message))
+                        )
                         if offset >= wanted[ssp]:
                             wanted.pop(ssp)
         finally:

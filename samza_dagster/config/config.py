@@ -90,7 +90,9 @@ class Config(Mapping[str, str]):
         try:
             return int(raw.strip())
         except ValueError:
-            raise ConfigError(f"config key {key!r} must be an integer, got {raw!r}{_comment_hint(raw)}", key=key) from None
+            raise ConfigError(
+                f"config key {key!r} must be an integer, got {raw!r}{_comment_hint(raw)}", key=key
+            ) from None
 
     get_long = get_int
 
@@ -101,7 +103,9 @@ class Config(Mapping[str, str]):
         try:
             return float(raw.strip())
         except ValueError:
-            raise ConfigError(f"config key {key!r} must be a number, got {raw!r}{_comment_hint(raw)}", key=key) from None
+            raise ConfigError(
+                f"config key {key!r} must be a number, got {raw!r}{_comment_hint(raw)}", key=key
+            ) from None
 
     def get_bool(self, key: str, default: bool = False) -> bool:
         raw = self._entries.get(key)
@@ -128,9 +132,7 @@ class Config(Mapping[str, str]):
             return default
         value = raw.strip()
         if value not in allowed:
-            raise ConfigError(
-                f"config key {key!r} must be one of {', '.join(allowed)}; got {raw!r}", key=key
-            )
+            raise ConfigError(f"config key {key!r} must be one of {', '.join(allowed)}; got {raw!r}", key=key)
         return value
 
     def subset(self, prefix: str, strip_prefix: bool = True) -> Config:

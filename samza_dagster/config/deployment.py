@@ -26,7 +26,7 @@ def log_systems(config: Config) -> list[str]:
     names = {DEFAULT_LOG_SYSTEM} if not config.get_str(f"systems.{DEFAULT_LOG_SYSTEM}.samza.factory") else set()
     for key, value in config.items():
         if key.startswith("systems.") and key.endswith(".samza.factory") and value.strip() == "log":
-            names.add(key[len("systems."): -len(".samza.factory")])
+            names.add(key[len("systems.") : -len(".samza.factory")])
     return sorted(names)
 
 

@@ -170,58 +170,129 @@ def define(name: str, kind: Kind, default: Any, doc: str, *, forms: tuple[str, .
 JOB_NAME = define("job.name", STR, None, "the job's name (required)")
 JOB_ID = define("job.id", STR, "1", "the job's instance id: several runs of one job name differ by it")
 JOB_FACTORIES = ("thread", "process", "spark")
-JOB_FACTORY_CLASS = define("job.factory.class", _choice(*JOB_FACTORIES), "spark",
-                           "the runner: containers as threads, as processes, or as Spark barrier tasks")
+JOB_FACTORY_CLASS = define(
+    "job.factory.class",
+    _choice(*JOB_FACTORIES),
+    "spark",
+    "the runner: containers as threads, as processes, or as Spark barrier tasks",
+)
 JOB_CONTAINER_COUNT = define("job.container.count", _int(1), 1, "containers the job's tasks are spread over")
-JOB_CONTAINER_THREAD_POOL_SIZE = define("job.container.thread.pool.size", _int(0), 0,
-                                        "task threads per container (0: the run loop's own thread)")
-JOB_DEFAULT_SYSTEM = define("job.default.system", STR, "log",
-                            "the system of streams named without one (intermediate streams, changelogs, streams whose `streams.<stream-id>.samza.system` is unset)")
-JOB_COORDINATOR_SYSTEM = define("job.coordinator.system", STR, None,
-                                "the system of the coordinator stream (unset: `job.default.system`)")
-JOB_INTERMEDIATE_STREAM_PARTITIONS = define("job.intermediate.stream.partitions", _int(1), None,
-                                            "partition count of an intermediate stream nothing else decides (unset: the largest input's)")
+JOB_CONTAINER_THREAD_POOL_SIZE = define(
+    "job.container.thread.pool.size", _int(0), 0, "task threads per container (0: the run loop's own thread)"
+)
+JOB_DEFAULT_SYSTEM = define(
+    "job.default.system",
+    STR,
+    "log",
+    "the system of streams named without one (intermediate streams, changelogs, streams whose `streams.<stream-id>.samza.system` is unset)",
+)
+JOB_COORDINATOR_SYSTEM = define(
+    "job.coordinator.system", STR, None, "the system of the coordinator stream (unset: `job.default.system`)"
+)
+JOB_INTERMEDIATE_STREAM_PARTITIONS = define(
+    "job.intermediate.stream.partitions",
+    _int(1),
+    None,
+    "partition count of an intermediate stream nothing else decides (unset: the largest input's)",
+)
 GROUPERS = ("group-by-partition", "group-by-system-stream-partition")
-JOB_GROUPER = define("job.systemstreampartition.grouper.factory", _choice(*GROUPERS), GROUPERS[0],
-                     "how input partitions become tasks")
-JOB_CONTAINER_RETRY_COUNT = define("job.container.retry.count", _int(0), 3,
-                                   "restarts of a failed container before the job fails (spark runner)")
-JOB_CONTAINER_SWITCH_INTERVAL_US = define("job.container.switch.interval.us", _int(0), 500,
-                                          "lowers the interpreter's thread switch interval in a container to this many µs (0: leave Python's own)")
-JOB_COORDINATOR_HTTP_HOST = define("job.coordinator.http.host", STR, "127.0.0.1",
-                                   "the address the job coordinator's HTTP service listens on (spark runner)")
-JOB_COORDINATOR_HTTP_TOKEN = define("job.coordinator.http.token", STR, None,
-                                    "a bearer token the coordinator's HTTP service requires (unset: none)")
-JOB_COORDINATOR_HTTP_PORT = define("job.coordinator.http.port", _int(0), 0,
-                                   "the job coordinator's port (0: any free one; fix it for a Prometheus scrape target)")
-JOB_COORDINATOR_MONITOR_INTERVAL_MS = define("job.coordinator.monitor.interval.ms", _int(0), 10_000,
-                                             "how often the job coordinator checks input partition counts")
-JOB_COORDINATOR_WATCH_INTERVAL_MS = define("job.coordinator.watch.interval.ms", _int(0), 2_000,
-                                           "how often a runner checks the coordinator stream for a new JobModel")
-JOB_COORDINATOR_STREAM_READ_TIMEOUT_MS = define("job.coordinator.stream.read.timeout.ms", _int(0), 30_000,
-                                                "the longest a read of the coordinator stream to its head may take")
-JOB_COORDINATOR_FORCE_RESET = define("job.coordinator.force.reset", BOOL, False,
-                                     "launch-only (`run --force-reset`): accept changed set-once config and partition counts; never written to the coordinator stream")
-JOB_MAX_MODEL_RESTARTS = define("job.max.model.restarts", _int(0), 100,
-                                "restarts of the containers for a new JobModel before the runner gives up")
+JOB_GROUPER = define(
+    "job.systemstreampartition.grouper.factory", _choice(*GROUPERS), GROUPERS[0], "how input partitions become tasks"
+)
+JOB_CONTAINER_RETRY_COUNT = define(
+    "job.container.retry.count", _int(0), 3, "restarts of a failed container before the job fails (spark runner)"
+)
+JOB_CONTAINER_SWITCH_INTERVAL_US = define(
+    "job.container.switch.interval.us",
+    _int(0),
+    500,
+    "lowers the interpreter's thread switch interval in a container to this many µs (0: leave Python's own)",
+)
+JOB_COORDINATOR_HTTP_HOST = define(
+    "job.coordinator.http.host",
+    STR,
+    "127.0.0.1",
+    "the address the job coordinator's HTTP service listens on (spark runner)",
+)
+JOB_COORDINATOR_HTTP_TOKEN = define(
+    "job.coordinator.http.token", STR, None, "a bearer token the coordinator's HTTP service requires (unset: none)"
+)
+JOB_COORDINATOR_HTTP_PORT = define(
+    "job.coordinator.http.port",
+    _int(0),
+    0,
+    "the job coordinator's port (0: any free one; fix it for a Prometheus scrape target)",
+)
+JOB_COORDINATOR_MONITOR_INTERVAL_MS = define(
+    "job.coordinator.monitor.interval.ms",
+    _int(0),
+    10_000,
+    "how often the job coordinator checks input partition counts",
+)
+JOB_COORDINATOR_WATCH_INTERVAL_MS = define(
+    "job.coordinator.watch.interval.ms",
+    _int(0),
+    2_000,
+    "how often a runner checks the coordinator stream for a new JobModel",
+)
+JOB_COORDINATOR_STREAM_READ_TIMEOUT_MS = define(
+    "job.coordinator.stream.read.timeout.ms",
+    _int(0),
+    30_000,
+    "the longest a read of the coordinator stream to its head may take",
+)
+JOB_COORDINATOR_FORCE_RESET = define(
+    "job.coordinator.force.reset",
+    BOOL,
+    False,
+    "launch-only (`run --force-reset`): accept changed set-once config and partition counts; never written to the coordinator stream",
+)
+JOB_MAX_MODEL_RESTARTS = define(
+    "job.max.model.restarts", _int(0), 100, "restarts of the containers for a new JobModel before the runner gives up"
+)
 GUARANTEES = ("at-least-once", "exactly-once")
-JOB_PROCESSING_GUARANTEE = define("job.processing.guarantee", _choice(*GUARANTEES), GUARANTEES[0],
-                                  "`exactly-once`: each container commits as one transaction of its checkpoint system — "
-                                  "the embedded log or Kafka — (outputs, changelog, control "
-                                  "messages and checkpoints readable together or removed); "
-                                  "`at-least-once`: Samza's (docs/decisions.md, \"Exactly-once output\")")
-JOB_LOGGED_STORE_BASE_DIR = define("job.logged.store.base.dir", STR, None,
-                                   "where stores keep their files (unset: beside the default system's log, else a temporary directory)")
+JOB_PROCESSING_GUARANTEE = define(
+    "job.processing.guarantee",
+    _choice(*GUARANTEES),
+    GUARANTEES[0],
+    "`exactly-once`: each container commits as one transaction of its checkpoint system — "
+    "the embedded log or Kafka — (outputs, changelog, control "
+    "messages and checkpoints readable together or removed); "
+    '`at-least-once`: Samza\'s (docs/decisions.md, "Exactly-once output")',
+)
+JOB_LOGGED_STORE_BASE_DIR = define(
+    "job.logged.store.base.dir",
+    STR,
+    None,
+    "where stores keep their files (unset: beside the default system's log, else a temporary directory)",
+)
 
 # app.* (the high-level API)
 APP_CLASS = define("app.class", CLASS, None, "`module:Class` of a `StreamApplication`")
-APP_STAGE = define("app.stage", STR, None, "the stage of a multi-stage application this job runs (`stage-<n>` or `<n>`; set by the planner)")
-APP_STAGE_JOB_NAME = define("app.stage.application.job.name", STR, None,
-                            "set by the planner: the application's own `job.name` in a stage's config")
-APP_STORE_FACTORY = define("app.store.factory", _choice("rocksdb", "inmemory"), "rocksdb",
-                           "the store factory of the operators' own stores (windows, joins)")
-APP_JOIN_TIME = define("app.join.time", _choice("processing", "event"), "processing",
-                       "what a stream-stream join's window measures: arrival or event time")
+APP_STAGE = define(
+    "app.stage",
+    STR,
+    None,
+    "the stage of a multi-stage application this job runs (`stage-<n>` or `<n>`; set by the planner)",
+)
+APP_STAGE_JOB_NAME = define(
+    "app.stage.application.job.name",
+    STR,
+    None,
+    "set by the planner: the application's own `job.name` in a stage's config",
+)
+APP_STORE_FACTORY = define(
+    "app.store.factory",
+    _choice("rocksdb", "inmemory"),
+    "rocksdb",
+    "the store factory of the operators' own stores (windows, joins)",
+)
+APP_JOIN_TIME = define(
+    "app.join.time",
+    _choice("processing", "event"),
+    "processing",
+    "what a stream-stream join's window measures: arrival or event time",
+)
 APP_VERSION = define("app.version", STR, "0.0.1", "the job's version, the `version` of its metrics snapshots' header")
 
 # task.*
@@ -231,143 +302,303 @@ TASK_WINDOW_MS = define("task.window.ms", INT, -1, "how often `window` runs (-1:
 TASK_COMMIT_MS = define("task.commit.ms", INT, 60_000, "how often each task commits")
 TASK_SHUTDOWN_MS = define("task.shutdown.ms", INT, 30_000, "how long a graceful stop may take")
 TASK_MAX_CONCURRENCY = define("task.max.concurrency", _int(1), 1, "in-flight envelopes per task")
-TASK_CALLBACK_TIMEOUT_MS = define("task.callback.timeout.ms", INT, -1,
-                                  "how long an async task may take over one envelope (-1: no limit)")
+TASK_CALLBACK_TIMEOUT_MS = define(
+    "task.callback.timeout.ms", INT, -1, "how long an async task may take over one envelope (-1: no limit)"
+)
 TASK_CHOOSER_CLASS = define("task.chooser.class", CLASS, None, "`module:Class` of a `MessageChooserFactory`")
-TASK_CHOOSER_PRIORITY = define("task.chooser.priorities.<system>.<stream>", INT, None,
-                               "a stream's priority tier (higher first)")
-TASK_CHOOSER_MAX_SKEW_MS = define("task.chooser.max.skew.ms", _int(0), 0,
-                                  "the time-aligned chooser: how far ahead in event time one input may run")
-TASK_CHOOSER_IDLE_TIMEOUT_MS = define("task.chooser.idle.timeout.ms", _int(0), 100,
-                                      "the time-aligned chooser: how long an input with nothing buffered holds the others back")
-TASK_CONSUMER_BATCH_SIZE = define("task.consumer.batch.size", _int(1), 1,
-                                  "envelopes of one partition per chooser decision (unset: 250 for the bootstrap streams' tier, 1 elsewhere)")
-TASK_DROP_DESERIALIZATION_ERRORS = define("task.drop.deserialization.errors", BOOL, False,
-                                          "count and skip messages that do not deserialize")
-TASK_CHECKPOINT_SYSTEM = define("task.checkpoint.system", STR, None,
-                                "the system of the checkpoint stream (unset: `job.default.system`)")
-TASK_DLQ_STREAM = define("task.dlq.stream", STR, None,
-                         "`system.stream` that messages failing a task go to, instead of failing the job")
-TASK_WATERMARK_INTERVAL_MS = define("task.watermark.interval.ms", _int(1), 200,
-                                    "how often the operators of a high-level job emit watermarks")
-TASK_WATERMARK_ALLOWED_LATENESS_MS = define("task.watermark.allowed.lateness.ms", _int(0), 0,
-                                            "how far behind the watermark a message may be before it is late")
+TASK_CHOOSER_PRIORITY = define(
+    "task.chooser.priorities.<system>.<stream>", INT, None, "a stream's priority tier (higher first)"
+)
+TASK_CHOOSER_MAX_SKEW_MS = define(
+    "task.chooser.max.skew.ms", _int(0), 0, "the time-aligned chooser: how far ahead in event time one input may run"
+)
+TASK_CHOOSER_IDLE_TIMEOUT_MS = define(
+    "task.chooser.idle.timeout.ms",
+    _int(0),
+    100,
+    "the time-aligned chooser: how long an input with nothing buffered holds the others back",
+)
+TASK_CONSUMER_BATCH_SIZE = define(
+    "task.consumer.batch.size",
+    _int(1),
+    1,
+    "envelopes of one partition per chooser decision (unset: 250 for the bootstrap streams' tier, 1 elsewhere)",
+)
+TASK_DROP_DESERIALIZATION_ERRORS = define(
+    "task.drop.deserialization.errors", BOOL, False, "count and skip messages that do not deserialize"
+)
+TASK_CHECKPOINT_SYSTEM = define(
+    "task.checkpoint.system", STR, None, "the system of the checkpoint stream (unset: `job.default.system`)"
+)
+TASK_DLQ_STREAM = define(
+    "task.dlq.stream", STR, None, "`system.stream` that messages failing a task go to, instead of failing the job"
+)
+TASK_WATERMARK_INTERVAL_MS = define(
+    "task.watermark.interval.ms", _int(1), 200, "how often the operators of a high-level job emit watermarks"
+)
+TASK_WATERMARK_ALLOWED_LATENESS_MS = define(
+    "task.watermark.allowed.lateness.ms", _int(0), 0, "how far behind the watermark a message may be before it is late"
+)
 
 # systems.*
-SYSTEM_FACTORY = define("systems.<system>.samza.factory", STR, None,
-                        "`log`, `kafka`, `inmemory` or `module:Class` (unset: `log` for the system named `log`)")
+SYSTEM_FACTORY = define(
+    "systems.<system>.samza.factory",
+    STR,
+    None,
+    "`log`, `kafka`, `inmemory` or `module:Class` (unset: `log` for the system named `log`)",
+)
 SYSTEM_KEY_SERDE = define("systems.<system>.samza.key.serde", SERDE, None, "the serde of the system's keys")
 SYSTEM_MSG_SERDE = define("systems.<system>.samza.msg.serde", SERDE, None, "the serde of the system's messages")
-SYSTEM_OFFSET_DEFAULT = define("systems.<system>.samza.offset.default", OFFSET_DEFAULT, "oldest",
-                               "where a partition without a checkpoint starts")
-SYSTEM_FETCH_THRESHOLD = define("systems.<system>.samza.fetch.threshold", _int(-1), 50_000,
-                                 "envelopes a container buffers from the system in all, divided among its "
-                                 "partitions (at least 16 each); -1: no bound")
-SYSTEM_FETCH_THRESHOLD_BYTES = define("systems.<system>.samza.fetch.threshold.bytes", _int(-1), 64 * 1024 * 1024,
-                                      "bytes of those envelopes (key + message sizes); -1: no bound")
-SYSTEM_KAFKA_CLIENT = define("systems.<system>.kafka.client", _choice("confluent", "kafka-python"), "confluent",
-                             "the Kafka client library")
-SYSTEM_REPLICATION_FACTOR = define("systems.<system>.default.stream.replication.factor", _int(1), 1,
-                                   "replication factor of the Kafka topics the engine creates")
-SYSTEM_CONSUMER_FETCH_BATCH = define("systems.<system>.consumer.fetch.batch.messages", _int(1), 500,
-                                     "Kafka (confluent): messages taken from librdkafka per call")
-SYSTEM_CONSUMER_PARK_MAX_BYTES = define("systems.<system>.consumer.park.max.bytes", _int(1), 32 * 1024 * 1024,
-                                        "Kafka (confluent): bytes of fetched messages kept for partitions the job is not asking for")
-SYSTEM_BOOTSTRAP_TIMEOUT_MS = define("systems.<system>.consumer.bootstrap.timeout.ms", _int(0), 5_000,
-                                     "Kafka: how long a client waits for the brokers at start", forms=("systems.<system>.producer.bootstrap.timeout.ms",))
+SYSTEM_OFFSET_DEFAULT = define(
+    "systems.<system>.samza.offset.default", OFFSET_DEFAULT, "oldest", "where a partition without a checkpoint starts"
+)
+SYSTEM_FETCH_THRESHOLD = define(
+    "systems.<system>.samza.fetch.threshold",
+    _int(-1),
+    50_000,
+    "envelopes a container buffers from the system in all, divided among its "
+    "partitions (at least 16 each); -1: no bound",
+)
+SYSTEM_FETCH_THRESHOLD_BYTES = define(
+    "systems.<system>.samza.fetch.threshold.bytes",
+    _int(-1),
+    64 * 1024 * 1024,
+    "bytes of those envelopes (key + message sizes); -1: no bound",
+)
+SYSTEM_KAFKA_CLIENT = define(
+    "systems.<system>.kafka.client", _choice("confluent", "kafka-python"), "confluent", "the Kafka client library"
+)
+SYSTEM_REPLICATION_FACTOR = define(
+    "systems.<system>.default.stream.replication.factor",
+    _int(1),
+    1,
+    "replication factor of the Kafka topics the engine creates",
+)
+SYSTEM_CONSUMER_FETCH_BATCH = define(
+    "systems.<system>.consumer.fetch.batch.messages",
+    _int(1),
+    500,
+    "Kafka (confluent): messages taken from librdkafka per call",
+)
+SYSTEM_CONSUMER_PARK_MAX_BYTES = define(
+    "systems.<system>.consumer.park.max.bytes",
+    _int(1),
+    32 * 1024 * 1024,
+    "Kafka (confluent): bytes of fetched messages kept for partitions the job is not asking for",
+)
+SYSTEM_BOOTSTRAP_TIMEOUT_MS = define(
+    "systems.<system>.consumer.bootstrap.timeout.ms",
+    _int(0),
+    5_000,
+    "Kafka: how long a client waits for the brokers at start",
+    forms=("systems.<system>.producer.bootstrap.timeout.ms",),
+)
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
-SYSTEM_CONSUMER_ISOLATION_LEVEL = define("systems.<system>.consumer.isolation.level", _choice(*ISOLATION_LEVELS), None,
-                                         "`read_committed`: stop each partition before the oldest open transaction, never "
-                                         "see an aborted one; `read_uncommitted`: everything (default, except `read_committed` "
-                                         "in a job with `job.processing.guarantee=exactly-once` and always on Kafka's confluent "
-                                         "client, librdkafka's default)")
-LOG_PATH = define("systems.<system>.log.path", STR, "./.samza-log",
-                  "the embedded log's root directory (`SAMZA_LOG_PATH` overrides it)")
-LOG_BATCH_SIZE = define("systems.<system>.log.batch.size", _int(1), 1000,
-                        "messages the log producer buffers per stream before it writes them")
-LOG_LINGER_MS = define("systems.<system>.log.linger.ms", _int(0), 5,
-                       "longest a sent message waits in the log producer's buffer (0: only at `log.batch.size` or a flush)")
-LOG_FETCH_SIZE = define("systems.<system>.log.fetch.size", _int(1), 250, "most envelopes one poll returns per partition")
-LOG_SYNCHRONOUS = define("systems.<system>.log.synchronous", _choice("FULL", "NORMAL", "OFF", normalize=str.upper), "FULL",
-                         "SQLite's `PRAGMA synchronous` (case-insensitive)")
-LOG_BUSY_TIMEOUT_MS = define("systems.<system>.log.busy.timeout.ms", _int(1), 30_000,
-                             "how long a writer waits for another process's batch")
-LOG_CLEANER_INTERVAL_MS = define("systems.<system>.log.cleaner.interval.ms", _int(0), 30_000,
-                                 "least time between two cleaning passes of a stream by one producer")
-INMEMORY_FETCH_SIZE = define("systems.<system>.inmemory.fetch.size", _int(1), 1000,
-                             "most envelopes one poll of the in-memory system returns per partition")
+SYSTEM_CONSUMER_ISOLATION_LEVEL = define(
+    "systems.<system>.consumer.isolation.level",
+    _choice(*ISOLATION_LEVELS),
+    None,
+    "`read_committed`: stop each partition before the oldest open transaction, never "
+    "see an aborted one; `read_uncommitted`: everything (default, except `read_committed` "
+    "in a job with `job.processing.guarantee=exactly-once` and always on Kafka's confluent "
+    "client, librdkafka's default)",
+)
+LOG_PATH = define(
+    "systems.<system>.log.path",
+    STR,
+    "./.samza-log",
+    "the embedded log's root directory (`SAMZA_LOG_PATH` overrides it)",
+)
+LOG_BATCH_SIZE = define(
+    "systems.<system>.log.batch.size",
+    _int(1),
+    1000,
+    "messages the log producer buffers per stream before it writes them",
+)
+LOG_LINGER_MS = define(
+    "systems.<system>.log.linger.ms",
+    _int(0),
+    5,
+    "longest a sent message waits in the log producer's buffer (0: only at `log.batch.size` or a flush)",
+)
+LOG_FETCH_SIZE = define(
+    "systems.<system>.log.fetch.size", _int(1), 250, "most envelopes one poll returns per partition"
+)
+LOG_SYNCHRONOUS = define(
+    "systems.<system>.log.synchronous",
+    _choice("FULL", "NORMAL", "OFF", normalize=str.upper),
+    "FULL",
+    "SQLite's `PRAGMA synchronous` (case-insensitive)",
+)
+LOG_BUSY_TIMEOUT_MS = define(
+    "systems.<system>.log.busy.timeout.ms", _int(1), 30_000, "how long a writer waits for another process's batch"
+)
+LOG_CLEANER_INTERVAL_MS = define(
+    "systems.<system>.log.cleaner.interval.ms",
+    _int(0),
+    30_000,
+    "least time between two cleaning passes of a stream by one producer",
+)
+INMEMORY_FETCH_SIZE = define(
+    "systems.<system>.inmemory.fetch.size",
+    _int(1),
+    1000,
+    "most envelopes one poll of the in-memory system returns per partition",
+)
 
 
 # stream properties: streams.<stream-id>.<p>, systems.<system>.streams.<stream>.<p>, systems.<system>.default.stream.<p>
 def _stream_property(prop: str, kind: Kind, default: Any, doc: str, *, per_system: bool = True) -> ConfigKey:
-    forms = (f"systems.<system>.streams.<stream>.{prop}", f"systems.<system>.default.stream.{prop}") if per_system else ()
+    forms = (
+        (f"systems.<system>.streams.<stream>.{prop}", f"systems.<system>.default.stream.{prop}") if per_system else ()
+    )
     return define(f"streams.<stream-id>.{prop}", kind, default, doc, forms=forms)
 
 
-STREAM_SYSTEM = _stream_property("samza.system", STR, None, "the stream's system (unset: `job.default.system`)", per_system=False)
-STREAM_PHYSICAL_NAME = _stream_property("samza.physical.name", STR, None, "the stream's name on its system (unset: the id)",
-                                        per_system=False)
+STREAM_SYSTEM = _stream_property(
+    "samza.system", STR, None, "the stream's system (unset: `job.default.system`)", per_system=False
+)
+STREAM_PHYSICAL_NAME = _stream_property(
+    "samza.physical.name", STR, None, "the stream's name on its system (unset: the id)", per_system=False
+)
 STREAM_PARTITIONS = _stream_property("partitions", _int(1), None, "the stream's partition count", per_system=False)
 STREAM_BOOTSTRAP = _stream_property("samza.bootstrap", BOOL, False, "read to its head before other inputs")
 STREAM_PRIORITY = _stream_property("samza.priority", INT, None, "the stream's priority tier (higher first)")
 STREAM_RESET_OFFSET = _stream_property("samza.reset.offset", BOOL, False, "ignore the checkpoint at start")
-STREAM_BOUNDED = _stream_property("samza.bounded", BOOL, False, "the stream ends at the upcoming offset seen when the job starts")
-STREAM_OFFSET_DEFAULT = _stream_property("samza.offset.default", OFFSET_DEFAULT, None,
-                                         "where a partition without a checkpoint starts (unset: the system's)")
-STREAM_KEY_SERDE = _stream_property("samza.key.serde", SERDE, None, "the serde of the stream's keys (unset: the system's)")
-STREAM_MSG_SERDE = _stream_property("samza.msg.serde", SERDE, None, "the serde of the stream's messages (unset: the system's)")
-STREAM_CLEANUP_POLICY = _stream_property("cleanup.policy", _choice("delete", "compact", "compact,delete", "delete,compact", normalize=lambda v: v.replace(" ", "").lower()),
-                                         "delete", "Kafka's: what the log's cleaner does to old messages")
-STREAM_RETENTION_MS = _stream_property("retention.ms", _int(-1), -1, "with `delete`: remove messages older than this (-1: no limit)")
-STREAM_RETENTION_BYTES = _stream_property("retention.bytes", _int(-1), -1,
-                                          "with `delete`: keep at most this many key+value bytes per partition (-1: no limit)")
-STREAM_DELETE_RETENTION_MS = _stream_property("delete.retention.ms", _int(0), 86_400_000,
-                                              "with `compact`: how long a tombstone outlives what it deletes")
-STREAM_MIN_COMPACTION_LAG_MS = _stream_property("min.compaction.lag.ms", _int(0), 0,
-                                                "with `compact`: how old a message must be before compaction touches it (changelogs 600000)")
+STREAM_BOUNDED = _stream_property(
+    "samza.bounded", BOOL, False, "the stream ends at the upcoming offset seen when the job starts"
+)
+STREAM_OFFSET_DEFAULT = _stream_property(
+    "samza.offset.default", OFFSET_DEFAULT, None, "where a partition without a checkpoint starts (unset: the system's)"
+)
+STREAM_KEY_SERDE = _stream_property(
+    "samza.key.serde", SERDE, None, "the serde of the stream's keys (unset: the system's)"
+)
+STREAM_MSG_SERDE = _stream_property(
+    "samza.msg.serde", SERDE, None, "the serde of the stream's messages (unset: the system's)"
+)
+STREAM_CLEANUP_POLICY = _stream_property(
+    "cleanup.policy",
+    _choice("delete", "compact", "compact,delete", "delete,compact", normalize=lambda v: v.replace(" ", "").lower()),
+    "delete",
+    "Kafka's: what the log's cleaner does to old messages",
+)
+STREAM_RETENTION_MS = _stream_property(
+    "retention.ms", _int(-1), -1, "with `delete`: remove messages older than this (-1: no limit)"
+)
+STREAM_RETENTION_BYTES = _stream_property(
+    "retention.bytes",
+    _int(-1),
+    -1,
+    "with `delete`: keep at most this many key+value bytes per partition (-1: no limit)",
+)
+STREAM_DELETE_RETENTION_MS = _stream_property(
+    "delete.retention.ms", _int(0), 86_400_000, "with `compact`: how long a tombstone outlives what it deletes"
+)
+STREAM_MIN_COMPACTION_LAG_MS = _stream_property(
+    "min.compaction.lag.ms",
+    _int(0),
+    0,
+    "with `compact`: how old a message must be before compaction touches it (changelogs 600000)",
+)
 STREAM_PROPERTIES = tuple(key for key in KEYS.values() if key.name.startswith("streams."))
 
 # stores.*
 STORE_FACTORY = define("stores.<store>.factory", _choice("rocksdb", "inmemory"), "rocksdb", "the store's kind")
-STORE_CHANGELOG = define("stores.<store>.changelog", STR, None, "`system.stream` (or a stream of the default system) the store is restored from")
-STORE_KEY_SERDE = define("stores.<store>.key.serde", SERDE, None, "the serde of the store's keys (the operators' own stores: `msgpack`)")
-STORE_MSG_SERDE = define("stores.<store>.msg.serde", SERDE, None, "the serde of the store's values (the operators' own stores: `msgpack`)")
-STORE_SIDE_INPUTS = define("stores.<store>.side.inputs", SYSTEM_STREAMS, [],
-                           "streams that fill the store (read to the head before the task starts, followed while it runs; no changelog)")
-STORE_SIDE_INPUTS_PROCESSOR = define("stores.<store>.side.inputs.processor.factory", CLASS, None,
-                                     "`module:Class` turning a side-input message into the store's entries (unset: its own key and value)")
-STORE_OBJECT_CACHE_SIZE = define("stores.<store>.object.cache.size", _int(0), 10_000,
-                                 "entries of the store's write-back cache (0: none)")
-STORE_WRITE_BATCH_SIZE = define("stores.<store>.write.batch.size", _int(1), 5_000,
-                                "dirty entries the cache writes in one batch (at most the cache size)")
-STORE_CONTAINER_CACHE_SIZE_BYTES = define("stores.<store>.container.cache.size.bytes", _int(0), 4 * 1024 * 1024,
-                                          "the RocksDB block cache of the store in one container, shared by its tasks")
+STORE_CHANGELOG = define(
+    "stores.<store>.changelog",
+    STR,
+    None,
+    "`system.stream` (or a stream of the default system) the store is restored from",
+)
+STORE_KEY_SERDE = define(
+    "stores.<store>.key.serde", SERDE, None, "the serde of the store's keys (the operators' own stores: `msgpack`)"
+)
+STORE_MSG_SERDE = define(
+    "stores.<store>.msg.serde", SERDE, None, "the serde of the store's values (the operators' own stores: `msgpack`)"
+)
+STORE_SIDE_INPUTS = define(
+    "stores.<store>.side.inputs",
+    SYSTEM_STREAMS,
+    [],
+    "streams that fill the store (read to the head before the task starts, followed while it runs; no changelog)",
+)
+STORE_SIDE_INPUTS_PROCESSOR = define(
+    "stores.<store>.side.inputs.processor.factory",
+    CLASS,
+    None,
+    "`module:Class` turning a side-input message into the store's entries (unset: its own key and value)",
+)
+STORE_OBJECT_CACHE_SIZE = define(
+    "stores.<store>.object.cache.size", _int(0), 10_000, "entries of the store's write-back cache (0: none)"
+)
+STORE_WRITE_BATCH_SIZE = define(
+    "stores.<store>.write.batch.size",
+    _int(1),
+    5_000,
+    "dirty entries the cache writes in one batch (at most the cache size)",
+)
+STORE_CONTAINER_CACHE_SIZE_BYTES = define(
+    "stores.<store>.container.cache.size.bytes",
+    _int(0),
+    4 * 1024 * 1024,
+    "the RocksDB block cache of the store in one container, shared by its tasks",
+)
 
 # serializers.*, metrics.*, samza.container.*
-SERDE_CLASS = define("serializers.registry.<name>.class", CLASS, None,
-                     "`module:Class` of a serde (or of a factory with `get_serde(name, config)`) registered as `<name>`")
+SERDE_CLASS = define(
+    "serializers.registry.<name>.class",
+    CLASS,
+    None,
+    "`module:Class` of a serde (or of a factory with `get_serde(name, config)`) registered as `<name>`",
+)
 METRICS_TIMER_ENABLED = define("metrics.timer.enabled", BOOL, True, "time each process, window and commit")
 METRICS_REPORTERS = define("metrics.reporters", LIST, [], "names of the metrics reporters the containers run")
-METRICS_REPORTER_CLASS = define("metrics.reporter.<name>.class", STR, None,
-                                "`snapshot`, `prometheus` or `module:Class` of a reporter (checked by the pre-flight)")
-METRICS_REPORTER_STREAM = define("metrics.reporter.<name>.stream", STR, None,
-                                 "`system.stream` a snapshot reporter writes, a prometheus reporter serves")
-METRICS_REPORTER_INTERVAL = define("metrics.reporter.<name>.interval", STR, "60",
-                                   "seconds between snapshots, a positive number")
-CONTAINER_BUFFER_CAPACITY = define("samza.container.buffer.capacity.per.ssp", _int(1), None,
-                                   "envelopes SystemConsumers buffers per partition (unset: its own default)")
+METRICS_REPORTER_CLASS = define(
+    "metrics.reporter.<name>.class",
+    STR,
+    None,
+    "`snapshot`, `prometheus` or `module:Class` of a reporter (checked by the pre-flight)",
+)
+METRICS_REPORTER_STREAM = define(
+    "metrics.reporter.<name>.stream",
+    STR,
+    None,
+    "`system.stream` a snapshot reporter writes, a prometheus reporter serves",
+)
+METRICS_REPORTER_INTERVAL = define(
+    "metrics.reporter.<name>.interval", STR, "60", "seconds between snapshots, a positive number"
+)
+CONTAINER_BUFFER_CAPACITY = define(
+    "samza.container.buffer.capacity.per.ssp",
+    _int(1),
+    None,
+    "envelopes SystemConsumers buffers per partition (unset: its own default)",
+)
 
 # dagster.* (orchestration)
 DAGSTER_OWNERS = define("dagster.owners", LIST, [], "owners of the job's assets: `team:<name>` or e-mail addresses")
-DAGSTER_MATERIALIZATION_INTERVAL_MS = define("dagster.materialization.interval.ms", _int(0), 60_000,
-                                             "how often a running job reports asset materializations")
-DAGSTER_PROGRESS_INTERVAL_MS = define("dagster.progress.interval.ms", _int(0), 5_000, "how often progress is logged to the run (0: 5000)")
-DAGSTER_PROGRESS_MAX_INTERVAL_MS = define("dagster.progress.max.interval.ms", _int(0), 300_000,
-                                          "longest gap between two progress lines while nothing changes")
-DAGSTER_LAG_WARN = define("dagster.check.lag.warn.messages", _int(0), 10_000, "consumer lag at which the lag check warns")
-DAGSTER_LAG_ERROR = define("dagster.check.lag.error.messages", _int(0), 100_000, "consumer lag at which the lag check fails")
-DAGSTER_FRESHNESS_WARN_MS = define("dagster.freshness.warn.window.ms", _int(0), 300_000, "age of the newest output at which freshness warns")
-DAGSTER_FRESHNESS_FAIL_MS = define("dagster.freshness.fail.window.ms", _int(0), 600_000, "age of the newest output at which freshness fails")
+DAGSTER_MATERIALIZATION_INTERVAL_MS = define(
+    "dagster.materialization.interval.ms", _int(0), 60_000, "how often a running job reports asset materializations"
+)
+DAGSTER_PROGRESS_INTERVAL_MS = define(
+    "dagster.progress.interval.ms", _int(0), 5_000, "how often progress is logged to the run (0: 5000)"
+)
+DAGSTER_PROGRESS_MAX_INTERVAL_MS = define(
+    "dagster.progress.max.interval.ms", _int(0), 300_000, "longest gap between two progress lines while nothing changes"
+)
+DAGSTER_LAG_WARN = define(
+    "dagster.check.lag.warn.messages", _int(0), 10_000, "consumer lag at which the lag check warns"
+)
+DAGSTER_LAG_ERROR = define(
+    "dagster.check.lag.error.messages", _int(0), 100_000, "consumer lag at which the lag check fails"
+)
+DAGSTER_FRESHNESS_WARN_MS = define(
+    "dagster.freshness.warn.window.ms", _int(0), 300_000, "age of the newest output at which freshness warns"
+)
+DAGSTER_FRESHNESS_FAIL_MS = define(
+    "dagster.freshness.fail.window.ms", _int(0), 600_000, "age of the newest output at which freshness fails"
+)
 
 #: namespaces of keys that other software reads (passed on as they are); the pre-flight never
 #: calls one of them unknown, but a key defined above is still checked
@@ -393,8 +624,11 @@ def markdown_table() -> str:
         default = "" if key.default in (None, []) else f"`{_default_text(key.default)}`"
         rows.append(f"| {names} | {key.kind.describe} | {default} | {key.doc} |")
     rows.append("")
-    rows.append("Keys read by other software, passed on as they are (never reported as unknown): "
-                + "; ".join(f"`{prefix}*` ({what})" for prefix, what in PLUGIN_PREFIXES.items()) + ".")
+    rows.append(
+        "Keys read by other software, passed on as they are (never reported as unknown): "
+        + "; ".join(f"`{prefix}*` ({what})" for prefix, what in PLUGIN_PREFIXES.items())
+        + "."
+    )
     return "\n".join(rows) + "\n"
 
 

@@ -24,8 +24,10 @@ from samza_dagster.config.keys import ENGINE_PREFIXES, KEYS, PLUGIN_PREFIXES, SY
 log = logging.getLogger(__name__)
 
 _BUILTIN_SYSTEM_FACTORIES = ("log", "kafka", "inmemory")
-_PLUGIN = [re.compile(re.escape(prefix).replace(re.escape("<system>"), r"[^.]+").replace(re.escape("<name>"), r"[^.]+"))
-           for prefix in PLUGIN_PREFIXES]
+_PLUGIN = [
+    re.compile(re.escape(prefix).replace(re.escape("<system>"), r"[^.]+").replace(re.escape("<name>"), r"[^.]+"))
+    for prefix in PLUGIN_PREFIXES
+]
 _PART = re.compile(r"^<[a-z-]+>$")
 
 
@@ -82,10 +84,10 @@ def belongs_to_a_plugin(key: str, config: Config) -> bool:
     properties there), or a key of a system whose factory is a plug-in."""
     for prefix in _PLUGIN:
         match = prefix.match(key)
-        if match and not key[match.end():].startswith("samza."):
+        if match and not key[match.end() :].startswith("samza."):
             return True
     if key.startswith("systems."):
-        system, _, rest = key[len("systems."):].partition(".")
+        system, _, rest = key[len("systems.") :].partition(".")
         factory = (config.get_str(SYSTEM_FACTORY.key(system=system)) or "").strip()
         if factory and factory not in _BUILTIN_SYSTEM_FACTORIES and not rest.startswith(("samza.", "streams.")):
             return True  # a plug-in system's own keys
@@ -93,8 +95,12 @@ def belongs_to_a_plugin(key: str, config: Config) -> bool:
 
 
 def _nearest(key: str) -> str | None:
-    candidates = {candidate for definition in KEYS.values()
-                  for name in (definition.name, *definition.forms) if (candidate := _instantiate(name, key))}
+    candidates = {
+        candidate
+        for definition in KEYS.values()
+        for name in (definition.name, *definition.forms)
+        if (candidate := _instantiate(name, key))
+    }
     close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.8)
     return close[0] if close else None
 

@@ -25,7 +25,7 @@ class SystemConfig:
         names = []
         for key in self.config:
             if key.startswith("systems."):
-                name = key[len("systems."):].split(".", 1)[0]
+                name = key[len("systems.") :].split(".", 1)[0]
                 if name and name not in names:
                     names.append(name)
         return names
@@ -62,7 +62,7 @@ class StreamConfig:
         ids = []
         for key in self.config:
             if key.startswith("streams."):
-                rest = key[len("streams."):]
+                rest = key[len("streams.") :]
                 for marker in (".samza.", ".partitions", ".source"):
                     idx = rest.find(marker)
                     if idx > 0:
@@ -159,7 +159,7 @@ class StorageConfig:
         names = []
         for key in self.config:
             if key.startswith("stores."):
-                name = key[len("stores."):].split(".", 1)[0]
+                name = key[len("stores.") :].split(".", 1)[0]
                 if name and name not in names:
                     names.append(name)
         return names

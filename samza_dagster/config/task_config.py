@@ -65,7 +65,7 @@ class TaskConfig:
         result: dict[SystemStream, int] = {}
         for key in self.config:
             if key.startswith(prefix):
-                stream = parse_system_stream(key[len(prefix):], key=key)
+                stream = parse_system_stream(key[len(prefix) :], key=key)
                 value = keys.TASK_CHOOSER_PRIORITY.read(self.config, key)
                 if value is not None:  # set but blank: no priority
                     result[stream] = value

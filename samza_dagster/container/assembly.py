@@ -56,8 +56,16 @@ class ContainerPlan:
         if dlq is not None:
             systems.add(dlq.system)
         return cls(
-            job, TaskConfig(config), SerdeRegistry(config), task_factory or task_factory_from_config(config), specs,
-            input_ssps, input_systems, cp_system, dlq, frozenset(systems),
+            job,
+            TaskConfig(config),
+            SerdeRegistry(config),
+            task_factory or task_factory_from_config(config),
+            specs,
+            input_ssps,
+            input_systems,
+            cp_system,
+            dlq,
+            frozenset(systems),
         )
 
 
@@ -86,8 +94,14 @@ def side_inputs_manager(
                 if partition < count:  # else: a task for a wider input owns no partition of it
                     ssps.append(SystemStreamPartition(ss.system, ss.stream, partition))
             path = ts.paths.get(name)
-            stores.append(SideInputStore(
-                task_name, name, ts.stores[name], processor or IdentityProcessor(), ssps,
-                None if path is None else path / OFFSETS_FILE,
-            ))
+            stores.append(
+                SideInputStore(
+                    task_name,
+                    name,
+                    ts.stores[name],
+                    processor or IdentityProcessor(),
+                    ssps,
+                    None if path is None else path / OFFSETS_FILE,
+                )
+            )
     return SideInputsManager(stores, admin_for, consumer_for, plan.serdes)

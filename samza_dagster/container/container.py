@@ -278,14 +278,20 @@ class SamzaContainer:
         if self._exactly_once:
             producer = self.producers[system]
             self.checkpoints = CheckpointManager(
-                self.config, self._admin(system), producer, lambda: self._new_consumer(system), owns_producer=False,
+                self.config,
+                self._admin(system),
+                producer,
+                lambda: self._new_consumer(system),
+                owns_producer=False,
             )
             self.checkpoints.start()
             producer.init_transactions(transactional_id(self.config, self.container_id), self.checkpoints.stream)
             self._transactions = producer
         else:
             self.checkpoints = CheckpointManager(
-                self.config, self._admin(system), self._factory(system).get_producer(system, self.config),
+                self.config,
+                self._admin(system),
+                self._factory(system).get_producer(system, self.config),
                 lambda: self._new_consumer(system),
             )
             self.checkpoints.start()
@@ -302,7 +308,9 @@ class SamzaContainer:
         base = state_base_dir(self.config, job.default_system) / f"{job.name}-{job.id}"
         task_stores = self._task_stores
         for name, tm in self.container_model.tasks.items():
-            task_stores[name] = TaskStores(name, tm.changelog_partition, plan.store_specs, plan.serdes, base, self.producers)
+            task_stores[name] = TaskStores(
+                name, tm.changelog_partition, plan.store_specs, plan.serdes, base, self.producers
+            )
             self._changelog_ssps[name] = task_stores[name].changelog_ssps()
         self.restored = restore_stores(list(task_stores.values()), self.admins, self._new_consumer, last)
         for stores in task_stores.values():
@@ -317,12 +325,20 @@ class SamzaContainer:
             dead_letter = DeadLetterSender(self.producers[dlq.system], dlq)
         for name, tm in sorted(self.container_model.tasks.items()):
             ti = TaskInstance(
-                name, plan.task_factory.create_task(name), tm.ssps, config=self.config,
-                container_id=self.container_id, producers=self.producers, serdes=plan.serdes,
-                container_requests=self.requests, stores=self._task_stores.get(name),
+                name,
+                plan.task_factory.create_task(name),
+                tm.ssps,
+                config=self.config,
+                container_id=self.container_id,
+                producers=self.producers,
+                serdes=plan.serdes,
+                container_requests=self.requests,
+                stores=self._task_stores.get(name),
                 changelog_partition=tm.changelog_partition,
-                drop_deserialization_errors=plan.task.drop_deserialization_errors, dead_letter=dead_letter,
-                job_model=self.job_model, last_checkpoint=last.get(name),
+                drop_deserialization_errors=plan.task.drop_deserialization_errors,
+                dead_letter=dead_letter,
+                job_model=self.job_model,
+                last_checkpoint=last.get(name),
             )
             self.tasks[name] = ti
         if self._exactly_once:
@@ -331,7 +347,10 @@ class SamzaContainer:
             ti.init()
 
     def _start_consumers(
-        self, plan: ContainerPlan, metadata: dict[SystemStream, SystemStreamMetadata], starting: dict[SystemStreamPartition, str]
+        self,
+        plan: ContainerPlan,
+        metadata: dict[SystemStream, SystemStreamMetadata],
+        starting: dict[SystemStreamPartition, str],
     ) -> SystemConsumers:
         """SystemConsumers over one consumer per input system, with the chooser, started."""
         for system in plan.input_systems:
@@ -347,8 +366,11 @@ class SamzaContainer:
         thresholds = {s: FetchThreshold(*systems.fetch_threshold(s)) for s in plan.input_systems}
         # kept before it starts: a failed start is stopped at shutdown
         consumers = self.consumers = SystemConsumers(
-            self._chooser(metadata), self._consumers_by_system, metrics=self._consumer_metrics,
-            fetch_thresholds=thresholds, **kwargs
+            self._chooser(metadata),
+            self._consumers_by_system,
+            metrics=self._consumer_metrics,
+            fetch_thresholds=thresholds,
+            **kwargs,
         )
         for ssp in sorted(plan.input_ssps):
             consumers.register(ssp, starting[ssp])
@@ -379,7 +401,9 @@ class SamzaContainer:
         return DefaultChooser.from_config(self.config, metadata, self.admins)
 
     def _starting_offsets(
-        self, ssps: AbstractSet[SystemStreamPartition], metadata: dict[SystemStream, SystemStreamMetadata],
+        self,
+        ssps: AbstractSet[SystemStreamPartition],
+        metadata: dict[SystemStream, SystemStreamMetadata],
         last: dict[str, Checkpoint],
     ) -> dict[SystemStreamPartition, str]:
         streams = StreamConfig(self.config)
@@ -411,10 +435,15 @@ class SamzaContainer:
         after: dict[SystemStreamPartition, str] = {}
         for system, offsets in resume.items():
             after.update(self._admin(system).get_offsets_after(offsets))
-        result.update(reset_out_of_range(
-            after, metadata, lambda s: self._admin(s).offset_comparator, streams,
-            lambda ss: admin_cleanup_policy(self._admin(ss.system), ss.stream),
-        ))
+        result.update(
+            reset_out_of_range(
+                after,
+                metadata,
+                lambda s: self._admin(s).offset_comparator,
+                streams,
+                lambda ss: admin_cleanup_policy(self._admin(ss.system), ss.stream),
+            )
+        )
         return result
 
     # -- commit --------------------------------------------------------------------------------
@@ -444,7 +473,9 @@ class SamzaContainer:
             self.side_inputs.flush(names)
         self._flush_producers(names)
         changelog_offsets = self._changelog_offsets(names)
-        checkpoints = {ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch}
+        checkpoints = {
+            ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch
+        }
         assert self.checkpoints is not None
         self.checkpoints.write_all(checkpoints)
         if self._transactions is not None:
@@ -575,8 +606,13 @@ class SamzaContainer:
                 "applied": self.side_inputs.applied_counts(),
             }
         return ContainerSummary(
-            self.container_id, status, per_stream, final, elapsed,
-            None if error is None else f"{type(error).__name__}: {error}", metrics,
+            self.container_id,
+            status,
+            per_stream,
+            final,
+            elapsed,
+            None if error is None else f"{type(error).__name__}: {error}",
+            metrics,
         )
 
     def _lag(self) -> dict[str, int]:

@@ -83,7 +83,9 @@ class DeadLetterSender:
         key = raw_key if isinstance(raw_key, (bytes, type(None))) else None
         self.producer.send(
             task_name,
-            OutgoingMessageEnvelope(self.stream, dead_letter_bytes(task_name, envelope, raw_key, raw_message, error), key),
+            OutgoingMessageEnvelope(
+                self.stream, dead_letter_bytes(task_name, envelope, raw_key, raw_message, error), key
+            ),
         )
 
 

@@ -34,7 +34,6 @@ from samza_dagster.system.factories import system_factory
 GUARANTEE_KEY = keys.JOB_PROCESSING_GUARANTEE.name
 
 
-
 def transactional_id(config: Config, container_id: str) -> str:
     """The container's transactional producer id: stable across restarts of the same container,
     so a restarted container fences the one it replaces."""
@@ -72,7 +71,9 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
             )
     dlq = dead_letter_stream(config)
     if dlq is not None and dlq.system != system:
-        raise _problem(DLQ_KEY, f"the dead-letter stream {dlq.system}.{dlq.stream} is not on the checkpoint system {system!r}")
+        raise _problem(
+            DLQ_KEY, f"the dead-letter stream {dlq.system}.{dlq.stream} is not on the checkpoint system {system!r}"
+        )
     if job.thread_pool_size > 1:
         raise _problem(
             "job.container.thread.pool.size",

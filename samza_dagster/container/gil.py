@@ -29,7 +29,9 @@ def apply_switch_interval(config: Config) -> float:
     Returns the interval in force, in seconds."""
     us = config.get_int(SWITCH_INTERVAL_KEY, DEFAULT_SWITCH_INTERVAL_US)
     if us is None or us < 0:
-        raise ConfigError(f"config key {SWITCH_INTERVAL_KEY!r} must be >= 0 microseconds, got {us}", key=SWITCH_INTERVAL_KEY)
+        raise ConfigError(
+            f"config key {SWITCH_INTERVAL_KEY!r} must be >= 0 microseconds, got {us}", key=SWITCH_INTERVAL_KEY
+        )
     if us > 0 and us / 1e6 < sys.getswitchinterval():
         sys.setswitchinterval(us / 1e6)
     return sys.getswitchinterval()

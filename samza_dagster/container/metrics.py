@@ -78,8 +78,16 @@ class TaskMetrics:
 
 
 class ContainerMetrics:
-    __slots__ = ("container_id", "chooses", "null_chooses", "blocked_waits", "started_at", "ended_at", "start_s",
-                 "shutdown_s")
+    __slots__ = (
+        "container_id",
+        "chooses",
+        "null_chooses",
+        "blocked_waits",
+        "started_at",
+        "ended_at",
+        "start_s",
+        "shutdown_s",
+    )
 
     def __init__(self, container_id: str) -> None:
         self.container_id = container_id
@@ -110,15 +118,23 @@ class ContainerMetrics:
 _NS = 1_000_000_000
 
 
-def register_task_metrics(registry: MetricsRegistry, metrics: TaskMetrics, last_processed: dict[SystemStreamPartition, str]) -> None:
+def register_task_metrics(
+    registry: MetricsRegistry, metrics: TaskMetrics, last_processed: dict[SystemStreamPartition, str]
+) -> None:
     """Samza's TaskInstanceMetrics of one task, in the task's own registry."""
     group = TASK_GROUP
     gauge = registry.computed_gauge
     gauge(group, "process-calls", lambda: metrics.envelopes_processed)
-    gauge(group, "messages-actually-processed", lambda: (
-        metrics.envelopes_processed - metrics.control_messages - metrics.deserialization_errors_dropped
-        - metrics.deserialization_errors_dead_lettered
-    ))
+    gauge(
+        group,
+        "messages-actually-processed",
+        lambda: (
+            metrics.envelopes_processed
+            - metrics.control_messages
+            - metrics.deserialization_errors_dropped
+            - metrics.deserialization_errors_dead_lettered
+        ),
+    )
     gauge(group, "window-calls", lambda: metrics.window_count)
     gauge(group, "commit-calls", lambda: metrics.commit_count)
     gauge(group, "control-messages", lambda: metrics.control_messages)
@@ -127,10 +143,14 @@ def register_task_metrics(registry: MetricsRegistry, metrics: TaskMetrics, last_
     gauge(group, "end-of-stream-partitions", lambda: metrics.end_of_stream_ssps)
     registry.computed_timer(group, "process-ns", lambda: (metrics.process_s * _NS, metrics.envelopes_processed))
     for ssp in sorted(metrics.processed):
-        gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition, "offset"),
-              partial(last_processed.get, ssp))
-        gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-processed"),
-              partial(metrics.processed.__getitem__, ssp))
+        gauge(
+            group, partition_metric(ssp.system, ssp.stream, ssp.partition, "offset"), partial(last_processed.get, ssp)
+        )
+        gauge(
+            group,
+            partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-processed"),
+            partial(metrics.processed.__getitem__, ssp),
+        )
 
     def operator_counters() -> None:  # counters the operator runtime adds as operators start
         for name in list(metrics.counters):
@@ -181,8 +201,12 @@ def register_container_metrics(
     gauge(group, "window-calls", lambda: sum(t.window_count for t in tasks))
     gauge(group, "commit-calls", lambda: sum(t.commit_count for t in tasks))
     registry.computed_timer(group, "process-ns", lambda: (sum(t.process_s for t in tasks) * _NS, processed()))
-    registry.computed_timer(group, "window-ns", lambda: (sum(t.window_s for t in tasks) * _NS, sum(t.window_count for t in tasks)))
-    registry.computed_timer(group, "commit-ns", lambda: (sum(t.commit_s for t in tasks) * _NS, sum(t.commit_count for t in tasks)))
+    registry.computed_timer(
+        group, "window-ns", lambda: (sum(t.window_s for t in tasks) * _NS, sum(t.window_count for t in tasks))
+    )
+    registry.computed_timer(
+        group, "commit-ns", lambda: (sum(t.commit_s for t in tasks) * _NS, sum(t.commit_count for t in tasks))
+    )
     registry.computed_timer(group, "block-ns", lambda: (consumers.block_s * _NS, consumers.blocks))
     gauge(group, "event-loop-utilization", _Utilization(consumers, clock))
     gauge(group, "container-startup-time", lambda: int(container.start_s * _NS))
@@ -197,10 +221,16 @@ def register_container_metrics(
     gauge(sc, "choose-object", lambda: sum(counts.chosen.values()))
     gauge(sc, "unprocessed-messages", lambda: sum(counts.buffered.values()))
     for ssp in sorted(consumers.buffer_sizes()):
-        gauge(sc, partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-chosen"),
-              partial(counts.chosen_of, ssp))
-        gauge(sc, partition_metric(ssp.system, ssp.stream, ssp.partition, "buffered-message-count"),
-              partial(counts.buffered_of, ssp))
+        gauge(
+            sc,
+            partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-chosen"),
+            partial(counts.chosen_of, ssp),
+        )
+        gauge(
+            sc,
+            partition_metric(ssp.system, ssp.stream, ssp.partition, "buffered-message-count"),
+            partial(counts.buffered_of, ssp),
+        )
 
 
 class _ConsumerCounts:
@@ -281,19 +311,23 @@ class ConsumerLag:
         self.behind: dict[SystemStreamPartition, int] = {}
         for ssp in sorted(ssps):
             group = groups(ssp.system)
-            registry.computed_gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition, "high-watermark"),
-                                    partial(self.high_watermark.__getitem__, ssp))
-            registry.computed_gauge(group, partition_metric(ssp.system, ssp.stream, ssp.partition,
-                                                            "messages-behind-high-watermark"),
-                                    partial(self.behind.__getitem__, ssp))
+            registry.computed_gauge(
+                group,
+                partition_metric(ssp.system, ssp.stream, ssp.partition, "high-watermark"),
+                partial(self.high_watermark.__getitem__, ssp),
+            )
+            registry.computed_gauge(
+                group,
+                partition_metric(ssp.system, ssp.stream, ssp.partition, "messages-behind-high-watermark"),
+                partial(self.behind.__getitem__, ssp),
+            )
         # the container's lag in one number per consumer group (not Samza's: a chart of a job's
         # lag should not have to match metric names per partition)
         by_group: dict[str, list[SystemStreamPartition]] = {}
         for ssp in ssps:
             by_group.setdefault(groups(ssp.system), []).append(ssp)
         for group, members in by_group.items():
-            registry.computed_gauge(group, "messages-behind-high-watermark",
-                                    partial(self._behind_of, members))
+            registry.computed_gauge(group, "messages-behind-high-watermark", partial(self._behind_of, members))
         registry.before_snapshot(self.refresh)
 
     def _behind_of(self, ssps: list[SystemStreamPartition]) -> int:
@@ -322,7 +356,9 @@ class ConsumerLag:
                     next_offset = int(done) + 1
                 else:
                     start = self._starting.get(ssp)
-                    next_offset = int(start) if start is not None and start.lstrip("-").isdigit() else int(pm.oldest_offset)
+                    next_offset = (
+                        int(start) if start is not None and start.lstrip("-").isdigit() else int(pm.oldest_offset)
+                    )
                 self.high_watermark[ssp] = high
                 self.behind[ssp] = max(0, high - next_offset)
 

@@ -58,11 +58,23 @@ def out_of_range_start(
         skipped = f"skipping offsets [{resume}, {start})"
     else:
         cause = "the stream holds fewer messages than that: was it deleted and created again?"
-        skipped = "reading it again from the oldest offset" if start == oldest else f"skipping offsets [{oldest}, {start})"
+        skipped = (
+            "reading it again from the oldest offset" if start == oldest else f"skipping offsets [{oldest}, {start})"
+        )
     log.warning(
         "system %s, stream %s, partition %d: %s resumes at offset %s, outside the partition's offsets [%s, %s] (%s); "
         "%s and starting at %s (%s)",
-        ssp.system, ssp.stream, ssp.partition, what, resume, oldest, upcoming, cause, skipped, start, why,
+        ssp.system,
+        ssp.stream,
+        ssp.partition,
+        what,
+        resume,
+        oldest,
+        upcoming,
+        cause,
+        skipped,
+        start,
+        why,
     )
     return start
 
@@ -106,8 +118,14 @@ def reset_out_of_range(
             continue
         default = streams.offset_default(ss)
         start = out_of_range_start(
-            ssp, offset, pm, comparators(ssp.system), default,
-            what="the checkpoint", why=f"samza.offset.default={default}", cleanup_policy=cleanup_policy(ss),
+            ssp,
+            offset,
+            pm,
+            comparators(ssp.system),
+            default,
+            what="the checkpoint",
+            why=f"samza.offset.default={default}",
+            cleanup_policy=cleanup_policy(ss),
         )
         if start is not None:
             result[ssp] = start

@@ -49,7 +49,11 @@ class ContainerReporting:
         """Register the engine's metrics, then start every reporter over the container's and
         each task's registry. ``starting``: where each input partition is read from."""
         register_container_metrics(
-            self.registry, container_metrics, [ti.metrics for ti in tasks.values()], consumers, time.monotonic,
+            self.registry,
+            container_metrics,
+            [ti.metrics for ti in tasks.values()],
+            consumers,
+            time.monotonic,
             restored,
         )
         owners = {ssp: ti.last_processed for ti in tasks.values() for ssp in ti.ssps}
@@ -72,8 +76,9 @@ class ContainerReporting:
             try:
                 reporter.stop()
             except Exception:  # noqa: BLE001 - see the docstring
-                log.warning("container %s: metrics reporter %r failed to stop", self.container_id, reporter,
-                            exc_info=True)
+                log.warning(
+                    "container %s: metrics reporter %r failed to stop", self.container_id, reporter, exc_info=True
+                )
         self.reporters = []
         try:  # after the reporters' last snapshots: a timer's mean is not split between them
             self.final = {source: plain(metrics) for source, metrics in self.snapshots().items()}

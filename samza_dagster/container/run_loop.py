@@ -85,7 +85,9 @@ class RunLoop(ScheduledMode):
         self.commit_s = commit_ms / 1000.0 if commit_ms and commit_ms > 0 else None
         self.pool_size = thread_pool_size
         self.max_concurrency = max(1, max_concurrency)
-        self.callback_timeout_s = callback_timeout_ms / 1000.0 if callback_timeout_ms and callback_timeout_ms > 0 else None
+        self.callback_timeout_s = (
+            callback_timeout_ms / 1000.0 if callback_timeout_ms and callback_timeout_ms > 0 else None
+        )
         self.poll_timeout_s = poll_timeout_s
         #: ``metrics.timer.enabled`` (as Samza): time each process() call
         self.timer_enabled = timer_enabled
@@ -100,9 +102,7 @@ class RunLoop(ScheduledMode):
         self._worker_for: dict[SystemStreamPartition, TaskWorker] = {
             ssp: w for w in self.workers.values() for ssp in w.ti.ssps
         }
-        self.scheduled = (
-            thread_pool_size > 1 or self.max_concurrency > 1 or any(ti.is_async for ti in tasks.values())
-        )
+        self.scheduled = thread_pool_size > 1 or self.max_concurrency > 1 or any(ti.is_async for ti in tasks.values())
         self._stop = False
         self._pool: ThreadPoolExecutor | None = None
         self._completions: deque[Completion] = deque()
@@ -402,8 +402,10 @@ class RunLoop(ScheduledMode):
         tasks = self.workers.values()
         if self._done_count == len(self.tasks):
             return RunLoopStatus.COMPLETED
-        shutdown = self._stop or req.shutdown_all or (
-            req.shutdowns > 0 and all(w.done or w.ti.coordinator.shutdown_requested for w in tasks)
+        shutdown = (
+            self._stop
+            or req.shutdown_all
+            or (req.shutdowns > 0 and all(w.done or w.ti.coordinator.shutdown_requested for w in tasks))
         )
         if not shutdown:
             return None

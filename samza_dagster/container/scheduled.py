@@ -118,8 +118,14 @@ class ScheduledMode:
                 due = len(commits)
                 if self._run_due(w, commits):
                     step.progress = True
-                if (len(commits) > due or w.done or w.exclusive_running or w.window_due or w.commit_due
-                        or w.end_of_stream_due):
+                if (
+                    len(commits) > due
+                    or w.done
+                    or w.exclusive_running
+                    or w.window_due
+                    or w.commit_due
+                    or w.end_of_stream_due
+                ):
                     # due work waits for in-flight messages, and a task committing starts nothing
                     # before its commit (made below with the others due in this pass)
                     self._count(w, step)
@@ -244,13 +250,16 @@ class ScheduledMode:
         self._completions.append(WindowDone(w, exc))
         self._wakeup.set()
 
-    def _make_on_done(self, w: TaskWorker, ssp: SystemStreamPartition,
-                      entry: InFlight) -> Callable[[TaskCallback, BaseException | None], None]:
+    def _make_on_done(
+        self, w: TaskWorker, ssp: SystemStreamPartition, entry: InFlight
+    ) -> Callable[[TaskCallback, BaseException | None], None]:
         completions, wakeup = self._completions, self._wakeup
 
         def on_done(callback: TaskCallback, exc: BaseException | None) -> None:
             if isinstance(exc, CallbackError):
-                completions.append(CallbackFailed(w, callback, TaskProcessError(str(exc), w.ti.task_name, callback.envelope)))
+                completions.append(
+                    CallbackFailed(w, callback, TaskProcessError(str(exc), w.ti.task_name, callback.envelope))
+                )
             else:
                 if exc is not None:
                     exc = w.ti.process_error(callback.envelope, exc)

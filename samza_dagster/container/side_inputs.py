@@ -113,7 +113,9 @@ class SideInputStore:
     applied: dict[SystemStreamPartition, str] = field(default_factory=dict)
     messages: int = 0
 
-    def stored_offsets(self, check_offset: Callable[[SystemStreamPartition, str], object]) -> dict[SystemStreamPartition, str]:
+    def stored_offsets(
+        self, check_offset: Callable[[SystemStreamPartition, str], object]
+    ) -> dict[SystemStreamPartition, str]:
         """The offsets kept beside the store for its partitions. ``check_offset(ssp, offset)``
         raises ValueError or TypeError for a value that is not an offset of ``ssp``'s system.
         A file that is malformed in any way is one WARNING naming it and what was wrong, and
@@ -124,8 +126,13 @@ class SideInputStore:
         try:
             return self._parse_offsets(self.offsets_path.read_text(), check_offset)
         except (OSError, ValueError, TypeError) as exc:
-            log.warning("side-input store %r of %s: ignoring %s: %s; reading its side inputs again from the oldest offsets",
-                        self.name, self.task_name, self.offsets_path, exc)
+            log.warning(
+                "side-input store %r of %s: ignoring %s: %s; reading its side inputs again from the oldest offsets",
+                self.name,
+                self.task_name,
+                self.offsets_path,
+                exc,
+            )
             return {}
 
     def _parse_offsets(
@@ -136,7 +143,9 @@ class SideInputStore:
         except ValueError as exc:
             raise SideInputOffsetsError(f"not JSON ({exc})") from exc
         if not isinstance(data, dict):
-            raise SideInputOffsetsError(f"expected a JSON object of partition -> offset, found a JSON {type(data).__name__}")
+            raise SideInputOffsetsError(
+                f"expected a JSON object of partition -> offset, found a JSON {type(data).__name__}"
+            )
         offsets: dict[SystemStreamPartition, str] = {}
         for ssp in self.ssps:
             key = _ssp_key(ssp)
@@ -148,7 +157,9 @@ class SideInputStore:
             try:
                 check_offset(ssp, value)
             except (TypeError, ValueError) as exc:
-                raise SideInputOffsetsError(f"the offset of {key} is {value!r}, not an offset of system {ssp.system!r} ({exc})") from exc
+                raise SideInputOffsetsError(
+                    f"the offset of {key} is {value!r}, not an offset of system {ssp.system!r} ({exc})"
+                ) from exc
             offsets[ssp] = value
         return offsets
 
@@ -281,8 +292,13 @@ class SideInputsManager:
                     # the store is a view of the stream: out of range, it is read again from
                     # what the stream holds (offset_reset.py)
                     reset = out_of_range_start(
-                        ssp, start, pm, admin.offset_comparator, "oldest",
-                        what=f"side-input store {self._store_names(ssp)}", why="a side-input store is a view of the whole stream",
+                        ssp,
+                        start,
+                        pm,
+                        admin.offset_comparator,
+                        "oldest",
+                        what=f"side-input store {self._store_names(ssp)}",
+                        why="a side-input store is a view of the whole stream",
                         cleanup_policy=admin_cleanup_policy(admin, ssp.stream),
                     )
                     start = start if reset is None else reset

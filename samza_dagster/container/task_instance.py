@@ -58,8 +58,13 @@ _perf_counter = time.perf_counter
 #: :meth:`TaskInstance.inline_binding`): the instance, its process, collector and coordinator, its
 #: processed offsets and counts, its metrics
 InlineBinding = tuple[
-    "TaskInstance", Callable[..., Any], MessageCollector, TaskCoordinator,
-    dict[SystemStreamPartition, str], dict[SystemStreamPartition, int], TaskMetrics,
+    "TaskInstance",
+    Callable[..., Any],
+    MessageCollector,
+    TaskCoordinator,
+    dict[SystemStreamPartition, str],
+    dict[SystemStreamPartition, int],
+    TaskMetrics,
 ]
 
 
@@ -118,9 +123,17 @@ class TaskInstance:
         #: the checkpoint the task's next commit follows (read back at start, then its own)
         self.last_checkpoint = last_checkpoint
         self.context = InternalTaskContext(
-            task_name, ssps, config, container_id, stores.stores if stores is not None else {},
-            self.metrics_registry, changelog_partition,
-            task_instance=self, job_model=job_model, producers=producers, last_checkpoint=last_checkpoint,
+            task_name,
+            ssps,
+            config,
+            container_id,
+            stores.stores if stores is not None else {},
+            self.metrics_registry,
+            changelog_partition,
+            task_instance=self,
+            job_model=job_model,
+            producers=producers,
+            last_checkpoint=last_checkpoint,
             metrics=self.metrics,
         )
         self.drop_deserialization_errors = drop_deserialization_errors
@@ -181,8 +194,15 @@ class TaskInstance:
         per envelope). None when ``ssp`` needs deserializing (:meth:`process_inline` then)."""
         if self._decoders.get(ssp) is not None:
             return None
-        return (self, self._process, self.collector, self.coordinator, self.last_processed, self._processed,
-                self._metrics)
+        return (
+            self,
+            self._process,
+            self.collector,
+            self.coordinator,
+            self.last_processed,
+            self._processed,
+            self._metrics,
+        )
 
     def completed(self, ssp: SystemStreamPartition, offset: str | None) -> None:
         """A message of ``ssp`` completed (scheduled mode); ``offset``: the processed offset it
@@ -324,8 +344,10 @@ class TaskInstance:
         previous = self.last_checkpoint
         # the inline fast path does not flag each message: unchanged offsets + no window/EOS
         # since the last checkpoint means there is nothing new to commit
-        if not self.uncommitted and previous is not None and all(
-            previous.offsets.get(s) == o for s, o in offsets.items()
+        if (
+            not self.uncommitted
+            and previous is not None
+            and all(previous.offsets.get(s) == o for s, o in offsets.items())
         ):
             return None
         if fill is not None:  # before the previous checkpoint's offsets: they are older
@@ -338,7 +360,8 @@ class TaskInstance:
         return offsets
 
     def checkpoint(
-        self, offsets: dict[SystemStreamPartition, str],
+        self,
+        offsets: dict[SystemStreamPartition, str],
         changelog_offsets: dict[str, tuple[SystemStreamPartition, str | None]],
     ) -> Checkpoint:
         """The task's checkpoint over ``offsets`` (from :meth:`begin_commit`), once its output and

@@ -26,7 +26,14 @@ class InFlight:
 
 class TaskWorker:
     __slots__ = (
-        "ti", "pending", "in_flight", "in_flight_offsets", "exclusive_running", "window_due", "commit_due", "done",
+        "ti",
+        "pending",
+        "in_flight",
+        "in_flight_offsets",
+        "exclusive_running",
+        "window_due",
+        "commit_due",
+        "done",
     )
 
     def __init__(self, ti: TaskInstance) -> None:

@@ -40,7 +40,9 @@ def iter_partitions(data: Any, kind: str) -> Iterator[tuple[SystemStreamPartitio
             try:
                 partition = int(pkey)
             except (TypeError, ValueError):
-                raise ControlStateError(f"{kind} snapshot: stream {sid!r} has partition key {pkey!r}, not an int") from None
+                raise ControlStateError(
+                    f"{kind} snapshot: stream {sid!r} has partition key {pkey!r}, not an int"
+                ) from None
             if not isinstance(body, Mapping):
                 raise ControlStateError(f"{kind} snapshot: stream {sid!r} partition {partition} is not an object")
             yield SystemStreamPartition(system, stream, partition), body

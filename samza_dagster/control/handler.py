@@ -33,7 +33,10 @@ class IntermediateStreamDecoder:
     __slots__ = ("key_from_bytes", "serde", "make_kv")
 
     def __init__(
-        self, key_serde: Serde | None, user_serde: Serde | None, make_kv: Callable[[Any, Any], Any] = lambda k, v: (k, v)
+        self,
+        key_serde: Serde | None,
+        user_serde: Serde | None,
+        make_kv: Callable[[Any, Any], Any] = lambda k, v: (k, v),
     ) -> None:
         # make_kv: the high-level API's KV (passed in: control sits below the application package)
         self.key_from_bytes = key_serde.from_bytes if key_serde is not None else None
@@ -108,9 +111,9 @@ class ControlMessageHandler:
             wm.update(wm_states.to_dict())
         return eos, wm
 
-    def restore(self, eos: Mapping[str, Any] | None, watermarks: Mapping[str, Any] | None) -> tuple[
-        list[SystemStreamPartition], list[tuple[SystemStreamPartition, int]]
-    ]:
+    def restore(
+        self, eos: Mapping[str, Any] | None, watermarks: Mapping[str, Any] | None
+    ) -> tuple[list[SystemStreamPartition], list[tuple[SystemStreamPartition, int]]]:
         """Load checkpointed bookkeeping; returns the partitions already ended and the
         (partition, watermark) pairs already reconciled, for the task to re-apply."""
         by_id = {f"{s.system}.{s.stream}": s for s in self._ssps}
@@ -124,7 +127,12 @@ class ControlMessageHandler:
         for stream in self._eos:
             self._eos[stream].restore({k: v for k, v in (eos or {}).items() if by_id.get(k) == stream})
             self._wm[stream].restore({k: v for k, v in (watermarks or {}).items() if by_id.get(k) == stream})
-        ended = [ssp for stream, states in self._eos.items() for ssp in self._ssps[stream] if states.is_end_of_stream_per_ssp(ssp)]
+        ended = [
+            ssp
+            for stream, states in self._eos.items()
+            for ssp in self._ssps[stream]
+            if states.is_end_of_stream_per_ssp(ssp)
+        ]
         marks = [
             (ssp, states.get_watermark_per_ssp(ssp))
             for stream, states in self._wm.items()

@@ -78,15 +78,21 @@ def _decode_control(kind: int, body: bytes) -> EndOfStreamMessage | WatermarkMes
         raise ControlMessageError(f"unsupported {name} control message version {version!r} (supported: {supported})")
     task_name = fields.get("taskName")
     if task_name is not None and not isinstance(task_name, str):
-        raise ControlMessageError(f"malformed {name} control message: taskName must be a string or null, got {task_name!r}")
+        raise ControlMessageError(
+            f"malformed {name} control message: taskName must be a string or null, got {task_name!r}"
+        )
     task_count = fields.get("taskCount")
     if not _is_int(task_count) or task_count < 0:
-        raise ControlMessageError(f"malformed {name} control message: taskCount must be a non-negative int, got {task_count!r}")
+        raise ControlMessageError(
+            f"malformed {name} control message: taskCount must be a non-negative int, got {task_count!r}"
+        )
     if kind == END_OF_STREAM:
         return EndOfStreamMessage(task_name, task_count, version)
     timestamp = fields.get("timestamp")
     if not _is_int(timestamp):
-        raise ControlMessageError(f"malformed watermark control message: timestamp must be an int (ms), got {timestamp!r}")
+        raise ControlMessageError(
+            f"malformed watermark control message: timestamp must be an int (ms), got {timestamp!r}"
+        )
     return WatermarkMessage(timestamp, task_name, task_count, version)
 
 

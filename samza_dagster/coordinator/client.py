@@ -55,9 +55,7 @@ def _resolve_url(url: str | None) -> str:
     return resolved.rstrip("/")
 
 
-def _get_json(
-    url: str, token: str | None, retries: int, backoff_s: float, timeout_s: float
-) -> dict:
+def _get_json(url: str, token: str | None, retries: int, backoff_s: float, timeout_s: float) -> dict:
     """GET with retries on connection errors and 5xx; exponential backoff, capped."""
     token = token if token is not None else os.environ.get(TOKEN_ENV)
     headers = {"Accept": "application/json"}
@@ -105,8 +103,12 @@ def fetch_job_model(
 
 
 def poll_version(
-    url: str | None = None, *, token: str | None = None, retries: int = 0,
-    backoff_s: float = DEFAULT_BACKOFF_S, timeout_s: float = DEFAULT_TIMEOUT_S,
+    url: str | None = None,
+    *,
+    token: str | None = None,
+    retries: int = 0,
+    backoff_s: float = DEFAULT_BACKOFF_S,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> int:
     """The version of the JobModel currently served (one small request to ``/healthz``)."""
     base = _resolve_url(url)
@@ -131,7 +133,9 @@ class JobModelWatcher:
     read :attr:`new_version_available`, a plain attribute read cheap enough for the run loop.
     """
 
-    def __init__(self, url: str | None, current_version: int, interval_s: float = 5.0, *, token: str | None = None) -> None:
+    def __init__(
+        self, url: str | None, current_version: int, interval_s: float = 5.0, *, token: str | None = None
+    ) -> None:
         self.url = _resolve_url(url)
         self.current_version = current_version
         self.interval_s = interval_s

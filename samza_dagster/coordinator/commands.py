@@ -27,8 +27,11 @@ def run_job_coordinator(config: Config, host: str = "127.0.0.1", port: int = 0) 
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, _stop)
         print(f"SAMZA_COORDINATOR_URL={url}", flush=True)
-        print(f"job coordinator serving JobModel version {coordinator.job_model.version} at {url}",
-              file=sys.stderr, flush=True)
+        print(
+            f"job coordinator serving JobModel version {coordinator.job_model.version} at {url}",
+            file=sys.stderr,
+            flush=True,
+        )
         while not done.wait(0.5):
             pass
     finally:

@@ -77,16 +77,26 @@ class _Handler(BaseHTTPRequestHandler):
             body, content_type = self.server.metrics()
             self._send(200, body, served.version, content_type=content_type)
         elif path == "/metrics":
-            self._send(404, _json({"error": "no metrics here: configure a reporter of class prometheus "
-                                            "(metrics.reporters, metrics.reporter.<name>.class)"}))
+            self._send(
+                404,
+                _json(
+                    {
+                        "error": "no metrics here: configure a reporter of class prometheus "
+                        "(metrics.reporters, metrics.reporter.<name>.class)"
+                    }
+                ),
+            )
         else:
             self._send(404, _json({"error": f"no such resource {path!r}; try /, /config, /healthz or /metrics"}))
 
     def _method_not_allowed(self) -> None:
         if not self._authorized():
             return
-        self._send(405, _json({"error": f"method {self.command} not allowed; the job coordinator is read-only"}),
-                   extra={"Allow": "GET"})
+        self._send(
+            405,
+            _json({"error": f"method {self.command} not allowed; the job coordinator is read-only"}),
+            extra={"Allow": "GET"},
+        )
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _method_not_allowed  # noqa: N815
 
@@ -98,12 +108,19 @@ class _Handler(BaseHTTPRequestHandler):
         expected = f"Bearer {token}"
         if hmac.compare_digest(header.encode("utf-8"), expected.encode("utf-8")):
             return True
-        self._send(401, _json({"error": f"missing or wrong bearer token (set by {TOKEN_KEY})"}),
-                   extra={"WWW-Authenticate": "Bearer"})
+        self._send(
+            401,
+            _json({"error": f"missing or wrong bearer token (set by {TOKEN_KEY})"}),
+            extra={"WWW-Authenticate": "Bearer"},
+        )
         return False
 
     def _send(
-        self, status: int, body: bytes, version: int | None = None, extra: dict[str, str] | None = None,
+        self,
+        status: int,
+        body: bytes,
+        version: int | None = None,
+        extra: dict[str, str] | None = None,
         content_type: str = "application/json",
     ) -> None:
         # Drain a request body so a keep-alive connection stays in sync.

@@ -82,7 +82,9 @@ class JobCoordinator:
         self.admins: dict[str, SystemAdmin] = dict(admins or {})
         self._given_admins = frozenset(self.admins)
         interval_ms = config.get_int(MONITOR_INTERVAL_KEY, DEFAULT_MONITOR_INTERVAL_MS)
-        self.monitor_interval_s = (interval_ms if interval_ms and interval_ms > 0 else DEFAULT_MONITOR_INTERVAL_MS) / 1000
+        self.monitor_interval_s = (
+            interval_ms if interval_ms and interval_ms > 0 else DEFAULT_MONITOR_INTERVAL_MS
+        ) / 1000
         self.submission: SubmissionResult | None = None
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
@@ -126,8 +128,12 @@ class JobCoordinator:
         self.url = f"http://{_url_host(self.host, str(bound_host))}:{bound_port}"
         self._stopping.clear()
         self._threads = [
-            threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                             name="job-coordinator-http", daemon=True),
+            threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.2},
+                name="job-coordinator-http",
+                daemon=True,
+            ),
             threading.Thread(target=self._monitor, name="job-coordinator-monitor", daemon=True),
         ]
         for thread in self._threads:
@@ -212,8 +218,13 @@ class JobCoordinator:
                 except InputPartitionCountChangedError as exc:
                     if not (self.force_reset and version == 1):
                         raise
-                    log.warning("force reset: %s -> %s partitions for %s; the task → changelog partition "
-                                "assignments are forgotten", exc.old, exc.new, exc.stream)
+                    log.warning(
+                        "force reset: %s -> %s partitions for %s; the task → changelog partition "
+                        "assignments are forgotten",
+                        exc.old,
+                        exc.new,
+                        exc.stream,
+                    )
                     self._forget_changelog_assignments()
                     build = self._build(config, version)
         except Exception as exc:  # noqa: BLE001 - a bad reconfiguration must not kill a running job
@@ -222,7 +233,8 @@ class JobCoordinator:
             self._failed_config = dict(self._state.config)
             log.error(
                 "job coordinator keeps JobModel version %s: the changed config cannot be applied: %s",
-                self.job_model.version, exc,
+                self.job_model.version,
+                exc,
             )
             return False
         self._failed_config = None
@@ -258,9 +270,9 @@ class JobCoordinator:
 
     def _forget_changelog_assignments(self) -> None:
         assert self._writer is not None
-        self._writer.send(*(
-            CoordinatorStreamMessage.delete(SOURCE, SET_CHANGELOG, task) for task in sorted(self._state.changelog)
-        ))
+        self._writer.send(
+            *(CoordinatorStreamMessage.delete(SOURCE, SET_CHANGELOG, task) for task in sorted(self._state.changelog))
+        )
         self._state.changelog.clear()
 
     def _fan_out_startpoints(self, model: JobModel) -> None:

@@ -88,7 +88,8 @@ def metrics_config(config: Config) -> MetricsConfig:
                 raise ConfigError(
                     f"config key {key!r} is not set: a prometheus reporter reads the containers' snapshots from "
                     f"a metrics stream; name it (system.stream), or configure exactly one snapshot reporter "
-                    f"whose stream it then reads", key=key,
+                    f"whose stream it then reads",
+                    key=key,
                 )
             reporter = ReporterConfig(reporter.name, PROMETHEUS, None, snapshot_streams[0], reporter.interval_s)
         reporters.append(reporter)
@@ -101,7 +102,8 @@ def _reporter(config: Config, name: str) -> ReporterConfig:
     if not raw_class:
         raise ConfigError(
             f"config key {class_key!r} is not set: reporter {name!r} is listed in {REPORTERS_KEY} and needs a class "
-            f"({SNAPSHOT}, {PROMETHEUS}, or module:Class)", key=class_key,
+            f"({SNAPSHOT}, {PROMETHEUS}, or module:Class)",
+            key=class_key,
         )
     kind = SAMZA_CLASSES.get(raw_class, raw_class)
     class_path = None
@@ -109,7 +111,8 @@ def _reporter(config: Config, name: str) -> ReporterConfig:
         if ":" not in kind:
             raise ConfigError(
                 f"config key {class_key!r}: unknown metrics reporter class {raw_class!r}; known: {SNAPSHOT}, "
-                f"{PROMETHEUS}, or module:Class", key=class_key,
+                f"{PROMETHEUS}, or module:Class",
+                key=class_key,
             )
         from samza_dagster.serde.registry import load_class
 
@@ -123,8 +126,10 @@ def _stream(config: Config, name: str, kind: str) -> SystemStream | None:
     raw = (config.get_str(key) or "").strip()
     if not raw:
         if kind == SNAPSHOT:
-            raise ConfigError(f"config key {key!r} is not set: a snapshot reporter writes to a metrics stream "
-                              f"(system.stream)", key=key)
+            raise ConfigError(
+                f"config key {key!r} is not set: a snapshot reporter writes to a metrics stream (system.stream)",
+                key=key,
+            )
         return None
     system, dot, stream = raw.partition(".")
     if not dot or not system or not stream:
@@ -134,7 +139,8 @@ def _stream(config: Config, name: str, kind: str) -> SystemStream | None:
         known = ", ".join(sorted(systems)) or "none"
         raise ConfigError(
             f"config key {key!r}: the metrics stream {raw!r} is on system {system!r}, which is not configured "
-            f"(systems.{system}.samza.factory; configured: {known})", key=key,
+            f"(systems.{system}.samza.factory; configured: {known})",
+            key=key,
         )
     return SystemStream(system, stream)
 

@@ -50,9 +50,7 @@ class SnapshotCollector:
                     metric = prometheus_name(name)
                     family = families.get(metric)
                     if family is None:
-                        family = families[metric] = GaugeMetricFamily(
-                            metric, f"Samza metric {name}", labels=LABELS
-                        )
+                        family = families[metric] = GaugeMetricFamily(metric, f"Samza metric {name}", labels=LABELS)
                     family.add_metric([h.job_name, h.job_id, h.container_name, h.source, group], float(value))
         yield from families.values()
 

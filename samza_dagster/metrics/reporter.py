@@ -32,7 +32,6 @@ from samza_dagster.system.factories import system_factory
 log = logging.getLogger(__name__)
 
 
-
 class MetricsReporter(Protocol):
     """What a ``module:Class`` reporter implements; the class is called as
     ``Class(name, container_name, config)``, as Samza's ``MetricsReporterFactory`` is asked."""
@@ -127,9 +126,15 @@ class SnapshotReporter:
 
     def _header(self, source: str) -> MetricsHeader:
         return MetricsHeader(
-            job_name=self._job_name, job_id=self._job_id, container_name=self.container_name, source=source,
-            host=self._host, time=int(self._clock() * 1000), reset_time=self._reset_ms,
-            version=self._version, samza_version=__version__,
+            job_name=self._job_name,
+            job_id=self._job_id,
+            container_name=self.container_name,
+            source=source,
+            host=self._host,
+            time=int(self._clock() * 1000),
+            reset_time=self._reset_ms,
+            version=self._version,
+            samza_version=__version__,
         )
 
 
@@ -148,6 +153,8 @@ def container_reporters(metrics: MetricsConfig, config: Config, container_name: 
     return reporters
 
 
-def _custom(reporter: ReporterConfig, config: Config, container_name: str, load_class: Callable[[str, str], type]) -> Any:
+def _custom(
+    reporter: ReporterConfig, config: Config, container_name: str, load_class: Callable[[str, str], type]
+) -> Any:
     cls = load_class(reporter.class_path or "", f"metrics.reporter.{reporter.name}.class")
     return cls(reporter.name, container_name, config)

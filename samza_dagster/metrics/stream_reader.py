@@ -75,8 +75,14 @@ class MetricsStreamReader:
                 try:
                     result.append(MetricsSnapshot.decode(envelope.message))
                 except (MetricsSnapshotError, TypeError) as exc:
-                    log.warning("skipping a message that is not a metrics snapshot at %s.%s[%s] offset %s: %s",
-                                ssp.system, ssp.stream, ssp.partition, envelope.offset, exc)
+                    log.warning(
+                        "skipping a message that is not a metrics snapshot at %s.%s[%s] offset %s: %s",
+                        ssp.system,
+                        ssp.stream,
+                        ssp.partition,
+                        envelope.offset,
+                        exc,
+                    )
         return result
 
     def read_to_head(self, timeout_s: float = 30.0) -> list[MetricsSnapshot]:
@@ -88,13 +94,16 @@ class MetricsStreamReader:
         while pending and time.monotonic() < deadline:
             result.extend(self.poll(0.2))
             pending = {
-                ssp for ssp in pending
+                ssp
+                for ssp in pending
                 if ssp not in self._last or compare(self._last[ssp], self.head[ssp]) < 0  # type: ignore[arg-type]
             }
         if pending:
             names = ", ".join(f"{s.stream}[{s.partition}]" for s in sorted(pending))
-            raise MetricsError(f"metrics stream {self.stream.system}.{self.stream.stream}: partitions {names} "
-                               f"were not read to their head within {timeout_s:.0f} s")
+            raise MetricsError(
+                f"metrics stream {self.stream.system}.{self.stream.stream}: partitions {names} "
+                f"were not read to their head within {timeout_s:.0f} s"
+            )
         return result
 
     def close(self) -> None:
@@ -181,8 +190,9 @@ class MetricsStreamFollower:
                     for snapshot in reader.poll(0.2):
                         self.latest.add(snapshot)
                 except Exception:  # noqa: BLE001 - keep serving what was read; retry
-                    log.warning("reading metrics stream %s.%s failed", self.stream.system, self.stream.stream,
-                                exc_info=True)
+                    log.warning(
+                        "reading metrics stream %s.%s failed", self.stream.system, self.stream.stream, exc_info=True
+                    )
                     self._stopping.wait(1.0)
         finally:
             self._reader = None

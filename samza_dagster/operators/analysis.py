@@ -69,5 +69,3 @@ def operator_stores(app: StreamApplicationDescriptor, op_ids: set[str]) -> dict[
         if table is not None:
             stores[store_name("table-" + table.table_id)] = not table.side_inputs
     return stores
-
-

@@ -64,7 +64,9 @@ class SendToStream:
 
     __slots__ = ("task", "stream", "kv", "key_to_bytes", "msg_to_bytes", "send")
 
-    def __init__(self, task: Any, stream: SystemStream, kv: bool, key_serde: Any, msg_serde: Any, send: Callable[[Any], None]) -> None:
+    def __init__(
+        self, task: Any, stream: SystemStream, kv: bool, key_serde: Any, msg_serde: Any, send: Callable[[Any], None]
+    ) -> None:
         self.task = task
         self.stream = stream
         self.kv = kv
@@ -90,9 +92,35 @@ class PartitionBy:
     default partitioner in the producer). Sends go to the producer directly: the bytes are
     final, no configured serde may touch them."""
 
-    __slots__ = ("task", "stream", "key_fn", "value_fn", "key_to_bytes", "msg_to_bytes", "producer", "source", "partitions", "task_count", "last_watermark", "ended", "op_id")
+    __slots__ = (
+        "task",
+        "stream",
+        "key_fn",
+        "value_fn",
+        "key_to_bytes",
+        "msg_to_bytes",
+        "producer",
+        "source",
+        "partitions",
+        "task_count",
+        "last_watermark",
+        "ended",
+        "op_id",
+    )
 
-    def __init__(self, task: Any, stream: SystemStream, partitions: int, key_fn: Any, value_fn: Any, key_serde: Any, msg_serde: Any, producer: Any, source: str, op_id: str = "") -> None:
+    def __init__(
+        self,
+        task: Any,
+        stream: SystemStream,
+        partitions: int,
+        key_fn: Any,
+        value_fn: Any,
+        key_serde: Any,
+        msg_serde: Any,
+        producer: Any,
+        source: str,
+        op_id: str = "",
+    ) -> None:
         self.op_id = op_id
         self.task = task
         self.stream = stream
@@ -112,7 +140,14 @@ class PartitionBy:
         value = self.value_fn(m) if self.value_fn is not None else m
         self.producer.send(
             self.source,
-            OutgoingMessageEnvelope(self.stream, b"\x00" + self.msg_to_bytes(value), self.key_to_bytes(key), None, None, self.task.event_time),
+            OutgoingMessageEnvelope(
+                self.stream,
+                b"\x00" + self.msg_to_bytes(value),
+                self.key_to_bytes(key),
+                None,
+                None,
+                self.task.event_time,
+            ),
         )
 
 
@@ -151,7 +186,13 @@ class StreamStreamJoin:
     expired once the watermark is ``ttl_ms`` past them."""
 
     def __init__(
-        self, task: Any, spec: Any, left_store: Any, right_store: Any, event_time: bool, nxt: Next,
+        self,
+        task: Any,
+        spec: Any,
+        left_store: Any,
+        right_store: Any,
+        event_time: bool,
+        nxt: Next,
         counters: dict[str, int] | None = None,
     ) -> None:
         self.task = task
@@ -319,5 +360,3 @@ class WindowOperator:
 
     def on_end_of_stream(self) -> None:
         self.fire_until(float("inf"))  # type: ignore[arg-type]
-
-

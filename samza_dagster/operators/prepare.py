@@ -167,7 +167,10 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
     plan = plan_from_config(plan_cfg)
     descriptor = plan.descriptor
     if descriptor is None:
-        raise ConfigError(f"config key {keys.APP_CLASS.name!r} is not set: the operator runtime runs high-level applications", key=keys.APP_CLASS.name)
+        raise ConfigError(
+            f"config key {keys.APP_CLASS.name!r} is not set: the operator runtime runs high-level applications",
+            key=keys.APP_CLASS.name,
+        )
     all_ids = {s.op_id for s in descriptor.input_operators.values()} | set(descriptor.operators)
     stage_raw = cfg.get_str(STAGE_KEY)
     stage_id = None
@@ -182,10 +185,16 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
         if spec.op_id in op_ids:
             input_streams[SystemStream(spec.system, spec.physical_name)] = plan.streams[spec.stream_id].partitions or 1
     side_tables = [
-        t for t in descriptor.tables.values()
-        if t.side_inputs and any(getattr(s, "table_spec", None) is t and s.op_id in op_ids for s in descriptor.operators.values())
+        t
+        for t in descriptor.tables.values()
+        if t.side_inputs
+        and any(getattr(s, "table_spec", None) is t and s.op_id in op_ids for s in descriptor.operators.values())
     ]
-    side_inputs = [SystemStream(t.side_input_systems[s], t.side_input_physical_names[s]) for t in side_tables for s in t.side_inputs]
+    side_inputs = [
+        SystemStream(t.side_input_systems[s], t.side_input_physical_names[s])
+        for t in side_tables
+        for s in t.side_inputs
+    ]
 
     job_name = descriptor.job_name
     run_name = f"{job_name}-{stage_id}" if stage_id else job_name
@@ -208,7 +217,9 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
         # the operators' own state: typed JSON, never pickle (which runs code named by the bytes
         # it reads) unless the user names a serde for the store
         for kind in ("key", "msg"):
-            overrides[f"stores.{name}.{kind}.serde"] = cfg.get_str(f"stores.{name}.{kind}.serde") or OPERATOR_STORE_SERDE
+            overrides[f"stores.{name}.{kind}.serde"] = (
+                cfg.get_str(f"stores.{name}.{kind}.serde") or OPERATOR_STORE_SERDE
+            )
         if logged:
             overrides[f"stores.{name}.changelog"] = f"{default_system}.{run_name}-{descriptor.job_id}-{name}-changelog"
     for table in side_tables:  # filled and followed by the container's side-inputs manager
@@ -224,8 +235,18 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
     run_config = cfg.with_overrides(overrides)
     specs_all = descriptor.all_operator_specs()
     prepared = PreparedApplication(
-        run_config, plan, descriptor, stage_id, op_ids, input_streams, side_inputs, specs,
-        upstream_inputs(descriptor), topological(specs_all), side_tables, join_time == "event",
+        run_config,
+        plan,
+        descriptor,
+        stage_id,
+        op_ids,
+        input_streams,
+        side_inputs,
+        specs,
+        upstream_inputs(descriptor),
+        topological(specs_all),
+        side_tables,
+        join_time == "event",
     )
 
     prepared.task_factory = OperatorTaskFactory(prepared)
@@ -234,7 +255,9 @@ def prepare_application(config: Config | Mapping[str, Any], *, create_streams: b
     return prepared
 
 
-def _descriptor_serde_overrides(cfg: Config, descriptor: StreamApplicationDescriptor, default_system: str) -> dict[str, str]:
+def _descriptor_serde_overrides(
+    cfg: Config, descriptor: StreamApplicationDescriptor, default_system: str
+) -> dict[str, str]:
     """Blank the configured serde of every (non-intermediate) stream field a descriptor gives a
     serde for — at every key the lookup would consult — so it is applied once, by the operators."""
     streams = StreamConfig(cfg)

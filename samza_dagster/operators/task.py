@@ -122,9 +122,7 @@ class OperatorTask:
         for ssp in ssps:
             by_stream.setdefault(ssp.system_stream, []).append(ssp)
         self.by_stream = by_stream
-        stream_of_id = {
-            sid: SystemStream(spec.system, spec.physical_name) for sid, spec in app.input_operators.items()
-        }
+        stream_of_id = {sid: SystemStream(spec.system, spec.physical_name) for sid, spec in app.input_operators.items()}
         self.upstream_ssps = {
             op_id: frozenset(ssp for sid in sids for ssp in by_stream.get(stream_of_id[sid], ()))
             for op_id, sids in prepared.upstream.items()
@@ -143,10 +141,13 @@ class OperatorTask:
                 ti.set_stream_decoder(ss, IntermediateStreamDecoder(key_serde, msg_serde, make_kv=KV))
                 intermediate_ssps.extend(by_stream.get(ss, ()))
             elif spec.serde is not None or spec.key_serde is not None:
-                ti.set_stream_decoder(ss, _MessageDecoder(
-                    spec.key_serde if spec.key_serde is not None else configured.key_serde(ss),
-                    spec.serde if spec.serde is not None else configured.msg_serde(ss),
-                ))
+                ti.set_stream_decoder(
+                    ss,
+                    _MessageDecoder(
+                        spec.key_serde if spec.key_serde is not None else configured.key_serde(ss),
+                        spec.serde if spec.serde is not None else configured.msg_serde(ss),
+                    ),
+                )
         known_counts = prepared.producer_task_counts(job_model)
         self.handler = ControlMessageHandler(intermediate_ssps, known_counts, self._on_intermediate_watermark)
         # _on_partition_end: a partition ended (a bounded input's end, or a reconciled intermediate end)
@@ -181,11 +182,14 @@ class OperatorTask:
             if marks:
                 self._watermarks_changed()
 
-    def _input_route(self, ssp: SystemStreamPartition, spec: InputOperatorSpec, nxt: Any, watermarks: InputWatermarks) -> Any:
+    def _input_route(
+        self, ssp: SystemStreamPartition, spec: InputOperatorSpec, nxt: Any, watermarks: InputWatermarks
+    ) -> Any:
         if spec.is_intermediate:
             return lambda env: nxt(env.message)
         max_seen = watermarks.max_event_time
         if spec.kv:
+
             def route_kv(env: Any) -> None:
                 ts = env.event_time
                 if ts is not None and ts > max_seen[ssp]:
@@ -258,8 +262,16 @@ class OperatorTask:
             key_serde, msg_serde = self.prepared.intermediate_serdes(out.stream_id)
             ss = SystemStream(out.system, out.physical_name)
             op = impl.PartitionBy(
-                self, ss, self.prepared.partitions(out.stream_id), spec.key_fn, spec.value_fn, key_serde, msg_serde,
-                self.sender.producers[out.system], self.task_name, spec.op_id,
+                self,
+                ss,
+                self.prepared.partitions(out.stream_id),
+                spec.key_fn,
+                spec.value_fn,
+                key_serde,
+                msg_serde,
+                self.sender.producers[out.system],
+                self.task_name,
+                spec.op_id,
             )
             op.task_count = self.job_counts.get(ss, 0)
             upstream = self.upstream_ssps.get(spec.op_id, frozenset())
@@ -373,5 +385,3 @@ class OperatorTaskFactory:
             if store_name("table-" + table.table_id) == store:
                 return TableSideInputsProcessor(table.side_input_fn)
         return None
-
-

@@ -12,7 +12,6 @@ whose asset check fails with the error, and the error is logged naming the appli
 rest of the code location still loads.
 """
 
-
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,9 +63,12 @@ def application_definitions(
         outputs = [o if isinstance(o, DeclaredOutput) else _declared(cfg, o) for o in declared_outputs]
         freshness = None
         if not is_bounded_job(s for s in plan.streams.values() if not is_written(s)):
-            freshness = dg.FreshnessPolicy.time_window(fail_window=settings.freshness_fail, warn_window=settings.freshness_warn)
-        streams = stream_assets(plan, application=application, declared_outputs=outputs, owners=settings.owners,
-                                freshness=freshness)
+            freshness = dg.FreshnessPolicy.time_window(
+                fail_window=settings.freshness_fail, warn_window=settings.freshness_warn
+            )
+        streams = stream_assets(
+            plan, application=application, declared_outputs=outputs, owners=settings.owners, freshness=freshness
+        )
         job_asset = samza_job_asset(streams, cfg, runner_factory=runner_factory, settings=settings)
         asset_job = dg.define_asset_job(
             f"{streams.group_name}_job",
@@ -86,8 +88,14 @@ def application_definitions(
             assets=[*read_specs, job_asset, *assets, *(b.asset for b in backfills)],
             jobs=[asset_job, *jobs, *(b.job for b in backfills)],
             sensors=[
-                coordinator_stream_sensor(plan.job_name, cfg, job=asset_job, op_name=op_name(streams), assets=streams,
-                                          name=f"{streams.group_name}_coordinator_stream_sensor"),
+                coordinator_stream_sensor(
+                    plan.job_name,
+                    cfg,
+                    job=asset_job,
+                    op_name=op_name(streams),
+                    assets=streams,
+                    name=f"{streams.group_name}_coordinator_stream_sensor",
+                ),
                 stream_observation_sensor(streams, cfg, settings=settings),
                 samza_job_failure_sensor(streams, job=asset_job),
                 *sensors,
@@ -127,5 +135,3 @@ def failed_application_definitions(application: str, error: BaseException) -> dg
         )
 
     return dg.Definitions(assets=[spec], asset_checks=[_plan_accepted])
-
-

@@ -88,7 +88,6 @@ class StreamAssets:
     read_specs: list[dg.AssetSpec] = field(default_factory=list)
     written_specs: list[dg.AssetSpec] = field(default_factory=list)
 
-
     @property
     def written_keys(self) -> list[dg.AssetKey]:
         return [s.key for s in self.written_specs]
@@ -133,7 +132,9 @@ def stream_assets(
     top = top_input_priority(streams.values())
     for sid in sorted(streams):
         stream = streams[sid]
-        spec = _spec(app, group, stream, keys, owners, asset_role(stream, top), freshness if is_written(stream) else None)
+        spec = _spec(
+            app, group, stream, keys, owners, asset_role(stream, top), freshness if is_written(stream) else None
+        )
         (result.written_specs if is_written(stream) else result.read_specs).append(spec)
     return result
 
@@ -164,8 +165,11 @@ def _spec(
     if stream.tables:
         metadata["tables"] = ", ".join(sorted(stream.tables))
     deps = [keys[u] for u in sorted(stream.upstream) if u in keys and u != stream.id]
-    partitions = ("? partitions" if stream.partitions is None
-                  else f"{stream.partitions} partition{'' if stream.partitions == 1 else 's'}")
+    partitions = (
+        "? partitions"
+        if stream.partitions is None
+        else f"{stream.partitions} partition{'' if stream.partitions == 1 else 's'}"
+    )
     return dg.AssetSpec(
         keys[stream.id],
         deps=deps,

@@ -67,7 +67,6 @@ partition (range) is launched again; two runs of the same partition at once fenc
 both fail — launch again — and nothing is written twice).
 """
 
-
 import datetime as dt
 import logging
 from collections.abc import Callable
@@ -189,18 +188,22 @@ def reprocessing_backfill(
             f"Re-sends one day of {source.system}.{source.physical_name} into the batch stream "
             f"{batch.system}.{batch.physical_name}, which job {plan.job_name} reads at priority {priority}"
         ),
-        metadata={"source_stream": f"{source.system}.{source.physical_name}",
-                  "batch_stream": f"{batch.system}.{batch.physical_name}",
-                  "batch_priority": dg.MetadataValue.int(priority),
-                  "processing_guarantee": job_config.processing_guarantee,
-                  "timestamp": timestamp_field or ("custom select_rows" if select_rows else "record timestamp")},
+        metadata={
+            "source_stream": f"{source.system}.{source.physical_name}",
+            "batch_stream": f"{batch.system}.{batch.physical_name}",
+            "batch_priority": dg.MetadataValue.int(priority),
+            "processing_guarantee": job_config.processing_guarantee,
+            "timestamp": timestamp_field or ("custom select_rows" if select_rows else "record timestamp"),
+        },
         tags={"samza/role": "backfill"},
         owners=list(DagsterSettings.from_config(cfg).owners) or None,
         # Dagster marks backfill_policy beta: only set it when asked for more than a day per run
         **({"backfill_policy": dg.BackfillPolicy.multi_run(days_per_run)} if days_per_run > 1 else {}),
     )
     def _reprocess(
-        context: dg.AssetExecutionContext, config: ReprocessingConfig, samza_systems: SamzaSystemsResource,
+        context: dg.AssetExecutionContext,
+        config: ReprocessingConfig,
+        samza_systems: SamzaSystemsResource,
         spark: SparkResource,
     ) -> dg.MaterializeResult:
         window = context.partition_time_window  # one day, or several with days_per_run
@@ -213,8 +216,16 @@ def reprocessing_backfill(
             _check_exactly_once(job_cfg, batch)  # the deployment may have moved the system
             write_id = f"{write_prefix}/{days}" + (f"#g{config.generation}" if config.generation else "")
         sent = resend_window(
-            spark.get_session(), job_cfg, source, batch, start_ms, end_ms,
-            selector=selector, prepare=prepare, key_column=key_column, keep_event_time=keep_event_time,
+            spark.get_session(),
+            job_cfg,
+            source,
+            batch,
+            start_ms,
+            end_ms,
+            selector=selector,
+            prepare=prepare,
+            key_column=key_column,
+            keep_event_time=keep_event_time,
             transactional_id=write_id,
         )
         exactly = {} if write_id is None else {"write_id": write_id, "already_written": sent["already_written"]}
@@ -237,14 +248,17 @@ def reprocessing_backfill(
                 f"per partition {sent['partitions']}"
             )
         else:
-            context.log.info(f"nothing to reprocess for {days}: {source.system}.{source.physical_name} has no record "
-                             f"of that time")
+            context.log.info(
+                f"nothing to reprocess for {days}: {source.system}.{source.physical_name} has no record of that time"
+            )
         observed = observe_streams(job_cfg, [batch], with_lag=False)[batch.id]
         context.log_event(observed.to_event(stream_key(application, batch.id), f"after re-sending {days}"))
         return dg.MaterializeResult(
             metadata={
                 "records_resent": dg.MetadataValue.int(sent["total"]),
-                "resent_per_partition": dg.MetadataValue.json({str(p): n for p, n in sorted(sent["partitions"].items())}),
+                "resent_per_partition": dg.MetadataValue.json(
+                    {str(p): n for p, n in sorted(sent["partitions"].items())}
+                ),
                 "nothing_to_reprocess": sent["total"] == 0 and not sent["already_written"],
                 "window_start": dg.MetadataValue.timestamp(window.start),
                 "window_end": dg.MetadataValue.timestamp(window.end),
@@ -260,8 +274,11 @@ def reprocessing_backfill(
         tags={"samza/application": application},
     )
     schedule = dg.build_schedule_from_partitioned_job(
-        job, hour_of_day=schedule_hour, minute_of_hour=schedule_minute,
-        name=f"{group}_{asset_name}_schedule", default_status=dg.DefaultScheduleStatus.STOPPED,
+        job,
+        hour_of_day=schedule_hour,
+        minute_of_hour=schedule_minute,
+        name=f"{group}_{asset_name}_schedule",
+        default_status=dg.DefaultScheduleStatus.STOPPED,
     )
     return ReprocessingBackfill(application, source, batch, _reprocess, job, schedule, partitions_def)
 
@@ -297,10 +314,18 @@ def resend_window(
             f"(columns: {rows.columns}); prepare() must produce one (e.g. F.to_json(F.struct(...)))"
         )
     key = key_column if key_column and key_column in rows.columns else None
-    wanted = [c for c in dict.fromkeys([key, "value", "timestamp" if keep_event_time else None]) if c and c in rows.columns]
+    wanted = [
+        c for c in dict.fromkeys([key, "value", "timestamp" if keep_event_time else None]) if c and c in rows.columns
+    ]
     _ensure_stream(config, batch)
-    return resend_to_batch_stream(rows.select(*wanted), system=batch.system, stream=batch.physical_name,
-                                  config=plain, key_column=key, transactional_id=transactional_id)
+    return resend_to_batch_stream(
+        rows.select(*wanted),
+        system=batch.system,
+        stream=batch.physical_name,
+        config=plain,
+        key_column=key,
+        transactional_id=transactional_id,
+    )
 
 
 def _time_filter(timestamp_field: str | None) -> RowSelector:
@@ -328,8 +353,10 @@ def _stream(config: Config, streams: dict[str, StreamInfo], name: str, what: str
     system, dot, physical = name.partition(".")
     ss = SystemStream(system, physical) if dot else StreamConfig(config).system_stream(name, job.default_system or "")
     if not ss.system:
-        raise OrchestrationError(f"reprocessing_backfill: {what} {name!r} names no system (set streams.{name}.samza.system "
-                         "or job.default.system, or write system.stream)")
+        raise OrchestrationError(
+            f"reprocessing_backfill: {what} {name!r} names no system (set streams.{name}.samza.system "
+            "or job.default.system, or write system.stream)"
+        )
     partitions = StreamConfig(config).partitions(name) if not dot else None
     return StreamInfo(name if not dot else physical, ss.system, ss.stream, partitions, {"source"})
 
@@ -338,7 +365,8 @@ def _check_exactly_once(config: Config, batch: StreamInfo) -> None:
     """An exactly-once job's backfill writes transactionally: ConfigError unless the batch stream's
     system can (the embedded log)."""
     check_transactional_system(
-        config, batch.system,
+        config,
+        batch.system,
         f"config key {GUARANTEE_KEY!r}=exactly-once (the backfill into {batch.system}.{batch.physical_name})",
     )
 
@@ -351,7 +379,12 @@ def _check_priority(job_name: str, batch: StreamInfo, streams: Any) -> None:
         log.warning(
             "job %s: batch stream %s has priority %s, not below every real-time input (%s): re-sent records will "
             "compete with live traffic; set task.chooser.priorities.%s.%s lower",
-            job_name, batch.id, mine, ", ".join(f"{s.id}={s.priority}" for s in others), batch.system, batch.physical_name,
+            job_name,
+            batch.id,
+            mine,
+            ", ".join(f"{s.id}={s.priority}" for s in others),
+            batch.system,
+            batch.physical_name,
         )
 
 

@@ -71,7 +71,7 @@ def _progress(obs: StreamObservation, processed: Mapping[SystemStreamPartition, 
 
 
 def final_bootstrap(result: JobResult) -> dict[str, dict[str, Any]]:
-    """"system.stream" → ``{"caught_up", "time_to_head_s", "messages_behind"}`` merged over the
+    """ "system.stream" → ``{"caught_up", "time_to_head_s", "messages_behind"}`` merged over the
     containers' chooser metrics (empty when no container had a bootstrap stream)."""
     merged: dict[str, dict[str, Any]] = {}
     for summary in results.summaries(result):
@@ -84,7 +84,9 @@ def final_bootstrap(result: JobResult) -> dict[str, dict[str, Any]]:
             if isinstance(took, int | float):
                 into["time_to_head_s"] = max(took, into["time_to_head_s"] or 0.0)
             behind = entry.get("messages_behind")
-            into["messages_behind"] = None if behind is None or into["messages_behind"] is None else into["messages_behind"] + behind
+            into["messages_behind"] = (
+                None if behind is None or into["messages_behind"] is None else into["messages_behind"] + behind
+            )
     return merged
 
 

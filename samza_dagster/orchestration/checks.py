@@ -26,16 +26,22 @@ END_OF_STREAM_CHECK = "reached_end_of_stream"
 def check_specs(assets: StreamAssets, *, bounded: bool) -> list[dg.AssetCheckSpec]:
     specs = []
     for key in assets.written_keys:
-        specs.append(dg.AssetCheckSpec(
-            LAG_CHECK, asset=key,
-            description="Input messages the job has not processed yet, against thresholds (at a run's end from the "
-                        "containers' lag metrics, while it runs from its checkpoints)",
-        ))
+        specs.append(
+            dg.AssetCheckSpec(
+                LAG_CHECK,
+                asset=key,
+                description="Input messages the job has not processed yet, against thresholds (at a run's end from the "
+                "containers' lag metrics, while it runs from its checkpoints)",
+            )
+        )
         if bounded:
-            specs.append(dg.AssetCheckSpec(
-                END_OF_STREAM_CHECK, asset=key,
-                description="The bounded job ended by itself with every input at its end",
-            ))
+            specs.append(
+                dg.AssetCheckSpec(
+                    END_OF_STREAM_CHECK,
+                    asset=key,
+                    description="The bounded job ended by itself with every input at its end",
+                )
+            )
     return specs
 
 
@@ -45,7 +51,9 @@ def lag_per_input(inputs: Mapping[str, StreamObservation]) -> dict[str, int]:
 
 
 def lag_evaluation(
-    key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings,
+    key: dg.AssetKey,
+    inputs: Mapping[str, StreamObservation],
+    settings: DagsterSettings,
     metrics_lag: Mapping[str, int] | None = None,
 ) -> dg.AssetCheckEvaluation:
     """``metrics_lag`` (stream id → messages behind, from the job's metrics) wins over the
@@ -76,22 +84,34 @@ def lag_evaluation(
 
 
 def lag_result(
-    key: dg.AssetKey, inputs: Mapping[str, StreamObservation], settings: DagsterSettings,
+    key: dg.AssetKey,
+    inputs: Mapping[str, StreamObservation],
+    settings: DagsterSettings,
     metrics_lag: Mapping[str, int] | None = None,
 ) -> dg.AssetCheckResult:
     evaluation = lag_evaluation(key, inputs, settings, metrics_lag)
     return dg.AssetCheckResult(
-        asset_key=key, check_name=LAG_CHECK, passed=evaluation.passed, severity=evaluation.severity,
-        description=evaluation.description, metadata=evaluation.metadata,
+        asset_key=key,
+        check_name=LAG_CHECK,
+        passed=evaluation.passed,
+        severity=evaluation.severity,
+        description=evaluation.description,
+        metadata=evaluation.metadata,
     )
 
 
 def end_of_stream_result(key: dg.AssetKey, status: str, stopped_by: str | None) -> dg.AssetCheckResult:
     passed = status == "completed"
-    why = "ended by itself: every input reached end-of-stream" if passed else (
-        f"the run was {stopped_by}" if stopped_by else f"the job ended {status}"
+    why = (
+        "ended by itself: every input reached end-of-stream"
+        if passed
+        else (f"the run was {stopped_by}" if stopped_by else f"the job ended {status}")
     )
     return dg.AssetCheckResult(
-        asset_key=key, check_name=END_OF_STREAM_CHECK, passed=passed, severity=dg.AssetCheckSeverity.WARN,
-        description=why, metadata={"job_status": status},
+        asset_key=key,
+        check_name=END_OF_STREAM_CHECK,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=why,
+        metadata={"job_status": status},
     )

@@ -139,7 +139,11 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
                     )
             backfills = [self._backfill(application, cfg, i, b, defs_yaml) for i, b in enumerate(self.backfills)]
             defs = application_definitions(
-                application, cfg, declared_outputs=self.declared_outputs, backfills=backfills, contain_errors=False,
+                application,
+                cfg,
+                declared_outputs=self.declared_outputs,
+                backfills=backfills,
+                contain_errors=False,
             )
         except SamzaComponentError as exc:
             defs = self._failed(application, exc)
@@ -165,15 +169,29 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
             if spec.kind == "rewind":
                 if not spec.stream:
                     raise SamzaComponentError("a rewind backfill needs stream (the input it rewinds)")
-                return rewind_backfill(application, cfg, stream=spec.stream, start_date=spec.start_date,
-                                       end_date=spec.end_date, timezone=spec.timezone, name=spec.name)
+                return rewind_backfill(
+                    application,
+                    cfg,
+                    stream=spec.stream,
+                    start_date=spec.start_date,
+                    end_date=spec.end_date,
+                    timezone=spec.timezone,
+                    name=spec.name,
+                )
             if not spec.source_stream or not spec.batch_stream:
                 raise SamzaComponentError("a resend backfill needs source_stream and batch_stream")
             return reprocessing_backfill(
-                application, cfg, source_stream=spec.source_stream, batch_stream=spec.batch_stream,
-                start_date=spec.start_date, end_date=spec.end_date, timezone=spec.timezone,
-                timestamp_field=spec.timestamp_field, keep_event_time=spec.keep_event_time,
-                days_per_run=spec.days_per_run, name=spec.name,
+                application,
+                cfg,
+                source_stream=spec.source_stream,
+                batch_stream=spec.batch_stream,
+                start_date=spec.start_date,
+                end_date=spec.end_date,
+                timezone=spec.timezone,
+                timestamp_field=spec.timestamp_field,
+                keep_event_time=spec.keep_event_time,
+                days_per_run=spec.days_per_run,
+                name=spec.name,
             )
         except Exception as exc:  # noqa: BLE001 - named with the backfill entry it comes from
             raise SamzaComponentError(f"{where} ({spec.kind}): {exc}") from exc

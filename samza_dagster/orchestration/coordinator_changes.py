@@ -109,9 +109,7 @@ def overwritten_by_launch(messages: Messages, launch: Mapping[str, str]) -> list
 REPLACED_TAG = "samza/replaced-coordinator-config"
 
 
-def keep_coordinator_stream_config(
-    context: Any, cfg: Config, job_name: str, explicit: Mapping[str, str]
-) -> Config:
+def keep_coordinator_stream_config(context: Any, cfg: Config, job_name: str, explicit: Mapping[str, str]) -> Config:
     """The config a launch submits. Values set on the coordinator stream from outside the job (a
     reconfiguration with ``coordinator-stream-writer`` or the resource) are kept over the
     .properties, so a relaunch — a queued run starting after Terminate — never silently reverts a
@@ -132,14 +130,18 @@ def keep_coordinator_stream_config(
     if kept:
         context.log.info(
             f"job {job_name}: keeping the coordinator stream's "
-            + "; ".join(f"{o.key}={o.stream_value!r} (set by {o.source} at offset {o.offset}; the deployed config "
-                        f"has {o.launch_value!r})" for o in kept)
+            + "; ".join(
+                f"{o.key}={o.stream_value!r} (set by {o.source} at offset {o.offset}; the deployed config "
+                f"has {o.launch_value!r})"
+                for o in kept
+            )
             + ". Override a key in the launch's config to replace it"
         )
         cfg = cfg.with_overrides({o.key: o.stream_value for o in kept})
     if replaced:
         detail = "; ".join(
-            f"{o.key}: {o.stream_value!r} (set by {o.source} at offset {o.offset}) -> {o.launch_value!r}" for o in replaced
+            f"{o.key}: {o.stream_value!r} (set by {o.source} at offset {o.offset}) -> {o.launch_value!r}"
+            for o in replaced
         )
         context.log.warning(f"job {job_name}: this launch's overrides replace coordinator stream values — {detail}")
         context.instance.add_run_tags(context.run.run_id, {REPLACED_TAG: ",".join(o.key for o in replaced)[:1000]})

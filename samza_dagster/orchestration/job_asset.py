@@ -18,7 +18,6 @@ does. Values set there from outside the job (``coordinator-stream-writer``) are 
 key explicitly; that replacement is logged as a warning and tagged on the run.
 """
 
-
 import graphlib
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -122,10 +121,14 @@ def samza_job_asset(
     if uses_spark_resource(config):
 
         def _spark_job(
-            context: dg.AssetExecutionContext, config: SamzaJobRunConfig,
-            samza_systems: SamzaSystemsResource, spark: SparkResource,
+            context: dg.AssetExecutionContext,
+            config: SamzaJobRunConfig,
+            samza_systems: SamzaSystemsResource,
+            spark: SparkResource,
         ) -> Iterator[Any]:
-            yield from run_samza_job(context, assets, base, config, runner_factory, settings, bounded, samza_systems, spark)
+            yield from run_samza_job(
+                context, assets, base, config, runner_factory, settings, bounded, samza_systems, spark
+            )
 
         return asset(_spark_job)
 
@@ -309,7 +312,9 @@ def _metrics_metadata(metrics: JobMetrics) -> dict[str, Any]:
     }
 
 
-def _observe_quietly(context: dg.AssetExecutionContext, cfg: Config, streams: list[StreamInfo], job_name: str) -> dict[str, StreamObservation]:
+def _observe_quietly(
+    context: dg.AssetExecutionContext, cfg: Config, streams: list[StreamInfo], job_name: str
+) -> dict[str, StreamObservation]:
     """Inputs with their lag after the run; an observation failure is a warning, not a failed run."""
     try:
         return observe_streams(cfg, streams, with_lag=True)
@@ -324,8 +329,15 @@ class _LiveMaterializations:
     per input (its lag), so the asset pages and their plots follow the live job."""
 
     def __init__(
-        self, context: dg.AssetExecutionContext, assets: StreamAssets, cfg: Config, read: list[StreamInfo], written: list[StreamInfo],
-        before: dict[str, StreamObservation], job_name: str, metrics: MetricsStreamFollower | None = None,
+        self,
+        context: dg.AssetExecutionContext,
+        assets: StreamAssets,
+        cfg: Config,
+        read: list[StreamInfo],
+        written: list[StreamInfo],
+        before: dict[str, StreamObservation],
+        job_name: str,
+        metrics: MetricsStreamFollower | None = None,
     ) -> None:
         self.context, self.assets, self.cfg = context, assets, cfg
         self.read, self.written, self.before, self.job_name = read, written, before, job_name
@@ -363,19 +375,23 @@ class _LiveMaterializations:
             total = md["messages_written"].value
             recent = total - self.last[stream.id]
             self.last[stream.id] = total
-            self.context.log_event(dg.AssetMaterialization(
-                asset_key=self.assets.keys[stream.id],
-                description=f"written by the live job {self.job_name}",
-                metadata={
-                    **md,
-                    "throughput_msgs_per_s": dg.MetadataValue.float(round(recent / interval_s, 1) if interval_s else 0.0),
-                    "lag": dg.MetadataValue.int(sum(lag.values())),
-                    **lag_md,
-                    **metrics_md,
-                    "job_status": "running",
-                },
-                tags={DATA_VERSION_TAG: now[stream.id].data_version},
-            ))
+            self.context.log_event(
+                dg.AssetMaterialization(
+                    asset_key=self.assets.keys[stream.id],
+                    description=f"written by the live job {self.job_name}",
+                    metadata={
+                        **md,
+                        "throughput_msgs_per_s": dg.MetadataValue.float(
+                            round(recent / interval_s, 1) if interval_s else 0.0
+                        ),
+                        "lag": dg.MetadataValue.int(sum(lag.values())),
+                        **lag_md,
+                        **metrics_md,
+                        "job_status": "running",
+                    },
+                    tags={DATA_VERSION_TAG: now[stream.id].data_version},
+                )
+            )
         for sid, obs in inputs.items():
             self.context.log_event(obs.to_event(self.assets.keys[sid], f"lag of the live job {self.job_name}"))
 
@@ -384,7 +400,10 @@ class _Progress:
     """What a progress line says: messages written so far, and how far each bootstrap stream is."""
 
     def __init__(
-        self, cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation],
+        self,
+        cfg: Config,
+        written: list[StreamInfo],
+        before: dict[str, StreamObservation],
         bootstrap_inputs: list[StreamObservation],
     ) -> None:
         self.cfg, self.written, self.before = cfg, written, before
@@ -409,10 +428,8 @@ class _Progress:
         return out, mark
 
 
-def _written_progress(
-    cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]
-) -> tuple[str, int]:
-    """"written: <stream> +n, ..." and the messages written in all."""
+def _written_progress(cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]) -> tuple[str, int]:
+    """ "written: <stream> +n, ..." and the messages written in all."""
     try:
         now = observe_streams(cfg, written, with_lag=False)
     except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job

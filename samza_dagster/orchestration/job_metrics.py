@@ -43,7 +43,9 @@ class JobMetrics:
 
     @classmethod
     def from_follower(cls, follower: MetricsStreamFollower) -> JobMetrics:
-        return cls(tuple(s.metrics for s in follower.latest.snapshots() if s.header.source.startswith(CONTAINER_PREFIX)))
+        return cls(
+            tuple(s.metrics for s in follower.latest.snapshots() if s.header.source.startswith(CONTAINER_PREFIX))
+        )
 
     def __bool__(self) -> bool:
         return bool(self.containers)
@@ -55,8 +57,11 @@ class JobMetrics:
     @property
     def process_ns(self) -> float:
         """Mean per-envelope processing time over the containers that processed any."""
-        values = [float(c[CONTAINER_GROUP]["process-ns"]) for c in self.containers
-                  if c.get(CONTAINER_GROUP, {}).get("process-ns")]
+        values = [
+            float(c[CONTAINER_GROUP]["process-ns"])
+            for c in self.containers
+            if c.get(CONTAINER_GROUP, {}).get("process-ns")
+        ]
         return round(sum(values) / len(values), 1) if values else 0.0
 
     def lag_per_input(self, inputs: Iterable[StreamObservation]) -> dict[str, int]:

@@ -21,7 +21,10 @@ DAGSTER_PREFIX = "dagster."
 
 
 def check_launch_config(
-    context: dg.AssetExecutionContext, config: Config, job_name: str, overrides: Mapping[str, str],
+    context: dg.AssetExecutionContext,
+    config: Config,
+    job_name: str,
+    overrides: Mapping[str, str],
     settings: DagsterSettings,
 ) -> DagsterSettings:
     """Warn in the run's log about keys nothing reads; fail the step with one line naming the

@@ -41,7 +41,9 @@ class StreamObservation:
     def data_version(self) -> str:
         if not self.exists:
             return "missing"
-        return ",".join(f"{p}:{m.newest_offset if m.newest_offset is not None else '-'}" for p, m in sorted(self.partitions.items()))
+        return ",".join(
+            f"{p}:{m.newest_offset if m.newest_offset is not None else '-'}" for p, m in sorted(self.partitions.items())
+        )
 
     @property
     def messages(self) -> int:
@@ -73,7 +75,9 @@ class StreamObservation:
         )
 
 
-def observe_streams(config: Config, streams: Iterable[StreamInfo], *, with_lag: bool = True) -> dict[str, StreamObservation]:
+def observe_streams(
+    config: Config, streams: Iterable[StreamInfo], *, with_lag: bool = True
+) -> dict[str, StreamObservation]:
     """stream id → observation. One ``get_system_stream_metadata`` per system for all its
     streams; a stream that does not exist yet is observed as missing, not an error (an output is
     created by the job). An unreachable system raises its ``SystemUnavailableError``."""

@@ -27,7 +27,7 @@ def failure(result: JobResult) -> str | None:
 
 
 def messages_per_stream(result: JobResult) -> dict[str, int]:
-    """"system.stream" → envelopes processed, over every container run of the job."""
+    """ "system.stream" → envelopes processed, over every container run of the job."""
     return result.messages_per_stream
 
 

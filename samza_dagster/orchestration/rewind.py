@@ -55,7 +55,8 @@ def rewind_to_time(config: Config, stream: str, timestamp_ms: int) -> dict[Syste
     partition will start at (as resolved now)."""
     target = input_stream(config, stream)
     pending = {
-        key.ssp: sp for key, sp in list_startpoints(config).items()
+        key.ssp: sp
+        for key, sp in list_startpoints(config).items()
         if key.task_name is None and (key.ssp.system, key.ssp.stream) == (target.system, target.stream)
     }
     with system_admin(config, target.system) as admin:
@@ -73,14 +74,14 @@ def rewind_to_time(config: Config, stream: str, timestamp_ms: int) -> dict[Syste
         mine = pending.get(ssp)
         if isinstance(mine, StartpointTimestamp) and mine.timestamp <= timestamp_ms:
             continue  # an earlier rewind is waiting: keep it
-        startpoint: Startpoint = (rewind if found[ssp] is not None
-                                  else StartpointSpecific(partitions[ssp.partition].upcoming_offset))
+        startpoint: Startpoint = (
+            rewind if found[ssp] is not None else StartpointSpecific(partitions[ssp.partition].upcoming_offset)
+        )
         by_kind.setdefault(startpoint, []).append(ssp.partition)
     for startpoint, parts in by_kind.items():
         set_startpoints(config, stream, startpoint, parts)
     current = {
-        key.ssp: sp for key, sp in list_startpoints(config).items()
-        if key.task_name is None and key.ssp in set(ssps)
+        key.ssp: sp for key, sp in list_startpoints(config).items() if key.task_name is None and key.ssp in set(ssps)
     }
     with system_admin(config, target.system) as admin:
         return resolve_startpoints(current, lambda _system: admin)
@@ -118,8 +119,10 @@ def rewind_backfill(
         partitions_def=partitions_def,
         group_name=f"{group}_reprocessing",
         kinds={"samza"},
-        description=(f"Rewinds {where} to the first offset of the day (by timestamp): job {plan.job_name} "
-                     "reads it again from there at its next start"),
+        description=(
+            f"Rewinds {where} to the first offset of the day (by timestamp): job {plan.job_name} "
+            "reads it again from there at its next start"
+        ),
         metadata={"stream": where},
         tags={"samza/role": "backfill"},
         owners=list(DagsterSettings.from_config(cfg).owners) or None,
@@ -131,28 +134,40 @@ def rewind_backfill(
         try:
             offsets = rewind_to_time(job_cfg, f"{info.system}.{info.physical_name}", start_ms)
         except NothingToRewind as exc:
-            context.log.info(f"nothing to reprocess for {window.start.date().isoformat()}: {exc}; no startpoint written")
-            return dg.MaterializeResult(metadata={
-                "rewind_to": dg.MetadataValue.timestamp(window.start),
-                "nothing_to_reprocess": True,
-                "reason": str(exc),
-            })
+            context.log.info(
+                f"nothing to reprocess for {window.start.date().isoformat()}: {exc}; no startpoint written"
+            )
+            return dg.MaterializeResult(
+                metadata={
+                    "rewind_to": dg.MetadataValue.timestamp(window.start),
+                    "nothing_to_reprocess": True,
+                    "reason": str(exc),
+                }
+            )
         except StartpointError as exc:
             raise dg.Failure(description=f"cannot rewind {where} to {window.start.isoformat()}: {exc}") from exc
-        context.log.info(f"{where} rewound to {window.start.isoformat()}: starting offsets {_by_partition(offsets)}, "
-                         f"applied at job {plan.job_name}'s next start")
-        return dg.MaterializeResult(metadata={
-            "rewind_to": dg.MetadataValue.timestamp(window.start),
-            "nothing_to_reprocess": False,
-            "starting_offsets": dg.MetadataValue.json(_by_partition(offsets)),
-        })
+        context.log.info(
+            f"{where} rewound to {window.start.isoformat()}: starting offsets {_by_partition(offsets)}, "
+            f"applied at job {plan.job_name}'s next start"
+        )
+        return dg.MaterializeResult(
+            metadata={
+                "rewind_to": dg.MetadataValue.timestamp(window.start),
+                "nothing_to_reprocess": False,
+                "starting_offsets": dg.MetadataValue.json(_by_partition(offsets)),
+            }
+        )
 
     job = dg.define_asset_job(
-        f"{group}_{asset_name}", selection=dg.AssetSelection.assets(_rewind),
-        description=f"Rewinds {info.id} to a past day's first offset", tags={"samza/application": application},
+        f"{group}_{asset_name}",
+        selection=dg.AssetSelection.assets(_rewind),
+        description=f"Rewinds {info.id} to a past day's first offset",
+        tags={"samza/application": application},
     )
     schedule = dg.build_schedule_from_partitioned_job(
-        job, name=f"{group}_{asset_name}_schedule", default_status=dg.DefaultScheduleStatus.STOPPED,
+        job,
+        name=f"{group}_{asset_name}_schedule",
+        default_status=dg.DefaultScheduleStatus.STOPPED,
     )
     return ReprocessingBackfill(application, info, info, _rewind, job, schedule, partitions_def)
 

@@ -66,4 +66,6 @@ class SamzaJobScaffolder(dg.Scaffolder):
         if not properties.exists() and not task.exists():
             task.write_text(TASK)
             name = target.name.replace("_", "-")
-            properties.write_text(PROPERTIES.format(name=name, task_module=f"{module_name(target, request.project_root)}.task"))
+            properties.write_text(
+                PROPERTIES.format(name=name, task_module=f"{module_name(target, request.project_root)}.task")
+            )

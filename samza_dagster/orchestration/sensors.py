@@ -21,7 +21,6 @@ change written to a new stream is seen. A read failure logs one line naming the 
 retried at the next tick.
 """
 
-
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -110,8 +109,11 @@ def coordinator_stream_sensor(
         instance_id = job_instance(cfg)
         # a run that is stopping applies nothing more: the change is launched (the run queue holds
         # the new run until the stopping one has ended)
-        live = [r for r in live_runs(context.instance, instance_id, LIVE_STATUSES)
-                if r.status is not dg.DagsterRunStatus.CANCELING]
+        live = [
+            r
+            for r in live_runs(context.instance, instance_id, LIVE_STATUSES)
+            if r.status is not dg.DagsterRunStatus.CANCELING
+        ]
         if live:
             run = live[0]
             context.log.info(
@@ -134,7 +136,9 @@ def coordinator_stream_sensor(
                 for key in (assets.written_keys if assets is not None else [])
             ]
             return dg.SensorResult(asset_events=events, cursor=next_offset)
-        context.log.info(f"job {job_name}: config changed at offset {changes.trigger}: {keys}; no live run, launching one")
+        context.log.info(
+            f"job {job_name}: config changed at offset {changes.trigger}: {keys}; no live run, launching one"
+        )
         request = dg.RunRequest(
             run_key=f"{instance_id}@{changes.trigger}",
             run_config={
@@ -147,8 +151,12 @@ def coordinator_stream_sensor(
                     }
                 }
             },
-            tags={OFFSET_TAG: changes.trigger, CHANGED_TAG: keys.replace(" ", "")[:1000], "samza/job": job_name,
-                  JOB_INSTANCE_TAG: instance_id},
+            tags={
+                OFFSET_TAG: changes.trigger,
+                CHANGED_TAG: keys.replace(" ", "")[:1000],
+                "samza/job": job_name,
+                JOB_INSTANCE_TAG: instance_id,
+            },
         )
         return dg.SensorResult(run_requests=[request], cursor=next_offset)
 

@@ -66,12 +66,22 @@ class DagsterSettings:
                 f"config key {FRESHNESS_FAIL_KEY!r} ({fail_ms}) must be above {FRESHNESS_WARN_KEY!r} ({warn_ms})",
                 key=FRESHNESS_FAIL_KEY,
             )
-        progress_ms = _non_negative(config, PROGRESS_INTERVAL_KEY, keys.DAGSTER_PROGRESS_INTERVAL_MS.default) or keys.DAGSTER_PROGRESS_INTERVAL_MS.default
+        progress_ms = (
+            _non_negative(config, PROGRESS_INTERVAL_KEY, keys.DAGSTER_PROGRESS_INTERVAL_MS.default)
+            or keys.DAGSTER_PROGRESS_INTERVAL_MS.default
+        )
         return cls(
             owners=owners,
-            materialization_interval_s=_non_negative(config, MATERIALIZATION_INTERVAL_KEY, keys.DAGSTER_MATERIALIZATION_INTERVAL_MS.default) / 1000,
+            materialization_interval_s=_non_negative(
+                config, MATERIALIZATION_INTERVAL_KEY, keys.DAGSTER_MATERIALIZATION_INTERVAL_MS.default
+            )
+            / 1000,
             progress_interval_s=progress_ms / 1000,
-            progress_max_interval_s=max(progress_ms, _non_negative(config, PROGRESS_MAX_INTERVAL_KEY, keys.DAGSTER_PROGRESS_MAX_INTERVAL_MS.default)) / 1000,
+            progress_max_interval_s=max(
+                progress_ms,
+                _non_negative(config, PROGRESS_MAX_INTERVAL_KEY, keys.DAGSTER_PROGRESS_MAX_INTERVAL_MS.default),
+            )
+            / 1000,
             lag_warn=lag_warn,
             lag_error=lag_error,
             freshness_warn=timedelta(milliseconds=warn_ms),

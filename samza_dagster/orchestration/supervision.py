@@ -149,7 +149,9 @@ class JobSupervisor:
                 if moved:
                     last_moved = now
                 idle = "" if moved else f" (nothing new for {now - last_moved:.0f} s)"
-                self.context.log.info(f"job {self.job_name}: running for {now - started:.0f} s; {'; '.join(parts)}{idle}")
+                self.context.log.info(
+                    f"job {self.job_name}: running for {now - started:.0f} s; {'; '.join(parts)}{idle}"
+                )
                 interval = next_progress_interval(interval, moved, self.settings)
                 last_mark = mark
                 next_progress = now + interval

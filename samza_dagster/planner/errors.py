@@ -14,7 +14,9 @@ class PlanningError(SamzaError, ValueError):
     ``operator`` is the join (or other operator) concerned, when there is one.
     """
 
-    def __init__(self, message: str, *, streams: dict[str, int | None] | None = None, operator: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, streams: dict[str, int | None] | None = None, operator: str | None = None
+    ) -> None:
         super().__init__(message)
         self.streams = dict(streams or {})
         self.operator = operator

@@ -167,7 +167,9 @@ class _Builder:
         self._collect_streams()
         analysis = analyze(app)
 
-        known = {sid: s.partitions for sid, s in self.streams.items() if s.partitions is not None and not s.is_intermediate}
+        known = {
+            sid: s.partitions for sid, s in self.streams.items() if s.partitions is not None and not s.is_intermediate
+        }
         intermediates = [sid for sid, s in self.streams.items() if s.is_intermediate]
         configured = JobConfig(self.config).intermediate_stream_partitions
         default = default_intermediate_partitions(configured, known.values(), MAX_INFERRED_PARTITIONS)
@@ -184,13 +186,18 @@ class _Builder:
         tables = self._tables(analysis.upstream, stage_of)
         joins = [
             JoinInfo(
-                g.join.op_id, g.join.op_type, g.table_id, list(g.stream_ids),
+                g.join.op_id,
+                g.join.op_type,
+                g.table_id,
+                list(g.stream_ids),
                 self.streams[g.stream_ids[0]].partitions if g.stream_ids else None,
             )
             for g in analysis.groups
         ]
         job = JobInfo(
-            app.job_name, app.job_id, stages,
+            app.job_name,
+            app.job_id,
+            stages,
             inputs=[s.id for s in self.streams.values() if "input" in s.roles],
             side_inputs=[s.id for s in self.streams.values() if "side-input" in s.roles],
             outputs=[s.id for s in self.streams.values() if "output" in s.roles],
@@ -201,18 +208,30 @@ class _Builder:
             cls = type(app.application)
             app_class = f"{cls.__module__}:{cls.__qualname__}"
         return ExecutionPlan(
-            app.job_name, app.job_id, "high-level", self.streams, operators, tables, joins,
-            self._edges(), [job], app_class=app_class, descriptor=app,
+            app.job_name,
+            app.job_id,
+            "high-level",
+            self.streams,
+            operators,
+            tables,
+            joins,
+            self._edges(),
+            [job],
+            app_class=app_class,
+            descriptor=app,
         )
 
     def _operators(self, stage_of: dict[str, str]) -> dict[str, OperatorInfo]:
         result: dict[str, OperatorInfo] = {}
         for spec in self.app.all_operator_specs():
             result[spec.op_id] = OperatorInfo(
-                spec.op_id, spec.op_type, spec.op_code,
+                spec.op_id,
+                spec.op_type,
+                spec.op_code,
                 [up.op_id for up in spec.upstream_specs],
                 [down.op_id for down in spec.registered_operator_specs],
-                stage_of.get(spec.op_id), spec.properties(),
+                stage_of.get(spec.op_id),
+                spec.properties(),
             )
             if isinstance(spec, (OutputOperatorSpec, PartitionByOperatorSpec)):
                 self.streams[spec.output_stream.stream_id].producers.add(spec.op_id)

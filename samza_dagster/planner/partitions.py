@@ -31,9 +31,7 @@ class Assignment:
     join: str | None
 
 
-def default_intermediate_partitions(
-    configured: int | None, known_counts: Iterable[int], cap: int
-) -> int:
+def default_intermediate_partitions(configured: int | None, known_counts: Iterable[int], cap: int) -> int:
     if configured is not None:
         return configured
     return min(max(known_counts, default=1), cap)
@@ -98,8 +96,7 @@ def _check_agreement(group: JoinGroup, counts: Mapping[str, int], assigned: Mapp
         else:
             parts.append(f"intermediate {sid!r} has {count} (from {why.source!r} through join {why.join!r})")
     raise PlanningError(
-        f"{kind} {join.op_id!r}{table} needs its streams to have the same partition count, but "
-        + ", ".join(parts),
+        f"{kind} {join.op_id!r}{table} needs its streams to have the same partition count, but " + ", ".join(parts),
         streams=dict(defined),
         operator=join.op_id,
     )

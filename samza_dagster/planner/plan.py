@@ -108,8 +108,12 @@ class OperatorInfo:
     def to_dict(self) -> dict[str, Any]:
         data = dict(self.properties)
         data.update(
-            id=self.id, type=self.type, op_code=self.op_code, stage=self.stage,
-            inputs=sorted(self.inputs), outputs=sorted(self.outputs),
+            id=self.id,
+            type=self.type,
+            op_code=self.op_code,
+            stage=self.stage,
+            inputs=sorted(self.inputs),
+            outputs=sorted(self.outputs),
         )
         return data
 
@@ -202,7 +206,6 @@ class ExecutionPlan:
     @property
     def intermediate_streams(self) -> dict[str, int]:
         return {sid: s.partitions for sid, s in self.streams.items() if s.is_intermediate and s.partitions}
-
 
     def stream_specs(self) -> list[StreamSpec]:
         """StreamSpecs of the intermediate streams, for the runner to create before starting."""

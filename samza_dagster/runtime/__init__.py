@@ -39,7 +39,9 @@ def create_runner(config: Config, **kwargs: Any) -> JobRunner:
     name = JobConfig(config).factory
     path = RUNNERS.get(name)
     if path is None:
-        raise ConfigError(f"config key {FACTORY_KEY!r}: unknown runner {name!r}; known: {', '.join(RUNNERS)}", key=FACTORY_KEY)
+        raise ConfigError(
+            f"config key {FACTORY_KEY!r}: unknown runner {name!r}; known: {', '.join(RUNNERS)}", key=FACTORY_KEY
+        )
     module, _, class_name = path.partition(":")
     return getattr(importlib.import_module(module), class_name)(config, **kwargs)
 

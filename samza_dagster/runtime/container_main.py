@@ -46,16 +46,19 @@ def _stop_when_parent_exits(container: SamzaContainer, parent_pid: int) -> None:
         while os.getppid() == parent_pid:
             if container.stop_event.wait(PARENT_CHECK_S):
                 return
-        logging.getLogger(__name__).warning("container %s: its runner process %d is gone; stopping gracefully",
-                                            container.container_id, parent_pid)
+        logging.getLogger(__name__).warning(
+            "container %s: its runner process %d is gone; stopping gracefully", container.container_id, parent_pid
+        )
         container.stop()
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def main() -> int:
-    logging.basicConfig(level=os.environ.get("SAMZA_LOG_LEVEL", "WARNING"),
-                        format="%(asctime)s %(levelname)s [container %(process)d] %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("SAMZA_LOG_LEVEL", "WARNING"),
+        format="%(asctime)s %(levelname)s [container %(process)d] %(name)s: %(message)s",
+    )
 
     container_id = os.environ.get(CONTAINER_ID_ENV)
     summary_path = os.environ.get(SUMMARY_PATH_ENV)
@@ -77,8 +80,10 @@ def main() -> int:
         running = container
         install_stop_handlers(
             lambda _name: running.stop(),
-            lambda name: exit_now(f"container {container_id}: {name} again: exiting at once, without the final "
-                                  f"commit. {describe_uncommitted([running])}"),
+            lambda name: exit_now(
+                f"container {container_id}: {name} again: exiting at once, without the final "
+                f"commit. {describe_uncommitted([running])}"
+            ),
         )
         parent = os.environ.get(PARENT_PID_ENV)
         if parent:

@@ -73,8 +73,10 @@ def describe_uncommitted(containers: Iterable[Any]) -> str:
         for task, ssps in sorted(container.uncommitted().items()):
             for ssp, (committed, processed) in sorted(ssps.items()):
                 since = "nothing committed yet" if committed is None else f"after the checkpoint at {committed}"
-                parts.append(f"container {container.container_id}, task {task}: {ssp.system}.{ssp.stream} "
-                             f"partition {ssp.partition} processed up to offset {processed}, {since}")
+                parts.append(
+                    f"container {container.container_id}, task {task}: {ssp.system}.{ssp.stream} "
+                    f"partition {ssp.partition} processed up to offset {processed}, {since}"
+                )
     if not parts:
         return "Every processed message was committed."
     return "Not committed (processed again at the next start): " + "; ".join(parts) + "."

@@ -39,13 +39,15 @@ def check_job_values(config: Config) -> None:
     metrics_config(config)  # reporters: class, stream on a configured system, positive interval
     factory = JobConfig(config).factory
     if factory not in RUNNERS:
-        raise ConfigError(f"config key {keys.JOB_FACTORY_CLASS.name!r}: unknown runner {factory!r}; known: {', '.join(RUNNERS)}",
-                          key=keys.JOB_FACTORY_CLASS.name)
+        raise ConfigError(
+            f"config key {keys.JOB_FACTORY_CLASS.name!r}: unknown runner {factory!r}; known: {', '.join(RUNNERS)}",
+            key=keys.JOB_FACTORY_CLASS.name,
+        )
     check_serde_names(config)
     task_is_async = False
     if keys.APP_CLASS.get(config):
         load_application(config)
-    elif (task_class := TaskConfig(config).task_class):
+    elif task_class := TaskConfig(config).task_class:
         task_is_async = is_async_task(load_class(task_class, keys.TASK_CLASS.name))
     check_exactly_once(config, task_is_async)
 

@@ -64,8 +64,10 @@ class ProcessJobRunner(JobRunner):
         assert self._workdir is not None
         secrets = secrets_of(self.config)
         paths = {cid: self._workdir / f"run-{result.runs}-container-{cid}.json" for cid in model.containers}
-        self.processes = {cid: self._launch(cid, url, paths[cid], secrets)
-                          for cid in sorted(model.containers, key=lambda c: (len(c), c))}
+        self.processes = {
+            cid: self._launch(cid, url, paths[cid], secrets)
+            for cid in sorted(model.containers, key=lambda c: (len(c), c))
+        }
         if self.stop_requested:
             self._stop_containers()
         stderr: dict[str, str] = {}
@@ -106,7 +108,11 @@ class ProcessJobRunner(JobRunner):
         # once, without the final commit
         proc = subprocess.Popen(
             [self.python, "-m", "samza_dagster.runtime.container_main"],
-            env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            env=env,
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(secrets))
@@ -126,5 +132,3 @@ class ProcessJobRunner(JobRunner):
         return ContainerSummary(
             cid, ContainerStatus.FAILED, error=f"container process exited with status {code} without a summary: {tail}"
         )
-
-

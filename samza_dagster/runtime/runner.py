@@ -39,7 +39,6 @@ from samza_dagster.runtime.result import JobResult
 log = logging.getLogger(__name__)
 
 
-
 class JobRunner(ABC):
     """``run()`` blocks until the job ends; ``stop()`` (any thread) asks every container to
     finish in-flight work, commit and exit; ``coordinator`` is the JobCoordinator serving the
@@ -74,8 +73,11 @@ class JobRunner(ABC):
         result = self._new_result()
         prepared = prepare_job(self.config)
         self.coordinator = JobCoordinator(
-            prepared.config, host=self.host, port=keys.JOB_COORDINATOR_HTTP_PORT.get(self.config),
-            input_streams=prepared.input_streams, exclude=prepared.exclude,
+            prepared.config,
+            host=self.host,
+            port=keys.JOB_COORDINATOR_HTTP_PORT.get(self.config),
+            input_streams=prepared.input_streams,
+            exclude=prepared.exclude,
         )
         url = self.coordinator.start()
         try:
@@ -117,8 +119,13 @@ class JobRunner(ABC):
             self.coordinator.refresh()
 
     def _on_stop_signal(self, name: str) -> None:
-        log.warning("job %s: %s: stopping gracefully; in-flight work finishes and is committed "
-                    "(%s again exits at once, without the final commit)", self.job_name, name, name)
+        log.warning(
+            "job %s: %s: stopping gracefully; in-flight work finishes and is committed "
+            "(%s again exits at once, without the final commit)",
+            self.job_name,
+            name,
+            name,
+        )
         self.stopped_by = name
         self.stop()
 
@@ -129,8 +136,10 @@ class JobRunner(ABC):
     def _uncommitted(self) -> str:
         """What an exit now leaves uncommitted, for a person (runners that can see their
         containers say it per task)."""
-        return ("Messages processed since each task's last checkpoint are not committed; the next start "
-                "processes them again.")
+        return (
+            "Messages processed since each task's last checkpoint are not committed; the next start "
+            "processes them again."
+        )
 
     def _token(self) -> str | None:
         """The coordinator's bearer token, if the job configures one."""

@@ -131,7 +131,9 @@ def run_container(
         container = new_container(container_id, model, watcher)
         if control_url:
             threading.Thread(
-                target=_poll_stop, args=(control_url, token, container.stop, done), name="spark-container-stop",
+                target=_poll_stop,
+                args=(control_url, token, container.stop, done),
+                name="spark-container-stop",
                 daemon=True,
             ).start()
         _announce_host(config, container_id)

@@ -115,14 +115,15 @@ class _ControlServer:
                     report = json.loads(body)
                     control.fatal = (str(report["container"]), str(report["error"]))
                 except (ValueError, KeyError, TypeError):
-                    self._reply(400, {"error": "expected {\"container\": ..., \"error\": ...}"})
+                    self._reply(400, {"error": 'expected {"container": ..., "error": ...}'})
                     return
                 control.fatal_reported.set()
                 self._reply(200, {"ok": True})
 
             def _authorized(self) -> bool:
-                if not token or hmac.compare_digest(self.headers.get("Authorization", "").encode(),
-                                                    f"Bearer {token}".encode()):
+                if not token or hmac.compare_digest(
+                    self.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()
+                ):
                     return True
                 self._reply(401, {"error": f"missing or wrong bearer token (set by {TOKEN_KEY})"})
                 return False
@@ -142,8 +143,9 @@ class _ControlServer:
         self._server.daemon_threads = True
         port = self._server.server_address[1]
         self.url = f"http://{host}:{port}/"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                                         name="spark-runner-control", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="spark-runner-control", daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -183,7 +185,9 @@ class SparkJobRunner(JobRunner):
         overrides: dict[str, str] = {MAX_ATTEMPTS_SPARK_KEY: str(self.max_attempts)}
         if not self.config.get_str("spark.master"):
             overrides["spark.master"] = f"local[{self.container_count}]"
-        return self.config.with_overrides({k: v for k, v in overrides.items() if k == "spark.master" or k not in self.config})
+        return self.config.with_overrides(
+            {k: v for k, v in overrides.items() if k == "spark.master" or k not in self.config}
+        )
 
     def session(self) -> tuple[Any, float]:
         if self._spark is not None:
@@ -199,7 +203,12 @@ class SparkJobRunner(JobRunner):
             log.warning(
                 "job %s: the running Spark session retries a barrier stage %s times (%s); %s=%d asks "
                 "for %d attempts — it applies when the runner starts the session",
-                self.job_name, attempts, MAX_ATTEMPTS_SPARK_KEY, RETRY_KEY, self.max_attempts - 1, self.max_attempts,
+                self.job_name,
+                attempts,
+                MAX_ATTEMPTS_SPARK_KEY,
+                RETRY_KEY,
+                self.max_attempts - 1,
+                self.max_attempts,
             )
         master = sc.master or ""
         if master.startswith("local"):
@@ -307,8 +316,12 @@ class SparkJobRunner(JobRunner):
         if self._sc is None or self._group is None:
             super()._abort(name)
             return
-        log.warning("job %s: %s again: cancelling the Spark job group without the final commit. %s",
-                    self.job_name, name, self._uncommitted())
+        log.warning(
+            "job %s: %s again: cancelling the Spark job group without the final commit. %s",
+            self.job_name,
+            name,
+            self._uncommitted(),
+        )
         self._sc.cancelJobGroup(self._group)
 
 

@@ -107,14 +107,17 @@ def list_startpoints(config: Config) -> dict[StartpointKey, Startpoint]:
         return manager.read_all()
 
 
-def delete_startpoints(config: Config, stream: str | None = None, partitions: Iterable[int] | None = None) -> list[StartpointKey]:
+def delete_startpoints(
+    config: Config, stream: str | None = None, partitions: Iterable[int] | None = None
+) -> list[StartpointKey]:
     """Delete the startpoints (partition-level and fanned-out) of ``stream`` (every stream when
     None), of ``partitions`` only when given. Returns what was deleted."""
     wanted_partitions = None if partitions is None else set(partitions)
     target = None if stream is None else _named_stream(config, stream)
     with StartpointManager(config) as manager:
         doomed = sorted(
-            key for key in manager.read_all()
+            key
+            for key in manager.read_all()
             if (target is None or (key.ssp.system, key.ssp.stream) == (target.system, target.stream))
             and (wanted_partitions is None or key.ssp.partition in wanted_partitions)
         )

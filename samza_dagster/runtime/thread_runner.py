@@ -90,5 +90,3 @@ class ThreadJobRunner(JobRunner):
                     c.container_id, ContainerStatus.FAILED, error=f"{type(error).__name__}: {error}"
                 )
         return [summaries[cid] for cid in ids if cid in summaries]
-
-

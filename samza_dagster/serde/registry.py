@@ -81,7 +81,9 @@ class SerdeRegistry:
             if hasattr(obj, "get_serde"):
                 obj = obj.get_serde(name, self._config)
             if not (hasattr(obj, "to_bytes") and hasattr(obj, "from_bytes")):
-                raise ConfigError(f"config key {class_key!r}: {class_path} is not a serde (needs to_bytes/from_bytes)", key=class_key)
+                raise ConfigError(
+                    f"config key {class_key!r}: {class_path} is not a serde (needs to_bytes/from_bytes)", key=class_key
+                )
             return obj
         factory = BUILTIN_SERDES.get(name)
         if factory is None:

@@ -64,8 +64,15 @@ def resend_to_batch_stream(
         # settle an earlier launch, and skip the Spark job when it committed the write already
         earlier = SparkWriteTransaction(Config(dict(config)), system, transactional_id).begin()
         if earlier is not None:
-            return {**result, "total": 0, "partitions": {}, "already_written": True, "write_id": transactional_id,
-                    "written": _counts(earlier.value), "written_at_ms": earlier.committed_ms}
+            return {
+                **result,
+                "total": 0,
+                "partitions": {},
+                "already_written": True,
+                "write_id": transactional_id,
+                "written": _counts(earlier.value),
+                "written_at_ms": earlier.committed_ms,
+            }
     fd, report = tempfile.mkstemp(prefix="samza-backfill-", suffix=".json")
     os.close(fd)
     try:
@@ -87,8 +94,9 @@ def resend_to_batch_stream(
     if transactional_id is not None:
         result["write_id"] = transactional_id
         if summary.get("already_written"):  # another launch committed it while this one ran
-            result.update(already_written=True, written=_counts(summary["written"]),
-                          written_at_ms=summary["written_at_ms"])
+            result.update(
+                already_written=True, written=_counts(summary["written"]), written_at_ms=summary["written_at_ms"]
+            )
     return result
 
 

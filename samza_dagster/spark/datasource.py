@@ -131,7 +131,7 @@ class SamzaDataSource(DataSource):
         opts = self._opts()
         if overwrite:
             raise SamzaDataSourceError(
-                f"samza data source: stream {opts.get('stream')!r} is append-only; use .mode(\"append\")"
+                f'samza data source: stream {opts.get("stream")!r} is append-only; use .mode("append")'
             )
         return SamzaWriter(opts, schema)
 
@@ -165,7 +165,9 @@ class SamzaReader(DataSourceReader):
         try:
             self.poll_timeout_s = int(timeout) / 1000.0
         except ValueError:
-            raise SamzaDataSourceError(f'samza data source: option "pollTimeoutMs" must be an integer, got {timeout!r}') from None
+            raise SamzaDataSourceError(
+                f'samza data source: option "pollTimeoutMs" must be an integer, got {timeout!r}'
+            ) from None
 
     def partitions(self) -> list[SamzaInputPartition]:
         return [SamzaInputPartition(p, start, end) for p, (start, end) in sorted(self.ranges.items())]
@@ -263,8 +265,13 @@ def _arrow_batches(partition: int, chunks: Iterator[list[Any]]) -> Iterator[Any]
     import pyarrow as pa
 
     schema = pa.schema(
-        [("partition", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
-         ("value", pa.binary()), ("timestamp", pa.int64())]
+        [
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("timestamp", pa.int64()),
+        ]
     )
     offsets: list[int] = []
     keys: list[Any] = []
@@ -352,8 +359,9 @@ class SamzaWriter(DataSourceArrowWriter):
             partition_id, attempt = _task_attempt()
             # the log's producer (SparkWriteTransaction checked the system): its transaction calls
             transactional: Any = producer
-            transactional.init_transactions(self.transaction.task_producer_id(partition_id, attempt),
-                                       self.transaction.state_stream)
+            transactional.init_transactions(
+                self.transaction.task_producer_id(partition_id, attempt), self.transaction.state_stream
+            )
         prepared: PreparedTransaction | None = None
         stream = SystemStream(self.system, self.stream)
         count = self.partition_count
@@ -367,7 +375,8 @@ class SamzaWriter(DataSourceArrowWriter):
                 if value_columns:
                     picked = [cols[c] for c in value_columns]
                     values: list[Any] = [
-                        dumps(dict(zip(value_columns, row, strict=True))).encode("utf-8") for row in zip(*picked, strict=True)
+                        dumps(dict(zip(value_columns, row, strict=True))).encode("utf-8")
+                        for row in zip(*picked, strict=True)
                     ]
                 else:
                     values = cols["value"]
@@ -447,8 +456,14 @@ def _with_ledger(summary: dict[str, Any], write_id: str, earlier: LedgerRecord |
     had committed the write — nothing, and what that one wrote and when."""
     if earlier is None:
         return {**summary, "write_id": write_id, "already_written": False}
-    return {"total": 0, "partitions": {}, "write_id": write_id, "already_written": True,
-            "written": earlier.value, "written_at_ms": earlier.committed_ms}
+    return {
+        "total": 0,
+        "partitions": {},
+        "write_id": write_id,
+        "already_written": True,
+        "written": earlier.value,
+        "written_at_ms": earlier.committed_ms,
+    }
 
 
 def _task_attempt() -> tuple[int, int]:

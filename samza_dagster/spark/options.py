@@ -105,7 +105,9 @@ def offset_ranges(
         try:
             wanted = sorted({int(p) for p in raw_parts.split(",") if p.strip()})
         except ValueError:
-            raise SamzaDataSourceError(f'samza data source: option "partitions" must be integers, got {raw_parts!r}') from None
+            raise SamzaDataSourceError(
+                f'samza data source: option "partitions" must be integers, got {raw_parts!r}'
+            ) from None
     start_all, start_by = _offset_spec(opts, "startOffset")
     end_all, end_by = _offset_spec(opts, "endOffset")
     for name, by in (("startOffset", start_by), ("endOffset", end_by), ("partitions", dict.fromkeys(wanted))):

@@ -59,7 +59,11 @@ class SparkWriteTransaction:
     config and names only, and every call opens the state file for as long as it needs it."""
 
     def __init__(
-        self, config: Config, system: str, write_id: str, state_stream: str = STATE_STREAM,
+        self,
+        config: Config,
+        system: str,
+        write_id: str,
+        state_stream: str = STATE_STREAM,
         asked_by: str = 'samza data source option "transactionalId"',
     ) -> None:
         if not write_id.strip():

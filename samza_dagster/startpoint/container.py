@@ -46,7 +46,9 @@ class ContainerStartpoints:
         self._positions: dict[str, dict[SystemStreamPartition, str]] = {}
 
     def apply(
-        self, models: Mapping[str, TaskModel], admin_for: Callable[[str], Any],
+        self,
+        models: Mapping[str, TaskModel],
+        admin_for: Callable[[str], Any],
         metadata: Mapping[SystemStream, SystemStreamMetadata],
     ) -> dict[SystemStreamPartition, str]:
         """Load the startpoints of ``models``' tasks and resolve them: the starting offsets that
@@ -62,8 +64,12 @@ class ContainerStartpoints:
                 if ssp in own:
                     self.applied.setdefault(task, {})[ssp] = startpoint
                 else:  # the model moved the partition elsewhere since the fan-out
-                    log.warning("startpoint %s of task %r for %s ignored: the task no longer reads it",
-                                startpoint.describe(), task, ssp)
+                    log.warning(
+                        "startpoint %s of task %r for %s ignored: the task no longer reads it",
+                        startpoint.describe(),
+                        task,
+                        ssp,
+                    )
 
     def starting_offsets(
         self, admin_for: Callable[[str], Any], metadata: Mapping[SystemStream, SystemStreamMetadata]
@@ -75,8 +81,13 @@ class ContainerStartpoints:
         for task, startpoints in sorted(self.applied.items()):
             offsets = resolve_startpoints(startpoints, admin_for, metadata)
             for ssp, offset in offsets.items():
-                log.info("task %r starts %s at offset %s (startpoint %s, ahead of its checkpoint)",
-                         task, ssp, offset, startpoints[ssp].describe())
+                log.info(
+                    "task %r starts %s at offset %s (startpoint %s, ahead of its checkpoint)",
+                    task,
+                    ssp,
+                    offset,
+                    startpoints[ssp].describe(),
+                )
                 before = _before(offset)
                 if before is not None:
                     self._positions.setdefault(task, {})[ssp] = before
@@ -94,7 +105,9 @@ class ContainerStartpoints:
             for ssp, offset in self._positions.get(task, {}).items():
                 offsets.setdefault(ssp, offset)
 
-    def committed(self, task: str, checkpointed: Mapping[SystemStreamPartition, str], processed: set[SystemStreamPartition]) -> None:
+    def committed(
+        self, task: str, checkpointed: Mapping[SystemStreamPartition, str], processed: set[SystemStreamPartition]
+    ) -> None:
         """After ``task`` wrote a checkpoint: delete the startpoints it covers."""
         applied = self.applied.get(task)
         if not applied:
@@ -107,7 +120,9 @@ class ContainerStartpoints:
         for ssp in covered:
             applied.pop(ssp, None)
             self._positions.get(task, {}).pop(ssp, None)
-        log.info("task %r committed past its startpoints for %s; removed them", task, ", ".join(map(str, sorted(covered))))
+        log.info(
+            "task %r committed past its startpoints for %s; removed them", task, ", ".join(map(str, sorted(covered)))
+        )
 
     def close(self) -> None:
         self._manager.close()

@@ -57,7 +57,7 @@ def startpoints_in_state(state: CoordinatorStreamState) -> dict[StartpointKey, S
             key = StartpointKey.from_values(message.values)
             raw = message.values.get("startpoint")
             if raw is None:
-                raise StartpointError("no \"startpoint\" in values")
+                raise StartpointError('no "startpoint" in values')
             found[key] = Startpoint.from_dict(raw) if isinstance(raw, dict) else Startpoint.from_json(str(raw))
         except StartpointError as exc:
             seen = (coordinator_key, message.timestamp, str(exc))
@@ -86,7 +86,9 @@ class StartpointManager:
             self._writer = CoordinatorStreamWriter(self.config, self.source)
         self._writer.send(*messages)
 
-    def write_startpoint(self, ssp: SystemStreamPartition, startpoint: Startpoint, task_name: str | None = None) -> None:
+    def write_startpoint(
+        self, ssp: SystemStreamPartition, startpoint: Startpoint, task_name: str | None = None
+    ) -> None:
         self._send(startpoint_message(self.source, StartpointKey(ssp, task_name), startpoint))
 
     def delete_startpoint(self, ssp: SystemStreamPartition, task_name: str | None = None) -> None:
@@ -117,7 +119,9 @@ class StartpointManager:
 
     # -- fan-out -----------------------------------------------------------------------------
     def fan_out(
-        self, tasks: Mapping[str, Iterable[SystemStreamPartition]], existing: Mapping[StartpointKey, Startpoint] | None = None
+        self,
+        tasks: Mapping[str, Iterable[SystemStreamPartition]],
+        existing: Mapping[StartpointKey, Startpoint] | None = None,
     ) -> dict[str, dict[SystemStreamPartition, Startpoint]]:
         """Turn partition-level startpoints into task-level ones for every task of ``tasks``
         (task name → its partitions) that reads the partition, then delete the partition-level
@@ -141,7 +145,8 @@ class StartpointManager:
             if not tasks_reading:
                 log.warning(
                     "startpoint %s for %s is not applied: no task of this job reads that partition",
-                    startpoint.describe(), key,
+                    startpoint.describe(),
+                    key,
                 )
                 continue
             for task in sorted(tasks_reading):

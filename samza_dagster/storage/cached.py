@@ -39,7 +39,9 @@ class CachedStore:
         if cache_size < 1:
             raise StoreSizeError(f"cache size must be >= 1 entry, got {cache_size}")
         if not 1 <= batch_size <= cache_size:
-            raise StoreSizeError(f"write batch size must be between 1 and the cache size {cache_size}, got {batch_size}")
+            raise StoreSizeError(
+                f"write batch size must be between 1 and the cache size {cache_size}, got {batch_size}"
+            )
         self._store = store
         #: key → value (None: absent); order = recency, least recently used first
         self._cache: OrderedDict[bytes, bytes | None] = OrderedDict()

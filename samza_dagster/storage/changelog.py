@@ -33,7 +33,9 @@ def prepare_changelogs(specs: list[StoreSpec], admins: dict, partition_count: in
             raise ConfigError(f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key)
         stream = spec.changelog.stream
         try:
-            admin.create_stream(StreamSpec(stream, stream, spec.changelog.system, partition_count, dict(CHANGELOG_PROPERTIES)))
+            admin.create_stream(
+                StreamSpec(stream, stream, spec.changelog.system, partition_count, dict(CHANGELOG_PROPERTIES))
+            )
         except ConfigError:
             raise  # a bad cleanup setting for the changelog, naming the key
         except Exception:  # noqa: BLE001 - exists with another count: reported below with both counts

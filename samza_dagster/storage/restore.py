@@ -19,9 +19,7 @@ log = logging.getLogger(__name__)
 _RESTORE_ALL = None  # restore everything (no checkpointed changelog offset to honour)
 
 
-def _restore_limits(
-    task_stores: list[TaskStores], checkpoints: dict | None
-) -> dict[SystemStreamPartition, int | None]:
+def _restore_limits(task_stores: list[TaskStores], checkpoints: dict | None) -> dict[SystemStreamPartition, int | None]:
     """Per changelog SSP, the newest changelog offset to apply (entries after it are
     discarded and trimmed), or None to apply everything (see ``restore_stores``)."""
     limits: dict[SystemStreamPartition, int | None] = {}
@@ -37,7 +35,10 @@ def _restore_limits(
                 if entry is None or entry[0] != ssp:
                     log.warning(
                         "task %s: checkpoint has no changelog offset for store %r on %s; restoring the whole "
-                        "changelog (state may include writes of uncommitted work)", ts.task_name, name, ssp,
+                        "changelog (state may include writes of uncommitted work)",
+                        ts.task_name,
+                        name,
+                        ssp,
                     )
                     limits[ssp] = _RESTORE_ALL
                 else:
@@ -140,7 +141,8 @@ def restore_stores(
 
 
 def _trim_changelogs(
-    trim: dict[SystemStreamPartition, set[bytes]], targets: dict[SystemStreamPartition, tuple[RawStore, str, TaskStores]]
+    trim: dict[SystemStreamPartition, set[bytes]],
+    targets: dict[SystemStreamPartition, tuple[RawStore, str, TaskStores]],
 ) -> None:
     """Write each key changed after the checkpoint back to its restored value (a tombstone if
     absent) through the store's LoggedStore path, then flush, before the task sees a message."""

@@ -58,7 +58,8 @@ def store_specs(config: Config, default_system: str) -> list[StoreSpec]:
                 key = f"stores.{name}.changelog"
                 raise ConfigError(
                     f"config key {key!r}: store {name!r} has side inputs (stores.{name}.side.inputs), which are its "
-                    "changelog already; remove one of the two", key=key,
+                    "changelog already; remove one of the two",
+                    key=key,
                 )
             # written by the side-inputs thread while the task reads: no write-back cache
             cache_sizes = {"cache_size": 0, "batch_size": DEFAULT_WRITE_BATCH_SIZE}
@@ -83,11 +84,14 @@ def _cache_sizes(config: Config, store: str) -> dict[str, int]:
     cache_key = keys.STORE_OBJECT_CACHE_SIZE.key(store=store)
     batch_key = keys.STORE_WRITE_BATCH_SIZE.key(store=store)
     cache = keys.STORE_OBJECT_CACHE_SIZE.get(config, store=store)
-    explicit = keys.STORE_WRITE_BATCH_SIZE.read(config, batch_key) if (config.get_str(batch_key) or "").strip() else None
+    explicit = (
+        keys.STORE_WRITE_BATCH_SIZE.read(config, batch_key) if (config.get_str(batch_key) or "").strip() else None
+    )
     if explicit is not None and cache and explicit > cache:
         raise ConfigError(
             f"config key {batch_key!r}: the write batch ({explicit}) cannot be larger than the cache it lives in "
-            f"({cache_key} = {cache})", key=batch_key,
+            f"({cache_key} = {cache})",
+            key=batch_key,
         )
     batch = explicit if explicit is not None else min(DEFAULT_WRITE_BATCH_SIZE, cache) or DEFAULT_WRITE_BATCH_SIZE
     return {"cache_size": cache, "batch_size": batch}

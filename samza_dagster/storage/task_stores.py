@@ -60,8 +60,12 @@ class TaskStores:
                 producer = producers.get(spec.changelog.system)
                 if producer is None:
                     key = f"stores.{spec.name}.changelog"
-                    raise ConfigError(f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key)
-                inner = self.logged[spec.name] = LoggedStore(raw, producer, task_name, spec.changelog, changelog_partition)
+                    raise ConfigError(
+                        f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key
+                    )
+                inner = self.logged[spec.name] = LoggedStore(
+                    raw, producer, task_name, spec.changelog, changelog_partition
+                )
             if spec.cache_size > 0:
                 inner = self.cached[spec.name] = CachedStore(inner, spec.cache_size, spec.batch_size)
             self.stores[spec.name] = SerializedKeyValueStore(

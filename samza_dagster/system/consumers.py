@@ -129,8 +129,19 @@ class SystemConsumersError(SamzaError, RuntimeError):
 class _SspState:
     """Everything SystemConsumers keeps per partition: one dict hit per chosen envelope."""
 
-    __slots__ = ("ssp", "buffer", "outstanding", "chosen", "eos_polled", "eos_chosen", "room", "capacity", "low_water",
-                 "max_capacity", "bytes_share")
+    __slots__ = (
+        "ssp",
+        "buffer",
+        "outstanding",
+        "chosen",
+        "eos_polled",
+        "eos_chosen",
+        "room",
+        "capacity",
+        "low_water",
+        "max_capacity",
+        "bytes_share",
+    )
 
     def __init__(self, ssp: SystemStreamPartition, room: Callable[[], Any], capacity: int) -> None:
         self.ssp = ssp

@@ -20,7 +20,13 @@ class TaskCallback:
 
     __slots__ = ("task_name", "envelope", "_on_done", "_lock", "_done", "started_at")
 
-    def __init__(self, task_name: str, envelope: Any, on_done: Callable[[TaskCallback, BaseException | None], None], started_at: float) -> None:
+    def __init__(
+        self,
+        task_name: str,
+        envelope: Any,
+        on_done: Callable[[TaskCallback, BaseException | None], None],
+        started_at: float,
+    ) -> None:
         self.task_name = task_name
         self.envelope = envelope
         self._on_done = on_done

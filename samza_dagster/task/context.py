@@ -20,8 +20,14 @@ from samza_dagster.task.errors import NoSuchStoreError, NotTheTasksPartitionErro
 
 class TaskContext:
     __slots__ = (
-        "task_name", "system_stream_partitions", "config", "container_id", "_stores", "changelog_partition",
-        "metrics_registry", "_start_offsets",
+        "task_name",
+        "system_stream_partitions",
+        "config",
+        "container_id",
+        "_stores",
+        "changelog_partition",
+        "metrics_registry",
+        "_start_offsets",
     )
 
     def __init__(
@@ -50,7 +56,9 @@ class TaskContext:
         store = self._stores.get(name)
         if store is None:
             known = ", ".join(sorted(self._stores)) or "none"
-            raise NoSuchStoreError(f"task {self.task_name!r} has no store {name!r} (configure stores.{name}.factory); stores: {known}")
+            raise NoSuchStoreError(
+                f"task {self.task_name!r} has no store {name!r} (configure stores.{name}.factory); stores: {known}"
+            )
         return store
 
     @property

@@ -59,7 +59,9 @@ def read_checkpoints(config: Config) -> dict:
     system = checkpoint_system(config)
     factory = system_factory(config, system)
     manager = CheckpointManager(
-        config, factory.get_admin(system, config), factory.get_producer(system, config),
+        config,
+        factory.get_admin(system, config),
+        factory.get_producer(system, config),
         lambda: factory.get_consumer(system, config),
     )
     return manager.read_last()

@@ -110,7 +110,9 @@ class RecordingTask(StreamTask, WindowableTask):
             time.sleep(self.sleep_s)
         with self.lock:
             self.active -= 1
-        self.recorder.add("process", self.name, threading.get_ident(), start, time.perf_counter(), envelope.offset, envelope.ssp)
+        self.recorder.add(
+            "process", self.name, threading.get_ident(), start, time.perf_counter(), envelope.offset, envelope.ssp
+        )
 
     def window(self, collector, coordinator):
         start = time.perf_counter()
@@ -130,8 +132,16 @@ class ThreadedAsyncTask(AsyncStreamTask):
     ``reverse`` so completion is out of order); ``fail_offset`` completes with failure;
     ``complete_twice`` calls complete() twice for the first message."""
 
-    def __init__(self, name: str, recorder: Recorder, delay_s: float = 0.01, reverse: bool = False,
-                 fail_offset: str | None = None, complete_twice: bool = False, never_complete: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        recorder: Recorder,
+        delay_s: float = 0.01,
+        reverse: bool = False,
+        fail_offset: str | None = None,
+        complete_twice: bool = False,
+        never_complete: bool = False,
+    ) -> None:
         self.name = name
         self.recorder = recorder
         self.delay_s = delay_s

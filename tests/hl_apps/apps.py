@@ -29,8 +29,14 @@ class StreamStreamJoinApp(StreamApplication):
         s3 = app.get_output_stream(log.output("S3", serde=JsonSerde(), key_serde=JsonSerde()))
         (
             s1.filter(lambda m: m["ok"])
-            .join(s2, lambda a, b: KV(a["user"], {"page": a["page"], "name": b["name"]}),
-                  key=lambda m: m["user"], other_key=lambda m: m["user"], ttl_ms=600_000, op_id="j1")
+            .join(
+                s2,
+                lambda a, b: KV(a["user"], {"page": a["page"], "name": b["name"]}),
+                key=lambda m: m["user"],
+                other_key=lambda m: m["user"],
+                ttl_ms=600_000,
+                op_id="j1",
+            )
             .send_to(s3)
         )
 
@@ -45,8 +51,12 @@ class StreamTableJoinApp(StreamApplication):
         s3 = app.get_output_stream(log.output("S3", serde=JsonSerde(), key_serde=JsonSerde()))
         t = app.get_table(TableDescriptor("T"))
         s1.partition_by(key=lambda m: m["user"], value=lambda m: m["name"], op_id="p1").send_to(t)
-        s2.join(t, lambda m, name: None if name is None else KV(m["user"], {"page": m["page"], "name": name}),
-                key=lambda m: m["user"], op_id="tj").send_to(s3)
+        s2.join(
+            t,
+            lambda m, name: None if name is None else KV(m["user"], {"page": m["page"], "name": name}),
+            key=lambda m: m["user"],
+            op_id="tj",
+        ).send_to(s3)
 
 
 class TwoStageCountApp(StreamApplication):
@@ -90,8 +100,12 @@ class SessionCountApp(StreamApplication):
         out = app.get_output_stream(log.output("sessions", serde=JsonSerde(), key_serde=JsonSerde()))
         (
             clicks.partition_by(key=lambda m: m["user"], op_id="by-user")
-            .window(Windows.keyed_session(lambda kv: kv.key, 1000, 0, _count, time="event",
-                                          timestamp_fn=lambda kv: kv.value["t"]), op_id="sessions")
+            .window(
+                Windows.keyed_session(
+                    lambda kv: kv.key, 1000, 0, _count, time="event", timestamp_fn=lambda kv: kv.value["t"]
+                ),
+                op_id="sessions",
+            )
             .map(lambda p: KV(p.key, [p.start_ms, p.end_ms, p.value]))
             .send_to(out)
         )
@@ -113,8 +127,12 @@ class SideInputJoinApp(StreamApplication):
         views = app.get_input_stream(log.input("views", serde=JsonSerde()))
         out = app.get_output_stream(log.output("enriched", serde=JsonSerde(), key_serde=JsonSerde()))
         table = app.get_table(TableDescriptor("profiles", side_inputs=["profiles"], side_input_fn=_profile_entries))
-        views.join(table, lambda v, name: None if name is None else KV(v["user"], {"page": v["page"], "name": name}),
-                   key=lambda v: v["user"], op_id="enrich").send_to(out)
+        views.join(
+            table,
+            lambda v, name: None if name is None else KV(v["user"], {"page": v["page"], "name": name}),
+            key=lambda v: v["user"],
+            op_id="enrich",
+        ).send_to(out)
 
 
 class SideInputBesideWiderStreamApp(SideInputJoinApp):

@@ -66,7 +66,9 @@ def input_partition_counts(
     return counts
 
 
-def input_ssps(input_streams: Mapping[SystemStream, int], exclude: Iterable[SystemStream] = ()) -> list[SystemStreamPartition]:
+def input_ssps(
+    input_streams: Mapping[SystemStream, int], exclude: Iterable[SystemStream] = ()
+) -> list[SystemStreamPartition]:
     skip = set(exclude)
     return [
         SystemStreamPartition(ss.system, ss.stream, p)

@@ -104,23 +104,41 @@ class CoordinatorStreamMessage:
 
     @classmethod
     def set_config(
-        cls, source: str, key: str, value: str, *, host: str | None = None,
-        username: str | None = None, timestamp: int | None = None,
+        cls,
+        source: str,
+        key: str,
+        value: str,
+        *,
+        host: str | None = None,
+        username: str | None = None,
+        timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
         return cls._new(SET_CONFIG, key, {"value": str(value)}, source, host, username, timestamp)
 
     @classmethod
     def set_changelog(
-        cls, source: str, task_name: str, partition: int, *, host: str | None = None,
-        username: str | None = None, timestamp: int | None = None,
+        cls,
+        source: str,
+        task_name: str,
+        partition: int,
+        *,
+        host: str | None = None,
+        username: str | None = None,
+        timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
         # Samza writes the partition as a string inside the values map.
         return cls._new(SET_CHANGELOG, task_name, {"partition": str(int(partition))}, source, host, username, timestamp)
 
     @classmethod
     def set_container_host_assignment(
-        cls, source: str, container_id: str, hostname: str, *, host: str | None = None,
-        username: str | None = None, timestamp: int | None = None,
+        cls,
+        source: str,
+        container_id: str,
+        hostname: str,
+        *,
+        host: str | None = None,
+        username: str | None = None,
+        timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
         return cls._new(
             SET_CONTAINER_HOST_ASSIGNMENT, str(container_id), {"hostname": hostname}, source, host, username, timestamp
@@ -128,16 +146,30 @@ class CoordinatorStreamMessage:
 
     @classmethod
     def set_input_partitions(
-        cls, source: str, stream: str, partitions: int, *, host: str | None = None,
-        username: str | None = None, timestamp: int | None = None,
+        cls,
+        source: str,
+        stream: str,
+        partitions: int,
+        *,
+        host: str | None = None,
+        username: str | None = None,
+        timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
         """``stream`` is ``<system>.<stream>``; the count is a string, as set-changelog's partition."""
-        return cls._new(SET_INPUT_PARTITIONS, stream, {"partitions": str(int(partitions))}, source, host, username, timestamp)
+        return cls._new(
+            SET_INPUT_PARTITIONS, stream, {"partitions": str(int(partitions))}, source, host, username, timestamp
+        )
 
     @classmethod
     def set_startpoint(
-        cls, source: str, key: str, values: dict[str, Any], *, host: str | None = None,
-        username: str | None = None, timestamp: int | None = None,
+        cls,
+        source: str,
+        key: str,
+        values: dict[str, Any],
+        *,
+        host: str | None = None,
+        username: str | None = None,
+        timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
         """``values``: the partition (``system``, ``stream``, ``partition``, optional ``taskName``)
         and ``startpoint``, the startpoint's compact JSON (see ``samza_dagster.startpoint.manager``)."""
@@ -145,8 +177,14 @@ class CoordinatorStreamMessage:
 
     @classmethod
     def delete(
-        cls, source: str, type: str, key: str, *, host: str | None = None,  # noqa: A002 - Samza's name
-        username: str | None = None, timestamp: int | None = None,
+        cls,
+        source: str,
+        type: str,
+        key: str,
+        *,
+        host: str | None = None,  # noqa: A002 - Samza's name
+        username: str | None = None,
+        timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
         """A tombstone: removes the (type, key) entry; encoded with a null value."""
         return cls._new(type, key, {}, source, host, username, timestamp, is_delete=True)
@@ -236,7 +274,7 @@ class CoordinatorStreamMessage:
             raise CoordinatorStreamFormatError(f"value of {msg_type} {msg_key!r} must be a JSON object")
         values = value.get("values", {})
         if not isinstance(values, dict):
-            raise CoordinatorStreamFormatError(f"\"values\" of {msg_type} {msg_key!r} must be a JSON object")
+            raise CoordinatorStreamFormatError(f'"values" of {msg_type} {msg_key!r} must be a JSON object')
         timestamp = value.get("timestamp", 0)
         try:
             timestamp = int(timestamp)

@@ -188,7 +188,9 @@ class CoordinatorStreamReader:
         self._consumer_next = next_offset
         return result, next_offset
 
-    def read_state(self, state: CoordinatorStreamState | None = None, from_offset: str | None = None) -> tuple[CoordinatorStreamState, str]:
+    def read_state(
+        self, state: CoordinatorStreamState | None = None, from_offset: str | None = None
+    ) -> tuple[CoordinatorStreamState, str]:
         """Fold the stream from ``from_offset`` into ``state`` (a new one when None)."""
         state = CoordinatorStreamState() if state is None else state
         messages, next_offset = self.read(from_offset)
@@ -225,7 +227,9 @@ class CoordinatorStreamReader:
         self.close()
 
 
-def _decode(key: object, value: object, offset: str, where: CoordinatorStreamLocation) -> CoordinatorStreamMessage | None:
+def _decode(
+    key: object, value: object, offset: str, where: CoordinatorStreamLocation
+) -> CoordinatorStreamMessage | None:
     try:
         if key is not None and not isinstance(key, bytes | bytearray | str):
             raise CoordinatorStreamFormatError(f"key is a {type(key).__name__}, not bytes")

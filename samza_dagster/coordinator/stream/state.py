@@ -43,7 +43,7 @@ class CoordinatorStreamState:
                 return
             value = message.config_value
             if value is None:
-                log.warning("skipping set-config %r at offset %s: no \"value\" in values", key, offset)
+                log.warning('skipping set-config %r at offset %s: no "value" in values', key, offset)
                 return
             self.config[key] = value
         elif msg_type == SET_CHANGELOG:
@@ -61,7 +61,7 @@ class CoordinatorStreamState:
             hostname = message.hostname
             if hostname is None:
                 log.warning(
-                    "skipping set-container-host-assignment %r at offset %s: no \"hostname\" in values", key, offset
+                    'skipping set-container-host-assignment %r at offset %s: no "hostname" in values', key, offset
                 )
                 return
             self.host_assignments[key] = hostname
@@ -83,9 +83,11 @@ class CoordinatorStreamState:
         for offset, message in messages:
             self.apply(message, offset)
 
-
     def copy(self) -> CoordinatorStreamState:
         return CoordinatorStreamState(
-            dict(self.config), dict(self.changelog), dict(self.host_assignments), dict(self.input_partitions),
+            dict(self.config),
+            dict(self.changelog),
+            dict(self.host_assignments),
+            dict(self.input_partitions),
             dict(self.other),
         )

@@ -54,4 +54,3 @@ def run_coordinator_stream_writer(
     offset = next((o for o, m in reversed(messages) if m.type == SET_CONFIG and m.key == key), "unknown")
     what = f"set-config {key}={value}" if msg_type == "set-config" else f"delete {key}"
     return f"wrote {what} to the coordinator stream {where.system}.{where.stream} at offset {offset}"
-

@@ -113,7 +113,9 @@ def load_chooser_factory(config: Config) -> MessageChooserFactory | None:
         ) from exc
 
 
-def chooser_from_factory(factory: MessageChooserFactory, config: Config, metrics: dict[str, Any] | None) -> MessageChooser:
+def chooser_from_factory(
+    factory: MessageChooserFactory, config: Config, metrics: dict[str, Any] | None
+) -> MessageChooser:
     """Call the factory and check that what it returned is a chooser (naming the key if not)."""
     chooser = factory.get_chooser(config, metrics)
     if not is_message_chooser(chooser):

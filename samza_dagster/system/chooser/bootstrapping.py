@@ -189,7 +189,9 @@ class BootstrappingChooser(MessageChooser):
                 self._streams_without_envelope += 1
                 log.info(
                     "bootstrapping %s: %d of %d partitions behind head",
-                    system_stream, stream.lagging_partitions, len(metadata.partitions),
+                    system_stream,
+                    stream.lagging_partitions,
+                    len(metadata.partitions),
                 )
             else:
                 self._caught_up[system_stream] = 0.0

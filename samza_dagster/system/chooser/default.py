@@ -71,8 +71,18 @@ class DefaultChooser(MessageChooser):
     """The composed chooser. ``update``/``choose`` are the inner chooser's own bound methods,
     so wrapping costs nothing per envelope."""
 
-    __slots__ = ("inner", "priorities", "bootstrap_streams", "held_to_head", "batch_sizes", "bootstrapper",
-                 "update", "choose", "run_length", "take_run")
+    __slots__ = (
+        "inner",
+        "priorities",
+        "bootstrap_streams",
+        "held_to_head",
+        "batch_sizes",
+        "bootstrapper",
+        "update",
+        "choose",
+        "run_length",
+        "take_run",
+    )
 
     def __init__(
         self,
@@ -210,10 +220,10 @@ def _check_bootstrap_flags(config: Config, stream_config: StreamConfig, inputs: 
             continue
         stream: SystemStream | None = None
         if key.startswith("systems.") and ".streams." in key:
-            system, _, rest = key[len("systems."):].partition(".streams.")
+            system, _, rest = key[len("systems.") :].partition(".streams.")
             stream = SystemStream(system, rest[: -len(".samza.bootstrap")])
         elif key.startswith("streams."):
-            stream_id = key[len("streams."): -len(".samza.bootstrap")]
+            stream_id = key[len("streams.") : -len(".samza.bootstrap")]
             stream = stream_config.system_stream(stream_id, default_system)
         if stream is None:
             continue
@@ -251,4 +261,3 @@ def _metadata_for(
                 raise ChooserError(f"SystemAdmin of system {system!r} returned no metadata for stream {name!r}")
             result[SystemStream(system, name)] = fetched[name]
     return result
-

@@ -22,8 +22,17 @@ class TieredPriorityChooser(MessageChooser):
     raises naming the stream when there is no default.
     """
 
-    __slots__ = ("_priorities", "_choosers", "_default", "_tiers", "_tier_chooses", "_by_ssp", "_runs_by_ssp",
-                 "run_length", "take_run")
+    __slots__ = (
+        "_priorities",
+        "_choosers",
+        "_default",
+        "_tiers",
+        "_tier_chooses",
+        "_by_ssp",
+        "_runs_by_ssp",
+        "run_length",
+        "take_run",
+    )
 
     def __init__(
         self,
@@ -109,4 +118,3 @@ class TieredPriorityChooser(MessageChooser):
         tier = self._runs_by_ssp[last.ssp]
         assert tier is not None, f"a run of {last.ssp} that its tier did not offer"
         tier.take_run(last, count)  # type: ignore[attr-defined]
-

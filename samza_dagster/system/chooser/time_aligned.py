@@ -54,8 +54,20 @@ _MISSING: Any = object()
 
 
 class TimeAlignedChooser(MessageChooser):
-    __slots__ = ("_wrapped", "_untimed", "_max_skew_ms", "_heap", "_seq", "_stream_time", "_affinity", "_held",
-                 "_untimed_turn", "_idle_s", "_absent", "_waiting_since")
+    __slots__ = (
+        "_wrapped",
+        "_untimed",
+        "_max_skew_ms",
+        "_heap",
+        "_seq",
+        "_stream_time",
+        "_affinity",
+        "_held",
+        "_untimed_turn",
+        "_idle_s",
+        "_absent",
+        "_waiting_since",
+    )
 
     def __init__(self, wrapped: MessageChooser | None = None, max_skew_ms: int = 0, idle_timeout_ms: int = 0) -> None:
         if wrapped is not None:

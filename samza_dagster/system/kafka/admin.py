@@ -162,9 +162,7 @@ class KafkaSystemAdmin:
         earliest = self._call(
             "list earliest offsets", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.EARLIEST)
         )
-        latest = self._call(
-            "list latest offsets", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.LATEST)
-        )
+        latest = self._call("list latest offsets", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.LATEST))
         result: dict[str, SystemStreamMetadata] = {}
         for topic in names:
             partitions: dict[int, SystemStreamPartitionMetadata] = {}
@@ -180,7 +178,9 @@ class KafkaSystemAdmin:
             result[topic] = SystemStreamMetadata(topic, partitions)
         return result
 
-    def offsets_for_times(self, timestamps: dict[SystemStreamPartition, int]) -> dict[SystemStreamPartition, str | None]:
+    def offsets_for_times(
+        self, timestamps: dict[SystemStreamPartition, int]
+    ) -> dict[SystemStreamPartition, str | None]:
         """The client's offsets-for-times (ListOffsets with a timestamp, one request per leader):
         per partition the earliest offset whose record timestamp is at or after the given one
         (ms); None when no record is."""
@@ -197,7 +197,8 @@ class KafkaSystemAdmin:
                 )
         tps = {ssp: TopicPartition(ssp.stream, ssp.partition) for ssp in timestamps}
         found = self._call(
-            "list offsets for times", self._client().list_partition_offsets,
+            "list offsets for times",
+            self._client().list_partition_offsets,
             {tps[ssp]: int(ts) for ssp, ts in timestamps.items()},
         )
         result: dict[SystemStreamPartition, str | None] = {}

@@ -11,7 +11,10 @@ TRANSACTION_TIMEOUT_MS = 60_000
 
 
 def register_start_offset(
-    start_offsets: dict[SystemStreamPartition, int], ssp: SystemStreamPartition, offset: str, system: str,
+    start_offsets: dict[SystemStreamPartition, int],
+    ssp: SystemStreamPartition,
+    offset: str,
+    system: str,
     started: bool,
 ) -> None:
     """Record ``offset`` (the first message to read) for ``ssp``; registered twice, the earlier
@@ -42,17 +45,21 @@ def transaction_timeout_ms(commit_ms: int, delivery_timeout_ms: int) -> int:
     return max(TRANSACTION_TIMEOUT_MS, 2 * commit_ms, delivery_timeout_ms)
 
 
-def transaction_error(system: str, transactional_id: str | None, what: str, detail: str,
-                      fenced: bool) -> KafkaTransactionError:
+def transaction_error(
+    system: str, transactional_id: str | None, what: str, detail: str, fenced: bool
+) -> KafkaTransactionError:
     """The error of a failed transaction call, naming the system and the transactional id."""
     if fenced:
         return KafkaProducerFencedError(
             f"Kafka system {system!r}: transactional producer {transactional_id!r} is fenced ({what}): a newer "
-            f"instance of this container started with the same transactional id, and only it may write: {detail}")
+            f"instance of this container started with the same transactional id, and only it may write: {detail}"
+        )
     return KafkaTransactionError(
-        f"Kafka system {system!r}: {what} of a transaction of {transactional_id!r} failed: {detail}")
+        f"Kafka system {system!r}: {what} of a transaction of {transactional_id!r} failed: {detail}"
+    )
 
 
 def no_transactions(system: str) -> KafkaTransactionError:
     return KafkaTransactionError(
-        f"Kafka system {system!r}: no transactions (init_transactions was not called, or the producer stopped)")
+        f"Kafka system {system!r}: no transactions (init_transactions was not called, or the producer stopped)"
+    )

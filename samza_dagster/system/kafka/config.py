@@ -49,8 +49,9 @@ ADMIN_DEFAULTS: dict[str, Any] = {**_COMMON_DEFAULTS, "request_timeout_ms": 1000
 
 #: Keys of Samza's Java Kafka configs that mean nothing to kafka-python; ignored with a warning
 #: so configs ported from Samza keep working.
-_IGNORED_JAVA_KEYS = frozenset({"zookeeper.connect", "key.serializer", "value.serializer",
-                                "key.deserializer", "value.deserializer"})
+_IGNORED_JAVA_KEYS = frozenset(
+    {"zookeeper.connect", "key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
+)
 
 #: Keys whose kafka-python default is None but whose value is an integer.
 _INT_WHEN_NONE = frozenset({"receive_buffer_bytes", "send_buffer_bytes"})
@@ -114,9 +115,7 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     bootstrap = consumer.get("bootstrap_servers") or producer.get("bootstrap_servers")
     if not bootstrap:
         key = prefix + "consumer.bootstrap.servers"
-        raise ConfigError(
-            f"Kafka system {system!r} needs {key!r} (or {prefix}producer.bootstrap.servers)", key=key
-        )
+        raise ConfigError(f"Kafka system {system!r} needs {key!r} (or {prefix}producer.bootstrap.servers)", key=key)
     consumer.setdefault("bootstrap_servers", bootstrap)
     producer.setdefault("bootstrap_servers", producer.get("bootstrap_servers") or bootstrap)
 
@@ -150,8 +149,7 @@ def _convert(subset: Config, defaults: dict[str, Any], prefix: str, strict: bool
             if not strict:
                 continue
             raise ConfigError(
-                f"config key {full_key!r} is not a kafka-python setting ({name!r} unknown to "
-                f"this client)",
+                f"config key {full_key!r} is not a kafka-python setting ({name!r} unknown to this client)",
                 key=full_key,
             )
         out[name] = _convert_value(name, raw.strip(), defaults[name], full_key)
@@ -181,8 +179,7 @@ def _convert_value(name: str, raw: str, default: Any, full_key: str) -> Any:
     if default is not None and not isinstance(default, str):
         # Callables, classes, lists of socket options: not expressible in a .properties file.
         raise ConfigError(
-            f"config key {full_key!r} sets kafka-python's {name!r}, which takes a Python object, "
-            "not a string",
+            f"config key {full_key!r} sets kafka-python's {name!r}, which takes a Python object, not a string",
             key=full_key,
         )
     return raw

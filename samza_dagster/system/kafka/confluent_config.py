@@ -41,8 +41,18 @@ TRANSLATED = {
 BOOTSTRAP_TIMEOUT = keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.name.split(".consumer.", 1)[1]
 DEFAULT_BOOTSTRAP_TIMEOUT_MS: int = keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.default
 #: keys of the Java or kafka-python clients that mean nothing to librdkafka: ignored with a warning
-IGNORED = frozenset({"zookeeper.connect", "key.serializer", "value.serializer", "key.deserializer",
-                     "value.deserializer", "api.version", "metrics.enabled", "allow.auto.create.topics"})
+IGNORED = frozenset(
+    {
+        "zookeeper.connect",
+        "key.serializer",
+        "value.serializer",
+        "key.deserializer",
+        "value.deserializer",
+        "api.version",
+        "metrics.enabled",
+        "allow.auto.create.topics",
+    }
+)
 
 #: settings confluent-kafka's Python layer reads itself (not librdkafka): they must be bools
 PYTHON_BOOLEANS = frozenset({"delivery.report.only.error"})
@@ -119,8 +129,9 @@ def confluent_configs(system: str, config: Config) -> ConfluentConfigs:
         producer.setdefault("message.timeout.ms", 120_000)
     logger = logging.getLogger(f"samza_dagster.system.kafka.librdkafka.{system}")
     consumer["logger"] = producer["logger"] = logger
-    return ConfluentConfigs(system, consumer, producer, consumer_sources, producer_sources, str(bootstrap),
-                            timeout_ms / 1000)
+    return ConfluentConfigs(
+        system, consumer, producer, consumer_sources, producer_sources, str(bootstrap), timeout_ms / 1000
+    )
 
 
 def _translate(subset: Config, prefix: str, sources: dict[str, str]) -> dict[str, Any]:
@@ -159,11 +170,12 @@ def config_error(exc: BaseException, sources: dict[str, str], what: str) -> Conf
         if marker in text:
             name = next((n for n in sources if f'"{n}"' in text), None)
             key = sources.get(name, f"systems.*.{what}.*") if name else f"systems.*.{what}.*"
-            return ConfigError(f"config key {key!r}: librdkafka (kafka.client=confluent) refused it: "
-                               f"{_reason(text)}", key=key)
+            return ConfigError(
+                f"config key {key!r}: librdkafka (kafka.client=confluent) refused it: {_reason(text)}", key=key
+            )
     return None
 
 
 def _reason(text: str) -> str:
     start = text.find('str="')
-    return text[start + 5: text.rfind('"')] if start >= 0 else text
+    return text[start + 5 : text.rfind('"')] if start >= 0 else text

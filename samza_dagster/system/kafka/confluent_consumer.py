@@ -74,8 +74,9 @@ class ConfluentSystemConsumer:
         self._stream_config = StreamConfig(config)
         conf = dict(clients.consumer)
         self._batch = _positive_int(conf.pop(BATCH_KEY, DEFAULT_BATCH), clients.consumer_sources.pop(BATCH_KEY, None))
-        self._park_max_bytes = _positive_int(conf.pop(PARK_MAX_BYTES_KEY, DEFAULT_PARK_MAX_BYTES),
-                                             clients.consumer_sources.pop(PARK_MAX_BYTES_KEY, None))
+        self._park_max_bytes = _positive_int(
+            conf.pop(PARK_MAX_BYTES_KEY, DEFAULT_PARK_MAX_BYTES), clients.consumer_sources.pop(PARK_MAX_BYTES_KEY, None)
+        )
         if int(conf.get("statistics.interval.ms", 0) or 0) > 0:
             conf["stats_cb"] = self._on_statistics
         self._conf = conf
@@ -125,8 +126,9 @@ class ConfluentSystemConsumer:
                 if count == 0:
                     raise StreamNotFoundError(self.system_name, ssp.stream, f"cannot read {ssp}")
                 if ssp.partition >= count:
-                    raise StreamNotFoundError(self.system_name, ssp.stream,
-                                              f"{ssp} does not exist: the topic has {count} partitions")
+                    raise StreamNotFoundError(
+                        self.system_name, ssp.stream, f"{ssp} does not exist: the topic has {count} partitions"
+                    )
                 self._ssps[(ssp.stream, ssp.partition)] = ssp
                 self._tps[ssp] = TopicPartition(ssp.stream, ssp.partition)
             self._consumer.assign([TopicPartition(s.stream, s.partition, o) for s, o in self._start_offsets.items()])
@@ -144,8 +146,11 @@ class ConfluentSystemConsumer:
             metadata = self._consumer.list_topics(timeout=self._clients.bootstrap_timeout_s)
         except KafkaException as exc:
             raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "consumer start") from exc
-        return {t: len(metadata.topics[t].partitions) for t in topics
-                if t in metadata.topics and metadata.topics[t].error is None}
+        return {
+            t: len(metadata.topics[t].partitions)
+            for t in topics
+            if t in metadata.topics and metadata.topics[t].error is None
+        }
 
     def _capture_bounded_ends(self) -> None:
         for ssp in self._start_offsets:
@@ -336,8 +341,9 @@ class ConfluentSystemConsumer:
                 last_key = key
             k, v = m.key(), m.value()
             kind, ts = m.timestamp()
-            batch.append(envelope(ssp, str(m.offset()), k, v, (len(k) if k else 0) + (len(v) if v else 0),
-                                  ts if kind else None))
+            batch.append(
+                envelope(ssp, str(m.offset()), k, v, (len(k) if k else 0) + (len(v) if v else 0), ts if kind else None)
+            )
         if self._ends:
             self._cut_at_ends(out)
         return out

@@ -118,16 +118,30 @@ class ConfluentSystemProducer:
             else:
                 partition = UNASSIGNED
         elif not 0 <= partition < count:
-            raise PartitionError(f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition "
-                             f"{partition}: the topic has {count} partitions")
+            raise PartitionError(
+                f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition "
+                f"{partition}: the topic has {count} partitions"
+            )
         key = envelope.key
         try:
-            producer.produce(topic, envelope.message, key, partition=partition, on_delivery=self._on_delivery,
-                             timestamp=envelope.event_time or 0)
+            producer.produce(
+                topic,
+                envelope.message,
+                key,
+                partition=partition,
+                on_delivery=self._on_delivery,
+                timestamp=envelope.event_time or 0,
+            )
         except BufferError:  # librdkafka's queue is full: let it deliver, then hand it over
             producer.poll(0.5)
-            producer.produce(topic, envelope.message, key, partition=partition, on_delivery=self._on_delivery,
-                             timestamp=envelope.event_time or 0)
+            producer.produce(
+                topic,
+                envelope.message,
+                key,
+                partition=partition,
+                on_delivery=self._on_delivery,
+                timestamp=envelope.event_time or 0,
+            )
         except TypeError as exc:
             raise not_bytes_error(self.system_name, topic, envelope, exc) from exc
         except KafkaException as exc:  # librdkafka's fatal state: e.g. a newer instance fenced this one
@@ -183,9 +197,12 @@ class ConfluentSystemProducer:
             except KafkaException as exc:
                 raise self._client_error("flush", exc) from exc
             if left:
-                raise unavailable(self.system_name, self._clients.bootstrap_servers,
-                                  TimeoutError(f"{left} messages unacknowledged"),
-                                  f"flush after {self._flush_timeout_s:.0f} s")
+                raise unavailable(
+                    self.system_name,
+                    self._clients.bootstrap_servers,
+                    TimeoutError(f"{left} messages unacknowledged"),
+                    f"flush after {self._flush_timeout_s:.0f} s",
+                )
         if self._error is not None:
             raise self._error
 
@@ -211,7 +228,8 @@ class ConfluentSystemProducer:
         the embedded log's, whose commit point lives in that stream's file."""
         if self._transactional_id is not None:
             raise KafkaTransactionError(
-                f"Kafka system {self.system_name!r}: transactions already initialised ({self._transactional_id!r})")
+                f"Kafka system {self.system_name!r}: transactions already initialised ({self._transactional_id!r})"
+            )
         if self._producer is not None:
             self.flush("init_transactions")
             self._producer = None

@@ -100,11 +100,7 @@ class KafkaSystemConsumer:
             raise
 
     def _capture_bounded_ends(self) -> None:
-        bounded = [
-            tp
-            for tp, ssp in self._tp_to_ssp.items()
-            if self._stream_config.is_bounded(ssp.system_stream)
-        ]
+        bounded = [tp for tp, ssp in self._tp_to_ssp.items() if self._stream_config.is_bounded(ssp.system_stream)]
         if not bounded:
             return
         ends = self._consumer.end_offsets(bounded)  # one ListOffsets request per leader

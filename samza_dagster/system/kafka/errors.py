@@ -29,9 +29,7 @@ class KafkaProducerFencedError(KafkaTransactionError):
 
 
 def unavailable(system: str, bootstrap: str, cause: BaseException, what: str) -> SystemUnavailableError:
-    return SystemUnavailableError(
-        f"Kafka system {system!r}: cannot reach the brokers at {bootstrap} ({what}): {cause}"
-    )
+    return SystemUnavailableError(f"Kafka system {system!r}: cannot reach the brokers at {bootstrap} ({what}): {cause}")
 
 
 def connect(system: str, bootstrap: str, what: str, make: Callable[[], T]) -> T:

@@ -63,8 +63,12 @@ class _ErrorSink:
             error = (KafkaProducerFencedError if fenced else KafkaProducerError)(
                 f"Kafka system {producer.system_name!r}: send to topic {self.topic!r} {where} failed: "
                 f"{type(exc).__name__}: {exc}"
-                + (f" (transactional producer {producer._transactional_id!r}: a newer instance of this container "
-                   "started with the same transactional id)" if fenced else "")
+                + (
+                    f" (transactional producer {producer._transactional_id!r}: a newer instance of this container "
+                    "started with the same transactional id)"
+                    if fenced
+                    else ""
+                )
             )
             error.__cause__ = exc
             producer._error = error
@@ -129,9 +133,7 @@ class KafkaSystemProducer:
                 hash_key = envelope.key
             if hash_key is not None:
                 count = self._partition_counts.get(topic) or self._partition_count(topic)
-                partition = partition_for_key(
-                    hash_key if type(hash_key) is bytes else key_to_bytes(hash_key), count
-                )
+                partition = partition_for_key(hash_key if type(hash_key) is bytes else key_to_bytes(hash_key), count)
         sink = self._sinks.get((topic, partition)) or self._sink(topic, partition)
         try:
             future = producer.send(topic, envelope.message, envelope.key, None, partition, envelope.event_time)
@@ -139,12 +141,16 @@ class KafkaSystemProducer:
             raise not_bytes_error(self.system_name, topic, envelope, exc) from exc
         except KafkaTimeoutError as exc:  # no metadata for the topic within max.block.ms
             raise StreamNotFoundError(
-                self.system_name, topic, f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}"
+                self.system_name,
+                topic,
+                f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}",
             ) from exc
         except KafkaError as exc:  # the client's error state, e.g. fenced by a newer instance
             if self._transactional_id is not None:
                 raise self._transaction_error(f"send to topic {topic!r}", exc) from exc
-            raise KafkaProducerError(f"Kafka system {self.system_name!r}: send to topic {topic!r} failed: {exc}") from exc
+            raise KafkaProducerError(
+                f"Kafka system {self.system_name!r}: send to topic {topic!r} failed: {exc}"
+            ) from exc
         except (AssertionError, ValueError) as exc:  # e.g. an explicit partition that does not exist
             raise PartitionError(
                 f"Kafka system {self.system_name!r}: cannot send to topic {topic!r} partition {partition}: {exc}"
@@ -184,7 +190,9 @@ class KafkaSystemProducer:
             partitions = self._producer.partitions_for(topic)
         except KafkaTimeoutError as exc:
             raise StreamNotFoundError(
-                self.system_name, topic, f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}"
+                self.system_name,
+                topic,
+                f"no metadata within max.block.ms (missing topic or unreachable brokers): {exc}",
             ) from exc
         except KafkaError as exc:
             raise StreamNotFoundError(self.system_name, topic, str(exc)) from exc
@@ -238,15 +246,18 @@ class KafkaSystemProducer:
         and aborts the transaction it left open."""
         if self._transactional_id is not None:
             raise KafkaTransactionError(
-                f"Kafka system {self.system_name!r}: transactions already initialised ({self._transactional_id!r})")
+                f"Kafka system {self.system_name!r}: transactions already initialised ({self._transactional_id!r})"
+            )
         old = self._producer
         if old is not None:
             self.flush("init_transactions")
             self._producer = None
             old.close(timeout=5)
         kwargs = dict(self._clients.producer, transactional_id=transactional_id)
-        kwargs.setdefault("transaction_timeout_ms", transaction_timeout_ms(
-            self._commit_ms, int(kwargs.get("delivery_timeout_ms", 0) or 0)))
+        kwargs.setdefault(
+            "transaction_timeout_ms",
+            transaction_timeout_ms(self._commit_ms, int(kwargs.get("delivery_timeout_ms", 0) or 0)),
+        )
         self._transactional_id = transactional_id
         producer = self._client(kwargs)
         try:

@@ -39,7 +39,9 @@ class LogSystemAdmin:
         stream's properties with its cleanup policy resolved from config (retention.py;
         ConfigError naming a bad key); an existing file keeps the policy it was created with."""
         properties = retention.stream_properties(self._config, self.system_name, spec.physical_name, spec.config)
-        policy = retention.CleanupPolicy.from_properties(properties, f"stream {self.system_name}.{spec.physical_name}: ")
+        policy = retention.CleanupPolicy.from_properties(
+            properties, f"stream {self.system_name}.{spec.physical_name}: "
+        )
         return storage.create_stream_file(
             self.system_name, self.root, spec.physical_name, spec.partition_count, properties, reclaim=policy.cleans
         )
@@ -104,7 +106,9 @@ class LogSystemAdmin:
     def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
         return offsets_after(offsets)
 
-    def offsets_for_times(self, timestamps: dict[SystemStreamPartition, int]) -> dict[SystemStreamPartition, str | None]:
+    def offsets_for_times(
+        self, timestamps: dict[SystemStreamPartition, int]
+    ) -> dict[SystemStreamPartition, str | None]:
         """Kafka's ``offsetsForTimes``: per partition, the earliest offset whose message timestamp
         (ms) is at or after the given one; None when no message is. Indexed (time_index.py)."""
         result: dict[SystemStreamPartition, str | None] = {}

@@ -62,7 +62,7 @@ class CleanStats:
 def read_policy(conn: sqlite3.Connection, stream: str) -> CleanupPolicy:
     """The policy stored in the stream file's ``property.*`` meta rows."""
     rows = conn.execute("SELECT name, value FROM meta WHERE name >= 'property.' AND name < 'property/'")
-    properties = {name[len("property."):]: value for name, value in rows}
+    properties = {name[len("property.") :]: value for name, value in rows}
     return CleanupPolicy.from_properties(properties, f"stream {stream!r} (stored property) ")
 
 
@@ -94,7 +94,9 @@ def clean_stream(
     return stats
 
 
-def _retention_cut(conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int) -> int | None:
+def _retention_cut(
+    conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int
+) -> int | None:
     """The first offset retention keeps (everything before it goes), or None: nothing to delete."""
     cut: int | None = None
     if policy.retention_ms >= 0:
@@ -165,7 +167,9 @@ def _in_transaction(conn: storage.StreamConnection, fmt: LogFormat, partition: i
         return delete()
 
 
-def _delete_prefix(conn: storage.StreamConnection, fmt: LogFormat, partition: int, cut: int, stopping: Callable[[], bool]) -> int:
+def _delete_prefix(
+    conn: storage.StreamConnection, fmt: LogFormat, partition: int, cut: int, stopping: Callable[[], bool]
+) -> int:
     cursor = fmt.scan(conn, partition)
     try:
         first = cursor.fetchone()
@@ -181,12 +185,14 @@ def _delete_prefix(conn: storage.StreamConnection, fmt: LogFormat, partition: in
     return removed
 
 
-def _delete_offsets(conn: storage.StreamConnection, fmt: LogFormat, partition: int, offsets: list[int], stopping: Callable[[], bool]) -> int:
+def _delete_offsets(
+    conn: storage.StreamConnection, fmt: LogFormat, partition: int, offsets: list[int], stopping: Callable[[], bool]
+) -> int:
     removed = 0
     for i in range(0, len(offsets), CHUNK):
         if stopping():
             break
-        chunk = offsets[i:i + CHUNK]
+        chunk = offsets[i : i + CHUNK]
 
         def delete(chunk: list[int] = chunk) -> int:
             fmt.delete_offsets(conn, partition, chunk)
@@ -299,8 +305,12 @@ class LogCleaner:
             try:
                 self._clean(stream, partitions)
             except Exception as exc:  # noqa: BLE001 - the next write retries; producing goes on
-                log.warning("log cleaner: cleaning stream %r failed (%s: %s); retrying after the next write",
-                            stream, type(exc).__name__, exc)
+                log.warning(
+                    "log cleaner: cleaning stream %r failed (%s: %s); retrying after the next write",
+                    stream,
+                    type(exc).__name__,
+                    exc,
+                )
                 log.debug("log cleaner: the failure's trace", exc_info=True)
 
     def _clean(self, stream: str, partitions: set[int]) -> None:
@@ -316,4 +326,9 @@ class LogCleaner:
         self.passes[stream] = stats
         self.pass_count += 1
         if stats.deleted:
-            log.debug("log cleaner: stream %r: removed %d messages, freed %d pages", stream, stats.deleted, stats.vacuumed_pages)
+            log.debug(
+                "log cleaner: stream %r: removed %d messages, freed %d pages",
+                stream,
+                stats.deleted,
+                stats.vacuumed_pages,
+            )

@@ -73,7 +73,9 @@ class LogSystemConfig:
         interval_key = prefix + "cleaner.interval.ms"
         interval = config.get_int(interval_key, DEFAULT_CLEANER_INTERVAL_MS)
         if interval is None or interval < 0:
-            raise ConfigError(f"config key {interval_key!r} must be an integer >= 0, got {interval!r}", key=interval_key)
+            raise ConfigError(
+                f"config key {interval_key!r} must be an integer >= 0, got {interval!r}", key=interval_key
+            )
         linger_key = prefix + "linger.ms"
         linger = config.get_int(linger_key, DEFAULT_LINGER_MS)
         if linger is None or linger < 0:

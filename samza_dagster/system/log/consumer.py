@@ -161,9 +161,9 @@ class LogSystemConsumer:
             upcoming = conn.log_format.next_offsets(conn, partitions)
         finally:
             conn.execute("COMMIT")
-        self._stable.update({
-            SystemStreamPartition(self.system_name, stream, p): lso.get(p, upcoming[p]) for p in partitions
-        })
+        self._stable.update(
+            {SystemStreamPartition(self.system_name, stream, p): lso.get(p, upcoming[p]) for p in partitions}
+        )
 
     def _read_in(
         self, ssps: list[SystemStreamPartition], stable: dict[SystemStreamPartition, int] | None

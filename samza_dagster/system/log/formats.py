@@ -137,12 +137,14 @@ class LogFormat:
         """``(partition, oldest, newest)`` of every partition, in one statement (one snapshot)."""
         raise NotImplementedError
 
-    def bounds_of(self, conn: sqlite3.Connection, partitions: list[int]) -> Iterator[tuple[int, int | None, int | None]]:
+    def bounds_of(
+        self, conn: sqlite3.Connection, partitions: list[int]
+    ) -> Iterator[tuple[int, int | None, int | None]]:
         """``(partition, oldest, newest)`` of the given partitions only: the bounds statement over
         a list of them instead of every partition, in chunks that stay under SQLite's limit on
         bound parameters (call inside a transaction for one snapshot)."""
         for start in range(0, len(partitions), _PARTITIONS_PER_STATEMENT):
-            chunk = partitions[start:start + _PARTITIONS_PER_STATEMENT]
+            chunk = partitions[start : start + _PARTITIONS_PER_STATEMENT]
             values = ",".join("(?)" for _ in chunk)
             yield from self._adjust(conn.execute(self._bounds_of_sql.format(values=values), chunk))
 
@@ -186,7 +188,8 @@ class RowidFormat(LogFormat):
         base = partition << _PARTITION_SHIFT
         return conn.execute(
             f'SELECT "offset", key, value IS NULL, {_SIZE}, timestamp FROM messages WHERE id >= ? AND id < ? '
-            f'ORDER BY id {"DESC" if descending else "ASC"}', (base, base + (1 << _PARTITION_SHIFT)),
+            f"ORDER BY id {'DESC' if descending else 'ASC'}",
+            (base, base + (1 << _PARTITION_SHIFT)),
         )
 
     def delete_range(self, conn: sqlite3.Connection, partition: int, start: int, end: int) -> int:
@@ -246,7 +249,8 @@ class WithoutRowidFormat(LogFormat):
     def scan(self, conn: sqlite3.Connection, partition: int, descending: bool = False) -> sqlite3.Cursor:
         return conn.execute(
             f'SELECT "offset", key, value IS NULL, {_SIZE}, timestamp FROM messages WHERE "partition" = ? '
-            f'ORDER BY "offset" {"DESC" if descending else "ASC"}', (partition,),
+            f'ORDER BY "offset" {"DESC" if descending else "ASC"}',
+            (partition,),
         )
 
     def delete_range(self, conn: sqlite3.Connection, partition: int, start: int, end: int) -> int:
@@ -255,7 +259,9 @@ class WithoutRowidFormat(LogFormat):
         ).rowcount
 
     def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
-        conn.executemany('DELETE FROM messages WHERE "partition" = ? AND "offset" = ?', [(partition, o) for o in offsets])
+        conn.executemany(
+            'DELETE FROM messages WHERE "partition" = ? AND "offset" = ?', [(partition, o) for o in offsets]
+        )
 
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
         conn.executemany(self.insert_sql, rows)

@@ -160,7 +160,9 @@ class LogSystemProducer:
     def _open(self, envelope: OutgoingMessageEnvelope) -> _StreamWriter:
         system_stream = envelope.system_stream
         if system_stream.system != self.system_name:
-            raise WrongSystemError(f"log producer of system {self.system_name!r} was sent a message for {system_stream}")
+            raise WrongSystemError(
+                f"log producer of system {self.system_name!r} was sent a message for {system_stream}"
+            )
         return self._writer(system_stream.stream)
 
     def _writer(self, stream: str) -> _StreamWriter:
@@ -170,7 +172,9 @@ class LogSystemProducer:
                 writer = self._writers.get(stream)
                 if writer is None:
                     cfg = self.log_config
-                    conn, count = storage.open_stream(self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s)
+                    conn, count = storage.open_stream(
+                        self.system_name, cfg.path, stream, cfg.synchronous, cfg.busy_timeout_s
+                    )
                     self._cleaner.watch(stream, conn)
                     writer = self._writers[stream] = _StreamWriter(stream, conn, count)
         return writer
@@ -220,7 +224,11 @@ class LogSystemProducer:
             self._cleaner.note_write(writer.name, partitions)
 
     def _append(
-        self, conn: storage.StreamConnection, writer: _StreamWriter, batch: list[Row], start: dict[int, int] | None = None
+        self,
+        conn: storage.StreamConnection,
+        writer: _StreamWriter,
+        batch: list[Row],
+        start: dict[int, int] | None = None,
     ) -> set[int]:
         """Insert ``batch`` inside the caller's write transaction, each row at its partition's next
         offset; the partitions written. With ``start`` (a transaction's batch), each written
@@ -256,7 +264,8 @@ class LogSystemProducer:
         is transactional and becomes readable (``read_committed``) at ``commit_transaction``."""
         if self._txn is not None:
             raise transactions.TransactionStateError(
-                f"log producer of system {self.system_name!r}: transactions already initialised")
+                f"log producer of system {self.system_name!r}: transactions already initialised"
+            )
         state = self._writer(state_stream)
         with state.lock:
             record = transactions.bump_epoch(state.conn, transactional_id)
@@ -324,8 +333,12 @@ class LogSystemProducer:
             with writer.lock:
                 writer.buffer.clear()
         aborted = txn.seq
-        self._settle(txn, lambda conn: transactions.resolve_file(
-            conn, conn.log_format, txn.producer, aborted - 1, abort=(txn.epoch, aborted)))
+        self._settle(
+            txn,
+            lambda conn: transactions.resolve_file(
+                conn, conn.log_format, txn.producer, aborted - 1, abort=(txn.epoch, aborted)
+            ),
+        )
 
     def _settle(self, txn: _Transaction, settle: Callable[[storage.StreamConnection], object]) -> None:
         """End the current transaction: the next one gets the next sequence number, and each
@@ -341,7 +354,8 @@ class LogSystemProducer:
     def _require_transaction(self) -> _Transaction:
         if self._txn is None:
             raise transactions.TransactionStateError(
-                f"log producer of system {self.system_name!r}: init_transactions was not called")
+                f"log producer of system {self.system_name!r}: init_transactions was not called"
+            )
         return self._txn
 
     def _register(self, txn: _Transaction, writer: _StreamWriter) -> None:
@@ -388,8 +402,9 @@ class _Linger:
         if self._thread is None:
             with self._start_lock:
                 if self._thread is None and not self._stopping.is_set():
-                    self._thread = threading.Thread(target=self._run, daemon=True,
-                                                    name=f"log-linger-{self._producer.system_name}")
+                    self._thread = threading.Thread(
+                        target=self._run, daemon=True, name=f"log-linger-{self._producer.system_name}"
+                    )
                     self._thread.start()
 
     def stop(self) -> None:
@@ -417,8 +432,12 @@ class _Linger:
                     producer._write(writer)
                 except Exception as exc:  # noqa: BLE001 - the rows stay buffered; flush() retries
                     failed = True
-                    log.warning("log system %r: writing stream %r after linger failed (kept for the next "
-                                "flush): %s", producer.system_name, writer.name, exc)
+                    log.warning(
+                        "log system %r: writing stream %r after linger failed (kept for the next flush): %s",
+                        producer.system_name,
+                        writer.name,
+                        exc,
+                    )
             # rows appended while a buffer was being written (after its length was read) would
             # otherwise wait for the next wake; after a failure, wait for new data or a flush
             if not failed and any(w.buffer for w in list(producer._writers.values())):

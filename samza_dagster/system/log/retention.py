@@ -35,10 +35,20 @@ POLICY_KEY = keys.STREAM_CLEANUP_POLICY.prop
 #: every key this module reads, with the value used when it is unset
 DEFAULTS: dict[str, str] = {
     key.prop: str(key.default)
-    for key in (keys.STREAM_CLEANUP_POLICY, keys.STREAM_RETENTION_MS, keys.STREAM_RETENTION_BYTES,
-                keys.STREAM_DELETE_RETENTION_MS, keys.STREAM_MIN_COMPACTION_LAG_MS)
+    for key in (
+        keys.STREAM_CLEANUP_POLICY,
+        keys.STREAM_RETENTION_MS,
+        keys.STREAM_RETENTION_BYTES,
+        keys.STREAM_DELETE_RETENTION_MS,
+        keys.STREAM_MIN_COMPACTION_LAG_MS,
+    )
 }
-_POLICIES = {"delete": (True, False), "compact": (False, True), "compact,delete": (True, True), "delete,compact": (True, True)}
+_POLICIES = {
+    "delete": (True, False),
+    "compact": (False, True),
+    "compact,delete": (True, True),
+    "delete,compact": (True, True),
+}
 #: keys that may be -1 ("no limit"); the others must be >= 0
 _UNLIMITED_ALLOWED = ("retention.ms", "retention.bytes")
 
@@ -66,12 +76,19 @@ class CleanupPolicy:
         if policy not in _POLICIES:
             raise ConfigError(
                 f"{where}{POLICY_KEY}: unknown cleanup policy {values[POLICY_KEY]!r}; "
-                "expected delete, compact or compact,delete", key=where + POLICY_KEY,
+                "expected delete, compact or compact,delete",
+                key=where + POLICY_KEY,
             )
         numbers = {k: _number(where, k, values[k]) for k in DEFAULTS if k != POLICY_KEY}
         delete, compact = _POLICIES[policy]
-        return cls(delete, compact, numbers["retention.ms"], numbers["retention.bytes"],
-                   numbers["delete.retention.ms"], numbers["min.compaction.lag.ms"])
+        return cls(
+            delete,
+            compact,
+            numbers["retention.ms"],
+            numbers["retention.bytes"],
+            numbers["delete.retention.ms"],
+            numbers["min.compaction.lag.ms"],
+        )
 
 
 def _number(where: str, key: str, raw: str) -> int:

@@ -92,13 +92,16 @@ def connect(path: str, synchronous: str, busy_timeout_s: float) -> StreamConnect
     """A connection in autocommit mode (transactions are explicit), usable from any thread
     (a consumer may be polled from another thread than the one that opened it), waiting up to the
     busy timeout for locks."""
-    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False,
-                           factory=StreamConnection)
+    conn = sqlite3.connect(
+        path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False, factory=StreamConnection
+    )
     conn.execute(f"PRAGMA synchronous={synchronous}")
     return conn
 
 
-def open_stream(system: str, root: str, stream: str, synchronous: str, busy_timeout_s: float) -> tuple[StreamConnection, int]:
+def open_stream(
+    system: str, root: str, stream: str, synchronous: str, busy_timeout_s: float
+) -> tuple[StreamConnection, int]:
     """A connection to an existing stream's file (its ``log_format`` read from the file) and its
     partition count."""
     path = stream_file(root, stream)
@@ -120,14 +123,20 @@ def open_stream(system: str, root: str, stream: str, synchronous: str, busy_time
     if log_format is None:
         conn.close()
         raise StreamNotFoundError(
-            system, stream, f"{path} has log format {version[0]}, which this version cannot read (it knows {sorted(FORMATS)})"
+            system,
+            stream,
+            f"{path} has log format {version[0]}, which this version cannot read (it knows {sorted(FORMATS)})",
         )
     conn.log_format = log_format
     return conn, int(row[0])
 
 
 def create_stream_file(
-    system: str, root: str, stream: str, partition_count: int, properties: dict[str, str] | None,
+    system: str,
+    root: str,
+    stream: str,
+    partition_count: int,
+    properties: dict[str, str] | None,
     reclaim: bool = False,
 ) -> bool:
     """Create the stream's file with ``partition_count`` partitions; False if it exists with

@@ -118,7 +118,9 @@ def _indexed_through(conn: StreamConnection, partition: int) -> int:
     return 0 if row is None else int(row[0])
 
 
-def offset_for_time(conn: StreamConnection, partition: int, timestamp: int, oldest: int | None, head: int | None) -> int | None:
+def offset_for_time(
+    conn: StreamConnection, partition: int, timestamp: int, oldest: int | None, head: int | None
+) -> int | None:
     """The earliest offset of ``partition`` whose timestamp is ``>= timestamp``; None if no
     message is. ``oldest``/``head``: the partition's bounds now (None when empty)."""
     if head is None or oldest is None:

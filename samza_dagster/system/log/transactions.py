@@ -116,7 +116,8 @@ def check_file_epoch(conn: sqlite3.Connection, producer: str, epoch: int, stream
     if row is None or row[0] < epoch:
         conn.execute(
             "INSERT INTO txn_producers (producer, epoch) VALUES (?, ?) "
-            "ON CONFLICT (producer) DO UPDATE SET epoch = excluded.epoch", (producer, epoch),
+            "ON CONFLICT (producer) DO UPDATE SET epoch = excluded.epoch",
+            (producer, epoch),
         )
     elif row[0] > epoch:
         raise ProducerFencedError(producer, epoch, row[0], f"stream {stream!r}")
@@ -139,8 +140,13 @@ def write_markers(conn: sqlite3.Connection, producer: str, committed_seq: int) -
 
 
 def resolve_file(
-    conn: sqlite3.Connection, fmt: LogFormat, producer: str, committed_seq: int, *,
-    fence_epoch: int | None = None, abort: tuple[int, int] | None = None,
+    conn: sqlite3.Connection,
+    fmt: LogFormat,
+    producer: str,
+    committed_seq: int,
+    *,
+    fence_epoch: int | None = None,
+    abort: tuple[int, int] | None = None,
 ) -> int:
     """Settle the producer's open ranges in one file, in one transaction: ranges of committed
     sequences become stable (roll forward), the others are removed with their messages (abort),
@@ -155,7 +161,8 @@ def resolve_file(
         if fence_epoch is not None:
             conn.execute(
                 "INSERT INTO txn_producers (producer, epoch) VALUES (?, ?) "
-                "ON CONFLICT (producer) DO UPDATE SET epoch = MAX(epoch, excluded.epoch)", (producer, fence_epoch),
+                "ON CONFLICT (producer) DO UPDATE SET epoch = MAX(epoch, excluded.epoch)",
+                (producer, fence_epoch),
             )
         rows = conn.execute(
             'SELECT "partition", first_offset, last_offset, epoch, seq FROM txn_open WHERE producer = ?', (producer,)
@@ -220,8 +227,9 @@ def register_streams(conn: sqlite3.Connection, producer: str, epoch: int, stream
     AddPartitionsToTxn, per file and once per producer lifetime rather than per transaction)."""
     with write_transaction(conn):
         _, _, known = _check_epoch(conn, producer, epoch)
-        conn.execute("UPDATE txn_state SET streams = ? WHERE producer = ?",
-                     (json.dumps(sorted(known | set(streams))), producer))
+        conn.execute(
+            "UPDATE txn_state SET streams = ? WHERE producer = ?", (json.dumps(sorted(known | set(streams))), producer)
+        )
 
 
 def mark_committed(conn: sqlite3.Connection, producer: str, epoch: int, seq: int) -> None:

@@ -86,8 +86,13 @@ def settle(log_config: LogSystemConfig, records: Iterable[transactions.ProducerS
                     conn, conn.log_format, record.producer, record.committed_seq, fence_epoch=record.epoch
                 )
                 if removed:
-                    log.info("log system %r: aborted %d messages of an unfinished transaction of %r in stream %r",
-                             cfg.system, removed, record.producer, stream)
+                    log.info(
+                        "log system %r: aborted %d messages of an unfinished transaction of %r in stream %r",
+                        cfg.system,
+                        removed,
+                        record.producer,
+                        stream,
+                    )
                 removed_total += removed
         finally:
             conn.close()
