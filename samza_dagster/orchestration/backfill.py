@@ -72,7 +72,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -89,6 +89,10 @@ from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.planner import configured_plan
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.spark.transactional import check_transactional_system
+
+if TYPE_CHECKING:  # Dagster's own names for them; not exported at the top level
+    from dagster._core.definitions.partitioned_schedule import UnresolvedPartitionedAssetScheduleDefinition
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +117,10 @@ class ReprocessingBackfill:
     source: StreamInfo
     batch: StreamInfo
     asset: dg.AssetsDefinition
-    job: Any  # UnresolvedAssetJobDefinition
-    schedule: dg.ScheduleDefinition
+    job: "UnresolvedAssetJobDefinition"
+    #: what ``build_schedule_from_partitioned_job`` returns for an asset job (resolved when the
+    #: Definitions are built)
+    schedule: "dg.ScheduleDefinition | UnresolvedPartitionedAssetScheduleDefinition"
     partitions_def: dg.DailyPartitionsDefinition
 
     @property
@@ -197,8 +203,9 @@ def reprocessing_backfill(
         },
         tags={"samza/role": "backfill"},
         owners=list(DagsterSettings.from_config(cfg).owners) or None,
-        # Dagster marks backfill_policy beta: only set it when asked for more than a day per run
-        **({"backfill_policy": dg.BackfillPolicy.multi_run(days_per_run)} if days_per_run > 1 else {}),
+        # Dagster marks backfill_policy beta (it warns for a value that is not None): only set it
+        # when asked for more than a day per run
+        backfill_policy=dg.BackfillPolicy.multi_run(days_per_run) if days_per_run > 1 else None,
     )
     def _reprocess(
         context: dg.AssetExecutionContext,

@@ -87,7 +87,7 @@ def resend_to_batch_stream(
         with open(report, encoding="utf-8") as fh:
             text = fh.read()
         # An empty DataFrame may leave no summary behind: nothing was sent.
-        summary = json.loads(text) if text.strip() else {"total": 0, "partitions": {}}
+        summary: dict[str, Any] = json.loads(text) if text.strip() else {"total": 0, "partitions": {}}
     finally:
         os.unlink(report)
     result.update(_counts(summary))
