@@ -42,7 +42,7 @@ import dagster as dg
 from dagster.components.core.defs_module import find_defs_or_component_yaml
 from pydantic import Field
 
-from samza_dagster.config import Config, ConfigError
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.errors import SamzaError
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.assets import _group_name
@@ -130,7 +130,7 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
         try:
             config_file = self.config_file(context.path, defs_yaml)
             cfg = _load(config_file, defs_yaml, self.config_path)
-            application = self.application or _group_name(cfg.get_str("job.name") or application)
+            application = self.application or _group_name(keys.JOB_NAME.get(cfg) or application)
             for i, entry in enumerate(self.declared_outputs):
                 system, _, stream = entry.partition(".")
                 if not system or not stream:

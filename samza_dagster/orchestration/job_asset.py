@@ -25,7 +25,7 @@ from typing import Any
 
 import dagster as dg
 
-from samza_dagster.config import Config
+from samza_dagster.config import Config, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 from samza_dagster.model import StreamSpec
@@ -110,7 +110,7 @@ def samza_job_asset(
         check_specs=checks.check_specs(assets, bounded=bounded),
         description=f"Runs the Samza job {config.get_str('job.name')} until it "
         f"{'reaches end-of-stream' if bounded else 'is terminated'} ({JobConfig(config).factory} runner)",
-        op_tags={"samza/job": config.get_str("job.name") or assets.application},
+        op_tags={"samza/job": keys.JOB_NAME.get(config) or assets.application},
         # one live instance per Samza job: with a pool limit of 1 (the repository's dagster.yaml),
         # a second launch — a Materialize from the asset page too — waits for the live run to end
         # instead of failing (a failed step would leave its checks red, "execution failed")
@@ -162,7 +162,7 @@ def run_samza_job(
     spark: SparkResource | None,
 ) -> Iterator[Any]:
     cfg = job_config(systems, base, run_config)
-    job_name = cfg.get_str("job.name") or assets.application
+    job_name = keys.JOB_NAME.get(cfg) or assets.application
     claim_job_instance(context, cfg, job_name)
     if run_config.overrides:
         context.log.info(f"job {job_name}: config overrides {run_config.overrides} {run_config.reason}".strip())

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
-from samza_dagster.config import Config
+from samza_dagster.config import Config, keys
 from samza_dagster.model import SystemStreamPartition, SystemStreamPartitionMetadata
 from samza_dagster.planner.admins import fetch_metadata as fetch_stream_metadata  # the planner's batched lookup
 from samza_dagster.planner.plan import StreamInfo
@@ -125,7 +125,7 @@ def checkpointed_offsets(config: Config) -> dict[SystemStreamPartition, str] | N
         except StreamNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - an observation must not fail on a bad checkpoint
-            log.warning("cannot read the checkpoints of job %s: %s", config.get_str("job.name"), exc)
+            log.warning("cannot read the checkpoints of job %s: %s", keys.JOB_NAME.get(config), exc)
             return None
     offsets: dict[SystemStreamPartition, str] = {}
     for checkpoint in checkpoints.values():
