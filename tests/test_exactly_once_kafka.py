@@ -235,7 +235,7 @@ def test_read_committed_readers_see_a_transaction_at_its_commit_and_a_zombie_is_
 @pytest.mark.xfail(
     strict=True,
     reason="the tests' broker (tansu) returns an aborted transaction's records to read_committed consumers: its "
-    "Fetch responses carry no aborted_transactions list, which librdkafka's read_committed filtering relies on "
+    "Fetch responses carry no aborted_transactions list, which the clients' read_committed filtering relies on "
     "(InitProducerId, AddPartitionsToTxn, Produce, EndTxn and the last stable offset all work; docs/operations.md)",
 )
 def test_an_aborted_transaction_is_never_seen_by_a_read_committed_reader(
