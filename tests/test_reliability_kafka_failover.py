@@ -42,10 +42,12 @@ from samza_dagster.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.runtime import JobResult, create_runner
 from samza_dagster.storage.changelog import CHANGELOG_PROPERTIES
+from samza_dagster.system.factories import system_factory
 from samza_dagster.task.api import InitableTask, StreamTask
+from support.hl_harness import read_all
 from support.kafka_broker import KafkaCluster, start_cluster
 from tests.apps.harness import produce
-from tests.test_exactly_once_kafka import _read, _store_contents
+from tests.test_exactly_once_kafka import _store_contents
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(240)]
 
@@ -88,6 +90,16 @@ def kafka_cluster() -> Iterator[KafkaCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(autouse=True)
+def all_nodes_running(kafka_cluster: KafkaCluster) -> Iterator[None]:
+    """A test that failed with a node down leaves the next one a whole cluster."""
+    yield
+    for node in kafka_cluster.nodes:
+        if not node.running:
+            kafka_cluster.restart(node.node_id)
+    kafka_cluster.wait_ready()
 
 
 # -- the cluster, seen from outside the job --------------------------------------------------------
@@ -162,9 +174,11 @@ def _end_offset(bootstrap: str, topic: str, partition: int, isolation: str) -> i
         consumer.close()
 
 
-def _read_ids(bootstrap: str, topic: str, isolation: str, wait_s: float = 30.0) -> Counter:
-    """How often a reader with ``isolation`` reads each value of partition 0 of ``topic``."""
-    return Counter(value.decode() for value in _read(bootstrap, topic, isolation, wait_s))
+def _read_ids(config: Config, topic: str, isolation: str) -> Counter:
+    """How often each value of ``topic`` is read, up to its end now, by a consumer of the job's
+    system (which follows a leader that moved) with ``isolation``."""
+    reader = config.with_overrides({"systems.kafka.consumer.isolation.level": isolation})
+    return Counter(value.decode() for _, value in read_all(reader, topic, "kafka", decode=False))
 
 
 # -- the job ---------------------------------------------------------------------------------------
@@ -308,7 +322,7 @@ def test_the_leader_of_every_partition_of_a_job_is_killed_mid_job(
     # every output readable before the job stops (a stop commits, so this waits for the job alone)
     _wait(
         "every output readable",
-        lambda: len(_read_ids(bootstrap, out, isolation, wait_s=10)) >= total,
+        lambda: len(_read_ids(config, out, isolation)) >= total,
         interval_s=0.5,
     )
     result = job.stop()
@@ -317,7 +331,7 @@ def test_the_leader_of_every_partition_of_a_job_is_killed_mid_job(
     assert result.runs == 1 and not result.earlier_summaries, "the containers were restarted"
     assert result.messages_processed == total, result.summary_line()  # each input once: no rewind
     assert processed_at_kill < BEFORE_KILL, "the job had finished its input before the kill"
-    ids = _read_ids(bootstrap, out, isolation)
+    ids = _read_ids(config, out, isolation)
     assert set(ids) == {f"m{i}" for i in range(total)}, "an input is missing from the output"
     duplicates = sum(n - 1 for n in ids.values())
     if guarantee == "exactly-once":
@@ -329,9 +343,11 @@ def test_the_leader_of_every_partition_of_a_job_is_killed_mid_job(
     # changelog and resumes after the checkpoints it serves, with nothing left to do
     _elect_preferred(cluster, job_topics)
     _wait(
-        "the restarted node leading again", lambda: {v[0] for v in _partitions(admin, job_topics).values()} == {victim}
+        "the restarted node leading again",
+        lambda: {v[0] for v in _partitions(admin, job_topics).values()} == {victim},
+        explain=lambda: str(_partitions(admin, job_topics)),
     )
-    assert _read_ids(bootstrap, out, isolation) == ids
+    assert _read_ids(config, out, isolation) == ids
     (tmp_path / "state").rename(tmp_path / "state-first-run")
     again = RunningJob(config.with_overrides({f"systems.kafka.streams.{words}.samza.bounded": "true"}))
     again.thread.join(DEADLINE_S)
@@ -350,3 +366,38 @@ def test_the_leader_of_every_partition_of_a_job_is_killed_mid_job(
             f"({time.monotonic() - restarted_at:.0f} s ago); {total} inputs, {len(ids)} distinct outputs, "
             f"{duplicates} duplicates ({isolation})"
         )
+
+
+def test_a_commits_offset_lookup_waits_for_the_election_instead_of_failing(kafka_cluster: KafkaCluster):
+    """What every commit asks the admin — the newest offsets of the changelog partitions — asked
+    right after their leader died, while the metadata still names it: the answer comes once the
+    new leader is elected (before: a refused connection, and the container failed)."""
+    cluster = kafka_cluster
+    topic = f"failover-lookup-{uuid.uuid4().hex[:6]}"
+    config = Config(
+        {
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.consumer.bootstrap.servers": cluster.bootstrap_servers,
+            "systems.kafka.producer.bootstrap.servers": cluster.bootstrap_servers,
+        }
+    )
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    victim = cluster.nodes[0].node_id
+    others = [n.node_id for n in cluster.nodes[1:]]
+    _create_led_by(admin, victim, others, {topic: (PARTITIONS, {})})
+    _wait("the victim leads", lambda: {v[0] for v in _partitions(admin, [topic]).values()} == {victim})
+    produce(config, "kafka", topic, [(i % PARTITIONS, None, b"m%d" % i) for i in range(10)])
+    engine_admin = system_factory(config, "kafka").get_admin("kafka", config)
+    try:
+        assert engine_admin.get_system_stream_metadata([topic])[topic].partitions[0].upcoming_offset == "5"
+        cluster.node(victim).kill()
+        metadata = engine_admin.get_system_stream_metadata([topic])[topic]
+    finally:
+        engine_admin.close()
+    assert {p: m.upcoming_offset for p, m in metadata.partitions.items()} == {0: "5", 1: "5"}
+    assert all(leader not in (victim, -1) for leader, _ in _partitions(admin, [topic]).values())
+    cluster.restart(victim)
+    _wait(
+        "the restarted node back in every ISR",
+        lambda: all(len(isr) == 3 for _, isr in _partitions(admin, [topic]).values()),
+    )
