@@ -371,8 +371,8 @@ SYSTEM_KAFKA_CLIENT = define(
 SYSTEM_REPLICATION_FACTOR = define(
     "systems.<system>.default.stream.replication.factor",
     _int(1),
-    1,
-    "replication factor of the Kafka topics the engine creates",
+    None,
+    "replication factor of the Kafka topics the engine creates (unset: the cluster's default.replication.factor)",
 )
 SYSTEM_CONSUMER_FETCH_BATCH = define(
     "systems.<system>.consumer.fetch.batch.messages",
