@@ -25,6 +25,7 @@ from samza_dagster.spark import get_or_create_spark, read_options
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
 from samza_dagster.system.partitioner import partition_for_key
 from support.kafka_broker import KafkaBroker
+from support.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -298,7 +299,9 @@ def test_a_topic_ending_in_a_transaction_marker_reads_to_its_end(spark, kafka, k
         producer.commit_transaction()
     finally:
         producer.close()
-    assert kafka.upcoming(topic) == {0: 4, 1: 4}  # 3 records + the commit marker each
+    # 3 records + the commit marker each: the transaction coordinator writes the markers after
+    # EndTxn returns, so the marker may reach the partition a moment later
+    wait_until(lambda: kafka.upcoming(topic) == {0: 4, 1: 4}, 30, "the commit markers")
     df = spark.read.format("samza").options(**kafka.options(topic)).option("pollTimeoutMs", "8000").load()
     assert _by_partition(df.collect()) == {
         p: [(n, b"k%d" % i, b"v%d" % i, BASE_TS + i) for n, i in enumerate(range(p, 6, 2))] for p in (0, 1)
