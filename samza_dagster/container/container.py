@@ -627,7 +627,10 @@ class SamzaContainer:
                     if pm is None or pm.newest_offset is None:
                         continue
                     done = ti.last_processed.get(ssp)
-                    behind = int(pm.newest_offset) - (int(done) if done is not None else int(pm.oldest_offset) - 1)
+                    try:
+                        behind = int(pm.newest_offset) - (int(done) if done is not None else int(pm.oldest_offset) - 1)
+                    except ValueError:  # offsets that are not message counts (files: <file>:<row>)
+                        continue
                     lag[f"{ssp.system}.{ssp.stream}[{ssp.partition}]"] = max(0, behind)
         except Exception:  # noqa: BLE001 - lag is informational
             log.debug("container %s: lag not computed", self.container_id, exc_info=True)
