@@ -29,6 +29,7 @@ T = TypeVar("T")
 
 _MIN_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 2.0
+_CATALOG_LOAD_ATTEMPTS = 5
 
 
 def _busy(exc: BaseException) -> bool:
@@ -46,13 +47,27 @@ class IcebergTables:
     @property
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            catalog = load_catalog(self.config.system, **self.config.catalog_properties)
-            self.retry(
-                f"namespace {self.config.namespace}",
-                lambda: catalog.create_namespace_if_not_exists(self.config.namespace),
-            )
+            catalog = self._load_catalog()
+            namespace = self.config.namespace
+            try:
+                catalog.create_namespace_if_not_exists(namespace)
+            except Exception:  # noqa: BLE001 - another container created it at the same moment: fine if it exists
+                if not catalog.namespace_exists(namespace):
+                    raise
             self._catalog = catalog
         return self._catalog
+
+    def _load_catalog(self) -> Catalog:
+        """``load_catalog``; again when a concurrent first load was creating the SQL catalog's own
+        tables at the same moment (a second look finds them)."""
+        for attempt in range(_CATALOG_LOAD_ATTEMPTS):
+            try:
+                return load_catalog(self.config.system, **self.config.catalog_properties)
+            except Exception as exc:  # noqa: BLE001 - retried a few times; the last failure is raised
+                if attempt == _CATALOG_LOAD_ATTEMPTS - 1 or "already exists" not in str(exc):
+                    raise
+                time.sleep(_MIN_BACKOFF_S)
+        raise TableWriteError(f"iceberg system {self.config.system!r}: the catalog did not load")
 
     def identifier(self, table: str) -> tuple[str, str]:
         return (self.config.namespace, table)
@@ -67,9 +82,18 @@ class IcebergTables:
             return None
 
     def load_or_create(self, table: str, schema: pa.Schema) -> Table:
-        return self.retry(
-            self.name(table), lambda: self.catalog.create_table_if_not_exists(self.identifier(table), schema=schema)
-        )
+        """The table, created from ``schema`` when it does not exist (by this or a concurrent writer)."""
+
+        def create() -> Table:
+            try:
+                return self.catalog.create_table_if_not_exists(self.identifier(table), schema=schema)
+            except Exception:  # noqa: BLE001 - created by another container in the meantime: load that one
+                found = self.load(table)
+                if found is None:
+                    raise
+                return found
+
+        return self.retry(self.name(table), create)
 
     def tables(self) -> list[str]:
         return sorted(ident[-1] for ident in self.catalog.list_tables(self.config.namespace))
