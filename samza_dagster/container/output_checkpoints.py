@@ -53,12 +53,13 @@ def newest_checkpoints(
         if not callable(held):
             continue
         for task, found in held(names).items():
-            for checkpoint in found:
+            for where, raw in found:
+                checkpoint = Checkpoint.from_bytes(raw, task, f"the checkpoint {where} holds")
                 if ahead(checkpoint, result.get(task), admin_for):
                     log.info(
                         "task %r resumes from the checkpoint its output %s holds (%s), ahead of the checkpoint stream",
                         task,
-                        getattr(producer, "system_name", "?"),
+                        where,
                         {str(ssp): o for ssp, o in checkpoint.offsets.items()},
                     )
                     result[task] = checkpoint
@@ -68,8 +69,11 @@ def newest_checkpoints(
 def commit_outputs(producers: Iterable[Any], container_id: str, checkpoints: Mapping[str, Checkpoint]) -> list[Any]:
     """Every output that commits with the checkpoints commits now; what each committed."""
     made: list[Any] = []
+    encoded: dict[str, bytes] | None = None
     for producer in producers:
         commit = getattr(producer, "commit_checkpoints", None)
         if callable(commit):
-            made.extend(commit(container_id, checkpoints))
+            if encoded is None:
+                encoded = {task: checkpoint.to_bytes() for task, checkpoint in checkpoints.items()}
+            made.extend(commit(container_id, encoded))
     return made

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping
 
 from pyiceberg.table import Table
 
-from samza_dagster.checkpoint.checkpoint import Checkpoint
-
 PREFIX = "samza.checkpoint."
 
 
@@ -26,20 +24,21 @@ def job_key(job: str) -> str:
     return f"{PREFIX}{job}."
 
 
-def summary_properties(job: str, container: str, checkpoints: Mapping[str, Checkpoint]) -> dict[str, str]:
-    """The snapshot summary properties of one container commit."""
+def summary_properties(job: str, container: str, checkpoints: Mapping[str, bytes]) -> dict[str, str]:
+    """The snapshot summary properties of one container commit (checkpoints in their JSON form:
+    the system layer carries them without reading them)."""
     props = {"samza.job": job, "samza.container": container}
     prefix = job_key(job)
     for task, checkpoint in checkpoints.items():
-        props[prefix + task] = checkpoint.to_bytes().decode("utf-8")
+        props[prefix + task] = checkpoint.decode("utf-8")
     return props
 
 
-def table_checkpoints(table: Table, job: str, tasks: Iterable[str]) -> dict[str, Checkpoint]:
-    """Per task of ``tasks``, the newest checkpoint ``table``'s snapshots carry (none: left out)."""
+def table_checkpoints(table: Table, job: str, tasks: Iterable[str]) -> dict[str, bytes]:
+    """Per task of ``tasks``, the newest checkpoint (JSON) ``table``'s snapshots carry (none: left out)."""
     wanted = set(tasks)
     prefix = job_key(job)
-    found: dict[str, Checkpoint] = {}
+    found: dict[str, bytes] = {}
     snapshots = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number or 0, reverse=True)
     for snapshot in snapshots:
         summary = snapshot.summary
@@ -49,7 +48,7 @@ def table_checkpoints(table: Table, job: str, tasks: Iterable[str]) -> dict[str,
             if key.startswith(prefix):
                 task = key[len(prefix) :]
                 if task in wanted and task not in found:
-                    found[task] = Checkpoint.from_bytes(value.encode("utf-8"), task, f"snapshot {snapshot.snapshot_id}")
+                    found[task] = value.encode("utf-8")
         if len(found) == len(wanted):
             break
     return found

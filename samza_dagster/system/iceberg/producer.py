@@ -28,7 +28,6 @@ from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.model import OutgoingMessageEnvelope
@@ -98,8 +97,8 @@ class IcebergSystemProducer:
     def has_uncommitted(self) -> bool:
         return any(p.rows or p.files for p in self._pending.values())
 
-    def commit_checkpoints(self, container_id: str, checkpoints: Mapping[str, Checkpoint]) -> list[TableCommit]:
-        """One commit per table written since the last call, each carrying ``checkpoints``."""
+    def commit_checkpoints(self, container_id: str, checkpoints: Mapping[str, bytes]) -> list[TableCommit]:
+        """One commit per table written since the last call, each carrying ``checkpoints`` (their JSON)."""
         props = summary_properties(self.job, container_id, checkpoints)
         made = []
         for name in sorted(self._pending):
@@ -111,16 +110,17 @@ class IcebergSystemProducer:
         self.commits.extend(made)
         return made
 
-    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, list[Checkpoint]]:
-        """Per task, the newest checkpoint each of the namespace's tables holds for it."""
+    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, list[tuple[str, bytes]]]:
+        """Per task, the newest checkpoint (JSON) each of the namespace's tables holds for it, with
+        the table's name."""
         wanted = list(tasks)
-        found: dict[str, list[Checkpoint]] = {}
+        found: dict[str, list[tuple[str, bytes]]] = {}
         for name in self.tables.tables():
             table = self.tables.load(name)
             if table is None:
                 continue
             for task, checkpoint in table_checkpoints(table, self.job, wanted).items():
-                found.setdefault(task, []).append(checkpoint)
+                found.setdefault(task, []).append((self.tables.name(name), checkpoint))
         return found
 
     def stop(self) -> None:
