@@ -27,8 +27,8 @@ from samza_dagster.model import (
 from samza_dagster.system.errors import PartitionError, SamzaSystemError, StreamExistsError, StreamNotFoundError
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.errors import connect, unavailable
-from samza_dagster.system.kafka.retry import NotYet, kafka_python_transient, note_created, recently_created, retrying
+from samza_dagster.system.kafka.errors import TopicNotYetKnownError, connect, unavailable
+from samza_dagster.system.kafka.retry import kafka_python_transient, note_created, recently_created, retrying
 
 #: CreateTopics' "the broker's ``default.replication.factor``" (KIP-464)
 _BROKER_DEFAULT_REPLICATION = -1
@@ -144,7 +144,9 @@ class KafkaSystemAdmin:
             for entry in admin.describe_topics(topics):
                 name, code = entry["name"], entry["error_code"]
                 if code == _UNKNOWN_TOPIC and recently_created(name):
-                    raise NotYet(f"topic {name!r}, created a moment ago, is not known to every broker yet")
+                    raise TopicNotYetKnownError(
+                        f"topic {name!r}, created a moment ago, is not known to every broker yet"
+                    )
                 if code == _UNKNOWN_TOPIC:
                     raise StreamNotFoundError(self.system_name, name)
                 if code != 0:  # a retriable one (LEADER_NOT_AVAILABLE ...) is asked again
@@ -154,7 +156,7 @@ class KafkaSystemAdmin:
 
         try:
             counts = self._call("describe topics " + ", ".join(topics), describe)
-        except NotYet as exc:
+        except TopicNotYetKnownError as exc:
             raise StreamNotFoundError(self.system_name, topics[0], str(exc)) from exc
         for topic in topics:
             if topic not in counts:

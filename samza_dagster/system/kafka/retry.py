@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from samza_dagster.system.kafka.errors import TopicNotYetKnownError
+
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
@@ -72,7 +74,7 @@ def retrying(what: str, call: Callable[[], T], transient: Callable[[BaseExceptio
                 raise
             if not waited:
                 # a topic not yet known everywhere is a normal moment after its creation
-                level = logging.INFO if isinstance(exc, NotYet) else logging.WARNING
+                level = logging.INFO if isinstance(exc, TopicNotYetKnownError) else logging.WARNING
                 log.log(
                     level, "%s: %s: %s; asking again for up to %.0f s", what, type(exc).__name__, exc, RETRY_WINDOW_S
                 )
@@ -85,16 +87,11 @@ def retrying(what: str, call: Callable[[], T], transient: Callable[[BaseExceptio
         return result
 
 
-class NotYet(Exception):
-    """Raised inside a :func:`retrying` call for an answer that is not an error but says "not
-    yet" (a topic this process created, unknown to the broker asked)."""
-
-
 def kafka_python_transient(exc: BaseException) -> bool:
     """kafka-python's retriable errors (its ``retriable`` flag: NotLeaderForPartition,
     LeaderNotAvailable, UnknownTopicOrPartition, a refused or timed-out request ...), and
-    :class:`NotYet`."""
-    return isinstance(exc, NotYet) or bool(getattr(exc, "retriable", False))
+    :class:`TopicNotYetKnownError`."""
+    return isinstance(exc, TopicNotYetKnownError) or bool(getattr(exc, "retriable", False))
 
 
 def partition_counts_of_created(what: str, lookup: Callable[[], dict[str, int]], topics: set[str]) -> dict[str, int]:
@@ -105,10 +102,12 @@ def partition_counts_of_created(what: str, lookup: Callable[[], dict[str, int]],
         counts = lookup()
         late = sorted(t for t in topics if not counts.get(t) and recently_created(t))
         if late:
-            raise NotYet(f"topics {', '.join(late)}, created a moment ago, are not known to every broker yet")
+            raise TopicNotYetKnownError(
+                f"topics {', '.join(late)}, created a moment ago, are not known to every broker yet"
+            )
         return counts
 
     try:
-        return retrying(what, ask, lambda exc: isinstance(exc, NotYet))
-    except NotYet:
+        return retrying(what, ask, lambda exc: isinstance(exc, TopicNotYetKnownError))
+    except TopicNotYetKnownError:
         return lookup()
