@@ -23,7 +23,8 @@ from samza_dagster.model import (
 from samza_dagster.system.errors import PartitionError, SamzaSystemError, StreamExistsError, StreamNotFoundError
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.errors import connect, unavailable
+from samza_dagster.system.kafka.connecting import connect
+from samza_dagster.system.kafka.errors import unavailable
 
 #: Kafka's own topic defaults, sent explicitly with every created topic: some brokers (the
 #: tansu test broker among them) report no default topic configs, and clients that read a
@@ -69,6 +70,7 @@ class KafkaSystemAdmin:
                     self._clients.bootstrap_servers,
                     "admin",
                     lambda: KafkaAdminClient(**self._clients.admin),
+                    self._clients.admin,
                 )
             return self._admin
 
