@@ -24,6 +24,8 @@ from typing import Any
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.secrets import secrets_of
+from samza_dagster.system.kafka import kafka_python_fixes
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,9 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
+    # kafka-python's DEBUG records show its settings and the bytes it moves (the coordinator
+    # stream holds the whole config): every secret of this config is masked in them
+    kafka_python_fixes.mask_in_logs(secrets_of(config).values())
     prefix = f"systems.{system}."
     strict = kafka_client(system, config) == "kafka-python"
     consumer = _convert(config.subset(prefix + "consumer."), KafkaConsumer.DEFAULT_CONFIG, prefix + "consumer.", strict)

@@ -15,21 +15,25 @@ the first kafka-python client of the process is made (:func:`apply`, called by `
    thread (``kafka-io-<client_id>``), or the thread that creates it when the bootstrap runs there
    (the producer's) — so :func:`recent_failures` can tell the creator why; the last failure alone
    may only be the request the bootstrap deadline cut short.
-3. **Secrets in DEBUG logs.** The admin client logs its whole configuration (passwords included)
-   and every connection logs its requests, a SASL PLAIN login's password among them. A filter on
-   kafka-python's loggers masks both before any handler sees the record.
+3. **Secrets in DEBUG logs.** At DEBUG kafka-python logs its admin's whole configuration
+   (passwords included), each request (a SASL PLAIN login holds the password) and the raw bytes
+   of what it sends and fetches — among them the coordinator stream, which holds the job's
+   config, secrets too. The Kafka system registers every secret value of the configs it builds
+   (:func:`mask_in_logs`), and a filter on kafka-python's loggers replaces each with ``********``
+   before any handler sees the record (the filter runs only for records the level lets through:
+   nothing is spent on it below DEBUG in a normal run).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import re
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from samza_dagster.config.secrets import MASK, is_secret_key
+from samza_dagster.config.secrets import scrub
 
 _applied = False
 _lock = threading.Lock()
@@ -38,8 +42,9 @@ _PENDING = "_samza_pending_disconnect"
 #: IO thread name → the exceptions its last lost connections were lost with, oldest first
 _failures: dict[str, deque[BaseException]] = {}
 _REMEMBERED = 8
-#: a SASL token in a logged request (PLAIN sends the password in it)
-_AUTH_BYTES = re.compile(r"auth_bytes=b(['\"]).*?(?<!\\)\1")
+#: the secret values to mask in kafka-python's log records, as written and as they appear
+#: inside logged JSON and bytes (value → itself, the shape scrub() takes)
+_secrets: dict[str, str] = {}
 
 
 def apply() -> None:
@@ -69,6 +74,18 @@ def filter_logs() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _MaskSecrets) for f in logger.filters):
             logger.addFilter(_MASK_SECRETS)
+
+
+def mask_in_logs(values: Iterable[str]) -> None:
+    """Mask ``values`` (a config's secret values) in every kafka-python log record from now on."""
+    forms: dict[str, str] = {}
+    for value in values:
+        for text in (value, json.dumps(value)[1:-1]):
+            for form in (text, repr(text.encode())[2:-1]):
+                forms[form] = form
+    global _secrets
+    with _lock:
+        _secrets = {**_secrets, **forms}  # replaced, never changed: a filter reads it unlocked
 
 
 def recent_failures(client_id: str) -> list[BaseException]:
@@ -114,24 +131,16 @@ def _remember_failure(original: Any) -> Any:
 
 
 class _MaskSecrets(logging.Filter):
-    """Masks secret settings in a logged configuration and SASL tokens in a logged request."""
+    """Replaces the registered secret values in a record's message (with its arguments)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and any(isinstance(a, Mapping) for a in args):
-            record.args = tuple(_masked(a) if isinstance(a, Mapping) else a for a in args)
-        elif isinstance(args, Mapping):
-            record.args = _masked(args)
-        if record.levelno <= logging.DEBUG:
+        secrets = _secrets
+        if secrets:
             message = record.getMessage()
-            if "auth_bytes=" in message:
-                record.msg, record.args = _AUTH_BYTES.sub(f"auth_bytes={MASK}", message), None
+            masked = scrub(message, secrets)
+            if masked != message:
+                record.msg, record.args = masked, None
         return True
-
-
-def _masked(settings: Mapping[Any, Any]) -> dict[Any, Any]:
-    # kafka-python's names (sasl_plain_password, ssl_password) in Samza's dotted form
-    return {k: (MASK if is_secret_key("." + str(k).replace("_", ".")) else v) for k, v in settings.items()}
 
 
 _MASK_SECRETS = _MaskSecrets()
