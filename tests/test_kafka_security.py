@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -123,10 +124,14 @@ def _start(part: str, config: Config) -> None:
 @pytest.mark.parametrize("cause", list(CAUSES))
 def test_each_client_fails_with_one_line_naming_the_system_and_the_cause(secure_kafka, kafka_client, cause, part):
     config = Config(_failing_config(secure_kafka, kafka_client, cause))
+    before = set(threading.enumerate())
     with pytest.raises(SystemAuthenticationError) as failed:
         _start(part, config)
     _assert_one_clear_line(str(failed.value), secure_kafka, cause)
     assert f"({part}" in str(failed.value)  # which client failed
+    # nothing left retrying: kafka-python's admin used to leave its IO thread reconnecting for good
+    left = [t.name for t in set(threading.enumerate()) - before if t.name.startswith("kafka-io-")]
+    assert not left, left
 
 
 @pytest.mark.parametrize("cause", list(CAUSES))
@@ -195,6 +200,7 @@ def test_samza_dagster_run_prints_the_one_line_and_exits_1(secure_kafka, kafka_c
     assert len(done.stderr.splitlines()) == 1, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("samza-dagster run: Kafka system 'kafka': "), line
+    assert "Error:" not in line, line  # no class name of a client library's exception
     _assert_one_clear_line(line, secure_kafka, cause)
     for secret in (WRONG_PASSWORD, *secure_kafka.secrets.values()):
         assert secret not in done.stdout
@@ -238,3 +244,38 @@ def test_kafka_pythons_hostname_check_is_librdkafkas_identification_algorithm_no
         for conf in (configs.consumer, configs.producer):
             assert conf["ssl.endpoint.identification.algorithm"] == algorithm
             assert "enable.ssl.certificate.verification" not in conf
+
+
+def test_librdkafkas_errors_are_told_apart_and_cleaned():
+    """What librdkafka's error callback reports, as the one line shows it: the broker prefix,
+    OpenSSL's code and the state suffix gone; an _SSL text kept over the _TRANSPORT one that
+    precedes it; anything else not a security cause."""
+    from confluent_kafka import KafkaError
+
+    from samza_dagster.system.kafka.security import AUTHENTICATION, TLS, ConnectionFailures
+
+    failures = ConnectionFailures()
+    failures.record(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    failures.record(KafkaError(KafkaError._TRANSPORT, "plaintext://h:1/bootstrap: Connect to ipv4#h:1 failed"))
+    assert failures.cause is None
+    failures.record(
+        KafkaError(
+            KafkaError._TRANSPORT,
+            "sasl_ssl://h:1/bootstrap: error:0A000086:SSL routines::certificate verify failed "
+            "(after 7ms in state SSL_HANDSHAKE)",
+        )
+    )
+    assert failures.cause == (TLS, "certificate verify failed")
+    handshake = "sasl_ssl://h:1/bootstrap: SSL handshake failed: error:0A000086:SSL routines::certificate verify failed"
+    failures.record(KafkaError(KafkaError._SSL, handshake + " (after 10ms in state SSL_HANDSHAKE)"))
+    failures.record(KafkaError(KafkaError._TRANSPORT, "sasl_ssl://h:1/bootstrap: error:0A000086:SSL routines::x"))
+    assert failures.cause == (TLS, "SSL handshake failed: certificate verify failed")
+    refused = ConnectionFailures()
+    refused.record(
+        KafkaError(
+            KafkaError._AUTHENTICATION,
+            "sasl_plaintext://h:1/bootstrap: SASL authentication error: Authentication failed "
+            "(after 310ms in state AUTH_REQ, 1 identical error(s) suppressed)",
+        )
+    )
+    assert refused.cause == (AUTHENTICATION, "SASL authentication error: Authentication failed")

@@ -92,15 +92,20 @@ class ConfluentSystemProducer:
     def start(self) -> None:
         """Create the client and ask for the cluster's metadata once: an unreachable broker
         fails here, within bootstrap.timeout.ms, naming its address; refused credentials or an
-        untrusted certificate fail as soon as librdkafka reports them, naming the cause."""
-        first_metadata(
-            self._client(),
-            self._failures,
-            self.system_name,
-            self._clients.bootstrap_servers,
-            self._clients.bootstrap_timeout_s,
-            "producer start",
-        )
+        untrusted certificate fail as soon as librdkafka reports them, naming the cause. A
+        failed start drops the client (librdkafka would keep reconnecting while it lives)."""
+        try:
+            first_metadata(
+                self._client(),
+                self._failures,
+                self.system_name,
+                self._clients.bootstrap_servers,
+                self._clients.bootstrap_timeout_s,
+                "producer start",
+            )
+        except BaseException:
+            self._producer = None
+            raise
 
     def _client(self, conf: dict[str, Any] | None = None) -> Any:
         if self._producer is None:

@@ -43,6 +43,7 @@ def connect(system: str, bootstrap: str, what: str, make: Callable[[], T], setti
     kafka_python_fixes.filter_logs()
     client_id = str(settings.get("client_id") or "")
     kafka_python_fixes.forget_failures(client_id)
+    kafka_python_fixes.remember_started_io()
     try:
         return make()
     except (
@@ -52,6 +53,7 @@ def connect(system: str, bootstrap: str, what: str, make: Callable[[], T], setti
         SaslAuthenticationFailedError,
         OSError,
     ) as exc:
+        kafka_python_fixes.stop_started_io()  # the half-made client would retry for good
         causes = (kafka_python_cause(e) for e in (exc, *kafka_python_fixes.recent_failures(client_id)))
         cause = next((c for c in causes if c is not None), None)
         if cause is not None:
@@ -59,6 +61,7 @@ def connect(system: str, bootstrap: str, what: str, make: Callable[[], T], setti
         raise unavailable(system, bootstrap, exc, what) from exc
     finally:
         kafka_python_fixes.forget_failures(client_id)
+        kafka_python_fixes.forget_started_io()
 
 
 def first_metadata(

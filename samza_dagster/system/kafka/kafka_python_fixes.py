@@ -22,6 +22,11 @@ the first kafka-python client of the process is made (:func:`apply`, called by `
    (:func:`mask_in_logs`), and a filter on kafka-python's loggers replaces each with ``********``
    before any handler sees the record (the filter runs only for records the level lets through:
    nothing is spent on it below DEBUG in a normal run).
+4. **A client whose constructor fails leaves its IO thread running.** The admin client starts its
+   IO thread before it bootstraps and does not stop it when the bootstrap fails: the thread keeps
+   reconnecting (a refused login: to the broker, for good) and logging errors for the rest of the
+   process. The IO loops a thread starts while it creates a client are remembered
+   (:func:`remember_started_io`), and :func:`stop_started_io` stops them when the creation failed.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -42,6 +48,10 @@ _PENDING = "_samza_pending_disconnect"
 #: IO thread name → the exceptions its last lost connections were lost with, oldest first
 _failures: dict[str, deque[BaseException]] = {}
 _REMEMBERED = 8
+#: creating thread's id → the IO loops (NetworkSelector) it started since remember_started_io()
+_started_io: dict[int, list[weakref.ref[Any]]] = {}
+#: how long a failed client's IO loop is given to stop
+_STOP_IO_MS = 2000
 #: the secret values to mask in kafka-python's log records, as written and as they appear
 #: inside logged JSON and bytes (value → itself, the shape scrub() takes)
 _secrets: dict[str, str] = {}
@@ -56,12 +66,14 @@ def apply() -> None:
         if _applied:
             return
         from kafka.net.connection import KafkaConnection
+        from kafka.net.selector import NetworkSelector
         from kafka.net.transport import KafkaSSLTransport, KafkaTCPTransport
 
         for cls in (KafkaTCPTransport, KafkaSSLTransport):
             if "_sock_recv" in vars(cls):  # each class has its own (SSL reads through its wrapper)
                 cls._sock_recv = _bytes_before_disconnect(vars(cls)["_sock_recv"])  # type: ignore[method-assign]
         KafkaConnection.connection_lost = _remember_failure(KafkaConnection.connection_lost)  # type: ignore[method-assign]
+        NetworkSelector.start = _remember_start(NetworkSelector.start)  # type: ignore[method-assign]
         _applied = True
     filter_logs()
 
@@ -101,6 +113,29 @@ def forget_failures(client_id: str) -> None:
             _failures.pop(thread, None)
 
 
+def remember_started_io() -> None:
+    """Remember the IO loops this thread starts from now on (it is about to create a client)."""
+    with _lock:
+        _started_io[threading.get_ident()] = []
+
+
+def stop_started_io() -> None:
+    """Stop the IO loops this thread started since :func:`remember_started_io`: its client's
+    creation failed, and nothing else will."""
+    with _lock:
+        started = _started_io.pop(threading.get_ident(), [])
+    for ref in started:
+        selector = ref()
+        if selector is not None:
+            selector.stop(timeout_ms=_STOP_IO_MS)
+
+
+def forget_started_io() -> None:
+    """Stop remembering (the client was made: its IO loops are its own)."""
+    with _lock:
+        _started_io.pop(threading.get_ident(), None)
+
+
 def _threads(client_id: str) -> tuple[str, str]:
     return f"kafka-io-{client_id}", threading.current_thread().name
 
@@ -128,6 +163,18 @@ def _remember_failure(original: Any) -> Any:
         return original(self, exc)
 
     return connection_lost
+
+
+def _remember_start(original: Any) -> Any:
+    def start(self: Any) -> Any:
+        result = original(self)
+        with _lock:
+            started = _started_io.get(threading.get_ident())
+            if started is not None:
+                started.append(weakref.ref(self))
+        return result
+
+    return start
 
 
 class _MaskSecrets(logging.Filter):

@@ -29,7 +29,7 @@ TLS = "tls"
 _RD_AUTHENTICATION, _RD_SSL, _RD_TRANSPORT = -169, -181, -195
 #: "sasl_ssl://127.0.0.1:9094/bootstrap: " before librdkafka's text, "(after 7ms in state ...)" after it
 _RD_BROKER_PREFIX = re.compile(r"^[a-z_]+://[^ ]+: ")
-_RD_STATE_SUFFIX = re.compile(r"\s*\(after \d+ms in state [^)]*\)\s*$")
+_RD_STATE_SUFFIX = re.compile(r"\s*\(after \d+ms in state .*\)\s*$")
 #: OpenSSL's "error:0A000086:SSL routines::" and Python's "[SSL: CERTIFICATE_VERIFY_FAILED] ... (_ssl.c:1006)"
 _OPENSSL_CODE = re.compile(r"error:[0-9A-F]+:[^:]*::|\[SSL: [A-Z_]+\] |\s*\(_ssl\.c:\d+\)")
 _TLS_WORDS = ("SSL", "certificate", "handshake", "Handshake")
@@ -78,7 +78,8 @@ def kafka_python_cause(exc: BaseException | None) -> tuple[str, str] | None:
         text = str(exc.args[0]) if exc.args else str(exc)
         return AUTHENTICATION, _clean(text.split("Error: ", 1)[-1])
     if isinstance(exc, KafkaConnectionError) and "Handshake failed" in str(exc):
-        return TLS, _clean(str(exc))
+        # str() puts the class name first; the first argument is "Handshake failed: <OpenSSL's text>"
+        return TLS, _clean(str(exc.args[0]) if exc.args else str(exc))
     return None
 
 
