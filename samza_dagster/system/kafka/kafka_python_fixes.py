@@ -1,5 +1,5 @@
 """Work-arounds for kafka-python (3.0.12) where it changes what a user sees; applied once, before
-the first kafka-python client of the process is made (:func:`apply`, called by ``errors.connect``).
+the first kafka-python client of the process is made (:func:`apply`, called by ``connecting.connect``).
 
 1. **Bytes read together with the end of the stream are dropped** (``kafka/net/transport.py``):
    ``_sock_recv`` reads until ``recv`` returns nothing, then returns what it read *and* the
