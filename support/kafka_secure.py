@@ -19,6 +19,7 @@ search logs, errors and results for them (:attr:`SecureKafka.secrets`).
 from __future__ import annotations
 
 import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ class SecureKafka:
     broker_keystore: KeyStore
     #: a client certificate signed by ``ca``, its key encrypted with ``client_key.password``
     client_key: KeyStore
+    #: the certificates' directory, removed by :meth:`stop` when :func:`start_secure_broker` made it
+    made_directory: Path | None = None
 
     def bootstrap_servers(self, listener: Listener) -> str:
         return self.cluster.bootstrap_servers_of(listener.name)
@@ -64,12 +67,18 @@ class SecureKafka:
         }
 
     def stop(self) -> None:
-        self.cluster.stop()
+        try:
+            self.cluster.stop()
+        finally:
+            if self.made_directory is not None:
+                shutil.rmtree(self.made_directory, ignore_errors=True)
 
 
 def start_secure_broker(directory: Path | None = None) -> SecureKafka:
     """One Kafka node with the SASL_SSL and SASL_PLAINTEXT listeners, ready for clients."""
-    directory = directory or Path(tempfile.mkdtemp(prefix="kafka-tls-"))
+    made = None if directory is not None else Path(tempfile.mkdtemp(prefix="kafka-tls-"))
+    directory = directory or made
+    assert directory is not None
     ca = make_certificate_authority(directory / "ca", "samza-dagster-test")
     untrusted = make_certificate_authority(directory / "untrusted-ca", "untrusted")
     broker_keystore = ca.issue("broker")
@@ -82,8 +91,13 @@ def start_secure_broker(directory: Path | None = None) -> SecureKafka:
         truststore_pem=ca.certificate_pem,
         client_auth="requested",
     )
-    cluster = start_cluster(1, security=security)
-    return SecureKafka(cluster, user, ca, untrusted, broker_keystore, client_key)
+    try:
+        cluster = start_cluster(1, security=security)
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+    return SecureKafka(cluster, user, ca, untrusted, broker_keystore, client_key, made)
 
 
 @pytest.fixture(scope="module")
