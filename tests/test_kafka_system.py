@@ -24,6 +24,7 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.kafka import KafkaProducerError, KafkaSystemFactory, kafka_client_configs
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -316,6 +317,13 @@ def test_bounded_transactional_topic_ends_although_its_last_offset_is_a_commit_m
         producer.commit_transaction()
     finally:
         producer.close()
+    # the coordinator writes the marker after EndTxn returns; until it lands the transaction is
+    # still open at the partition, and a read_committed bounded stream rightly ends before it
+    admin = KafkaSystemFactory().get_admin(SYSTEM, kafka_config)
+    wait_until(
+        lambda: admin.get_system_stream_metadata([topic])[topic].partitions[0].upcoming_offset == "4", 30, "the marker"
+    )
+    admin.close()
     config = kafka_config.with_overrides({f"systems.{SYSTEM}.streams.{topic}.samza.bounded": "true"})
     ssp = SystemStreamPartition(SYSTEM, topic, 0)
     consumer = KafkaSystemFactory().get_consumer(SYSTEM, config)
