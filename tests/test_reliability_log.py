@@ -69,8 +69,10 @@ def writer(root: str, partition: int) -> None:
         producer.flush("w")
 
 
-def reader(root: str, seconds: float) -> None:
-    """Poll every partition and the metadata; print a JSON report of what was wrong."""
+def reader(root: str, stop_file: str) -> None:
+    """Poll every partition and the metadata until ``stop_file`` exists (the test writes it
+    after its last kill, so the readers watch every kill whatever the machine's speed); print a
+    JSON report of what was wrong."""
     config = _config(root)
     factory = LogSystemFactory()
     admin = factory.get_admin("log", config)
@@ -82,8 +84,9 @@ def reader(root: str, seconds: float) -> None:
     expect = {ssp: 0 for ssp in ssps}
     problems: list[str] = []
     snapshots = 0
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and len(problems) < 10:
+    stop = Path(stop_file)
+    deadline = time.monotonic() + 300  # only if the test died without saying stop
+    while not stop.exists() and time.monotonic() < deadline and len(problems) < 10:
         for p, m in admin.get_system_stream_metadata([STREAM])[STREAM].partitions.items():
             snapshots += 1
             if int(m.upcoming_offset) % BATCH:
@@ -128,7 +131,8 @@ def test_killed_writers_never_expose_partial_batches_and_files_stay_sound(tmp_pa
     LogSystemFactory().get_admin("log", _config(root)).create_stream(StreamSpec(STREAM, STREAM, "log", WRITERS))
     rnd = random.Random(SEED)
     writers = {p: _start_writer(root, p) for p in range(WRITERS)}
-    readers = [_spawn("reader", root, "@12.0@") for _ in range(2)]
+    stop_readers = tmp_path / "stop-readers"
+    readers = [_spawn("reader", root, str(stop_readers)) for _ in range(2)]
     kills = 0
     try:
         while kills < KILLS:
@@ -139,6 +143,7 @@ def test_killed_writers_never_expose_partial_batches_and_files_stay_sound(tmp_pa
             kills += 1
             writers[p] = _start_writer(root, p)
     finally:
+        stop_readers.touch()
         for w in writers.values():
             os.kill(w.pid, signal.SIGKILL)
             w.wait(10)
