@@ -145,7 +145,12 @@ def _output_ids(config: Config) -> Counter:
 def kill_process_runner_at(kills: Kills, config: Config) -> None:
     """Run the job on the process runner, SIGKILLing its container at each of ``kills``' points
     (the job started again after each)."""
-    kill_at_each_point(kills, lambda: ThreadedRun(ProcessJobRunner(config).run))
+
+    def start() -> ThreadedRun:
+        runner = ProcessJobRunner(config)
+        return ThreadedRun(runner.run, stop=runner.stop)
+
+    kill_at_each_point(kills, start)
     assert kills.landed == kills.points, f"only {len(kills.landed)} of {kills.points} landed: the job ended first"
 
 
