@@ -48,6 +48,7 @@ from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError, S
 from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
 from samza_dagster.system.kafka.errors import unavailable
+from samza_dagster.system.kafka.retry import partition_counts_of_created
 
 BATCH_KEY = keys.SYSTEM_CONSUMER_FETCH_BATCH.name.split(".consumer.", 1)[1]  # within systems.<s>.consumer.
 DEFAULT_BATCH: int = keys.SYSTEM_CONSUMER_FETCH_BATCH.default
@@ -139,18 +140,22 @@ class ConfluentSystemConsumer:
             raise
 
     def _partition_counts(self, topics: set[str]) -> dict[str, int]:
-        """Partition count of each topic, from one metadata request (all topics)."""
+        """Partition count of each topic, from one metadata request (all topics); a topic this
+        process created a moment ago is waited for (the broker asked may not know it yet)."""
         from confluent_kafka import KafkaException
 
-        try:
-            metadata = self._consumer.list_topics(timeout=self._clients.bootstrap_timeout_s)
-        except KafkaException as exc:
-            raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "consumer start") from exc
-        return {
-            t: len(metadata.topics[t].partitions)
-            for t in topics
-            if t in metadata.topics and metadata.topics[t].error is None
-        }
+        def lookup() -> dict[str, int]:
+            try:
+                metadata = self._consumer.list_topics(timeout=self._clients.bootstrap_timeout_s)
+            except KafkaException as exc:
+                raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "consumer start") from exc
+            return {
+                t: len(metadata.topics[t].partitions)
+                for t in topics
+                if t in metadata.topics and metadata.topics[t].error is None
+            }
+
+        return partition_counts_of_created(f"Kafka system {self.system_name!r}: consumer start", lookup, topics)
 
     def _capture_bounded_ends(self) -> None:
         for ssp in self._start_offsets:

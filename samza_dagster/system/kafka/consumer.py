@@ -27,6 +27,7 @@ from samza_dagster.system.errors import StreamNotFoundError, SystemClientError
 from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import connect, unavailable
+from samza_dagster.system.kafka.retry import partition_counts_of_created
 
 
 class KafkaSystemConsumer:
@@ -66,11 +67,14 @@ class KafkaSystemConsumer:
         )
         consumer = self._consumer
         try:
-            counts: dict[str, int] = {}
+            topics = {ssp.stream for ssp in self._start_offsets}
+            counts = partition_counts_of_created(
+                f"Kafka system {self.system_name!r}: consumer start",
+                # the first unknown topic refreshes metadata for all topics at once
+                lambda: {t: len(consumer.partitions_for_topic(t) or ()) for t in topics},
+                topics,
+            )
             for ssp in self._start_offsets:
-                if ssp.stream not in counts:
-                    # The first unknown topic refreshes metadata for all topics at once.
-                    counts[ssp.stream] = len(consumer.partitions_for_topic(ssp.stream))
                 if counts[ssp.stream] == 0:
                     raise StreamNotFoundError(self.system_name, ssp.stream, f"cannot read {ssp}")
                 if ssp.partition >= counts[ssp.stream]:

@@ -28,6 +28,12 @@ class KafkaProducerFencedError(KafkaTransactionError):
     container): this one may never write again, as in Kafka (``ProducerFencedException``)."""
 
 
+class TopicNotYetKnownError(SamzaSystemError):
+    """A topic this process created a moment ago is not known yet to the broker that was asked
+    (metadata reaches each broker on its own time). Raised inside a retried lookup (retry.py) and
+    asked again; after the grace, the topic is reported missing (StreamNotFoundError)."""
+
+
 def unavailable(system: str, bootstrap: str, cause: BaseException, what: str) -> SystemUnavailableError:
     return SystemUnavailableError(f"Kafka system {system!r}: cannot reach the brokers at {bootstrap} ({what}): {cause}")
 
