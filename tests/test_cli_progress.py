@@ -8,7 +8,7 @@ import io
 import time
 from pathlib import Path
 
-from jobs.stream_helpers import produce
+from jobs.stream_helpers import create_streams, produce
 from samza_dagster.cli.progress import JobWatch, show_progress
 from samza_dagster.config import Config
 from samza_dagster.runtime import run_job
@@ -39,7 +39,9 @@ def _job(tmp_path: Path) -> Config:
 
 def test_the_watch_counts_processed_lag_and_written(tmp_path):
     config = _job(tmp_path)
-    streams = [*provision_streams(config).created]
+    create_streams(config, {"in": 2})  # an input is never created by the job
+    provisioned = provision_streams(config)
+    streams = [*provisioned.created, *provisioned.existing]
     assert {(s.physical_name, s.reads) for s in streams} == {("in", True), ("out", False)}
     produce(config, "in", ((str(i).encode(), str(i).encode(), None) for i in range(MESSAGES)))
     watch = JobWatch(config, streams)
@@ -55,7 +57,9 @@ def test_the_watch_counts_processed_lag_and_written(tmp_path):
 
 def test_plain_lines_when_not_a_terminal(tmp_path):
     config = _job(tmp_path)
-    streams = [*provision_streams(config).created]
+    create_streams(config, {"in": 2})
+    provisioned = provision_streams(config)
+    streams = [*provisioned.created, *provisioned.existing]
     produce(config, "in", ((None, b"x", None) for _ in range(7)))
     out = io.StringIO()  # not a terminal
     with show_progress("progress", config, streams, out=out, interval_s=0.05):

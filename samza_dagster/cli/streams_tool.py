@@ -11,7 +11,6 @@ for ``string``, its bytes otherwise) and ``tail`` prints them back decoded.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 import time
@@ -33,7 +32,7 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_admin
+from samza_dagster.system.factories import nearest_stream, system_admin
 from samza_dagster.system.positions import position_reached
 
 TAIL_TIMEOUT_S = 30.0
@@ -117,22 +116,13 @@ def _metadata(admin: Any, target: SystemStream) -> Any:
     try:
         return admin.get_system_stream_metadata([target.stream])[target.stream]
     except (StreamNotFoundError, KeyError):
-        near = _nearest_stream(admin, target.stream)
+        near = nearest_stream(admin, target.stream)
         hint = (
             f"did you mean {target.system}.{near}?"
             if near
             else f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N"
         )
         raise StreamNotFoundError(target.system, target.stream, hint) from None
-
-
-def _nearest_stream(admin: Any, name: str) -> str | None:
-    """The existing stream whose name is closest to ``name`` (a typo), if the system can list them."""
-    lister = getattr(admin, "list_streams", None)
-    if lister is None:
-        return None
-    close = difflib.get_close_matches(name, [n for n in lister() if not n.startswith("__")], n=1, cutoff=0.75)
-    return close[0] if close else None
 
 
 def describe(config: Config, target: SystemStream) -> int:

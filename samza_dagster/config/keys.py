@@ -260,6 +260,14 @@ JOB_PROCESSING_GUARANTEE = define(
     "messages and checkpoints readable together or removed); "
     '`at-least-once`: Samza\'s (docs/decisions.md, "Exactly-once output")',
 )
+MISSPELLED_KEY_POLICIES = ("error", "warn")
+JOB_CONFIG_MISSPELLED_KEYS = define(
+    "job.config.misspelled.keys",
+    _choice(*MISSPELLED_KEY_POLICIES),
+    MISSPELLED_KEY_POLICIES[0],
+    "a key nothing reads that is a near miss of a defined key (a typo such as task.clas): `error` refuses the config "
+    "naming the key meant; `warn` logs a WARNING and runs on (keys with no near one are always only a WARNING)",
+)
 JOB_LOGGED_STORE_BASE_DIR = define(
     "job.logged.store.base.dir",
     STR,
