@@ -90,7 +90,10 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "coordinator-stream-writer":
         if args.msg_type == "set-config" and args.value is None:
             raise ConfigError(f"--type set-config needs --value (the new value of {args.key!r})", key=args.key)
-        print(run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset))
+        wrote = run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset)
+        print(wrote.line)
+        if wrote.warning:
+            print(f"samza-dagster {args.command}: warning: {wrote.warning}", file=sys.stderr)
         return EXIT_OK
     if args.command == "metrics":
         from samza_dagster.cli.metrics import run_metrics_command
