@@ -141,8 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     coordinator = sub.add_parser("job-coordinator", help="serve a job's JobModel over HTTP")
     _config_args(coordinator)
-    coordinator.add_argument("--host", default="127.0.0.1", type=host)
-    coordinator.add_argument("--port", type=port, default=0)
+    coordinator.add_argument(
+        "--host",
+        default=None,
+        type=host,
+        help="the address to listen on (default: job.coordinator.http.host, 127.0.0.1)",
+    )
+    coordinator.add_argument(
+        "--port", type=port, default=None, help="the port (default: job.coordinator.http.port, 0: any free one)"
+    )
 
     metrics = sub.add_parser("metrics", help="print the latest metrics of a job's containers")
     _config_args(metrics)

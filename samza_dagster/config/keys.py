@@ -212,7 +212,7 @@ JOB_COORDINATOR_HTTP_HOST = define(
     "job.coordinator.http.host",
     STR,
     "127.0.0.1",
-    "the address the job coordinator's HTTP service listens on (spark runner)",
+    "the address the job coordinator's HTTP service listens on, on every runner (one other machines reach needs `job.coordinator.http.token`)",
 )
 JOB_COORDINATOR_HTTP_TOKEN = define(
     "job.coordinator.http.token", STR, None, "a bearer token the coordinator's HTTP service requires (unset: none)"

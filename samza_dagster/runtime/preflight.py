@@ -14,6 +14,7 @@ from samza_dagster.config.keys import SERDE
 from samza_dagster.config.preflight import check_unread_keys, check_values, definition_of
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.exactly_once import check_exactly_once
+from samza_dagster.coordinator.http import check_bind
 from samza_dagster.planner import load_application
 from samza_dagster.runtime import RUNNERS
 from samza_dagster.serde.registry import SerdeRegistry, load_class
@@ -39,6 +40,7 @@ def check_job_values(config: Config) -> None:
     from samza_dagster.metrics.config import metrics_config
 
     metrics_config(config)  # reporters: class, stream on a configured system, positive interval
+    check_bind(keys.JOB_COORDINATOR_HTTP_HOST.get(config), keys.JOB_COORDINATOR_HTTP_TOKEN.get(config))
     factory = JobConfig(config).factory
     if factory not in RUNNERS:
         raise ConfigError(

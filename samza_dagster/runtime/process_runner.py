@@ -35,7 +35,7 @@ from samza_dagster.runtime.runner import JobRunner
 class ProcessJobRunner(JobRunner):
     runner_name = "process"
 
-    def __init__(self, config: Config, *, host: str = "127.0.0.1", python: str | None = None) -> None:
+    def __init__(self, config: Config, *, host: str | None = None, python: str | None = None) -> None:
         super().__init__(config, host=host)
         self.python = python or sys.executable
         self.processes: dict[str, subprocess.Popen] = {}

@@ -48,9 +48,10 @@ class JobRunner(ABC):
     #: the ``job.factory.class`` name, reported in the result
     runner_name: ClassVar[str]
 
-    def __init__(self, config: Config, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, config: Config, *, host: str | None = None) -> None:
         self.config = config
-        self.host = host
+        #: where the job coordinator listens: ``job.coordinator.http.host`` unless given
+        self.host = host or keys.JOB_COORDINATOR_HTTP_HOST.get(config)
         self.job_name = JobConfig(config).name
         self.coordinator: Any = None
         self.runs = 0

@@ -23,7 +23,7 @@ from samza_dagster.runtime.runner import JobRunner
 class ThreadJobRunner(JobRunner):
     runner_name = "thread"
 
-    def __init__(self, config: Config, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, config: Config, *, host: str | None = None) -> None:
         super().__init__(config, host=host)
         self.containers: list[Any] = []
         self._secrets = secrets_of(config)
