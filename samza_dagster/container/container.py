@@ -133,6 +133,14 @@ class SamzaContainer:
         """Each task's last checkpoint (its TaskInstance's: read back at start, then its commits')."""
         return {name: ti.last_checkpoint for name, ti in self.tasks.items() if ti.last_checkpoint is not None}
 
+    def positions(self) -> dict[SystemStreamPartition, str]:
+        """The last offset processed of every partition of every task, as the run loop recorded
+        it (not yet committed, maybe): read from another thread, for progress shown to a person."""
+        out: dict[SystemStreamPartition, str] = {}
+        for ti in list(self.tasks.values()):
+            out.update(list(ti.last_processed.items()))
+        return out
+
     def uncommitted(self) -> dict[str, dict[SystemStreamPartition, tuple[str | None, str]]]:
         """Per task, the partitions processed past their last checkpoint: ``ssp -> (checkpointed
         offset or None, last processed offset)``. Read from another thread, for a person

@@ -32,6 +32,7 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.coordinator.job_coordinator import JobCoordinator
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import DEFAULT_MAX_RESTARTS, MAX_RESTARTS_KEY, prepare_job
 from samza_dagster.runtime.interrupts import exit_now, install_stop_handlers
 from samza_dagster.runtime.result import JobResult
@@ -68,6 +69,12 @@ class JobRunner(ABC):
     @property
     def stop_requested(self) -> bool:
         return self._stop.is_set()
+
+    def live_positions(self) -> dict[SystemStreamPartition, str] | None:
+        """The last offset processed of every input partition the containers have processed so
+        far, before it is committed — what a progress display counts (any thread). None when this
+        runner cannot see its containers while they run (then progress moves at each commit)."""
+        return None
 
     def run(self) -> JobResult:
         started = time.monotonic()

@@ -14,6 +14,7 @@ from typing import Any
 from samza_dagster.config.config import Config
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import new_container, secrets_of, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import describe_uncommitted
 from samza_dagster.runtime.result import JobResult
@@ -34,6 +35,12 @@ class ThreadJobRunner(JobRunner):
 
     def _uncommitted(self) -> str:
         return describe_uncommitted(self.containers)
+
+    def live_positions(self) -> dict[SystemStreamPartition, str]:
+        out: dict[SystemStreamPartition, str] = {}
+        for container in list(self.containers):
+            out.update(container.positions())
+        return out
 
     def _job_model(self, url: str) -> Any:
         # the served model masks secrets; containers in this process get them back from here
