@@ -23,7 +23,7 @@ def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
     for title in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
         assert title in out
     assert "transactions processed before currency_codes reached head" in out
-    assert "dagster dev -w workspace.yaml" in out
+    assert "dg dev" in out and "dagster dev" not in out
 
 
 def test_demo_command_rejects_bad_usage_with_exit_2():

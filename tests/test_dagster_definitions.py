@@ -73,3 +73,8 @@ def test_definitions_bind_the_resources_and_wordcount():
     assert {"wordcount_coordinator_stream_sensor", "wordcount_stream_observation_sensor"} <= {
         s.name for s in defs.sensors
     }
+    # input streams are observed out of the box (the UI's promise); reconfiguration launches are opt-in
+    sensors = {s.name: s for s in defs.sensors}
+    for app in APPLICATIONS:
+        assert sensors[f"{app}_stream_observation_sensor"].default_status == dg.DefaultSensorStatus.RUNNING, app
+    assert sensors["wordcount_coordinator_stream_sensor"].default_status == dg.DefaultSensorStatus.STOPPED
