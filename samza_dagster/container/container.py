@@ -114,7 +114,6 @@ class SamzaContainer:
         #: the systems' own counters, read for the summary (a snapshot callable per client)
         self._consumer_metrics: dict[str, Callable[[], Any]] = {}
         self.startpoints: ContainerStartpoints | None = None
-        self._final_lag: dict[str, int] = {}
         self._exactly_once = False
         #: exactly-once: the checkpoint system's producer, which runs the container's transactions
         self._transactions: Any = None
@@ -572,7 +571,6 @@ class SamzaContainer:
                 attempt(stores.close)
         for producer in self._started_producers:
             attempt(producer.stop)
-        self._final_lag = self._lag()  # before the admins stop: it asks them
         if self.checkpoints is not None:
             attempt(self.checkpoints.stop)
         if self.startpoints is not None:
@@ -604,7 +602,7 @@ class SamzaContainer:
                 metrics[name] = value() if callable(value) else value
             except Exception:  # noqa: BLE001 - informational
                 pass
-        metrics["lag"] = self._final_lag
+        metrics["lag"] = self.reporting.final_lag
         # the registries' values at the stop (Samza's groups and names), whatever reporters run:
         # what Dagster's final materialization and lag check read
         metrics["registry"] = self.reporting.final
@@ -622,21 +620,3 @@ class SamzaContainer:
             None if error is None else f"{type(error).__name__}: {error}",
             metrics,
         )
-
-    def _lag(self) -> dict[str, int]:
-        """Messages behind the newest offset per input partition at the end (best effort): one
-        batched offsets lookup for every input partition of the container."""
-        lag: dict[str, int] = {}
-        try:
-            newest = ssp_metadata(self._admin, {ssp for ti in self.tasks.values() for ssp in ti.ssps})
-            for ti in self.tasks.values():
-                for ssp in ti.ssps:
-                    pm = newest.get(ssp)
-                    if pm is None or pm.newest_offset is None:
-                        continue
-                    done = ti.last_processed.get(ssp)
-                    behind = int(pm.newest_offset) - (int(done) if done is not None else int(pm.oldest_offset) - 1)
-                    lag[f"{ssp.system}.{ssp.stream}[{ssp.partition}]"] = max(0, behind)
-        except Exception:  # noqa: BLE001 - lag is informational
-            log.debug("container %s: lag not computed", self.container_id, exc_info=True)
-        return lag
