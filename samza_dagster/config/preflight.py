@@ -34,7 +34,7 @@ from samza_dagster.config.keys import (
 
 log = logging.getLogger(__name__)
 
-_BUILTIN_SYSTEM_FACTORIES = ("log", "kafka", "inmemory")
+_BUILTIN_SYSTEM_FACTORIES = ("log", "kafka", "inmemory", "files", "iceberg")
 _PLUGIN = [
     re.compile(re.escape(prefix).replace(re.escape("<system>"), r"[^.]+").replace(re.escape("<name>"), r"[^.]+"))
     for prefix in PLUGIN_PREFIXES

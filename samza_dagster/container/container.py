@@ -43,6 +43,7 @@ from samza_dagster.container.exactly_once import NonTransactionalProducer, check
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
+from samza_dagster.container.output_checkpoints import commit_outputs, newest_checkpoints
 from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
@@ -117,6 +118,8 @@ class SamzaContainer:
         self._exactly_once = False
         #: exactly-once: the checkpoint system's producer, which runs the container's transactions
         self._transactions: Any = None
+        #: what each commit of an output that carries checkpoints (an Iceberg table) appended
+        self.table_commits: list[Any] = []
         #: set when run() ends, so the monitor thread stops asking the run loop to stop
         self._finished = False
 
@@ -222,7 +225,10 @@ class SamzaContainer:
         check_exactly_once(self.config)
         self._start_producers(plan)
         metadata = self._input_metadata(plan)
-        last = self._start_checkpoints(plan)
+        # an output whose commits carry checkpoints (Iceberg) may be ahead of the stream after a crash
+        last = newest_checkpoints(
+            self._start_checkpoints(plan), self.producers.values(), self.container_model.tasks, self._admin
+        )
         self._open_stores(plan, last)
         self.side_inputs = side_inputs_manager(
             self.config, self.container_model, self._task_stores, plan, self._admin, self._new_consumer
@@ -263,6 +269,9 @@ class SamzaContainer:
             self._started_producers.append(producer)
         if self._exactly_once:  # only the checkpoint system's producer runs the transactions
             for system, producer in self.producers.items():
+                commits_own = getattr(self._factory(system), "commits_with_checkpoints", None)
+                if callable(commits_own) and commits_own(system, self.config):
+                    continue  # its commits carry the checkpoints (Iceberg): exactly-once on its own
                 if system != plan.checkpoint_system:
                     self.producers[system] = NonTransactionalProducer(system, plan.checkpoint_system, producer)
 
@@ -483,6 +492,9 @@ class SamzaContainer:
         checkpoints = {
             ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch
         }
+        # outputs whose commits carry the checkpoints (Iceberg tables) commit first: a crash before the
+        # checkpoint stream is written is repaired at start from what they hold (output_checkpoints.py)
+        self.table_commits.extend(commit_outputs(self.producers.values(), self.container_id, checkpoints))
         assert self.checkpoints is not None
         self.checkpoints.write_all(checkpoints)
         if self._transactions is not None:
@@ -606,6 +618,15 @@ class SamzaContainer:
         # the registries' values at the stop (Samza's groups and names), whatever reporters run:
         # what Dagster's final materialization and lag check read
         metrics["registry"] = self.reporting.final
+        if self.table_commits:  # Iceberg tables: commits, rows appended, the last snapshot (Dagster's materializations)
+            tables: dict[str, dict[str, int]] = {}
+            for commit in self.table_commits:
+                seen = tables.setdefault(commit.table, {"commits": 0, "rows": 0, "data_files": 0})
+                seen["commits"] += 1
+                seen["rows"] += commit.rows
+                seen["data_files"] += commit.data_files
+                seen["last_snapshot_id"] = commit.snapshot_id
+            metrics["table_commits"] = tables
         if self.side_inputs is not None and self.side_inputs.stores:
             metrics["side_inputs"] = {
                 "bootstrapped": dict(self.side_inputs_restored),

@@ -348,9 +348,11 @@ class ConsumerLag:
                 pm = metadata[ssp.stream].partitions.get(ssp.partition)
                 if pm is None:
                     continue
+                if not (pm.upcoming_offset.isdigit() and pm.oldest_offset.lstrip("-").isdigit()):
+                    continue  # offsets that are not message counts (a files stream's <file>:<row>): no lag in messages
                 high = int(pm.upcoming_offset)
                 done = last.get(ssp)
-                if done is not None:
+                if done is not None and done.lstrip("-").isdigit():
                     next_offset = int(done) + 1
                 else:
                     start = self._starting.get(ssp)

@@ -35,7 +35,13 @@ from samza_dagster.orchestration.coordinator_changes import keep_coordinator_str
 from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.job_metrics import JobMetrics, follow_job_metrics
 from samza_dagster.orchestration.launch_check import check_launch_config
-from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
+from samza_dagster.orchestration.observation import (
+    DATA_VERSION_TAG,
+    StreamObservation,
+    observe_streams,
+    offset_int,
+    system_admin,
+)
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
@@ -492,11 +498,11 @@ def _input_progress(
     name = f"{obs.system}.{obs.physical_name}"
     available = caught_up = 0
     for p, m in obs.partitions.items():
-        oldest, upcoming = int(m.oldest_offset), int(m.upcoming_offset)
+        oldest, upcoming = offset_int(m.oldest_offset), offset_int(m.upcoming_offset)
         available += upcoming - oldest
         done = finals.get((name, p))
         if done is not None:
-            caught_up += max(0, min(int(done) + 1, upcoming) - oldest)
+            caught_up += max(0, min(offset_int(done) + 1, upcoming) - oldest)
     md: dict[str, Any] = {
         "processed_by_run": dg.MetadataValue.int(processed.get(name, 0)),
         "messages_at_start": dg.MetadataValue.int(available),

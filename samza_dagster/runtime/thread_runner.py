@@ -20,6 +20,10 @@ from samza_dagster.runtime.interrupts import describe_uncommitted
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 
+#: Each container runs on a thread named this plus its id (what a thread dump shows, and how a
+#: test's fault hook tells a container's thread from the coordinator's).
+CONTAINER_THREAD_PREFIX = "samza-container-"
+
 
 class ThreadJobRunner(JobRunner):
     runner_name = "thread"
@@ -79,7 +83,7 @@ class ThreadJobRunner(JobRunner):
                         other.stop()
 
         threads = [
-            threading.Thread(target=run_one, args=(c,), name=f"samza-container-{c.container_id}", daemon=True)
+            threading.Thread(target=run_one, args=(c,), name=f"{CONTAINER_THREAD_PREFIX}{c.container_id}", daemon=True)
             for c in self.containers
         ]
         if errors:  # a container could not be built: run none

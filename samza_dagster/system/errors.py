@@ -62,3 +62,13 @@ class ConsumerSetupError(SamzaSystemError, ValueError):
 class SystemWriteError(SamzaSystemError, RuntimeError):
     """A producer could not write messages it buffered (its storage failed; they stay buffered
     for a retry); names the system, the stream and where it is stored."""
+
+
+class FileFormatError(SamzaSystemError, ValueError):
+    """A file of a files stream that cannot be read: an unknown format, a file that does not
+    parse or a row that does not; names the stream, the partition, the file, the row and the cause."""
+
+
+class TableWriteError(SamzaSystemError, ValueError):
+    """Rows a table output cannot take: a row that does not fit the table's schema, or a commit
+    that kept conflicting; names the table, the row and the cause."""

@@ -18,6 +18,8 @@ BUILTIN_FACTORIES: dict[str, str] = {
     "log": "samza_dagster.system.log:LogSystemFactory",
     "kafka": "samza_dagster.system.kafka:KafkaSystemFactory",
     "inmemory": "samza_dagster.system.inmemory:InMemorySystemFactory",
+    "files": "samza_dagster.system.files:FilesSystemFactory",
+    "iceberg": "samza_dagster.system.iceberg:IcebergSystemFactory",
 }
 
 

@@ -25,14 +25,8 @@ from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.errors import connect, unavailable
 
-#: Kafka's own topic defaults, sent explicitly with every created topic: some brokers (the
-#: tansu test broker among them) report no default topic configs, and clients that read a
-#: topic's configs (Quix Streams needs ``retention.ms``) then fail.
-DEFAULT_TOPIC_CONFIGS: dict[str, str] = {
-    "cleanup.policy": "delete",
-    "retention.ms": "604800000",
-    "retention.bytes": "-1",
-}
+#: CreateTopics' "the broker's ``default.replication.factor``" (KIP-464)
+_BROKER_DEFAULT_REPLICATION = -1
 
 _UNKNOWN_TOPIC = 3  # UNKNOWN_TOPIC_OR_PARTITION
 _TOPIC_EXISTS = 36  # TOPIC_ALREADY_EXISTS
@@ -45,15 +39,15 @@ class KafkaSystemAdmin:
         self.system_name = system_name
         self._clients = clients
         prefix = f"systems.{system_name}.default.stream."
-        self._replication_factor = keys.SYSTEM_REPLICATION_FACTOR.get(config, system=system_name)
-        self._topic_defaults = dict(DEFAULT_TOPIC_CONFIGS)
-        self._topic_defaults.update(
-            {
-                k: v
-                for k, v in config.subset(prefix).items()
-                if k != "replication.factor" and not k.startswith("samza.")  # samza.* are stream props
-            }
-        )
+        # unset: the cluster's own default.replication.factor (and its topic defaults below), so
+        # changelog and checkpoint topics are as durable as the cluster's operators made its topics
+        replication = keys.SYSTEM_REPLICATION_FACTOR.get(config, system=system_name)
+        self._replication_factor = _BROKER_DEFAULT_REPLICATION if replication is None else replication
+        self._topic_defaults = {
+            k: v
+            for k, v in config.subset(prefix).items()
+            if k != "replication.factor" and not k.startswith("samza.")  # samza.* are stream props
+        }
         self._admin: Any = None
         self._lock = threading.Lock()
 
@@ -91,8 +85,8 @@ class KafkaSystemAdmin:
 
     # -- SystemAdmin -----------------------------------------------------------------------
     def create_stream(self, spec: StreamSpec) -> bool:
-        """Create the topic with its partition count and configs (spec.config over Kafka's
-        defaults). False if it exists with the same count; StreamExistsError naming both
+        """Create the topic with its partition count and configs (spec.config over
+        ``systems.<s>.default.stream.*``; the broker's defaults for the rest). False if it exists with the same count; StreamExistsError naming both
         counts if it exists with another."""
         admin = self._client()
         configs = dict(self._topic_defaults)
@@ -204,8 +198,8 @@ class KafkaSystemAdmin:
         result: dict[SystemStreamPartition, str | None] = {}
         for ssp, tp in tps.items():
             offset, ts = found[tp].offset, found[tp].timestamp
-            # no record: offset -1 and timestamp -1; some brokers (tansu) answer offset 0 with
-            # timestamp -1, and a record that matches always has a timestamp >= the one asked for
+            # no record: offset -1 and timestamp -1; some Kafka-protocol brokers answer offset 0
+            # with timestamp -1, and a record that matches always has a timestamp >= the one asked for
             missing = offset is None or offset < 0 or (ts is not None and ts < 0)
             result[ssp] = None if missing else str(offset)
         return result

@@ -83,6 +83,10 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "partitioner": "murmur2_random",
     "linger.ms": 5,
     "acks": "all",
+    # as Java clients (since Kafka 3.0) and kafka-python: a retried batch keeps its place in the
+    # partition and is written once — librdkafka's own default (off) lets a batch that failed
+    # once (e.g. a leader not yet known for a new topic) land behind the batches sent after it
+    "enable.idempotence": True,
     # the delivery callback (a Python call) only for messages that failed: the producer needs
     # nothing from a success, and flush() waits for every message either way
     "delivery.report.only.error": True,
