@@ -49,4 +49,4 @@ def test_demo_on_spark_reports_what_its_data_implies(tmp_path):
     # the printed report carries the same numbers
     assert "transactions processed before currency_codes reached head" in text
     assert f"{SIZE:,} / {SIZE:,}" in text
-    assert "dagster dev -w workspace.yaml" in text
+    assert "dg dev" in text and "dagster dev" not in text

@@ -160,7 +160,7 @@ class SparkJobRunner(JobRunner):
     runner_name = "spark"
 
     def __init__(self, config: Config, *, spark: Any = None) -> None:
-        super().__init__(config, host=keys.JOB_COORDINATOR_HTTP_HOST.get(config))
+        super().__init__(config)
         self.container_count = JobConfig(config).container_count
         retry = config.get_int(RETRY_KEY, DEFAULT_RETRY_COUNT)
         if retry is None or retry < 0:
