@@ -1,14 +1,21 @@
 """B12: end-to-end latency at a steady rate — input written → output readable downstream.
 
 A pass-through job (one container, 4 tasks, the default config: commit every 60 s) runs in its
-own process on the embedded log or on the Kafka broker of the tests. A driver writes messages at a
-steady 1,000 msgs/s, each carrying the wall-clock time just before it was handed to the producer
-(the log: a write and commit per message; Kafka: librdkafka with ``linger.ms=0``), and a
-downstream consumer of the output stream (the system's own consumer for the log; a librdkafka
-consumer that asks the broker to wait at most 100 ms, as the engine's does, for Kafka) records, per message, the time it
-was read minus that stamp. Messages sent before the job's first output was read are warm-up and
-not counted. Reported: p50, p99 and the largest latency; every message sent in the measured
-window must come out.
+own process on the embedded log or on Apache Kafka (one local KRaft node, support/kafka_broker.py).
+A driver writes messages at a steady 1,000 msgs/s, each carrying the wall-clock time just before
+it was handed to the producer (the log: a write and commit per message; Kafka: librdkafka with
+``linger.ms=0``), and a downstream consumer of the output stream (the system's own consumer for
+the log; a librdkafka consumer for Kafka) records, per message, the time it was read minus that
+stamp. Messages sent before the job's first output was read are warm-up and not counted.
+Reported: p50, p99 and the largest latency; every message sent in the measured window must come
+out.
+
+What is the broker's and what is the engine's, on Kafka: the same readers also read the *input*
+(one hop through the broker alone), and a *relay* — a bare librdkafka consume → produce loop in
+its own process with the engine's librdkafka settings, no engine — takes the job's place in a
+variant of its own: the floor for two hops through this broker from Python. Before the first
+measurement the broker is warmed up (a freshly started JVM interprets its request path for its
+first tens of seconds); the warm-up's own one-hop latency is reported.
 
     python -m bench --only B12 --repetitions 3
 """
@@ -26,11 +33,12 @@ from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task.api import InitableTask, StreamTask
 
 RATE = 1000
-#: the downstream Kafka readers wait for data as the engine's consumer does by default. Lower is
-#: worse on the test broker: it slows down with every consumer that fetches often (one hop's
-#: p99 at 1,000 msgs/s: 75 ms with one reader at 10 ms, 886 ms with two more at 10 ms, 150 ms
-#: with two more at 100 ms — measured with librdkafka alone)
+#: the downstream Kafka readers' broker-side fetch wait: the engine consumer's default (a Kafka
+#: broker answers a waiting fetch as soon as data arrives, so this bounds only idle fetches)
 READER_FETCH_WAIT_MS = 100
+#: seconds of one-hop traffic (1,000 msgs/s through the broker, no job) before the first
+#: measurement: a fresh broker's first seconds measured p50 1–2 s, p99 up to 2 s, settling in ~15 s
+BROKER_WARM_UP_S = 30.0
 #: how long after the measured window every measured message may take to come out
 TAIL_S = 60
 PARTITIONS = 4
@@ -72,6 +80,29 @@ def _run_job(config: dict[str, str], stop) -> None:
     container = SamzaContainer("0", build_job_model(Config(config)).model)
     threading.Thread(target=lambda: (stop.wait(), container.stop()), daemon=True).start()
     container.run()
+
+
+def _run_relay(config: dict[str, str], stop) -> None:
+    """The floor in the job's place on Kafka: a bare librdkafka loop that consumes the input and
+    produces each message to the same partition of the output, with the engine's librdkafka
+    defaults (its consumer's fetch settings, its producer's ``linger.ms`` and ``acks``) and
+    nothing of the engine around them."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    from samza_dagster.system.kafka.confluent_config import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
+
+    bootstrap = config["systems.kafka.consumer.bootstrap.servers"]
+    source, sink = config["task.inputs"].split(".", 1)[1], config["bench.output.stream"]
+    consumer = Consumer(dict(CONSUMER_DEFAULTS, **{"bootstrap.servers": bootstrap, "group.id": "b12-relay"}))
+    producer = Producer(dict(PRODUCER_DEFAULTS, **{"bootstrap.servers": bootstrap}))
+    consumer.assign([TopicPartition(source, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    while not stop.is_set():
+        for m in consumer.consume(500, 0) or consumer.consume(1, 0.05):
+            if m.error() is None:
+                producer.produce(sink, m.value(), partition=m.partition())
+        producer.poll(0)
+    producer.flush(10)
+    consumer.close()
 
 
 class _Log:
@@ -119,7 +150,7 @@ class _Log:
 
 
 class _Kafka:
-    """Driver side on Kafka: topics on the tests' broker, librdkafka producer and consumer."""
+    """Driver side on Kafka: topics on the broker, librdkafka producer and consumer."""
 
     def __init__(self, bootstrap: str) -> None:
         from confluent_kafka import Producer
@@ -149,7 +180,11 @@ class _Kafka:
         consumer.assign([TopicPartition(stream, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
 
         def read() -> list[bytes]:
-            return [m.value() for m in consumer.consume(500, 0.05) if m.error() is None]
+            # consume(n, timeout) returns only with n messages or at the timeout: at 1,000 msgs/s
+            # a consume(500, 0.05) held each message up to 50 ms (one hop "p99 52 ms" that was the
+            # reader's). What is there, else wait for the first message, as the engine's consumer.
+            messages = consumer.consume(500, 0) or consumer.consume(1, 0.05)
+            return [m.value() for m in messages if m.error() is None]
 
         return read, consumer.close
 
@@ -158,16 +193,24 @@ class _Kafka:
 
 
 def child_latency(
-    system: str, seconds: float, rate: int = RATE, bootstrap: str = "", job_keys: dict[str, str] | None = None
+    system: str,
+    seconds: float,
+    rate: int = RATE,
+    bootstrap: str = "",
+    job_keys: dict[str, str] | None = None,
+    relay: bool = False,
 ) -> dict[str, Any]:
-    """One repetition: the job in its own process, the driver here; latencies in ms, of the
-    output and — the same measure one hop earlier, the system's own share — of the input."""
+    """One repetition: the job (or, with ``relay``, the bare librdkafka relay) in its own
+    process, the driver here; latencies in ms, of the output and — the same measure one hop
+    earlier, the system's own share — of the input."""
     root = tempfile.mkdtemp(prefix="b12-")
     driver = _Log(root) if system == "log" else _Kafka(bootstrap)
     spawn = multiprocessing.get_context("spawn")
     stop = spawn.Event()
     job = spawn.Process(
-        target=_run_job, args=(dict(_job_config(system, driver.keys), **(job_keys or {})), stop), daemon=True
+        target=_run_relay if relay else _run_job,
+        args=(dict(_job_config(system, driver.keys), **(job_keys or {})), stop),
+        daemon=True,
     )
     job.start()
     received: dict[str, dict[int, float]] = {INPUT: {}, OUTPUT: {}}
@@ -209,20 +252,11 @@ def child_latency(
             if delay > 0:
                 time.sleep(delay)
         achieved = (seq - measured_from) / (time.perf_counter() - (deadline - seconds))
-        measured_to = seq
-        # keep sending, unmeasured, until every measured message came out: on the test broker the
-        # last record batch of a partition stays invisible until another follows (its high
-        # watermark defect), so a stream that stopped would hide the last measured messages
         wait_until = time.perf_counter() + TAIL_S
-        while time.perf_counter() < wait_until and any(
-            s not in received[OUTPUT] or s not in received[INPUT] for s in range(measured_from, measured_to)
+        while time.perf_counter() < wait_until and (
+            len(received[OUTPUT]) < seq or len(received[INPUT]) < seq  # every message, warm-up's too
         ):
-            driver.send(STAMP.pack(time.time(), seq), seq)
-            seq += 1
-            delay = t0 + seq * interval - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-        seq = measured_to
+            time.sleep(0.05)
     finally:
         reading.clear()
         for reader in readers:
@@ -257,68 +291,142 @@ def _pct(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-#: the Kafka variants: label → the job's config overrides (none: the default config)
-KAFKA_VARIANTS: dict[str, dict[str, str]] = {"kafka": {}}
+#: the Kafka variants: label → (the job's config overrides, the bare relay in the job's place)
+KAFKA_VARIANTS: dict[str, tuple[dict[str, str], bool]] = {"kafka": ({}, False), "relay": ({}, True)}
+LABELS = {
+    "log": "embedded log (`log`), default config",
+    "kafka": "Kafka (`kafka.client=confluent`), default config",
+    "relay": "Kafka, no engine: a bare librdkafka consume → produce loop with the engine's librdkafka defaults",
+}
 
 
-def b12_section(repetitions: int, seconds: float, log=print):
-    from bench.harness import Section, alternate, column, fmt, isolated, median
-    from bench.kafka_util import start_broker
+def child_broker_warm_up(bootstrap: str, seconds: float, rate: int = RATE) -> dict[str, Any]:
+    """One hop (the driver's producer → the broker → a reader) at ``rate`` for ``seconds``, no
+    job: the broker's JIT warm-up. Returns one-hop p50/p99 of the first and the last 5 s."""
+    global INPUT
+    INPUT = "b12-warm-up"
+    driver = _Kafka(bootstrap)
+    read, close = driver.reader(INPUT)
+    latencies: dict[int, float] = {}
+    reading = threading.Event()
+    reading.set()
+
+    def downstream() -> None:
+        while reading.is_set():
+            for value in read():
+                sent, n = STAMP.unpack(value)
+                latencies[n] = (time.time() - sent) * 1000.0
+
+    reader = threading.Thread(target=downstream, daemon=True)
+    reader.start()
+    t0, seq = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        driver.send(STAMP.pack(time.time(), seq), seq)
+        seq += 1
+        delay = t0 + seq / rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+    driver.close()
+    deadline = time.perf_counter() + TAIL_S
+    while len(latencies) < seq and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    reading.clear()
+    reader.join(5)
+    close()
+    window = 5 * rate
+    first = sorted(latencies[n] for n in range(min(window, seq)) if n in latencies)
+    last = sorted(latencies[n] for n in range(max(0, seq - window), seq) if n in latencies)
+    return {
+        "first_p50_ms": _pct(first, 0.5),
+        "first_p99_ms": _pct(first, 0.99),
+        "last_p50_ms": _pct(last, 0.5),
+        "last_p99_ms": _pct(last, 0.99),
+    }
+
+
+def b12_section(repetitions: int, seconds: float, log=print, warm_up_s: float = BROKER_WARM_UP_S):
+    from bench.bench_kafka import with_broker_cpu
+    from bench.harness import Section, alternate, column, fmt, isolated, load_average, median
+    from bench.kafka_util import broker_line, start_broker
 
     t0 = time.perf_counter()
     broker = start_broker()
     try:
+        warm = isolated(
+            "bench.bench_latency:child_broker_warm_up", bootstrap=broker.bootstrap_servers, seconds=warm_up_s
+        )
+        log(f"  broker warm-up ({warm_up_s:.0f} s of one hop at {RATE:,} msgs/s): {warm}")
 
         def on(variant: str):
             def measure(rep: int) -> dict[str, Any]:
+                load = load_average()
                 if variant == "log":
-                    return isolated("bench.bench_latency:child_latency", system="log", seconds=seconds)
-                return isolated(
-                    "bench.bench_latency:child_kafka_fresh",
-                    bootstrap=broker.bootstrap_servers,
-                    seconds=seconds,
-                    topic_suffix=f"{variant}-{rep}",
-                    job_keys=KAFKA_VARIANTS[variant],
-                )
+                    result = isolated("bench.bench_latency:child_latency", system="log", seconds=seconds)
+                else:
+                    job_keys, relay = KAFKA_VARIANTS[variant]
+                    result = with_broker_cpu(
+                        broker,
+                        lambda rep: isolated(
+                            "bench.bench_latency:child_kafka_fresh",
+                            bootstrap=broker.bootstrap_servers,
+                            seconds=seconds,
+                            topic_suffix=f"{variant}-{rep}",
+                            job_keys=job_keys,
+                            relay=relay,
+                        ),
+                    )(rep)
+                result["load_1min"] = float(load.split(" / ")[0])
+                return result
 
             return measure
 
         runs = alternate(repetitions, {v: on(v) for v in ("log", *KAFKA_VARIANTS)}, log)
+        broker_name = broker_line(broker)
     finally:
         broker.stop()
-    labels = {
-        "log": "embedded log (`log`), default config",
-        "kafka": "Kafka (`kafka.client=confluent`), default config",
-    }
     rows = []
-    for variant, label in labels.items():
+    for variant, label in LABELS.items():
         rs = runs[variant]
+        broker_cpu = fmt(column(rs, "broker_cpu_s"), ".1f") if variant != "log" else ""
         rows.append(
             f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'in_p50_ms'), '.1f')} | "
             f"{fmt(column(rs, 'in_p99_ms'), '.1f')} | {fmt(column(rs, 'out_p50_ms'), '.1f')} | "
-            f"**{fmt(column(rs, 'out_p99_ms'), '.1f')}** | {fmt(column(rs, 'out_max_ms'), '.1f')} |"
+            f"**{fmt(column(rs, 'out_p99_ms'), '.1f')}** | {fmt(column(rs, 'out_max_ms'), '.1f')} | "
+            f"{broker_cpu} | {fmt(column(rs, 'load_1min'), '.1f')} |"
         )
     p99_log, p99_kafka = median(column(runs["log"], "out_p99_ms")), median(column(runs["kafka"], "out_p99_ms"))
+    p99_hop = median(column(runs["kafka"], "in_p99_ms"))
+    p99_relay = median(column(runs["relay"], "out_p99_ms"))
     body = (
         f"A pass-through job (1 container, {PARTITIONS} input and output partitions, default config: commit "
-        f"every 60 s, `log.linger.ms` 5, librdkafka's `linger.ms` 5) in its own process; the driver writes "
-        f"{RATE:,} msgs/s for {seconds:.0f} s after the job's first output, each stamped with the time just "
-        "before it was handed to the producer (log: one write and commit per message; Kafka: librdkafka, "
-        "`linger.ms=0`). Downstream consumers of the output *and of the input* record read time − stamp per "
-        "message (log: the system's consumer; Kafka: librdkafka with `fetch.wait.max.ms=100`, the engine's default): the input's "
-        "latency is one hop through the system alone, the output's the whole way through the job. Every "
-        f"measured message came out. Median (min–max) of {repetitions} repetitions, variants alternating.\n\n"
-        "| | msgs/s sent | input p50, ms | input p99, ms | output p50, ms | output p99, ms | output max, ms |\n"
-        "|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+        f"every 60 s, `log.linger.ms` 5, librdkafka's `linger.ms` 5) in its own process; on Kafka the broker is "
+        f"{broker_name}. The driver writes {RATE:,} msgs/s for {seconds:.0f} s after the job's first output, "
+        "each stamped with the time just before it was handed to the producer (log: one write and commit per "
+        "message; Kafka: librdkafka, `linger.ms=0`). Downstream consumers of the output *and of the input* "
+        "record read time − stamp per message (log: the system's consumer; Kafka: librdkafka, "
+        f"`fetch.wait.max.ms={READER_FETCH_WAIT_MS}`, taking what has arrived, else waiting for the first "
+        "message): the input's latency is one hop through the system alone, the output's the whole way "
+        "through the job. The *relay* row puts a bare librdkafka consume → produce loop (the engine's "
+        "librdkafka defaults, no engine) in the job's place: the floor of two hops through this broker. "
+        f"Before the first measurement the broker was warmed up with {warm_up_s:.0f} s of one-hop traffic at "
+        f"{RATE:,} msgs/s (its first 5 s: one hop p50 {warm['first_p50_ms']:.1f} ms, p99 "
+        f"{warm['first_p99_ms']:.1f} ms; its last 5 s: p50 {warm['last_p50_ms']:.1f} ms, p99 "
+        f"{warm['last_p99_ms']:.1f} ms). Every measured message came out. *Broker CPU* is the Kafka node's "
+        "CPU seconds during the repetition; *load* the machine's 1-minute load average as it started (2 cores, "
+        f"shared: absolute latencies are under that load). Median (min–max) of {repetitions} repetitions, "
+        "variants alternating.\n\n"
+        "| | msgs/s sent | input p50, ms | input p99, ms | output p50, ms | output p99, ms | output max, ms "
+        "| broker CPU, s | load |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
     )
     met = p99_log < 100 and p99_kafka < 100
     return Section(
         key="B12",
         title="end-to-end latency at a steady 1,000 msgs/s",
-        command=f"python -m bench --only B12 --repetitions {repetitions}",
+        command=f"python -m bench --only B12 --repetitions {repetitions} --latency-seconds {seconds:g}",
         body=body,
-        result=f"p99 {p99_log:.1f} ms on the log, {p99_kafka:.1f} ms on Kafka (one hop through the test "
-        f"broker alone: p99 {median(column(runs['kafka'], 'in_p99_ms')):.1f} ms)",
+        result=f"p99 {p99_log:.1f} ms on the log, {p99_kafka:.1f} ms on Kafka (one hop through the broker "
+        f"alone: p99 {p99_hop:.1f} ms; two hops through a bare librdkafka relay: p99 {p99_relay:.1f} ms)",
         target="p99 < 100 ms on the log and on Kafka with the default config",
         met=met,
         why="" if met else "Why: see *Profiles* below.",
@@ -327,12 +435,16 @@ def b12_section(repetitions: int, seconds: float, log=print):
 
 
 def child_kafka_fresh(
-    bootstrap: str, seconds: float, topic_suffix: str, job_keys: dict[str, str] | None = None
+    bootstrap: str,
+    seconds: float,
+    topic_suffix: str,
+    job_keys: dict[str, str] | None = None,
+    relay: bool = False,
 ) -> dict[str, Any]:
     """child_latency on Kafka with topics of this measurement's own (names suffixed)."""
     global INPUT, OUTPUT
     INPUT, OUTPUT = f"b12-in-{topic_suffix}", f"b12-out-{topic_suffix}"
-    return child_latency("kafka", seconds, bootstrap=bootstrap, job_keys=job_keys)
+    return child_latency("kafka", seconds, bootstrap=bootstrap, job_keys=job_keys, relay=relay)
 
 
 if __name__ == "__main__":
