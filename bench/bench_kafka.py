@@ -552,6 +552,7 @@ def b2_b3_sections(
                 + "\n".join(rows)
                 + "\n\n"
                 + BUSY_NOTE
+                + load_line(runs)
                 + loop_split(runs["engine"])
                 + (faust_note + "\n" if faust_note else "")
             )
@@ -668,6 +669,7 @@ counts the Samza node only).
 {memory}
 
 {loop_split(runs)}
+{load_line(all_runs)}
 B1-style ratios on the same topic, the engine consuming only (`NoOpTask`, confluent,
 {fmt(column(all_runs["consume-only"], "rate"))} msgs/s) against:
 
@@ -722,6 +724,15 @@ def with_broker_cpu(broker, measure: Callable[[int], dict[str, Any]]) -> Callabl
         return result
 
     return measured
+
+
+def load_line(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """The machine's 1-minute load average as each measurement's runs started (2 shared cores:
+    the absolute rates are under this load; the ratios of alternating runs are steadier)."""
+    from bench.harness import column, fmt
+
+    parts = [f"{name} {fmt(column(rs, 'load_1min'), '.1f')}" for name, rs in runs.items() if rs]
+    return "Load average (1 min) as the runs started, median (min–max): " + "; ".join(parts) + ".\n\n"
 
 
 def loop_split(runs: list[dict[str, Any]]) -> str:

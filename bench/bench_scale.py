@@ -17,6 +17,7 @@ within the budget.
 
 python -m bench --only B13              # in the runner (docs/benchmarks.md section B13)
 python -m bench.bench_scale [MESSAGES] [REPETITIONS]
+python -m bench.bench_scale kafka [MESSAGES] [REPETITIONS]   # the Kafka sweep alone: its table
 """
 
 from __future__ import annotations
@@ -501,6 +502,7 @@ def _rate(run: dict) -> str:
 def _kafka_table(kafka: dict[int, dict[str, list[dict]]]) -> str:
     if not kafka:
         return ""
+    from bench.bench_kafka import load_line
     from bench.harness import column, median
     from support.kafka_dist import kafka_version
 
@@ -521,6 +523,7 @@ group-by-partition; *broker CPU* is the Kafka node's CPU seconds during the run,
 | broker CPU during the raw loop, s | {_rows(kafka, "raw", "broker_cpu_s", ".2f")} |
 | broker CPU during the engine's run, s | {_rows(kafka, "engine", "broker_cpu_s", ".2f")} |
 
+{load_line({f"{p} {kind}": kafka[p][kind] for p in ps for kind in ("raw", "engine")})}
 Engine at {ps[-1]:,} / at {ps[0]:,} on Kafka: **{engine[ps[-1]] / engine[ps[0]]:.2f}** (the raw loop:
 {raw[ps[-1]] / raw[ps[0]]:.2f}; engine / raw at {ps[0]:,}: {engine[ps[0]] / raw[ps[0]]:.2f}, at {ps[-1]:,}:
 {engine[ps[-1]] / raw[ps[-1]]:.2f}).
@@ -564,5 +567,18 @@ def main(messages: int = MESSAGES, repetitions: int = 3) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def kafka_main(messages: int = KAFKA_MESSAGES, repetitions: int = 3) -> None:
+    """B13's Kafka sweep alone (the log sweep takes most of B13's time): prints its table."""
+    from bench.harness import load_average
+
+    print(f"load average before: {load_average()}", flush=True)
+    table = _kafka_table(kafka_sweep(messages, repetitions))
+    print(f"load average after: {load_average()}")
+    print(table)
+
+
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:]))
+    if sys.argv[1:2] == ["kafka"]:
+        kafka_main(*(int(a) for a in sys.argv[2:4]))
+    else:
+        main(*(int(a) for a in sys.argv[1:]))

@@ -140,11 +140,14 @@ def alternate(
     repetitions: int, measurements: dict[str, Callable[[int], dict[str, Any]]], log: Callable[[str], None] = print
 ) -> dict[str, list[dict[str, Any]]]:
     """Run each measurement once per repetition, alternating them (A B A B ...), so that a
-    change of load on the shared machine hits candidates and baselines alike."""
+    change of load on the shared machine hits candidates and baselines alike. Each result gets
+    ``load_1min``, the load average as its run started."""
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in measurements}
     for rep in range(repetitions):
         for name, run in measurements.items():
+            load = os.getloadavg()[0]  # the machine's 1-minute load average as the run starts
             result = run(rep)
+            result.setdefault("load_1min", load)
             out[name].append(result)
             shown = {
                 k: (round(v, 3) if isinstance(v, float) else v)
