@@ -214,7 +214,7 @@ def child_kafka_raw(bootstrap: str, topic: str, partitions: int, messages: int) 
 def kafka_sweep(messages: int, repetitions: int, log=print, partitions: tuple[int, ...] = KAFKA_PARTITIONS):
     from bench.bench_kafka import with_broker_cpu
     from bench.harness import alternate, isolated
-    from bench.kafka_util import create_topics, end_offsets, load, start_broker
+    from bench.kafka_util import create_topics, end_offsets, start_broker
 
     broker = start_broker()
     try:
@@ -223,7 +223,14 @@ def kafka_sweep(messages: int, repetitions: int, log=print, partitions: tuple[in
         for p in partitions:
             topic = f"b13-input-{p}"
             create_topics(bootstrap, [topic], p)
-            seconds = load(bootstrap, topic, messages, p, keys=10_000)
+            seconds = isolated(
+                "bench.bench_kafka:child_load",
+                bootstrap=bootstrap,
+                topic=topic,
+                messages=messages,
+                value_size=100,
+                partitions=p,
+            )["seconds"]
             ends = end_offsets(bootstrap, topic, p)
             if sum(ends) != messages:
                 raise RuntimeError(f"loaded {messages} messages into {topic}, its end offsets sum to {sum(ends)}")
