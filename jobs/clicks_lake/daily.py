@@ -47,7 +47,6 @@ def daily_clicks(context: dg.AssetExecutionContext, clicks: pd.DataFrame) -> pd.
 daily_clicks_job = dg.define_asset_job(
     "clicks_lake_daily_clicks",
     selection=dg.AssetSelection.assets(daily_clicks),
-    partitions_def=DAILY,
     description="Aggregates one day of the clicks table (a daily partition)",
 )
 
