@@ -78,7 +78,9 @@ class IcebergSystems:
         return None if namespace is None else TableRef(stream.system, namespace, stream.physical_name)
 
     def spec_metadata(self, ref: TableRef) -> dict[str, Any]:
-        md: dict[str, Any] = {TABLE_NAME: ref.name}
+        """What a reader of the table needs on its asset: the table's name, its system and the
+        job's .properties, which name the system's catalog."""
+        md: dict[str, Any] = {TABLE_NAME: ref.name, SYSTEM_METADATA: ref.system}
         if self.config_path is not None:
             md[CONFIG_PATH_METADATA] = dg.MetadataValue.path(self.config_path)
         return md
