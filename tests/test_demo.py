@@ -48,8 +48,10 @@ def test_demo_on_spark_reports_what_its_data_implies(tmp_path):
 
     cl = report.clicks_lake
     assert cl.status == "completed" and cl.rows_in_table == cl.events == 3 * (SIZE // 3)
-    # the day's aggregate read only that day: its rows, matching the events of the day
+    # the day's aggregate read only that day: its rows, matching the events of the day, and of the
+    # three days' data files (a job run each) only its own
     assert cl.aggregate_matches and cl.rows_loaded == cl.day_events == SIZE // 3
+    assert (cl.data_files_scanned, cl.data_files) == (1, 3)
 
     # the printed report carries the same numbers
     assert "transactions processed before currency_codes reached head" in text

@@ -1,7 +1,8 @@
-"""clicks_lake end to end, the demo's batch half: three days of click events, the job landing them
-in the Iceberg table web.clicks, then the daily aggregate of the middle day materialized by
-Dagster in process — its input loaded by the ``iceberg_io_manager`` with the day pushed down — and
-checked against the events of that day."""
+"""clicks_lake end to end, the demo's batch half: three days of click events arriving a day at a
+time, the job landing each day in the Iceberg table web.clicks (one run per day, each resuming from
+its checkpoint: a commit, a data file per day), then the daily aggregate of the middle day
+materialized by Dagster in process — its input loaded by the ``iceberg_io_manager`` with the day
+pushed down, so the other days' files are not read — and checked against the events of that day."""
 
 from __future__ import annotations
 
@@ -56,8 +57,13 @@ def run_scenario(
 ) -> ClicksLakeReport:
     config = load_config(log_root, **overrides)
     events = clicks(DAYS, max(1, size // len(DAYS)))
-    load_clicks(config, events)
-    outcome = run_job(config, runner=runner, spark=spark)
+    per_day = len(events) // len(DAYS)
+    processed, elapsed, status = 0, 0.0, []
+    for n in range(len(DAYS)):  # each day's clicks as they arrive, landed by a run of the job
+        load_clicks(config, events[n * per_day : (n + 1) * per_day])
+        outcome = run_job(config, runner=runner, spark=spark)
+        processed, elapsed = processed + outcome.messages_processed, elapsed + outcome.elapsed_s
+        status.append(outcome.status)
 
     table = load_table(IcebergSystemConfig.from_config(TABLE.system, config), TABLE)
     if table is None:
@@ -80,9 +86,9 @@ def run_scenario(
         data_files_scanned=int(loaded["data_files_scanned"]),
         aggregate_rows=len(aggregate),
         aggregate_matches=got == expected,
-        status=outcome.status,
-        messages_processed=outcome.messages_processed,
-        elapsed_s=outcome.elapsed_s,
+        status=",".join(sorted(set(status))),
+        messages_processed=processed,
+        elapsed_s=elapsed,
     )
 
 

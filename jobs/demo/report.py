@@ -105,7 +105,8 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
     if cl is not None:
         t = _table("5. clicks_lake — the batch half: stream → job → Iceberg table → daily aggregate")
         t.add_row(
-            f"click events in ({len(cl.days)} days) / rows in table {cl.table}", f"{cl.events:,} / {cl.rows_in_table:,}"
+            f"click events in ({len(cl.days)} days, a job run each) / rows in table {cl.table}",
+            f"{cl.events:,} / {cl.rows_in_table:,}",
         )
         t.add_row("table snapshot (carries the job's checkpoint)", str(cl.snapshot_id))
         t.add_row(
