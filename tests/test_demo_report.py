@@ -28,6 +28,16 @@ def _run(chooser: str, peak: int) -> ChooserRun:
     )
 
 
+def _printed(report: DemoReport, width: int) -> str:
+    """The report printed at ``width``: no value cut with an ellipsis, no line wider."""
+    out = io.StringIO()
+    print_report(Console(file=out, width=width, color_system=None), report, kept=False)
+    text = out.getvalue()
+    assert "…" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= width
+    return text
+
+
 @pytest.mark.parametrize("width", [80, 100])
 def test_the_ad_ctr_table_fits_without_cutting_a_value(width):
     report = DemoReport(size=10_000, runner="spark", log_root="/tmp/x", elapsed_s=1.0)
@@ -38,11 +48,7 @@ def test_the_ad_ctr_table_fits_without_cutting_a_value(width):
         aligned=_run("time-aligned", 278),
         round_robin=_run("round-robin", 900),
     )
-    out = io.StringIO()
-    print_report(Console(file=out, width=width, color_system=None), report, kept=False)
-    text = out.getvalue()
-    assert "…" not in text, text
-    assert max(len(line) for line in text.splitlines()) <= width
+    text = _printed(report, width)
     assert "time-aligned" in text and "round-robin" in text and "peak held" in text
 
 
@@ -73,9 +79,5 @@ def test_the_clicks_lake_table_fits_without_cutting_a_value(width):
         messages_processed=9_999,
         elapsed_s=1.0,
     )
-    out = io.StringIO()
-    print_report(Console(file=out, width=width, color_system=None), report, kept=False)
-    text = out.getvalue()
-    assert "…" not in text, text
-    assert max(len(line) for line in text.splitlines()) <= width
+    text = _printed(report, width)
     assert "6201257528867355339" in text and "3,333 (3,333)" in text and "1 / 3" in text
