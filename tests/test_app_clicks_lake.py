@@ -114,3 +114,66 @@ def test_stream_to_job_to_table_to_daily_aggregate(repo):
     assert again.metadata["snapshot_id"].value == now.snapshot_id
     assert again.metadata["rows_added"].value == 120
     assert again.metadata["dagster/row_count"].value == len(events) + 120
+
+
+def test_a_live_run_materializes_the_table_with_its_snapshot_while_it_writes(tmp_path):
+    """clicks_lake made unbounded: while the run is live, its materializations of the table carry
+    the snapshot the table holds and its schema; terminated, the final one the rows it added."""
+    import threading
+
+    from samza_dagster.orchestration import ICEBERG_IO_MANAGER_KEY, IcebergIOManager, application_definitions
+    from support.waiting import wait_until
+
+    systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
+    base = Config.from_properties(CONFIG_PATH).with_overrides(
+        {
+            "streams.click_events.samza.bounded": "false",
+            "task.commit.ms": "200",
+            "dagster.materialization.interval.ms": "1000",
+        }
+    )
+    defs = dg.Definitions.merge(
+        dg.Definitions(
+            resources={"samza_systems": systems, ICEBERG_IO_MANAGER_KEY: IcebergIOManager(samza_systems=systems)}
+        ),
+        application_definitions("clicks_lake", base, declared_outputs=["lake.clicks"], config_path=CONFIG_PATH),
+    )
+    config = systems.apply(base)
+    events = clicks(DAYS[:1], 200)
+    load_clicks(config, events)
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        job = defs.resolve_job_def("clicks_lake_job")
+        outcome: dict[str, dg.ExecuteInProcessResult] = {}
+        runner = threading.Thread(target=lambda: outcome.setdefault("live", job.execute_in_process(instance=instance)))
+        runner.start()
+        run = None
+        try:
+            run = wait_until(
+                lambda: instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])), what="the run"
+            )[0]
+
+            def live_with_rows() -> list[dg.AssetMaterialization]:
+                events_ = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+                return [
+                    e.asset_materialization
+                    for e in events_
+                    if e.asset_materialization is not None
+                    and e.asset_materialization.metadata["job_status"].value == "running"
+                    and e.asset_materialization.metadata.get("dagster/row_count") is not None
+                    and e.asset_materialization.metadata["dagster/row_count"].value == len(events)
+                ]
+
+            live = wait_until(live_with_rows, what="a live materialization of the table with every row")[-1]
+            snapshot = _table(tmp_path / "log").current_snapshot()
+            assert live.metadata["snapshot_id"].value == snapshot.snapshot_id
+            assert live.tags["dagster/data_version"] == f"snapshot:{snapshot.snapshot_id}"
+            assert "clicked_at" in {c.name for c in live.metadata["dagster/column_schema"].value.columns}
+        finally:
+            if run is not None:
+                instance.report_run_canceling(instance.get_run_by_id(run.run_id))
+            runner.join(60)
+        assert not runner.is_alive()
+        final = _latest(instance, TABLE)
+        assert final.metadata["job_status"].value != "running"
+        assert final.metadata["rows_added"].value == len(events)
