@@ -19,7 +19,14 @@ from pyiceberg.catalog import load_catalog
 from jobs.clicks_lake.data import clicks, expected_daily, load_clicks
 from jobs.clicks_lake.definitions import CONFIG_PATH
 from samza_dagster.config import Config
-from samza_dagster.orchestration import SamzaSystemsResource
+from samza_dagster.orchestration import (
+    ICEBERG_IO_MANAGER_KEY,
+    IcebergIOManager,
+    SamzaSystemsResource,
+    application_definitions,
+)
+from support.live_run import LiveRun, live_run
+from support.waiting import wait_until
 
 TABLE = dg.AssetKey(["clicks_lake", "clicks"])
 DAILY = dg.AssetKey(["clicks_lake", "daily_clicks"])
@@ -119,11 +126,6 @@ def test_stream_to_job_to_table_to_daily_aggregate(repo):
 def test_a_live_run_materializes_the_table_with_its_snapshot_while_it_writes(tmp_path):
     """clicks_lake made unbounded: while the run is live, its materializations of the table carry
     the snapshot the table holds and its schema; terminated, the final one the rows it added."""
-    import threading
-
-    from samza_dagster.orchestration import ICEBERG_IO_MANAGER_KEY, IcebergIOManager, application_definitions
-    from support.waiting import wait_until
-
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
     base = Config.from_properties(CONFIG_PATH).with_overrides(
         {
@@ -138,42 +140,27 @@ def test_a_live_run_materializes_the_table_with_its_snapshot_while_it_writes(tmp
         ),
         application_definitions("clicks_lake", base, declared_outputs=["lake.clicks"], config_path=CONFIG_PATH),
     )
-    config = systems.apply(base)
     events = clicks(DAYS[:1], 200)
-    load_clicks(config, events)
+    load_clicks(systems.apply(base), events)
+
+    def live_with_every_row(live: LiveRun) -> list[dg.AssetMaterialization]:
+        return [
+            m
+            for m in live.materializations(instance)
+            if m.metadata["job_status"].value == "running"
+            and "dagster/row_count" in m.metadata
+            and m.metadata["dagster/row_count"].value == len(events)
+        ]
+
     (tmp_path / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        job = defs.resolve_job_def("clicks_lake_job")
-        outcome: dict[str, dg.ExecuteInProcessResult] = {}
-        runner = threading.Thread(target=lambda: outcome.setdefault("live", job.execute_in_process(instance=instance)))
-        runner.start()
-        run = None
-        try:
-            run = wait_until(
-                lambda: instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])), what="the run"
-            )[0]
-
-            def live_with_rows() -> list[dg.AssetMaterialization]:
-                events_ = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
-                return [
-                    e.asset_materialization
-                    for e in events_
-                    if e.asset_materialization is not None
-                    and e.asset_materialization.metadata["job_status"].value == "running"
-                    and e.asset_materialization.metadata.get("dagster/row_count") is not None
-                    and e.asset_materialization.metadata["dagster/row_count"].value == len(events)
-                ]
-
-            live = wait_until(live_with_rows, what="a live materialization of the table with every row")[-1]
+        with live_run(defs.resolve_job_def("clicks_lake_job"), instance) as live:
+            seen = wait_until(lambda: live_with_every_row(live), what="a live materialization of every row")[-1]
             snapshot = _table(tmp_path / "log").current_snapshot()
-            assert live.metadata["snapshot_id"].value == snapshot.snapshot_id
-            assert live.tags["dagster/data_version"] == f"snapshot:{snapshot.snapshot_id}"
-            assert "clicked_at" in {c.name for c in live.metadata["dagster/column_schema"].value.columns}
-        finally:
-            if run is not None:
-                instance.report_run_canceling(instance.get_run_by_id(run.run_id))
-            runner.join(60)
-        assert not runner.is_alive()
+            assert seen.metadata["snapshot_id"].value == snapshot.snapshot_id
+            assert seen.tags["dagster/data_version"] == f"snapshot:{snapshot.snapshot_id}"
+            assert "clicked_at" in {c.name for c in seen.metadata["dagster/column_schema"].value.columns}
+        assert live.result.success
         final = _latest(instance, TABLE)
         assert final.metadata["job_status"].value != "running"
         assert final.metadata["rows_added"].value == len(events)

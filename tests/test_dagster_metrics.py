@@ -6,8 +6,6 @@ stream holds."""
 
 from __future__ import annotations
 
-import threading
-
 import dagster as dg
 
 from jobs.wordcount import definitions as wordcount
@@ -17,6 +15,7 @@ from samza_dagster.metrics import CONTAINER_GROUP, latest_snapshots
 from samza_dagster.model import SystemStream
 from samza_dagster.orchestration import JOB_INSTANCE_TAG, SamzaSystemsResource, application_definitions
 from samza_dagster.orchestration.assets import stream_key
+from support.live_run import live_run
 from support.waiting import wait_until
 
 LIVE = {
@@ -32,11 +31,6 @@ LIVE = {
 }
 
 
-def _materializations(instance: dg.DagsterInstance, run_id: str) -> list[dg.AssetMaterialization]:
-    events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
-    return [e.asset_materialization for e in events if e.asset_materialization is not None]
-
-
 def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics(tmp_path):
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
     base = Config.from_properties(wordcount.CONFIG_PATH).with_overrides(LIVE)
@@ -50,22 +44,12 @@ def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics
     (tmp_path / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         job = defs.resolve_job_def("wordcount_job")
-        outcome: dict[str, dg.ExecuteInProcessResult] = {}
-        worker = threading.Thread(target=lambda: outcome.setdefault("run", job.execute_in_process(instance=instance)))
-        worker.start()
-        live = None
-        try:
-            live = wait_until(
-                lambda: instance.get_runs(
-                    dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"}, statuses=[dg.DagsterRunStatus.STARTED])
-                ),
-                what="the live run to start",
-            )[0]
+        with live_run(job, instance, tags={JOB_INSTANCE_TAG: "wordcount-1"}) as live:
             # a live materialization shows every sentence processed, as the containers count it
             seen = wait_until(
                 lambda: [
                     m
-                    for m in _materializations(instance, live.run_id)
+                    for m in live.materializations(instance)
                     if m.asset_key == words
                     and m.metadata["job_status"].value == "running"
                     and "process_envelopes" in m.metadata
@@ -78,22 +62,17 @@ def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics
             assert md["process_ns"].value > 0
             assert md["process_envelopes_per_s"].value >= 0
             assert md["lag"].value == 0 and md["lag_sentences"].value == 0
-        finally:
-            if live is not None:
-                instance.report_run_canceling(instance.get_run_by_id(live.run_id))
-            worker.join(120)
-        assert not worker.is_alive(), "the job did not stop after the run was terminated"
-        assert outcome["run"].success
+        assert live.result.success
         final = [
             m
-            for m in _materializations(instance, live.run_id)
+            for m in live.materializations(instance)
             if m.asset_key == words and m.metadata["job_status"].value != "running"
         ]
         (last,) = final
         assert last.metadata["process_envelopes"].value == len(SENTENCES) == last.metadata["messages_processed"].value
         checks = {
             e.asset_check_evaluation.check_name: e.asset_check_evaluation
-            for e in instance.all_logs(live.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+            for e in instance.all_logs(live.run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
         }
         lag = checks["consumer_lag"]
         assert lag.passed and lag.metadata["lag_source"].value == "metrics"
