@@ -65,8 +65,8 @@ from samza_dagster.orchestration.resources import (
 )
 from samza_dagster.orchestration.rewind import rewind_backfill
 from samza_dagster.orchestration.scaffold import SamzaJobScaffolder
-from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY
+from samza_dagster.runtime.preflight import check_job_config
 
 log = logging.getLogger(__name__)
 
