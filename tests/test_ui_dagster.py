@@ -216,6 +216,26 @@ def test_materialize_wordcount_from_the_ui(dg_dev, tmp_path):
     assert "All component YAML validated successfully" in served  # dg dev checked the defs.yaml files
 
 
+def _run_page_text(base: str, run_id: str, screenshot: str) -> str:
+    """The run's page in headless Chromium, once its events have loaded: its visible text (a
+    screenshot lands in test-artifacts/)."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            skip = page.get_by_role("button", name="Skip")
+            page.add_locator_handler(skip, lambda: skip.click())
+            page.goto(f"{base}/runs/{run_id}", wait_until="domcontentloaded")
+            page.get_by_text("RUN_SUCCESS").first.wait_for(timeout=60000)
+            page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
+            return page.inner_text("body")
+        finally:
+            browser.close()
+
+
 def _status_of(client, run_id: str) -> str:
     return client.get_run_status(run_id).value
 
@@ -278,6 +298,10 @@ def test_a_streaming_job_runs_once_and_stops_gracefully_under_dagster_dev(dagste
         types = {e.dagster_event.event_type for e in events if e.dagster_event}
         assert DagsterEventType.STEP_SUCCESS in types and DagsterEventType.RUN_SUCCESS in types
         assert DagsterEventType.RUN_CANCELED not in types and DagsterEventType.STEP_FAILURE not in types
+        # and what a person sees: the run page in a real browser says Success, with no error in it
+        page_text = _run_page_text(base, first, "dagster-ui-terminated-streaming-run.png")
+        assert "Success" in page_text and "Canceled" not in page_text, page_text[:2000]
+        assert "DagsterExecutionInterruptedError" not in page_text
         mats = [
             e.asset_materialization for e in instance.all_logs(first, of_type=DagsterEventType.ASSET_MATERIALIZATION)
         ]
