@@ -46,9 +46,9 @@ def isolated(target: str, timeout_s: float = 900.0, **kwargs: Any) -> dict[str, 
         text=True,
         timeout=timeout_s,
     )
-    for line in reversed(proc.stdout.splitlines()):
-        # anywhere in the line: peers that take over stdout (Faust routes it through its
-        # logging) prefix it with a timestamp and level
+    for line in reversed(proc.stdout.splitlines() + proc.stderr.splitlines()):
+        # anywhere in the line, on either stream: peers that take over stdout (Faust routes it
+        # through its logging, to stderr) prefix it with a timestamp and level
         at = line.find(_RESULT_PREFIX)
         if at >= 0:
             if proc.returncode != 0:
