@@ -56,5 +56,5 @@ def test_demo_on_spark_reports_what_its_data_implies(tmp_path):
     # the printed report carries the same numbers
     assert "transactions processed before currency_codes reached head" in text
     assert f"{SIZE:,} / {SIZE:,}" in text
-    assert "dagster dev -w workspace.yaml" in text
+    assert "dg dev" in text and "dagster dev" not in text
     assert "5. clicks_lake" in text and f"{cl.rows_loaded:,}" in text

@@ -3,11 +3,13 @@
 Three writer processes append whole batches (one transaction each, rows big enough that a
 kill often lands inside the transaction or its fsync) to their own partition of one stream,
 while two reader processes poll every partition and the metadata. The test SIGKILLs a random
-writer at seeded-random moments (24 kills) and restarts it; a restarted writer resumes from its
-partition's newest offset. Checked, by the readers while it runs and by the test at the end:
-no partial batch is ever visible (every partition's length, in every snapshot, is a multiple of
-the batch size), offsets are dense and equal each writer's sequence number (per-partition
-order), the files pass SQLite's integrity check and reopen for writing afterwards.
+writer at seeded-random moments (24 kills; a writer appends until killed, so every kill lands
+mid-write) and restarts it; a restarted writer resumes from its partition's newest offset. The
+readers poll until the test tells them the kills are over, however long they took (a fixed 12 s
+left a reader 8 polls on a loaded machine). Checked, by the readers while it runs and by the
+test at the end: no partial batch is ever visible (every partition's length, in every snapshot,
+is a multiple of the batch size), offsets are dense and equal each writer's sequence number
+(per-partition order), the files pass SQLite's integrity check and reopen for writing afterwards.
 (tests/test_log_system.py covers single kills and two unkilled writers; this adds many kills
 with concurrent readers.)
 """
@@ -23,6 +25,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from samza_dagster.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
@@ -69,8 +73,10 @@ def writer(root: str, partition: int) -> None:
         producer.flush("w")
 
 
-def reader(root: str, seconds: float) -> None:
-    """Poll every partition and the metadata; print a JSON report of what was wrong."""
+def reader(root: str, stop_file: str) -> None:
+    """Poll every partition and the metadata until ``stop_file`` exists (the test writes it
+    after its last kill, so the readers watch every kill whatever the machine's speed); print a
+    JSON report of what was wrong."""
     config = _config(root)
     factory = LogSystemFactory()
     admin = factory.get_admin("log", config)
@@ -82,8 +88,9 @@ def reader(root: str, seconds: float) -> None:
     expect = {ssp: 0 for ssp in ssps}
     problems: list[str] = []
     snapshots = 0
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and len(problems) < 10:
+    stop = Path(stop_file)
+    deadline = time.monotonic() + 300  # only if the test died without saying stop
+    while not stop.exists() and time.monotonic() < deadline and len(problems) < 10:
         for p, m in admin.get_system_stream_metadata([STREAM])[STREAM].partitions.items():
             snapshots += 1
             if int(m.upcoming_offset) % BATCH:
@@ -123,12 +130,14 @@ def _start_writer(root: str, partition: int) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.timeout(900)  # 24 writer processes started again; on a loaded 2-core machine minutes
 def test_killed_writers_never_expose_partial_batches_and_files_stay_sound(tmp_path):
     root = str(tmp_path / "log")
     LogSystemFactory().get_admin("log", _config(root)).create_stream(StreamSpec(STREAM, STREAM, "log", WRITERS))
     rnd = random.Random(SEED)
     writers = {p: _start_writer(root, p) for p in range(WRITERS)}
-    readers = [_spawn("reader", root, "@12.0@") for _ in range(2)]
+    stop_readers = tmp_path / "stop-readers"
+    readers = [_spawn("reader", root, str(stop_readers)) for _ in range(2)]
     kills = 0
     try:
         while kills < KILLS:
@@ -139,6 +148,7 @@ def test_killed_writers_never_expose_partial_batches_and_files_stay_sound(tmp_pa
             kills += 1
             writers[p] = _start_writer(root, p)
     finally:
+        stop_readers.touch()
         for w in writers.values():
             os.kill(w.pid, signal.SIGKILL)
             w.wait(10)

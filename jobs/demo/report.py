@@ -127,8 +127,9 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
     )
     if kept:
         console.print(f"streams kept under {report.log_root}/<application>/log")
+    root = f"{report.log_root}/<application>/log" if kept else "<a log root>"
     console.print(
-        "Open the same applications in the Dagster UI:  [bold]dagster dev -w workspace.yaml[/bold]  "
-        "(SAMZA_LOG_PATH picks the log root) — assets per stream, one job per application, the "
-        "coordinator-stream sensor for reconfiguration."
+        f"Open an application's streams in the Dagster UI:  [bold]SAMZA_LOG_PATH={root} dg dev[/bold]  "
+        "(from the checkout; each application keeps its own log root) — assets per stream, one job per "
+        "application, the coordinator-stream sensor for reconfiguration."
     )

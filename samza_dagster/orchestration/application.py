@@ -2,7 +2,8 @@
 reconfiguration, observation and failure sensors — built from its .properties and execution plan.
 
 Every run of the asset job carries the ``samza/job-instance`` tag the code location's run queue
-limits to one live run (see :mod:`.single_run`). The streams an unbounded job writes get a
+limits to one live run (see :mod:`.single_run`), and runs on the in-process executor: a
+graceful terminate then ends with the step's success, not an error (:mod:`.supervision`). The streams an unbounded job writes get a
 freshness policy (a live run materializes them every ``dagster.materialization.interval.ms``);
 owners come from ``dagster.owners`` (see :mod:`.settings`).
 
@@ -87,6 +88,10 @@ def application_definitions(
             selection=dg.AssetSelection.assets(job_asset),
             description=f"Runs the Samza job {plan.job_name} and materializes the streams it writes",
             tags={"samza/application": application, JOB_INSTANCE_TAG: job_instance(cfg)},
+            # one op: a step process of its own buys nothing, and under the multiprocess executor
+            # a graceful terminate ends in an ERROR-level RUN_CANCELED with the executor's trace
+            # (docs/decisions.md, "A graceful Terminate ends green")
+            executor_def=dg.in_process_executor,
         )
         fed_by: dict[str, list[dg.AssetKey]] = {}
         for backfill in backfills:

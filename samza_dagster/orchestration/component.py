@@ -29,8 +29,10 @@ under a directory) is a bounded input asset; a low-level task's Iceberg output i
 any other (``declared_outputs: [lake.clicks]``, ``lake`` an ``iceberg`` system) and becomes the
 table's asset.
 
-A component that cannot be built — its ``config_path`` does not exist, its config is rejected
-or its plan is — is one error naming the ``defs.yaml``, the key and the value. Under ``dg check
+A component that cannot be built — its ``config_path`` does not exist, its config fails the
+pre-flight ``samza-dagster run`` applies (typed values, serdes, the runner, the task or
+application class) or its plan is rejected — is one error naming the ``defs.yaml``, the key and
+the value. Under ``dg check
 defs`` (``dagster definitions validate``) that error fails the check; elsewhere (``dg dev``) it
 is logged and the component shows as a placeholder asset ``[<application>, execution_plan]``
 with a failing check, while the project's other components load.
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -63,6 +66,7 @@ from samza_dagster.orchestration.resources import (
 from samza_dagster.orchestration.rewind import rewind_backfill
 from samza_dagster.orchestration.scaffold import SamzaJobScaffolder
 from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY
+from samza_dagster.runtime.preflight import check_job_config
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +145,9 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
             config_file = self.config_file(context.path, defs_yaml)
             cfg = _load(config_file, defs_yaml, self.config_path)
             application = self.application or _group_name(keys.JOB_NAME.get(cfg) or application)
+            # the pre-flight of `samza-dagster run`: typed values, serdes, the runner, the task or
+            # application class — a config `run` refuses is refused here too
+            check_job_config(cfg)
             for i, entry in enumerate(self.declared_outputs):
                 system, _, stream = entry.partition(".")
                 if not system or not stream:
@@ -209,6 +216,8 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def _failed(self, application: str, error: SamzaComponentError) -> dg.Definitions:
         if os.environ.get(VALIDATION_ENV):
+            # Dagster prints the error at the end of a long trace: the line that matters first
+            print(f"error: {error}", file=sys.stderr, flush=True)
             raise error
         log.error("application %s is not loaded: %s", application, error)
         return failed_application_definitions(application, error)

@@ -203,7 +203,7 @@ def run_samza_job(
         runner, runner_md = runner_for(spark, cfg)
     watch = _Progress(cfg, written, before, bootstrap_inputs)
     follower = _follow_metrics(context, cfg, job_name)
-    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name, follower)
+    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name, follower, settings)
     context.log.info(f"job {job_name}: starting ({JobConfig(cfg).factory} runner)")
     try:
         outcome = JobSupervisor(context, runner, job_name, settings, watch.progress, live.emit).run()
@@ -339,8 +339,11 @@ def _observe_quietly(
 
 class _LiveMaterializations:
     """While an unbounded job runs: an AssetMaterialization per written stream (messages written
-    since the run started and in the last interval, throughput, lag per input) and an observation
-    per input (its lag), so the asset pages and their plots follow the live job."""
+    since the run started and in the last interval, throughput, lag per input), the ``consumer_lag``
+    check's evaluation on it, and an observation per input (its lag), so the asset pages, their
+    plots and their checks follow the live job. Every count is since the run started, across
+    container restarts (a reconfiguration restarts the containers, whose own counters start
+    again): the containers' ``process_envelopes`` beside ``messages_written`` never go back."""
 
     def __init__(
         self,
@@ -352,8 +355,10 @@ class _LiveMaterializations:
         before: dict[str, StreamObservation],
         job_name: str,
         metrics: MetricsStreamFollower | None = None,
+        settings: DagsterSettings | None = None,
     ) -> None:
         self.context, self.assets, self.cfg = context, assets, cfg
+        self.settings = settings or DagsterSettings.from_config(cfg)
         self.read, self.written, self.before, self.job_name = read, written, before, job_name
         self.last: dict[str, int] = {sid: 0 for sid in before}
         self.warned = False
@@ -370,11 +375,13 @@ class _LiveMaterializations:
                 self.warned = True
             return
         lag = checks.lag_per_input(inputs)
+        metrics_lag: dict[str, int] | None = None
         metrics_md: dict[str, Any] = {}
         if self.metrics is not None:
             live = JobMetrics.from_follower(self.metrics)
             if live:  # the containers' own numbers win: lag, throughput, process-ns
-                lag = live.lag_per_input(inputs.values()) or lag
+                metrics_lag = live.lag_per_input(inputs.values()) or None
+                lag = metrics_lag or lag
                 processed = live.process_envelopes
                 recent, self.last_processed = processed - self.last_processed, processed
                 metrics_md = {
@@ -411,6 +418,11 @@ class _LiveMaterializations:
                     },
                     tags={DATA_VERSION_TAG: version},
                 )
+            )
+            # the check as of now: without it the live run's check reads "not evaluated" until
+            # the run ends, while the sensor's evaluations pile up in its history
+            self.context.log_event(
+                checks.lag_evaluation(self.assets.keys[stream.id], inputs, self.settings, metrics_lag)
             )
         for sid, obs in inputs.items():
             self.context.log_event(obs.to_event(self.assets.keys[sid], f"lag of the live job {self.job_name}"))
