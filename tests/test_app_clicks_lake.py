@@ -123,9 +123,10 @@ def test_stream_to_job_to_table_to_daily_aggregate(repo):
     assert again.metadata["dagster/row_count"].value == len(events) + 120
 
 
-def test_a_live_run_materializes_the_table_with_its_snapshot_while_it_writes(tmp_path):
+def test_a_live_run_materializes_the_table_with_its_snapshot_while_it_writes(tmp_path, monkeypatch):
     """clicks_lake made unbounded: while the run is live, its materializations of the table carry
     the snapshot the table holds and its schema; terminated, the final one the rows it added."""
+    monkeypatch.delenv("SAMZA_LOG_PATH", raising=False)  # the resource's log_path is the log root
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
     base = Config.from_properties(CONFIG_PATH).with_overrides(
         {

@@ -122,39 +122,40 @@ class IcebergIOManager(dg.ConfigurableIOManager):
         return data if _wants_arrow(context) else data.to_pandas()
 
     def table_ref(self, context: dg.InputContext) -> TableRef:
-        upstream = context.upstream_output.definition_metadata if context.upstream_output is not None else {}
-        name = upstream.get(TABLE_NAME)
-        name = getattr(name, "value", name)
-        namespace, _, table = str(name or "").rpartition(".")
+        namespace, _, table = str(_upstream(context, TABLE_NAME) or "").rpartition(".")
         if not namespace or not table:
             raise OrchestrationError(
                 f"asset {context.asset_key.to_user_string()} names no Iceberg table: its metadata needs "
                 "dagster/table_name (<namespace>.<table>), as the assets of a Samza job's tables have"
             )
-        system = upstream.get(SYSTEM_METADATA)
-        return TableRef(str(getattr(system, "value", system) or "iceberg"), namespace, table)
+        return TableRef(str(_upstream(context, SYSTEM_METADATA) or "iceberg"), namespace, table)
 
     def load_table(self, context: dg.InputContext, ref: TableRef) -> Table:
         catalog_name, props = self.catalog(context, ref)
         try:
             return load_catalog(catalog_name, **props).load_table(ref.identifier)
         except (NoSuchTableError, NoSuchNamespaceError) as exc:
-            where = props.get("uri") or props.get("type") or catalog_name
+            # the catalog's type, not its uri: a uri may carry a password
             raise OrchestrationError(
                 f"asset {context.asset_key.to_user_string()}: Iceberg table {ref.name} does not exist in catalog "
-                f"{catalog_name!r} ({where}): materialize the job that writes it first"
+                f"{catalog_name!r} (type {props.get('type', 'unset')}): materialize the job that writes it first"
             ) from exc
 
     def catalog(self, context: dg.InputContext, ref: TableRef) -> tuple[str, dict[str, str]]:
         """The catalog's name and properties: this I/O manager's, else the writing job's."""
         if self.catalog_properties:
             return ref.system, dict(self.catalog_properties)
-        upstream = context.upstream_output.definition_metadata if context.upstream_output is not None else {}
-        path = upstream.get(CONFIG_PATH_METADATA)
-        path = getattr(path, "value", path)
+        path = _upstream(context, CONFIG_PATH_METADATA)
         config = Config.from_properties(str(path)) if path else Config({})
         iceberg = IcebergSystemConfig.from_config(ref.system, self.samza_systems.apply(config))
         return ref.system, iceberg.catalog_properties
+
+
+def _upstream(context: dg.InputContext, key: str) -> Any:
+    """A definition metadata value of the upstream asset (a MetadataValue's own value), or None."""
+    upstream = context.upstream_output.definition_metadata if context.upstream_output is not None else {}
+    value = upstream.get(key)
+    return getattr(value, "value", value)
 
 
 def _wants_arrow(context: dg.InputContext) -> bool:
