@@ -17,6 +17,7 @@ from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
 from support.hl_harness import bounded, counter, create, produce, read_all, run, statuses, task_names
 from support.waiting import wait_until
+from tests.apps.harness import read_checkpoints
 from tests.hl_apps import base
 
 pytestmark = pytest.mark.timeout(120)
@@ -191,3 +192,56 @@ def test_downstream_restart_between_upstream_end_of_stream_messages(tmp_path):
     run2 = run(stage1)  # ends only if the first two were remembered
     assert statuses(run2) == {"completed"}
     assert dict(read_all(cfg, "counts")) == dict(Counter(first + second))
+
+
+def _raw_partition(cfg, stream: str, partition: int) -> list[tuple[int, bytes]]:
+    """(offset, value bytes) of every message of the partition: control messages undecoded."""
+    consumer = system_factory(cfg, "log").get_consumer("log", cfg)
+    ssp = SystemStreamPartition("log", stream, partition)
+    consumer.register(ssp, "0")
+    consumer.start()
+    out: list[tuple[int, bytes]] = []
+    try:
+        while envelopes := consumer.poll([ssp], 0).get(ssp, []):
+            out += [(int(e.offset), e.message) for e in envelopes if not e.is_end_of_stream]
+    finally:
+        consumer.stop()
+    return out
+
+
+def test_an_upstream_task_sends_end_of_stream_last_and_the_downstream_reads_every_message(tmp_path):
+    """Samza sends a producer task's end-of-stream last: after it, nothing more of that task on the
+    intermediate stream (a watermark published by the timer after the end used to follow it, and
+    stayed unread — the downstream had already ended that partition)."""
+    cfg = bounded(base(tmp_path, "eos", "EventTimeCountApp", **{"task.watermark.interval.ms": "10"}), "A", "B")
+    for s in ("A", "B"):
+        create(cfg, s, 2)
+    create(cfg, "panes", 2)
+    for s in ("A", "B"):
+        rows = [(p, None, {"k": f"k{i % 3}", "t": 100 * i}) for i in range(40) for p in (0, 1)]
+        produce(cfg, s, rows, [t for (_p, _k, t) in ((p, i, 100 * i) for i in range(40) for p in (0, 1))])
+    result = run(cfg)
+    assert result.succeeded and statuses(result) == {"completed"}
+    intermediate = "eos-1-partition_by-by-k"
+    serde = IntermediateMessageSerde(JsonSerde())
+    reader = system_factory(cfg, "log").get_admin("log", cfg)
+    metadata = reader.get_system_stream_metadata([intermediate])[intermediate]
+    reader.stop()
+    for partition in metadata.partitions:
+        ended: set[str] = set()
+        for offset, value in _raw_partition(cfg, intermediate, partition):
+            message = serde.from_bytes(value)
+            task = getattr(message, "task_name", None)
+            assert task not in ended, f"partition {partition} offset {offset}: {message} after its task's end-of-stream"
+            if isinstance(message, EndOfStreamMessage):
+                ended.add(task)
+        assert ended == {"Partition 0", "Partition 1"}, (partition, ended)
+    # the downstream job's checkpoints cover every message of the intermediate stream
+    checkpoints = read_checkpoints(cfg)
+    covered = {
+        ssp.partition: int(o)
+        for c in checkpoints.values()
+        for ssp, o in c.offsets.items()
+        if ssp.stream == intermediate
+    }
+    assert covered == {p: int(m.newest_offset) for p, m in metadata.partitions.items()}

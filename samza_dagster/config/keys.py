@@ -212,7 +212,7 @@ JOB_COORDINATOR_HTTP_HOST = define(
     "job.coordinator.http.host",
     STR,
     "127.0.0.1",
-    "the address the job coordinator's HTTP service listens on (spark runner)",
+    "the address the job coordinator's HTTP service listens on, on every runner (one other machines reach needs `job.coordinator.http.token`)",
 )
 JOB_COORDINATOR_HTTP_TOKEN = define(
     "job.coordinator.http.token", STR, None, "a bearer token the coordinator's HTTP service requires (unset: none)"
@@ -259,6 +259,14 @@ JOB_PROCESSING_GUARANTEE = define(
     "the embedded log or Kafka — (outputs, changelog, control "
     "messages and checkpoints readable together or removed); "
     '`at-least-once`: Samza\'s (docs/decisions.md, "Exactly-once output")',
+)
+MISSPELLED_KEY_POLICIES = ("error", "warn")
+JOB_CONFIG_MISSPELLED_KEYS = define(
+    "job.config.misspelled.keys",
+    _choice(*MISSPELLED_KEY_POLICIES),
+    MISSPELLED_KEY_POLICIES[0],
+    "a key nothing reads that is a near miss of a defined key (a typo such as task.clas): `error` refuses the config "
+    "naming the key meant; `warn` logs a WARNING and runs on (keys with no near one are always only a WARNING)",
 )
 JOB_LOGGED_STORE_BASE_DIR = define(
     "job.logged.store.base.dir",

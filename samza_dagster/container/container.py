@@ -115,7 +115,6 @@ class SamzaContainer:
         #: the systems' own counters, read for the summary (a snapshot callable per client)
         self._consumer_metrics: dict[str, Callable[[], Any]] = {}
         self.startpoints: ContainerStartpoints | None = None
-        self._final_lag: dict[str, int] = {}
         self._exactly_once = False
         #: exactly-once: the checkpoint system's producer, which runs the container's transactions
         self._transactions: Any = None
@@ -135,6 +134,14 @@ class SamzaContainer:
     def last_checkpoints(self) -> dict[str, Checkpoint]:
         """Each task's last checkpoint (its TaskInstance's: read back at start, then its commits')."""
         return {name: ti.last_checkpoint for name, ti in self.tasks.items() if ti.last_checkpoint is not None}
+
+    def positions(self) -> dict[SystemStreamPartition, str]:
+        """The last offset processed of every partition of every task, as the run loop recorded
+        it (not yet committed, maybe): read from another thread, for progress shown to a person."""
+        out: dict[SystemStreamPartition, str] = {}
+        for ti in list(self.tasks.values()):
+            out.update(list(ti.last_processed.items()))
+        return out
 
     def uncommitted(self) -> dict[str, dict[SystemStreamPartition, tuple[str | None, str]]]:
         """Per task, the partitions processed past their last checkpoint: ``ssp -> (checkpointed
@@ -576,7 +583,6 @@ class SamzaContainer:
                 attempt(stores.close)
         for producer in self._started_producers:
             attempt(producer.stop)
-        self._final_lag = self._lag()  # before the admins stop: it asks them
         if self.checkpoints is not None:
             attempt(self.checkpoints.stop)
         if self.startpoints is not None:
@@ -608,7 +614,7 @@ class SamzaContainer:
                 metrics[name] = value() if callable(value) else value
             except Exception:  # noqa: BLE001 - informational
                 pass
-        metrics["lag"] = self._final_lag
+        metrics["lag"] = self.reporting.final_lag
         # the registries' values at the stop (Samza's groups and names), whatever reporters run:
         # what Dagster's final materialization and lag check read
         metrics["registry"] = self.reporting.final
@@ -635,24 +641,3 @@ class SamzaContainer:
             None if error is None else f"{type(error).__name__}: {error}",
             metrics,
         )
-
-    def _lag(self) -> dict[str, int]:
-        """Messages behind the newest offset per input partition at the end (best effort): one
-        batched offsets lookup for every input partition of the container."""
-        lag: dict[str, int] = {}
-        try:
-            newest = ssp_metadata(self._admin, {ssp for ti in self.tasks.values() for ssp in ti.ssps})
-            for ti in self.tasks.values():
-                for ssp in ti.ssps:
-                    pm = newest.get(ssp)
-                    if pm is None or pm.newest_offset is None:
-                        continue
-                    done = ti.last_processed.get(ssp)
-                    try:
-                        behind = int(pm.newest_offset) - (int(done) if done is not None else int(pm.oldest_offset) - 1)
-                    except ValueError:  # offsets that are not message counts (files: <file>:<row>)
-                        continue
-                    lag[f"{ssp.system}.{ssp.stream}[{ssp.partition}]"] = max(0, behind)
-        except Exception:  # noqa: BLE001 - lag is informational
-            log.debug("container %s: lag not computed", self.container_id, exc_info=True)
-        return lag

@@ -13,6 +13,7 @@ from samza_dagster.metrics.groups import (
     CACHED_STORE_GROUP,
     CONTAINER_GROUP,
     LOGGED_STORE_GROUP,
+    OPERATOR_GROUP,
     STORAGE_MANAGER_GROUP,
     SYSTEM_CONSUMERS_GROUP,
     TASK_GROUP,
@@ -21,9 +22,6 @@ from samza_dagster.metrics.groups import (
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.stream_reader import close_admin
 from samza_dagster.model import SystemStreamPartition
-
-#: the operator runtime's counters (late messages, expired join entries) of a high-level job
-OPERATOR_GROUP = "samza_dagster.operators.OperatorMetrics"
 
 
 class TaskMetrics:

@@ -12,9 +12,11 @@ import threading
 from typing import Any
 
 from samza_dagster.config.config import Config
+from samza_dagster.config.secrets import secrets_of
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
-from samza_dagster.runtime.common import new_container, secrets_of, unmask, watch_interval_s
+from samza_dagster.model import SystemStreamPartition
+from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import describe_uncommitted
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
@@ -27,7 +29,7 @@ CONTAINER_THREAD_PREFIX = "samza-container-"
 class ThreadJobRunner(JobRunner):
     runner_name = "thread"
 
-    def __init__(self, config: Config, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, config: Config, *, host: str | None = None) -> None:
         super().__init__(config, host=host)
         self.containers: list[Any] = []
         self._secrets = secrets_of(config)
@@ -38,6 +40,12 @@ class ThreadJobRunner(JobRunner):
 
     def _uncommitted(self) -> str:
         return describe_uncommitted(self.containers)
+
+    def live_positions(self) -> dict[SystemStreamPartition, str]:
+        out: dict[SystemStreamPartition, str] = {}
+        for container in list(self.containers):
+            out.update(container.positions())
+        return out
 
     def _job_model(self, url: str) -> Any:
         # the served model masks secrets; containers in this process get them back from here

@@ -27,7 +27,8 @@ from samza_dagster.model import (
 from samza_dagster.system.errors import PartitionError, SamzaSystemError, StreamExistsError, StreamNotFoundError
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.errors import TopicNotYetKnownError, connect, unavailable
+from samza_dagster.system.kafka.connecting import connect
+from samza_dagster.system.kafka.errors import TopicNotYetKnownError, unavailable
 from samza_dagster.system.kafka.retry import kafka_python_transient, note_created, recently_created, retrying
 
 #: CreateTopics' "the broker's ``default.replication.factor``" (KIP-464)
@@ -68,6 +69,7 @@ class KafkaSystemAdmin:
                     self._clients.bootstrap_servers,
                     "admin",
                     lambda: KafkaAdminClient(**self._clients.admin),
+                    self._clients.admin,
                 )
             return self._admin
 

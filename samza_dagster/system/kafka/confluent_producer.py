@@ -45,6 +45,7 @@ from samza_dagster.system.kafka.common import (
     transaction_timeout_ms,
 )
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
+from samza_dagster.system.kafka.connecting import first_metadata
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,
@@ -52,6 +53,7 @@ from samza_dagster.system.kafka.errors import (
     unavailable,
 )
 from samza_dagster.system.kafka.retry import partition_counts_of_created
+from samza_dagster.system.kafka.security import ConnectionFailures
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
 #: serve delivery callbacks every this many sends (poll(0) costs a call into librdkafka)
@@ -82,17 +84,29 @@ class ConfluentSystemProducer:
         self._sent = False
         if int(clients.producer.get("statistics.interval.ms", 0) or 0) > 0:
             clients.producer["stats_cb"] = self._on_statistics
+        self._failures = ConnectionFailures()
+        clients.producer["error_cb"] = self._failures.record
 
     def register(self, source: str) -> None:
         pass
 
     def start(self) -> None:
         """Create the client and ask for the cluster's metadata once: an unreachable broker
-        fails here, within bootstrap.timeout.ms, naming its address."""
+        fails here, within bootstrap.timeout.ms, naming its address; refused credentials or an
+        untrusted certificate fail as soon as librdkafka reports them, naming the cause. A
+        failed start drops the client (librdkafka would keep reconnecting while it lives)."""
         try:
-            self._client().list_topics(timeout=self._clients.bootstrap_timeout_s)
-        except KafkaException as exc:
-            raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "producer start") from exc
+            first_metadata(
+                self._client(),
+                self._failures,
+                self.system_name,
+                self._clients.bootstrap_servers,
+                self._clients.bootstrap_timeout_s,
+                "producer start",
+            )
+        except BaseException:
+            self._producer = None
+            raise
 
     def _client(self, conf: dict[str, Any] | None = None) -> Any:
         if self._producer is None:

@@ -26,7 +26,8 @@ from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import StreamNotFoundError, SystemClientError
 from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.errors import connect, unavailable
+from samza_dagster.system.kafka.connecting import connect
+from samza_dagster.system.kafka.errors import unavailable
 from samza_dagster.system.kafka.retry import partition_counts_of_created
 
 
@@ -62,8 +63,9 @@ class KafkaSystemConsumer:
         self._consumer = connect(
             self.system_name,
             self._clients.bootstrap_servers,
-            "consumer",
+            "consumer start",
             lambda: KafkaConsumer(**self._clients.consumer),
+            self._clients.consumer,
         )
         consumer = self._consumer
         try:
