@@ -19,8 +19,10 @@ to rejoin every ISR, then checks:
   from its changelog by a second run that reads its checkpoints — with the restarted node leading
   every partition again, so what it caught up on is what is read.
 
-Each test runs on both Kafka clients (``kafka_client``). Times measured along the way (leader
-election, the job's longest stall, ISR catch-up) are printed for docs/reliability.md.
+The job test runs on both Kafka clients (``kafka_client``) under both guarantees; times measured
+along the way (leader election, the job's longest stall, ISR catch-up) are printed for
+docs/reliability.md. A second test isolates the one engine call that failed a job here before:
+the admin's offset lookup of every commit, asked while the dead leader is still in the metadata.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samza_dagster.checkpoint.manager import checkpoint_stream_name
@@ -43,6 +45,7 @@ from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.runtime import JobResult, create_runner
 from samza_dagster.storage.changelog import CHANGELOG_PROPERTIES
 from samza_dagster.system.factories import system_factory
+from samza_dagster.system.kafka.retry import note_created
 from samza_dagster.task.api import InitableTask, StreamTask
 from support.hl_harness import read_all
 from support.kafka_broker import KafkaCluster, start_cluster
@@ -140,7 +143,9 @@ def _wait(what: str, condition, timeout_s: float = DEADLINE_S, interval_s: float
 
 
 def _create_led_by(admin: AdminClient, leader: int, others: list[int], topics: dict[str, tuple[int, dict]]) -> None:
-    """Create each topic (partitions, configs) with ``leader`` first in every replica list."""
+    """Create each topic (partitions, configs) with ``leader`` first in every replica list (the
+    engine's admin cannot place replicas, so confluent's creates them). This process created them:
+    the engine's clients here wait for a broker that does not know them yet, as for their own."""
     new = [
         NewTopic(
             name,
@@ -152,6 +157,8 @@ def _create_led_by(admin: AdminClient, leader: int, others: list[int], topics: d
     ]
     for future in admin.create_topics(new).values():
         future.result()
+    for name in topics:
+        note_created(name)
 
 
 def _elect_preferred(cluster: KafkaCluster, topics: list[str]) -> None:
@@ -160,6 +167,49 @@ def _elect_preferred(cluster: KafkaCluster, topics: list[str]) -> None:
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     try:
         admin.elect_leaders(0, topics, raise_errors=False)
+    finally:
+        admin.close()
+
+
+TRANSACTION_STATE = "__transaction_state"
+
+
+def _transaction_partition(transactional_id: str, partitions: int) -> int:
+    """The partition of the transaction state log that holds ``transactional_id`` — its leader is
+    the id's transaction coordinator: Kafka's ``Utils.abs(id.hashCode()) % partitions``."""
+    h = 0
+    for char in transactional_id:  # Java hashes UTF-16 code units: the same for these ASCII ids
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return 0 if h == -(1 << 31) else abs(h) % partitions
+
+
+def _prefix_coordinated_by(cluster: KafkaCluster, admin: AdminClient, victim: int, stem: str) -> str:
+    """A job name ``<stem>-<random>`` whose container 0's transaction coordinator is ``victim``."""
+    if TRANSACTION_STATE not in admin.list_topics(timeout=10).topics:
+        # the log is created on the first transactional producer's start
+        Producer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "failover-warm-up"}
+        ).init_transactions(60)
+    _elect_preferred(cluster, [TRANSACTION_STATE])  # a restarted node leads its preferred partitions again
+    _wait(
+        f"node {victim} leading a partition of {TRANSACTION_STATE}",
+        lambda: victim in {leader for leader, _ in _partitions(admin, [TRANSACTION_STATE]).values()},
+        explain=lambda: str(_partitions(admin, [TRANSACTION_STATE])),
+    )
+    leaders = {p: leader for (_, p), (leader, _) in _partitions(admin, [TRANSACTION_STATE]).items()}
+    while True:
+        prefix = f"{stem}-{uuid.uuid4().hex[:6]}"
+        if leaders[_transaction_partition(f"{prefix}-1-0", len(leaders))] == victim:
+            return prefix
+
+
+def _transaction_coordinator(cluster: KafkaCluster, transactional_id: str) -> int:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        return int(admin.describe_transactions([transactional_id])[transactional_id].coordinator_id)
     finally:
         admin.close()
 
@@ -254,16 +304,18 @@ def test_the_leader_of_every_partition_of_a_job_is_killed_mid_job(
 ):
     cluster = kafka_cluster
     bootstrap = cluster.bootstrap_servers
-    prefix = f"failover-{guarantee[:5]}-{kafka_client[:5]}-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    victim = _active_controller(cluster)
+    others = [n.node_id for n in cluster.nodes if n.node_id != victim]
+    stem = f"failover-{guarantee[:5]}-{kafka_client[:5]}"
+    exactly_once = guarantee == "exactly-once"
+    # exactly-once: the victim is the container's transaction coordinator too
+    prefix = _prefix_coordinated_by(cluster, admin, victim, stem) if exactly_once else f"{stem}-{uuid.uuid4().hex[:6]}"
     config = _job_config(cluster, kafka_client, guarantee, prefix, tmp_path / "state")
     words, out, changelog = f"{prefix}-words", f"{prefix}-out", f"{prefix}-counts-changelog"
     checkpoints = checkpoint_stream_name(prefix, "1")
     job_topics = [words, out, changelog, checkpoints]
-    isolation = "read_committed" if guarantee == "exactly-once" else "read_uncommitted"
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    victim = _active_controller(cluster)
-    others = [n.node_id for n in cluster.nodes if n.node_id != victim]
+    isolation = "read_committed" if exactly_once else "read_uncommitted"
     _create_led_by(
         admin,
         victim,
@@ -294,6 +346,8 @@ def test_the_leader_of_every_partition_of_a_job_is_killed_mid_job(
         ),
     )
     assert job.alive(), job.box
+    if exactly_once:
+        assert _transaction_coordinator(cluster, f"{prefix}-1-0") == victim
     times = PROCESS_TIMES[prefix]
 
     killed_at = time.monotonic()
@@ -334,7 +388,7 @@ def test_the_leader_of_every_partition_of_a_job_is_killed_mid_job(
     ids = _read_ids(config, out, isolation)
     assert set(ids) == {f"m{i}" for i in range(total)}, "an input is missing from the output"
     duplicates = sum(n - 1 for n in ids.values())
-    if guarantee == "exactly-once":
+    if exactly_once:
         assert duplicates == 0, [i for i, n in ids.items() if n > 1][:10]
     expected = dict(Counter(WORDS[(i * 7) % len(WORDS)] for i in range(total)))
     assert _store_contents(tmp_path, prefix) == expected

@@ -36,6 +36,7 @@ from samza_dagster.system.kafka.common import (
 )
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.connecting import connect
+from samza_dagster.system.kafka.coordinator_failover import survive_coordinator_loss
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,
@@ -261,6 +262,7 @@ class KafkaSystemProducer:
         )
         self._transactional_id = transactional_id
         producer = self._client(kwargs)
+        survive_coordinator_loss(producer)  # kafka-python 3.0.12 loses a request to a dead coordinator
         try:
             producer.init_transactions()
             producer.begin_transaction()
