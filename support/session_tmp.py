@@ -1,7 +1,7 @@
 """One temporary directory for a whole test session, removed when the session ends.
 
 Everything the suite and the processes it starts put in the temporary directory — pytest's own
-``tmp_path`` directories, the process runner's summary files, the tansu broker's log, the CLI's
+``tmp_path`` directories, the process runner's summary files, the Kafka brokers' storage and logs, the CLI's
 run logs, Spark's local directories (``SPARK_LOCAL_DIRS``) and its driver JVM's temporary files
 (``java.io.tmpdir`` through ``SPARK_SUBMIT_OPTS``: native libraries it unpacks) — lands under it, so a session leaves
 nothing behind in ``/tmp`` even when a test is interrupted or a component forgets to clean up.

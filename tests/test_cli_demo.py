@@ -9,7 +9,7 @@ import sys
 from samza_dagster.cli import main
 
 
-def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
+def test_demo_module_runs_every_application_and_prints_the_report(tmp_path):
     code = f"import sys; from jobs.demo import run_demo; sys.exit(run_demo({str(tmp_path)!r}, 1200, runner='thread'))"
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -20,10 +20,10 @@ def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    for title in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
+    for title in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline", "clicks_lake"):
         assert title in out
     assert "transactions processed before currency_codes reached head" in out
-    assert "dagster dev -w workspace.yaml" in out
+    assert "dg dev" in out and "dagster dev" not in out
 
 
 def test_demo_command_rejects_bad_usage_with_exit_2():
@@ -55,10 +55,12 @@ def test_run_on_a_missing_input_stream_fails_naming_it_without_a_traceback(tmp_p
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 1
-    # no partition count is known for it, so run cannot create it: it names the command that does
-    assert "log.nowhere: samza-dagster streams create" in proc.stderr and "--partitions N" in proc.stderr
+    assert proc.returncode == 2  # a job whose input does not exist is a config error
+    # no partition count is known for it: it names the command that creates it
+    assert "input stream log.nowhere does not exist" in proc.stderr
+    assert "samza-dagster streams create log.nowhere --partitions N" in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "log").exists() or not list((tmp_path / "log").iterdir())  # nothing created
 
 
 def test_the_demo_is_found_through_its_entry_point():

@@ -64,8 +64,16 @@ CASES = [
         "missing input, no-create-streams",
         {"job.properties": GOOD_JOB},
         ["run", "--config-path", "job.properties", "--no-create-streams"],
-        1,
-        "log.sentences: samza-dagster streams create",
+        2,
+        "input stream log.sentences does not exist (config key 'task.inputs'): create it first: "
+        "samza-dagster streams create log.sentences",
+    ),
+    (
+        "misspelt stream key: the job would never end",
+        {"job.properties": GOOD_JOB + "streams.sentences.samza.bouned=true\n"},
+        ["run", "--config-path", "job.properties"],
+        2,
+        "did you mean 'streams.sentences.samza.bounded'?",
     ),
     ("demo root that is a file", {"taken": "x"}, ["demo", "--root", "taken"], 2, "--root: not a directory: taken"),
     (
@@ -199,8 +207,9 @@ def test_a_failed_job_is_exit_1_and_a_short_message_naming_the_stream(tmp_path):
     assert "Traceback" in log_file.read_text() and "StreamNotFoundError" in log_file.read_text()
 
 
-def test_a_key_nothing_reads_is_warned_about_and_tail_suggests_the_stream_meant(tmp_path):
-    """``task.clas`` (a typo) gets one WARNING naming ``task.class``; ``streams tail log.word``
+def test_a_misspelt_key_is_refused_and_tail_suggests_the_stream_meant(tmp_path):
+    """``task.clas`` (a typo of ``task.class``) is a config error naming the key meant, unless
+    ``job.config.misspelled.keys=warn`` relaxes it to one WARNING; ``streams tail log.word``
     names ``log.words`` instead of creating the misspelt stream."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     env.pop("SAMZA_LOG_PATH", None)
@@ -217,7 +226,37 @@ def test_a_key_nothing_reads_is_warned_about_and_tail_suggests_the_stream_meant(
 
     (tmp_path / "job.properties").write_text(GOOD_JOB + "task.clas=tests.apps.tasks:NoOpTask\n")
     assert run("streams", "create", "log.sentences", "--partitions", "1").returncode == 0
-    done = run("run", "--config-path", "job.properties")
+    refused = run("run", "--config-path", "job.properties")
+    assert refused.returncode == 2, refused.stderr
+    assert "config error: config key 'task.clas'" in refused.stderr and "did you mean 'task.class'?" in refused.stderr
+    assert "job.config.misspelled.keys=warn" in refused.stderr
+
+    done = run("run", "--config-path", "job.properties", "--config", "job.config.misspelled.keys=warn")
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "'task.clas'" in line]
     assert len(warnings) == 1 and "WARNING" in warnings[0] and "did you mean 'task.class'?" in warnings[0], done.stderr
+
+
+def test_a_missing_input_is_a_config_error_that_creates_nothing(tmp_path):
+    """A job whose input does not exist reads nothing: exit 2 before any stream is created, with
+    the existing stream it most likely meant, or the command that creates it."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("SAMZA_LOG_PATH", None)
+    job = GOOD_JOB + "streams.words.partitions=1\n"  # an output the job would create
+    (tmp_path / "job.properties").write_text(job)
+
+    def run(*argv):
+        return subprocess.run([str(BIN), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    nothing = run("run", "--config-path", "job.properties")
+    assert nothing.returncode == 2, nothing.stderr
+    assert "config error: input stream log.sentences does not exist (config key 'task.inputs')" in nothing.stderr
+    assert "samza-dagster streams create log.sentences --partitions 1" in nothing.stderr
+    assert not (tmp_path / ".samza-log").exists() or not list((tmp_path / ".samza-log").iterdir())
+
+    assert run("streams", "create", "log.sentences", "--partitions", "1").returncode == 0
+    typo = run("run", "--config-path", "job.properties", "--config", "task.inputs=log.sentence")
+    assert typo.returncode == 2, typo.stderr
+    assert "input stream log.sentence does not exist" in typo.stderr and "did you mean log.sentences?" in typo.stderr
+    assert "Traceback" not in typo.stderr and "created stream" not in typo.stderr
+    assert sorted(p.name for p in (tmp_path / ".samza-log").iterdir()) == ["sentences.db"]  # no words.db

@@ -15,10 +15,10 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.keys import KEYS, markdown_table
 from samza_dagster.config.preflight import (
     belongs_to_a_plugin,
+    check_unread_keys,
     check_values,
     definition_of,
     unread_keys,
-    warn_unread_keys,
 )
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.runtime.preflight import check_job_config
@@ -97,13 +97,26 @@ def test_views_read_through_the_definitions():
         ("app.clas", "app.class"),
     ],
 )
-def test_a_typo_under_a_known_prefix_names_the_key_it_meant(key, meant, caplog):
+def test_a_typo_under_a_known_prefix_is_refused_naming_the_key_it_meant(key, meant, caplog):
     config = Config({"job.name": "j", key: "true"})
+    with pytest.raises(ConfigError) as refused:
+        check_unread_keys(config)
+    assert refused.value.key == key
+    assert f"{key!r}" in str(refused.value) and f"did you mean {meant!r}" in str(refused.value)
+    assert "job.config.misspelled.keys=warn" in str(refused.value)
+    # the documented key relaxes it to one WARNING
+    relaxed = config.with_overrides({"job.config.misspelled.keys": "warn"})
     with caplog.at_level(logging.WARNING, logger="samza_dagster.config.preflight"):
-        found = warn_unread_keys(config)
+        found = check_unread_keys(relaxed)
     assert [(u.key, u.suggestion) for u in found] == [(key, meant)]
     (record,) = caplog.records
     assert f"{key!r}" in record.getMessage() and f"did you mean {meant!r}" in record.getMessage()
+
+
+def test_a_key_nothing_reads_without_a_near_one_is_only_a_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="samza_dagster.config.preflight"):
+        found = check_unread_keys(Config({"job.name": "j", "task.frobnicate.level": "3"}))
+    assert [u.key for u in found] == ["task.frobnicate.level"] and len(caplog.records) == 1
 
 
 def test_a_key_nothing_reads_without_a_near_one_is_still_reported():

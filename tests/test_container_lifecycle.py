@@ -241,3 +241,40 @@ def test_unbounded_log_job_output_is_readable_before_the_commit_and_checkpointed
     assert not runner.is_alive()
     # Samza checkpoints the last processed offset: both lines, after their outputs
     assert read_checkpoints(config)["Partition 0"].offsets[SystemStreamPartition("log", "lines", 0)] == "1"
+
+
+def test_the_summary_lag_is_the_final_metrics_lag_looked_up_once_at_the_stop(monkeypatch):
+    """One offsets lookup of the inputs when the container stops: the summary's lag is the one the
+    final metrics snapshot computed (messages-behind-high-watermark), not a second lookup."""
+    from samza_dagster.container.container import SamzaContainer as Container
+    from samza_dagster.metrics import LOG_CONSUMER_GROUP
+    from samza_dagster.system.inmemory.admin import InMemorySystemAdmin
+
+    config = inmemory_config("lagonce", **{"task.class": "tests.apps.tasks:CopyTask", "test.output.system": "mem"})
+    create_stream(config, "mem", "input", 2)
+    create_stream(config, "mem", "output", 1)
+    produce(config, "mem", "input", [(i % 2, None, i) for i in range(10)])
+    lookups: list[list[str]] = []
+    stopping = threading.Event()
+    original_lookup = InMemorySystemAdmin.get_system_stream_metadata
+    original_shutdown = Container._shutdown
+
+    def lookup(self, stream_names):
+        names = sorted(stream_names)
+        if stopping.is_set() and "input" in names:
+            lookups.append(names)
+        return original_lookup(self, names)
+
+    def shutdown(self, clean):
+        stopping.set()
+        return original_shutdown(self, clean)
+
+    monkeypatch.setattr(InMemorySystemAdmin, "get_system_stream_metadata", lookup)
+    monkeypatch.setattr(Container, "_shutdown", shutdown)
+    summary = Container("0", job_model(config)).run()
+    assert summary.metrics["lag"] == {"mem.input[0]": 0, "mem.input[1]": 0}
+    assert len(lookups) == 1, lookups
+    registry = summary.metrics["registry"]["samza-container-0"]
+    groups = [g for g in registry if g.endswith("SystemConsumerMetrics") or g == LOG_CONSUMER_GROUP]
+    behind = {k: v for g in groups for k, v in registry[g].items() if k.endswith("-messages-behind-high-watermark")}
+    assert behind == {"mem-input-0-messages-behind-high-watermark": 0, "mem-input-1-messages-behind-high-watermark": 0}

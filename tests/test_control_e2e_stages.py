@@ -11,12 +11,13 @@ from collections import Counter
 import pytest
 
 from samza_dagster.control import EndOfStreamMessage, IntermediateMessageSerde
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.runtime.thread_runner import ThreadJobRunner
 from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
 from support.hl_harness import bounded, counter, create, produce, read_all, run, statuses, task_names
 from support.waiting import wait_until
+from tests.apps.harness import read_checkpoints
 from tests.hl_apps import base
 
 pytestmark = pytest.mark.timeout(120)
@@ -145,6 +146,15 @@ def _upstream_writes(cfg, stream: str, words: list[str], producer_tasks: list[st
     producer.stop()
 
 
+def _processed_offsets(job: ThreadJobRunner) -> dict:
+    """The offset each input partition of the running job's tasks was processed up to."""
+    offsets: dict = {}
+    for container in list(job.containers):
+        for task in list(container.tasks.values()):
+            offsets.update(task.last_processed)
+    return offsets
+
+
 def test_downstream_restart_between_upstream_end_of_stream_messages(tmp_path):
     cfg = _two_stage_config(tmp_path)
     create(cfg, "words", 4)  # the upstream job's input: the whole application is planned
@@ -155,13 +165,83 @@ def test_downstream_restart_between_upstream_end_of_stream_messages(tmp_path):
     first = [f"w{i % 5}" for i in range(40)]
     second = [f"w{i % 3}" for i in range(30)]
     _upstream_writes(cfg, stream, first, ["Partition 0", "Partition 1"])
+    heads = {
+        SystemStreamPartition("log", stream, p): m.newest_offset
+        for p, m in system_factory(cfg, "log")
+        .get_admin("log", cfg)
+        .get_system_stream_metadata([stream])[stream]
+        .partitions.items()
+    }
     job = ThreadJobRunner(stage1.with_overrides({"job.factory.class": "thread"}))
-    timer = threading.Timer(3.0, job.stop)
-    timer.start()
-    run1 = job.run()
+    out: dict = {}
+    runner = threading.Thread(target=lambda: out.setdefault("run", job.run()))
+    runner.start()
+    try:
+        # stopped once everything upstream wrote so far (both end-of-stream messages included)
+        # is processed, so the stop's commit is what the next run must remember
+        wait_until(
+            lambda: heads.items() <= _processed_offsets(job).items(), what="the first run to process what was written"
+        )
+    finally:
+        job.stop()
+        runner.join(60)
+    run1 = out["run"]
     assert statuses(run1) == {"shutdown"}  # still waiting for 2 producers
     assert read_all(cfg, "counts") == []
     _upstream_writes(cfg, stream, second, ["Partition 2", "Partition 3"])
     run2 = run(stage1)  # ends only if the first two were remembered
     assert statuses(run2) == {"completed"}
     assert dict(read_all(cfg, "counts")) == dict(Counter(first + second))
+
+
+def _raw_partition(cfg, stream: str, partition: int) -> list[tuple[int, bytes]]:
+    """(offset, value bytes) of every message of the partition: control messages undecoded."""
+    consumer = system_factory(cfg, "log").get_consumer("log", cfg)
+    ssp = SystemStreamPartition("log", stream, partition)
+    consumer.register(ssp, "0")
+    consumer.start()
+    out: list[tuple[int, bytes]] = []
+    try:
+        while envelopes := consumer.poll([ssp], 0).get(ssp, []):
+            out += [(int(e.offset), e.message) for e in envelopes if not e.is_end_of_stream]
+    finally:
+        consumer.stop()
+    return out
+
+
+def test_an_upstream_task_sends_end_of_stream_last_and_the_downstream_reads_every_message(tmp_path):
+    """Samza sends a producer task's end-of-stream last: after it, nothing more of that task on the
+    intermediate stream (a watermark published by the timer after the end used to follow it, and
+    stayed unread — the downstream had already ended that partition)."""
+    cfg = bounded(base(tmp_path, "eos", "EventTimeCountApp", **{"task.watermark.interval.ms": "10"}), "A", "B")
+    for s in ("A", "B"):
+        create(cfg, s, 2)
+    create(cfg, "panes", 2)
+    for s in ("A", "B"):
+        rows = [(p, None, {"k": f"k{i % 3}", "t": 100 * i}) for i in range(40) for p in (0, 1)]
+        produce(cfg, s, rows, [t for (_p, _k, t) in ((p, i, 100 * i) for i in range(40) for p in (0, 1))])
+    result = run(cfg)
+    assert result.succeeded and statuses(result) == {"completed"}
+    intermediate = "eos-1-partition_by-by-k"
+    serde = IntermediateMessageSerde(JsonSerde())
+    reader = system_factory(cfg, "log").get_admin("log", cfg)
+    metadata = reader.get_system_stream_metadata([intermediate])[intermediate]
+    reader.stop()
+    for partition in metadata.partitions:
+        ended: set[str] = set()
+        for offset, value in _raw_partition(cfg, intermediate, partition):
+            message = serde.from_bytes(value)
+            task = getattr(message, "task_name", None)
+            assert task not in ended, f"partition {partition} offset {offset}: {message} after its task's end-of-stream"
+            if isinstance(message, EndOfStreamMessage):
+                ended.add(task)
+        assert ended == {"Partition 0", "Partition 1"}, (partition, ended)
+    # the downstream job's checkpoints cover every message of the intermediate stream
+    checkpoints = read_checkpoints(cfg)
+    covered = {
+        ssp.partition: int(o)
+        for c in checkpoints.values()
+        for ssp, o in c.offsets.items()
+        if ssp.stream == intermediate
+    }
+    assert covered == {p: int(m.newest_offset) for p, m in metadata.partitions.items()}

@@ -69,12 +69,13 @@ def test_cli_coordinator_sees_writer_changes_across_processes(tmp_path: Path) ->
             timeout=60,
         )
         assert writer.returncode == 0, writer.stderr
-        # it says what it wrote, where, at which offset
+        # it says what it wrote, to which stream on which log root, at which offset
         assert re.search(
             r"wrote set-config job.container.count=3 to the coordinator stream log\.__samza_coordinator_\S+ "
-            r"at offset \d+",
+            rf"on the embedded log at {re.escape(str(tmp_path / 'log'))} at offset \d+",
             writer.stdout,
         ), writer.stdout
+        assert "warning" not in writer.stderr, writer.stderr  # the coordinator submitted the job there
         deadline = time.monotonic() + 10
         while poll_version(url) < 2:
             assert time.monotonic() < deadline, "coordinator did not pick up the change"
@@ -113,3 +114,29 @@ def test_cli_coordinator_sees_writer_changes_across_processes(tmp_path: Path) ->
             if coordinator.poll() is None:
                 coordinator.kill()
     assert coordinator.returncode == 0, coordinator.stderr.read() if coordinator.stderr else ""
+
+
+def test_the_writer_names_the_log_root_and_warns_where_no_job_ever_ran(tmp_path: Path) -> None:
+    """The writer run without the root the job uses (the Dagster UI's SAMZA_LOG_PATH) writes to
+    ./.samza-log: it says so, and warns that no job has run against that stream there."""
+    properties = tmp_path / "job.properties"
+    properties.write_text("job.name=clicks\ntask.inputs=log.input\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("SAMZA_LOG_PATH", None)
+    args = ["coordinator-stream-writer", "--config-path", str(properties), "--type", "set-config"]
+    done = subprocess.run(
+        _cli(*args, "--key", "task.commit.ms", "--value", "500"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"on the embedded log at {tmp_path / '.samza-log'} at offset 0" in done.stdout, done.stdout
+    (warning,) = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert (
+        f"no job has run against the coordinator stream log.__samza_coordinator_clicks_1 on the embedded log at {tmp_path / '.samza-log'}"
+        in warning
+    )
+    assert "SAMZA_LOG_PATH=<that root>" in warning

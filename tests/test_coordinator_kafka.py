@@ -1,4 +1,4 @@
-"""The coordinator stream on Kafka (the tansu broker): submit, rebuild on a change written by a
+"""The coordinator stream on Kafka (Apache Kafka, support/kafka_broker.py): submit, rebuild on a change written by a
 plain Kafka client in Samza's byte format, served over HTTP."""
 
 from __future__ import annotations
@@ -41,10 +41,6 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
             "stores.counts.factory": "inmemory",
             "stores.counts.changelog": f"kafka.{kafka_topic_prefix}-counts",
             "job.coordinator.monitor.interval.ms": "100",
-            # The tansu broker's high watermark is too low when a partition's last batch holds more
-            # than one record (see the broker note in support/kafka_broker.py); the coordinator reads up to the high watermark, so the
-            # test produces one record per batch.
-            "systems.kafka.producer.batch.size": "0",
         }
     )
     system_factory(config, "kafka").get_admin("kafka", config).create_stream(StreamSpec(orders, orders, "kafka", 4))
@@ -57,7 +53,7 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
         changelog = {n: t.changelog_partition for n, t in model.all_tasks().items()}
 
         # A Java Samza tool's bytes: string version, written by a plain Kafka client.
-        producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, batch_size=0)
+        producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
         try:
             producer.send(
                 topic,

@@ -29,6 +29,14 @@ def component(folder: Path, config_path: str, extra: str = "") -> Path:
     return yaml
 
 
+#: a mistake in the wordcount config per component: (what is replaced, by what)
+PREFLIGHT_MISTAKES = {
+    "bad_commit": ("task.commit.ms=", "task.commit.ms=1s\n#"),
+    "bad_serde": ("systems.log.samza.msg.serde=string", "systems.log.samza.msg.serde=strng"),
+    "bad_task": ("WordSplitTask", "NoSuchTask"),
+}
+
+
 def _forget_shop() -> None:
     for name in [m for m in sys.modules if m == "shop" or m.startswith("shop.")]:
         del sys.modules[name]
@@ -69,7 +77,17 @@ def project(tmp_path, monkeypatch):
     )
     plan = component(defs / "no_task", "job.properties")
     (defs / "no_task" / "job.properties").write_text("job.name=no-task\ntask.inputs=log.in\n")
-    yield root, {"wordcount": wordcount, "owner": owner, "missing": missing, "plan": plan, "outputs": outputs}
+    # configs `samza-dagster run` refuses at its pre-flight: a typed value, a serde, a task class
+    preflight = {}
+    for name, (old, new) in PREFLIGHT_MISTAKES.items():
+        preflight[name] = component(defs / name, "job.properties", "  declared_outputs: [log.words]\n")
+        (defs / name / "job.properties").write_text(
+            WORDCOUNT.read_text().replace("job.name=wordcount", f"job.name={name}").replace(old, new)
+        )
+    yield (
+        root,
+        {"wordcount": wordcount, "owner": owner, "missing": missing, "plan": plan, "outputs": outputs, **preflight},
+    )
     _forget_shop()
 
 
@@ -85,7 +103,7 @@ def test_broken_components_are_contained_outside_validation(project, monkeypatch
     assert {dg.AssetKey(["wordcount", "sentences"]), dg.AssetKey(["wordcount", "words"])} <= keys
     assert defs.resolve_job_def("wordcount_job") is not None
     placeholders = {k.path[0] for k in keys if k.path[-1] == "execution_plan"}
-    assert placeholders == {"bad_owner", "bad_output", "missing", "no_task"}
+    assert placeholders == {"bad_owner", "bad_output", "missing", "no_task", *PREFLIGHT_MISTAKES}
     assert f"{files['missing']}: attributes.config_path: 'nowhere/job.properties' — no such file" in caplog.text
     assert "application no_task is not loaded" in caplog.text and "app.class" in caplog.text
 
@@ -97,6 +115,9 @@ def test_broken_components_are_contained_outside_validation(project, monkeypatch
         ("missing", ["attributes.config_path: 'nowhere/job.properties' — no such file"]),
         ("plan", ["attributes.config_path: 'job.properties'", "app.class"]),
         ("outputs", ["attributes.declared_outputs[0]: 'words' — must be system.stream"]),
+        ("bad_commit", ["key 'task.commit.ms' = '1s'", "must be an integer"]),
+        ("bad_serde", ["key 'systems.log.samza.msg.serde' = 'strng'", "unknown serde"]),
+        ("bad_task", ["key 'task.class' = 'jobs.wordcount.task:NoSuchTask'", "no attribute 'NoSuchTask'"]),
     ],
 )
 def test_under_validation_a_broken_component_raises_naming_file_key_and_value(project, monkeypatch, which, expected):
@@ -114,29 +135,46 @@ def test_under_validation_a_broken_component_raises_naming_file_key_and_value(pr
     assert str(files[which]) in message and all(e in message for e in expected), message
 
 
-def test_dg_check_defs_fails_naming_the_defs_yaml_key_and_value(project, tmp_path):
-    root, files = project
-    for other in ("missing", "plan", "outputs"):
-        files[other].unlink()
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(root)}
-    done = subprocess.run(
+def dg_check_defs(root: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    home.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    # the wordcount task is the checkout's (jobs/): importable as it is where the project runs
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": f"{root}{os.pathsep}{REPO}"}
+    return subprocess.run(
         [str(Path(sys.executable).parent / "dg"), "check", "defs"],
         cwd=root,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         timeout=180,
     )
-    out = done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("which", ["owner", "bad_commit", "missing"])
+def test_dg_check_defs_fails_first_naming_the_defs_yaml_key_and_value(project, tmp_path, which):
+    """The real ``dg check defs``: non-zero, and the first line after dg's own YAML check is the
+    one that matters (Dagster's trace follows it)."""
+    root, files = project
+    for other, path in files.items():
+        if other not in (which, "wordcount"):
+            path.unlink()
+    done = dg_check_defs(root, tmp_path / "home")
+    out = done.stdout
     assert done.returncode != 0, out
-    assert str(files["owner"]) in out and "dagster.owners" in out and "'bob'" in out, out[-4000:]
+    lines = [line for line in out.splitlines() if line.strip() and "component YAML validated" not in line]
+    expected = {
+        "owner": ["key 'dagster.owners' = 'bob'"],
+        "bad_commit": ["key 'task.commit.ms' = '1s'"],
+        "missing": ["attributes.config_path: 'nowhere/job.properties' — no such file"],
+    }[which]
+    assert str(files[which]) in lines[0] and all(e in lines[0] for e in expected), out[-4000:]
 
 
 def test_the_repository_components_build_what_the_python_definitions_build():
     import definitions
     from jobs.ad_ctr import definitions as ad_ctr
+    from jobs.clicks_lake import definitions as clicks_lake
     from jobs.currency_join import definitions as currency_join
     from jobs.pageview_pipeline import definitions as pageview_pipeline
     from jobs.user_classification import definitions as user_classification
@@ -144,7 +182,7 @@ def test_the_repository_components_build_what_the_python_definitions_build():
 
     repo = definitions.defs
     graph = repo.resolve_asset_graph()
-    for module in (ad_ctr, currency_join, pageview_pipeline, user_classification, wordcount):
+    for module in (ad_ctr, clicks_lake, currency_join, pageview_pipeline, user_classification, wordcount):
         python = dg.Definitions.merge(module.definitions(), dg.Definitions(resources=default_resources()))
         app = module.APPLICATION
         assert {

@@ -215,8 +215,20 @@ def test_a_bad_override_fails_the_launch_naming_the_key_before_anything_starts(t
     assert not (tmp_path / "log" / "words.db").exists()  # no output stream created: the job never started
 
 
-def test_a_mistyped_override_is_a_warning_in_the_run_log(tmp_path: Path):
-    result, instance, _ = _wordcount_launch(tmp_path, {"streams.sentences.samza.bouned": "true"})
+def test_a_mistyped_override_fails_the_launch_naming_the_key_it_meant(tmp_path: Path):
+    result, _, _ = _wordcount_launch(tmp_path, {"streams.sentences.samza.bouned": "true"})
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    message = failure.step_failure_data.error.message
+    assert "'streams.sentences.samza.bouned'" in message, message
+    assert "did you mean 'streams.sentences.samza.bounded'" in message, message
+    assert not (tmp_path / "log" / "words.db").exists()
+
+
+def test_a_mistyped_override_is_a_warning_in_the_run_log_when_relaxed(tmp_path: Path):
+    result, instance, _ = _wordcount_launch(
+        tmp_path, {"streams.sentences.samza.bouned": "true", "job.config.misspelled.keys": "warn"}
+    )
     assert result.success
     warnings = [e.user_message for e in instance.all_logs(result.run_id) if e.level == 30]  # logging.WARNING
     assert any(

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from samza_dagster.orchestration import default_resources
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-APPLICATIONS = {"wordcount", "user_classification", "currency_join", "ad_ctr", "pageview_pipeline"}
+APPLICATIONS = {"wordcount", "user_classification", "currency_join", "ad_ctr", "pageview_pipeline", "clicks_lake"}
 
 
 def _run_in_repo(tmp_path: Path, *command: str) -> str:
@@ -73,3 +75,23 @@ def test_definitions_bind_the_resources_and_wordcount():
     assert {"wordcount_coordinator_stream_sensor", "wordcount_stream_observation_sensor"} <= {
         s.name for s in defs.sensors
     }
+    # input streams are observed out of the box (the UI's promise); reconfiguration launches are opt-in
+    sensors = {s.name: s for s in defs.sensors}
+    for app in APPLICATIONS:
+        assert sensors[f"{app}_stream_observation_sensor"].default_status == dg.DefaultSensorStatus.RUNNING, app
+    assert sensors["wordcount_coordinator_stream_sensor"].default_status == dg.DefaultSensorStatus.STOPPED
+
+
+def test_the_code_location_binds_the_example_deployments_resources_from_resources(monkeypatch, tmp_path):
+    """``resources/`` holds the deployment's resource instances; both code-location entry points
+    bind them, and they are the components' own (so the definitions merge), read from the
+    environment when used."""
+    import definitions
+    import resources
+    from jobs.definitions import defs as dg_defs
+
+    for location in (definitions.defs, dg_defs()):
+        assert {key: location.resources[key] for key in resources.RESOURCES} == resources.RESOURCES
+    assert resources.RESOURCES == default_resources()
+    monkeypatch.setenv("SAMZA_LOG_PATH", str(tmp_path / "log"))
+    assert resources.RESOURCES["samza_systems"].resolved_log_path() == str(tmp_path / "log")

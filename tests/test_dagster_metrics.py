@@ -2,21 +2,23 @@
 snapshot reporter materializes the containers' process-envelopes, their rate and process-ns from
 the metrics stream while it runs; the final materialization and the consumer_lag check read the
 containers' registries (lag from messages-behind-high-watermark), the numbers the snapshot
-stream holds."""
+stream holds. Across a reconfiguration (the containers restart and count from 0) the live numbers
+still count the whole run, and the live run's consumer_lag check is evaluated while it runs."""
 
 from __future__ import annotations
 
-import threading
-
 import dagster as dg
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from jobs.wordcount import definitions as wordcount
 from jobs.wordcount.sample import SENTENCES, load_sentences
 from samza_dagster.config import Config
+from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.metrics import CONTAINER_GROUP, latest_snapshots
 from samza_dagster.model import SystemStream
-from samza_dagster.orchestration import JOB_INSTANCE_TAG, SamzaSystemsResource, application_definitions
+from samza_dagster.orchestration import SamzaSystemsResource, application_definitions
 from samza_dagster.orchestration.assets import stream_key
+from support.live_runs import live_run
 from support.waiting import wait_until
 
 LIVE = {
@@ -37,30 +39,26 @@ def _materializations(instance: dg.DagsterInstance, run_id: str) -> list[dg.Asse
     return [e.asset_materialization for e in events if e.asset_materialization is not None]
 
 
-def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics(tmp_path):
+def _live_wordcount(tmp_path, extra: dict[str, str] | None = None) -> tuple[dg.Definitions, Config]:
+    """wordcount made unbounded with a snapshot reporter, its sample loaded; its definitions and
+    the config the job runs with."""
     systems = SamzaSystemsResource(log_path=str(tmp_path / "log"))
-    base = Config.from_properties(wordcount.CONFIG_PATH).with_overrides(LIVE)
+    base = Config.from_properties(wordcount.CONFIG_PATH).with_overrides({**LIVE, **(extra or {})})
     defs = dg.Definitions.merge(
         dg.Definitions(resources={"samza_systems": systems}),
         application_definitions("wordcount", base, declared_outputs=["log.words"]),
     )
     config = systems.apply(base)
     load_sentences(config)
+    return defs, config
+
+
+def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics(tmp_path):
+    defs, config = _live_wordcount(tmp_path)
     words = stream_key("wordcount", "words")
     (tmp_path / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        job = defs.resolve_job_def("wordcount_job")
-        outcome: dict[str, dg.ExecuteInProcessResult] = {}
-        worker = threading.Thread(target=lambda: outcome.setdefault("run", job.execute_in_process(instance=instance)))
-        worker.start()
-        live = None
-        try:
-            live = wait_until(
-                lambda: instance.get_runs(
-                    dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"}, statuses=[dg.DagsterRunStatus.STARTED])
-                ),
-                what="the live run to start",
-            )[0]
+        with live_run(defs.resolve_job_def("wordcount_job"), instance, "wordcount-1") as live:
             # a live materialization shows every sentence processed, as the containers count it
             seen = wait_until(
                 lambda: [
@@ -78,12 +76,7 @@ def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics
             assert md["process_ns"].value > 0
             assert md["process_envelopes_per_s"].value >= 0
             assert md["lag"].value == 0 and md["lag_sentences"].value == 0
-        finally:
-            if live is not None:
-                instance.report_run_canceling(instance.get_run_by_id(live.run_id))
-            worker.join(120)
-        assert not worker.is_alive(), "the job did not stop after the run was terminated"
-        assert outcome["run"].success
+        assert live.result.success
         final = [
             m
             for m in _materializations(instance, live.run_id)
@@ -103,3 +96,68 @@ def test_live_and_final_materializations_and_the_lag_check_read_the_jobs_metrics
     snapshots = latest_snapshots(config, SystemStream("log", "wordcount-metrics")).snapshots()
     containers = [s for s in snapshots if s.header.source.startswith("samza-container-")]
     assert sum(s.value(CONTAINER_GROUP, "process-envelopes") for s in containers) == len(SENTENCES)
+
+
+def test_live_numbers_count_the_whole_run_across_a_reconfiguration_and_the_lag_check_is_live(tmp_path):
+    """A reconfiguration restarts the containers, whose counters start again at 0: the live
+    materializations still count every message of the run (never going back, never below what
+    was written from them), and the live run's consumer_lag check is evaluated while it runs —
+    not "not evaluated" until it ends."""
+    defs, config = _live_wordcount(
+        tmp_path, {"job.coordinator.monitor.interval.ms": "300", "job.coordinator.watch.interval.ms": "200"}
+    )
+    words = stream_key("wordcount", "words")
+    lag_check = dg.AssetCheckKey(words, "consumer_lag")
+
+    def live_envelopes(run_id: str) -> list[int]:
+        return [
+            m.metadata["process_envelopes"].value
+            for m in _materializations(instance, run_id)
+            if m.asset_key == words
+            and m.metadata["job_status"].value == "running"
+            and "process_envelopes" in m.metadata
+        ]
+
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        with live_run(defs.resolve_job_def("wordcount_job"), instance, "wordcount-1") as live:
+            wait_until(lambda: len(SENTENCES) in live_envelopes(live.run_id), 120, what="the sample processed")
+            # the live run's check, evaluated while it runs
+            record = wait_until(
+                lambda: [
+                    r
+                    for r in instance.event_log_storage.get_asset_check_execution_history(lag_check, limit=1)
+                    if r.status == AssetCheckExecutionRecordStatus.SUCCEEDED
+                ],
+                30,
+                what="the live run's consumer_lag check evaluated",
+            )[0]
+            assert record.run_id == live.run_id
+            assert instance.get_run_by_id(live.run_id).status == dg.DagsterRunStatus.STARTED
+
+            run_coordinator_stream_writer(config, "set-config", "task.commit.ms", "300")
+            wait_until(
+                lambda: any(
+                    "applying JobModel version 2" in (e.user_message or "") for e in instance.all_logs(live.run_id)
+                ),
+                120,
+                what="the reconfiguration to be applied",
+            )
+            load_sentences(config, ["late words arrive"])
+            wait_until(
+                lambda: len(SENTENCES) + 1 in live_envelopes(live.run_id),
+                120,
+                what="the late sentence counted on top of the first container run's",
+            )
+        assert live.result.success
+        seen = live_envelopes(live.run_id)
+        assert seen == sorted(seen), seen  # never back to the restarted containers' own count
+        (last,) = [
+            m
+            for m in _materializations(instance, live.run_id)
+            if m.asset_key == words and m.metadata["job_status"].value != "running"
+        ]
+        assert last.metadata["job_model_changes"].value == [{"version": 2, "changed": ["task.commit.ms"]}]
+        assert (
+            last.metadata["process_envelopes"].value == len(SENTENCES) + 1 == last.metadata["messages_processed"].value
+        )

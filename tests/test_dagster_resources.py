@@ -1,4 +1,4 @@
-"""Resources against real systems: the Kafka admin resource on the tansu broker (create,
+"""Resources against real systems: the Kafka admin resource on Apache Kafka (create,
 batched offsets of every partition, description; an unreachable broker fails fast naming its
 address), the systems resource's config fragment, and the coordinator-stream resource on the log."""
 
@@ -22,11 +22,10 @@ def test_kafka_admin_resource_creates_and_describes_streams(kafka_broker, kafka_
     assert resource.create_stream(a, 3) is True
     assert resource.create_stream(a, 3) is False  # exists with that count
     assert resource.create_stream(b, 1) is True
-    # batch_size=0 / one sync send per record: the tansu broker's high watermark is too low when
-    # the last batch holds several records (see the broker note in support/kafka_broker.py)
-    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, batch_size=0)
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, linger_ms=20)
     for i in range(3):
-        producer.send(a, b"x%d" % i, partition=2).get(timeout=10)
+        producer.send(a, b"x%d" % i, partition=2)
+    producer.flush(timeout=30)  # one batch of three records
     producer.close()
     newest = resource.newest_offsets([a, b])
     assert newest == {a: {0: None, 1: None, 2: "2"}, b: {0: None}}

@@ -21,6 +21,7 @@ from samza_dagster.orchestration import JOB_INSTANCE_TAG, SamzaSystemsResource, 
 from samza_dagster.orchestration.assets import stream_key
 from samza_dagster.orchestration.observation import checkpointed_offsets, observe_streams
 from samza_dagster.planner.plan import StreamInfo
+from support.live_runs import live_run
 from support.waiting import wait_until
 
 #: wordcount made unbounded and quick to react: the coordinator checks its stream every 300 ms,
@@ -127,18 +128,8 @@ def _words_written(config: Config) -> int:
 
 def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streaming):
     defs, config, instance = streaming
-    job = defs.resolve_job_def("wordcount_job")
-    outcome: dict[str, dg.ExecuteInProcessResult] = {}
-    runner = threading.Thread(target=lambda: outcome.setdefault("live", job.execute_in_process(instance=instance)))
-    runner.start()
-    live = None
-    try:
-        live = wait_until(
-            lambda: instance.get_runs(
-                dg.RunsFilter(tags={JOB_INSTANCE_TAG: "wordcount-1"}, statuses=[dg.DagsterRunStatus.STARTED])
-            ),
-            what="the live run to start",
-        )[0]
+    # on leaving the block, terminate: Dagster marks the run CANCELING; the op stops the job gracefully
+    with live_run(defs.resolve_job_def("wordcount_job"), instance, "wordcount-1") as live:
         wait_until(lambda: _words_written(config) == word_count(SENTENCES), what="the sample's words to be written")
         baseline = _tick(defs, instance, config, None)
         assert not baseline.run_requests
@@ -175,14 +166,9 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
             ),
             what="a live materialization",
         )
-    finally:
-        # terminate: Dagster marks the run CANCELING; the op stops the job gracefully
-        if live is not None:
-            instance.report_run_canceling(instance.get_run_by_id(live.run_id))
-        runner.join(60)
-    assert not runner.is_alive(), "the job did not stop after the run was terminated"
-    result = outcome["live"]
-    assert result.success
+    assert live.result.success
+    # the run succeeded (a graceful stop is how a streaming job ends) and says why it stopped
+    assert instance.get_run_by_id(live.run_id).tags["samza/stopped-by"] == "terminated from Dagster"
     final = [m for m in _materializations(instance, live.run_id) if m.metadata["job_status"].value != "running"]
     (words,) = [m for m in final if m.asset_key == stream_key("wordcount", "words")]
     assert words.metadata["stopped_by"].value == "terminated from Dagster"

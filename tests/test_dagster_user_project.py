@@ -1,9 +1,10 @@
 """samza-dagster in a user's own Dagster project, from outside this checkout: a new dg project in
 a temporary directory (the files ``create-dagster project`` writes), its own virtualenv, then the
 commands of the README's "In your own Dagster project" section run verbatim — install
-samza-dagster from the checkout, list and scaffold the component, ``dg check defs``, write input,
-``dg launch`` — and the output asset is materialized with its metadata in the project's
-Dagster instance.
+samza-dagster from the checkout, list and scaffold the component, ``dg check defs``, the
+instance (``DAGSTER_HOME`` with the one-live-run guard), write input, ``dg launch`` — and the
+output asset is materialized with its metadata in the project's Dagster instance; ``dg dev``
+started afterwards in the same shell shows that run and materialization.
 
 The project's virtualenv sees this venv's packages (Dagster, PySpark, ...) through a ``.pth``
 file, as a user's environment already has them, so the README's ``pip install`` builds and
@@ -12,15 +13,22 @@ installs samza-dagster itself from the checkout (not the editable install of thi
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import signal
 import site
+import socket
 import subprocess
 import sys
+import urllib.request
 from importlib import metadata
 from pathlib import Path
 
 import dagster as dg
+
+from support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,7 +134,14 @@ def test_readme_commands_in_a_new_dagster_project(tmp_path):
     component = root / "src" / "my_streams" / "defs" / "clicks"
     assert "type: samza_dagster.orchestration.SamzaJobComponent" in (component / "defs.yaml").read_text()
 
-    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+    # the scaffolded task imports what the README's own task does
+    assert (
+        "from samza_dagster.system import OutgoingMessageEnvelope, SystemStream" in (component / "task.py").read_text()
+    )
+    # the README's DAGSTER_HOME: one instance for dg launch and dg dev, with the one-live-run guard
+    home = root / ".dagster"
+    assert "tag_concurrency_limits" in (home / "dagster.yaml").read_text()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs()
         assert run.status is dg.DagsterRunStatus.SUCCESS
         event = instance.get_latest_materialization_event(dg.AssetKey(["clicks", "output"]))
@@ -135,3 +150,75 @@ def test_readme_commands_in_a_new_dagster_project(tmp_path):
         assert metadata["messages_written"].value == 3
         assert metadata["job_status"].value == "completed"
         assert metadata["messages_processed"].value == 3
+
+    # `dg dev` afterwards, in the same shell: the UI shows the run and the materialization
+    shell = {**env, "SAMZA_LOG_PATH": str(root / ".samza-log"), "DAGSTER_HOME": str(home)}
+    with _dg_dev(root, shell) as base:
+        runs = _graphql(base, "query { runsOrError { ... on Runs { results { runId status } } } }")
+        assert runs["runsOrError"]["results"] == [{"runId": run.run_id, "status": "SUCCESS"}]
+        asset = _graphql(
+            base,
+            'query { assetOrError(assetKey: {path: ["clicks", "output"]}) { ... on Asset {'
+            " assetMaterializations(limit: 1) { runId } } } }",
+        )
+        assert asset["assetOrError"]["assetMaterializations"] == [{"runId": run.run_id}]
+
+
+@contextlib.contextmanager
+def _dg_dev(root: Path, env: dict[str, str]):
+    """``dg dev`` of the project in its own process group, stopped with a signal to the group."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(root / "dg-dev.log", "wb")
+    proc = subprocess.Popen(
+        ["dg", "dev", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _serves(base, proc), 120, what="dg dev to serve")
+        wait_until(lambda: _location_loaded(base), 120, what="the project's code location to load")
+        yield base
+    finally:
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(wait)
+                break
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        log.close()
+
+
+def _serves(base: str, proc: subprocess.Popen) -> bool:
+    assert proc.poll() is None, f"dg dev exited with {proc.returncode}"
+    try:
+        with urllib.request.urlopen(f"{base}/server_info", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _location_loaded(base: str) -> bool:
+    entries = _graphql(
+        base,
+        "query { workspaceOrError { ... on Workspace { locationEntries { locationOrLoadError { __typename } } } } }",
+    )["workspaceOrError"]["locationEntries"]
+    return bool(entries) and all(e["locationOrLoadError"] for e in entries)
+
+
+def _graphql(base: str, query: str) -> dict:
+    request = urllib.request.Request(
+        f"{base}/graphql", json.dumps({"query": query}).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer = json.loads(response.read())
+    assert not answer.get("errors"), answer["errors"]
+    return answer["data"]

@@ -1,20 +1,12 @@
 """Exactly-once on Kafka (issue 30): with ``job.processing.guarantee=exactly-once`` a container
 writes its outputs, changelog and checkpoints in transactions of the Kafka client's transactional
-producer (librdkafka's or kafka-python's: every test runs on both), against the tests' broker
-(tansu, the real Kafka protocol).
+producer (librdkafka's or kafka-python's: every test runs on both), against Apache Kafka
+(support/kafka_broker.py).
 
-What the broker does right, and these tests pin: a ``read_committed`` reader never sees an open
-transaction's messages (the last stable offset), commit markers take offsets, a newer producer
-with the same transactional id fences the older one. What it does wrong: it returns an
-*aborted* transaction's messages to ``read_committed`` readers (its Fetch responses list no
-aborted transactions), so nothing that needs an abort to be invisible — a crash test — can pass
-against it; that test is here as an expected failure, strict, so the suite notices the day the
-broker gets it right. The same engine code runs the crash tests on the embedded log
-(tests/test_reliability_exactly_once.py).
-
-Every producer here sends one record per batch (:func:`one_record_batches`): the broker reports a
-partition's end one record too early after a batch of several, and the changelog offsets a
-checkpoint records are looked up by end offset.
+What these tests pin: a ``read_committed`` reader never sees an open transaction's messages (the
+last stable offset) nor an aborted one's, commit markers take offsets, a newer producer with the
+same transactional id fences the older one, and a zombie container's commit is refused with
+PRODUCER_FENCED. The SIGKILL crash tests run in tests/test_reliability_exactly_once.py.
 """
 
 from __future__ import annotations
@@ -34,7 +26,7 @@ from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.serde import LongSerde, StringSerde
 from samza_dagster.storage.kv import RocksDBRawStore
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.kafka.errors import KafkaProducerFencedError, KafkaTransactionError
+from samza_dagster.system.kafka.errors import KafkaProducerFencedError
 from samza_dagster.task.api import InitableTask, StreamTask
 from tests.apps.harness import create_stream, job_model, produce, read_checkpoints
 from tests.test_reliability_exactly_once import PausedInCommit
@@ -57,26 +49,9 @@ class CountAndEcho(StreamTask, InitableTask):
         collector.send(OutgoingMessageEnvelope(self.out, msg_id, key=msg_id))
 
 
-def one_record_batches(config: Config) -> dict[str, str]:
-    """The producer setting that sends each record in a batch of its own, on the config's client."""
-    if config.get_str("systems.kafka.kafka.client") == "kafka-python":
-        return {"systems.kafka.producer.batch.size": "0"}
-    return {"systems.kafka.producer.batch.num.messages": "1"}
-
-
-def _short_delivery_timeout(config: Config) -> dict[str, str]:
-    if config.get_str("systems.kafka.kafka.client") == "kafka-python":  # it wants linger + request timeout below it
-        return {
-            "systems.kafka.producer.delivery.timeout.ms": "5000",
-            "systems.kafka.producer.request.timeout.ms": "3000",
-        }
-    return {"systems.kafka.producer.delivery.timeout.ms": "5000"}
-
-
 def _job_config(kafka_config: Config, prefix: str, tmp_path: Path) -> Config:
     return kafka_config.with_overrides(
         {
-            **one_record_batches(kafka_config),
             "job.name": f"eos-{uuid.uuid4().hex[:8]}",
             "job.default.system": "kafka",
             "job.processing.guarantee": "exactly-once",
@@ -203,7 +178,7 @@ def _send(producer, topic: str, values: list[str]) -> None:
 def test_read_committed_readers_see_a_transaction_at_its_commit_and_a_zombie_is_fenced(
     kafka_broker, kafka_config, kafka_topic_prefix
 ):
-    config = kafka_config.with_overrides(one_record_batches(kafka_config))
+    config = kafka_config
     topic = f"{kafka_topic_prefix}-out"
     create_stream(config, "kafka", topic, 1)
     bootstrap = kafka_broker.bootstrap_servers
@@ -232,16 +207,10 @@ def test_read_committed_readers_see_a_transaction_at_its_commit_and_a_zombie_is_
     assert _read(bootstrap, topic, "read_committed") == [b"a", b"b", b"c", b"d"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the tests' broker (tansu) returns an aborted transaction's records to read_committed consumers: its "
-    "Fetch responses carry no aborted_transactions list, which the clients' read_committed filtering relies on "
-    "(InitProducerId, AddPartitionsToTxn, Produce, EndTxn and the last stable offset all work; docs/operations.md)",
-)
 def test_an_aborted_transaction_is_never_seen_by_a_read_committed_reader(
     kafka_broker, kafka_config, kafka_topic_prefix
 ):
-    config = kafka_config.with_overrides(one_record_batches(kafka_config))
+    config = kafka_config
     topic = f"{kafka_topic_prefix}-out"
     create_stream(config, "kafka", topic, 1)
     producer = _transactional_producer(config, f"container-{uuid.uuid4().hex[:8]}")
@@ -259,11 +228,7 @@ def test_a_zombie_container_on_kafka_is_fenced_by_its_new_instance(
 ):
     """Container 0 pauses inside a commit (its outputs sent, not committed); a new instance of
     container 0 runs the job to its end; the old one resumes, and its commit is refused."""
-    # the broker answers the fenced producer's EndTxn by closing the connection (Kafka answers
-    # PRODUCER_FENCED), and librdkafka retries it until the call times out: keep that short
-    config = _job_config(kafka_config, kafka_topic_prefix, tmp_path).with_overrides(
-        _short_delivery_timeout(kafka_config)
-    )
+    config = _job_config(kafka_config, kafka_topic_prefix, tmp_path)
     prefix = kafka_topic_prefix
     create_stream(config, "kafka", f"{prefix}-words", PARTITIONS)
     create_stream(config, "kafka", f"{prefix}-out", 1)
@@ -279,8 +244,8 @@ def test_a_zombie_container_on_kafka_is_fenced_by_its_new_instance(
     assert summary.status == "completed", summary.one_line()
     resume.set()
     thread.join(60)
-    # refused: PRODUCER_FENCED from Kafka (KafkaProducerFencedError), a timed-out EndTxn here
-    assert isinstance(box.get("error"), KafkaTransactionError), box
+    # refused with Kafka's PRODUCER_FENCED (not a timed-out EndTxn)
+    assert isinstance(box.get("error"), KafkaProducerFencedError), box
     assert config.get_str("job.name") in str(box["error"])
     # the new instance's checkpoints cover every input; the zombie's never became readable
     checkpoints = read_checkpoints(config)

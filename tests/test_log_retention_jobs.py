@@ -168,41 +168,53 @@ def test_a_compacted_changelog_restores_the_same_store(tmp_path):
     assert _store_counts(tmp_path) == expected
 
 
-def test_the_reset_is_the_same_for_kafka_offsets(caplog):
-    """The tansu test broker has no DeleteRecords, so a Kafka log start cannot be moved in a test;
-    the reset only needs the admin's metadata and comparator, given here as Kafka's admin reports
-    a partition whose log start moved past the checkpoint."""
-    from samza_dagster.config.system_config import StreamConfig
-    from samza_dagster.container.offset_reset import reset_out_of_range
-    from samza_dagster.model import (
-        SystemStream,
-        SystemStreamMetadata,
-        SystemStreamPartition,
-        SystemStreamPartitionMetadata,
-    )
-    from samza_dagster.system.kafka.admin import KafkaSystemAdmin
+@pytest.mark.kafka
+@pytest.mark.parametrize(("default", "processed"), [("oldest", 5), ("upcoming", 0)])
+def test_a_kafka_checkpoint_before_a_log_start_moved_by_delete_records_resets_by_offset_default(
+    kafka_config, kafka_topic_prefix, tmp_path, caplog, default, processed
+):
+    """Kafka's DeleteRecords moves a partition's log start past the job's checkpoint (as retention
+    does): the next run resets by ``samza.offset.default`` with one WARNING per partition."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
 
-    ssp0, ssp1, ssp2 = (SystemStreamPartition("kafka", "t", p) for p in (0, 1, 2))
-    metadata = {
-        SystemStream("kafka", "t"): SystemStreamMetadata(
-            "t",
-            {
-                0: SystemStreamPartitionMetadata("100", "149", "150"),
-                1: SystemStreamPartitionMetadata("0", "9", "10"),
-                2: SystemStreamPartitionMetadata("0", "9", "10"),
-            },
-        )
-    }
-    streams = StreamConfig(Config({"systems.kafka.streams.t.samza.offset.default": "upcoming"}))
-    with caplog.at_level(logging.WARNING, logger="samza_dagster.container.offset_reset"):
-        result = reset_out_of_range(
-            {ssp0: "40", ssp1: "5", ssp2: "11"}, metadata, lambda _s: KafkaSystemAdmin.offset_comparator, streams
-        )
-    assert result == {ssp0: "150", ssp1: "5", ssp2: "10"}
-    before, past = [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.offset_reset"]
-    assert "system kafka, stream t, partition 0" in before and "[40, 150)" in before
-    # one past the high watermark is out of range too (the topic was deleted and created again)
-    assert (
-        "system kafka, stream t, partition 2: the checkpoint resumes at offset 11, outside the partition's offsets [0, 10]"
-        in past
+    words = f"{kafka_topic_prefix}-words"
+    config = kafka_config.with_overrides(
+        {
+            "job.name": kafka_topic_prefix,
+            "job.default.system": "kafka",
+            "task.inputs": f"kafka.{words}",
+            "task.class": "tests.apps.tasks:WordCountTask",
+            "task.commit.ms": "100",
+            "systems.kafka.samza.msg.serde": "string",
+            f"systems.kafka.streams.{words}.samza.bounded": "true",
+            "stores.counts.factory": "rocksdb",
+            "stores.counts.key.serde": "string",
+            "stores.counts.msg.serde": "long",
+            "stores.counts.changelog": f"kafka.{kafka_topic_prefix}-counts-changelog",
+            "job.logged.store.base.dir": str(tmp_path / "state"),
+        }
     )
+    create_stream(config, "kafka", words, 2)
+    produce(config, "kafka", words, [(p, None, b"w00") for p in (0, 1) for _ in range(10)])
+    assert SamzaContainer("0", job_model(config)).run().messages_processed == 20  # checkpoint: offset 9
+    produce(config, "kafka", words, [(p, None, b"w01") for p in (0, 1) for _ in range(10)])
+    admin = AdminClient({"bootstrap.servers": config.get_str("systems.kafka.consumer.bootstrap.servers")})
+    deleted = admin.delete_records([TopicPartition(words, p, 15) for p in (0, 1)])
+    assert all(future.result(30).low_watermark == 15 for future in deleted.values())  # the new log starts
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="samza_dagster.container.offset_reset"):
+        config = config.with_overrides({"systems.kafka.samza.offset.default": default})
+        summary = SamzaContainer("0", job_model(config)).run()
+    assert summary.status is ContainerStatus.COMPLETED
+    assert summary.messages_processed == 2 * processed
+    warnings = sorted(r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.offset_reset")
+    start = 15 if default == "oldest" else 20
+    assert len(warnings) == 2, warnings
+    for p, warning in enumerate(warnings):
+        assert f"system kafka, stream {words}, partition {p}: the checkpoint resumes at offset 10" in warning
+        assert f"skipping offsets [10, {start}) and starting at {start} (samza.offset.default={default})" in warning
+    if processed:
+        for p in (0, 1):
+            assert read_checkpoints(config)[f"Partition {p}"].offsets[("kafka", words, p)] == "19"

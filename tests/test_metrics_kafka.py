@@ -41,7 +41,7 @@ def test_kafka_consumer_lag_metrics_in_the_snapshots(kafka_config, kafka_topic_p
         producer.send(
             "t", OutgoingMessageEnvelope(SystemStream("kafka", topic), b"m%d" % i, key=b"k", partition=i % PARTITIONS)
         )
-        producer.flush("t")  # one record per batch: the test broker's high watermark is right only then
+    producer.flush("t")
     producer.stop()
 
     result = run_job(config)

@@ -10,7 +10,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.metrics import (
+    CACHED_STORE_GROUP,
     CONTAINER_GROUP,
+    LOG_CONSUMER_GROUP,
+    TASK_GROUP,
     MetricsHeader,
     MetricsRegistry,
     MetricsSnapshot,
@@ -18,7 +21,8 @@ from samza_dagster.metrics import (
 )
 from samza_dagster.metrics.config import metrics_config
 from samza_dagster.metrics.errors import MetricsError
-from samza_dagster.metrics.prometheus import exposition, prometheus_name
+from samza_dagster.metrics.groups import OPERATOR_GROUP
+from samza_dagster.metrics.prometheus import exposition
 from samza_dagster.model import SystemStream
 from samza_dagster.runtime.preflight import check_job_config
 
@@ -123,40 +127,106 @@ def test_a_message_that_is_not_a_snapshot_is_refused_saying_why(value, complaint
         MetricsSnapshot.decode(value)
 
 
-def test_the_prometheus_exposition_labels_every_value_with_its_container_source_and_group():
+def _families(text: str) -> dict[str, object]:
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def test_the_prometheus_exposition_follows_prometheus_naming_conventions():
+    """Parsed back by prometheus_client's own parser: counters are counters (``_total``), timers
+    are seconds, memory bytes; the partition, store and operator a Samza name carries are labels;
+    every family has a HELP line that says more than its name."""
     snapshots = [
-        MetricsSnapshot(_header(), {CONTAINER_GROUP: {"process-envelopes": 12, "event-loop-utilization": 0.25}}),
+        MetricsSnapshot(
+            _header(),
+            {
+                CONTAINER_GROUP: {
+                    "process-envelopes": 12,
+                    "process-ns": 1500.0,
+                    "physical-memory-mb": 2.0,
+                    "event-loop-utilization": 0.25,
+                },
+                LOG_CONSUMER_GROUP: {
+                    "log-user-signups-1-messages-behind-high-watermark": 3,
+                    "log-user-signups-1-high-watermark": 9,
+                    "messages-behind-high-watermark": 3,
+                },
+            },
+        ),
         MetricsSnapshot(
             _header(container_name="1", source="samza-container-1"), {CONTAINER_GROUP: {"process-envelopes": 30}}
         ),
         MetricsSnapshot(
-            _header(source="TaskName-Partition 0"),
-            {"app": {"seen": 5, "recent": [1, 2], "flag": True, "offset": "17", "none": None}},
+            _header(source="TaskName-Partition 1"),
+            {
+                TASK_GROUP: {"log-user-signups-1-messages-processed": 6, "log-user-signups-1-offset": "8"},
+                CACHED_STORE_GROUP: {"counts-cache-hits": 4, "counts-cache-size": 2},
+                OPERATOR_GROUP: {"late_messages": 1, "late_messages.hourly": 1},
+                "app": {"seen": 5, "took-ns": 2_000_000.0, "level": 3, "recent": [1, 2], "flag": True, "none": None},
+            },
+            {"app": {"seen": "counter", "took-ns": "timer"}},
         ),
     ]
-    text = exposition(lambda: snapshots).decode()
-    samples = {
-        (s.name, s.labels["container"], s.labels["source"]): (s.value, s.labels)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
+    text = exposition(lambda: snapshots, ["log"]).decode()
+    families = _families(text)
+
+    def sample(family: str, **labels: str):
+        (found,) = [s for s in families[family].samples if all(s.labels.get(k) == v for k, v in labels.items())]
+        return found
+
+    envelopes = families["samza_process_envelopes"]
+    assert envelopes.type == "counter"
+    assert {(s.name, s.labels["container"], s.value) for s in envelopes.samples} == {
+        ("samza_process_envelopes_total", "0", 12),
+        ("samza_process_envelopes_total", "1", 30),
     }
-    assert samples[("samza_process_envelopes", "0", "samza-container-0")][0] == 12
-    assert samples[("samza_process_envelopes", "1", "samza-container-1")][0] == 30
-    assert samples[("samza_event_loop_utilization", "0", "samza-container-0")][0] == 0.25
-    value, labels = samples[("samza_seen", "0", "TaskName-Partition 0")]
-    assert value == 5 and labels == {
+    assert families["samza_process_seconds"].type == "gauge" and sample("samza_process_seconds").value == 1.5e-06
+    assert sample("samza_physical_memory_bytes").value == 2 * 2**20
+    assert sample("samza_event_loop_utilization_ratio").value == 0.25
+    # the partition is labels, never part of a name
+    assert not any(any(ch.isdigit() for ch in name) for name in families), sorted(families)
+    lag = sample("samza_messages_behind_high_watermark", stream="user-signups")
+    assert lag.value == 3 and (lag.labels["system"], lag.labels["partition"]) == ("log", "1")
+    processed = sample("samza_messages_processed", stream="user-signups")
+    assert families["samza_messages_processed"].type == "counter" and processed.name.endswith("_total")
+    assert processed.labels["task"] == "Partition 1" and processed.value == 6
+    assert sample("samza_offset", partition="1").value == 8
+    assert sample("samza_container_messages_behind_high_watermark").value == 3
+    assert sample("samza_store_cache_hits", store="counts").name == "samza_store_cache_hits_total"
+    assert sample("samza_store_cache_entries", store="counts").value == 2
+    assert sample("samza_operator_late_messages", operator="hourly").value == 1
+    assert sample("samza_late_messages").value == 1
+    # a task's own metrics, by the kinds its snapshot recorded
+    assert families["samza_seen"].type == "counter" and sample("samza_seen").name == "samza_seen_total"
+    assert sample("samza_took_seconds").value == 0.002
+    assert families["samza_level"].type == "gauge" and sample("samza_flag").value == 1
+    assert sample("samza_seen").labels == {
         "job": "job",
         "job_id": "1",
         "container": "0",
-        "source": "TaskName-Partition 0",
+        "task": "Partition 1",
+        "source": "TaskName-Partition 1",
         "group": "app",
     }
-    assert samples[("samza_flag", "0", "TaskName-Partition 0")][0] == 1
-    assert not any(name in ("samza_recent", "samza_offset", "samza_none") for name, _, _ in samples)
-    assert (
-        prometheus_name("kafka-topic.x-0-messages-behind-high-watermark")
-        == "samza_kafka_topic_x_0_messages_behind_high_watermark"
+    assert not any(name in ("samza_recent", "samza_none") for name in families)
+    assert envelopes.documentation == "envelopes processed by the container's tasks"
+    assert families["samza_messages_behind_high_watermark"].documentation.startswith(
+        "messages of the partition not yet"
     )
+    for name, family in families.items():
+        assert family.documentation and not family.documentation.startswith("Samza metric"), (name, family)
+
+
+def test_a_snapshot_records_the_kind_of_each_counter_and_timer():
+    registry = MetricsRegistry("TaskName-Partition 0")
+    registry.new_counter("app", "seen")
+    registry.new_timer("app", "took-ns")
+    registry.new_gauge("app", "level", 0)
+    snapshot = MetricsSnapshot(_header(), registry.snapshot(), registry.kinds())
+    again = MetricsSnapshot.decode(snapshot.encode())
+    assert again.types == {"app": {"seen": "counter", "took-ns": "timer"}}
+    assert again.kind("app", "seen") == "counter" and again.kind("app", "level") is None
+    # Samza's own snapshots have no types: read as before
+    assert MetricsSnapshot.decode(json.dumps({"header": _header().to_dict(), "metrics": {}})).types == {}
 
 
 # -- config -------------------------------------------------------------------------------------

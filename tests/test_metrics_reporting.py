@@ -69,18 +69,23 @@ def _fill_input(config: Config) -> None:
 
 
 def _scrape(url: str, token: str | None = TOKEN) -> dict[tuple[str, str, str], float]:
-    """(metric, container, source) -> value of every sample the endpoint serves."""
+    """(sample name + its partition label, container, source) -> value of every sample the
+    endpoint serves, parsed by prometheus_client's own parser; every counter family's samples
+    end in ``_total``."""
     request = urllib.request.Request(url + "/metrics")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode()
-    return {
-        (s.name, s.labels["container"], s.labels["source"]): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if family.type == "counter":
+                assert s.name == family.name + "_total", (family.name, s.name)
+            where = f"{{{s.labels['stream']}/{s.labels['partition']}}}" if "partition" in s.labels else ""
+            samples[(s.name + where, s.labels["container"], s.labels["source"])] = s.value
+    return samples
 
 
 def _total(samples: dict[tuple[str, str, str], float], name: str, source_prefix: str) -> float:
@@ -100,7 +105,9 @@ def _run_and_scrape(config: Config, runner) -> dict[tuple[str, str, str], float]
             _scrape(url, token=None)
         assert denied.value.code == 401  # the coordinator's token rule holds for /metrics too
         samples = wait_until(
-            lambda: (s := _scrape(url)) and _total(s, "samza_process_envelopes", "samza-container-") == TOTAL and s,
+            lambda: (
+                (s := _scrape(url)) and _total(s, "samza_process_envelopes_total", "samza-container-") == TOTAL and s
+            ),
             180,
             what=f"{TOTAL} envelopes processed on /metrics",
         )
@@ -114,10 +121,13 @@ def _run_and_scrape(config: Config, runner) -> dict[tuple[str, str, str], float]
 def _check_scrape(samples: dict[tuple[str, str, str], float]) -> None:
     assert {c for (_, c, s) in samples if s.startswith("samza-container-")} == {"0", "1"}
     # the task's own counter, one per task (TaskName-Partition N), adds up to what was processed
-    assert _total(samples, "samza_user_messages", "TaskName-") == TOTAL
-    assert _total(samples, "samza_process_calls", "TaskName-") == TOTAL
+    assert _total(samples, "samza_user_messages_total", "TaskName-") == TOTAL
+    assert _total(samples, "samza_process_calls_total", "TaskName-") == TOTAL
     for p in range(PARTITIONS):
-        assert _total(samples, f"samza_log_input_{p}_messages_processed", "TaskName-") == PER_PARTITION
+        assert _total(samples, f"samza_messages_processed_total{{input/{p}}}", "TaskName-") == PER_PARTITION
+        assert _total(samples, f"samza_messages_behind_high_watermark{{input/{p}}}", "samza-container-") == 0
+    # the task's own timer, in seconds (its values were byte counts fed as ns: 1..7 ns)
+    assert 0 < _total(samples, "samza_message_bytes_seconds", "TaskName-") < 1e-6 * PARTITIONS
 
 
 def _check_snapshot_stream(config: Config) -> None:
@@ -125,7 +135,8 @@ def _check_snapshot_stream(config: Config) -> None:
     with MetricsStreamReader(config, METRICS) as reader:
         raw = reader._consumer.poll(reader.ssps, 5.0)  # one raw message: Samza's JSON, byte for byte
     message = json.loads(next(iter(raw.values()))[0].message)
-    assert set(message) == {"header", "metrics"}
+    # Samza's two keys, and the kinds of counters and timers (an addition Samza's readers ignore)
+    assert set(message) == {"header", "metrics", "types"}
     assert set(message["header"]) == {
         "job-name",
         "job-id",

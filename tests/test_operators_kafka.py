@@ -1,4 +1,4 @@
-"""The operator runtime on Kafka (the tansu broker): Samza's execution-planner design's Listing 2 and the bounded
+"""The operator runtime on Kafka (Apache Kafka, support/kafka_broker.py): Samza's execution-planner design's Listing 2 and the bounded
 two-stage count application, with inputs, outputs, intermediate streams, changelogs and
 checkpoints all on Kafka (``job.default.system=kafka``), run through ``run_job``."""
 
@@ -25,12 +25,6 @@ def kafka_app_config(kafka_config, prefix: str, app: str, streams: list[str], **
         "tests.app.system": "kafka",
         "app.store.factory": "inmemory",
         "task.commit.ms": "500",
-        # Batching off for everything written to the broker — the inputs produced here and what
-        # the job writes (intermediate streams, changelogs, checkpoints). The tansu broker's high
-        # watermark is the base offset of a partition's last record batch + 1 (see the broker note in support/kafka_broker.py), so
-        # a batch of several records would hide its tail from end-offset lookups: a bounded input
-        # would end early, a changelog restore would miss entries, and read_all would stop short.
-        "systems.kafka.producer.batch.size": "0",
     }
     for s in streams:
         entries[f"streams.{s}.samza.physical.name"] = f"{prefix}-{s}"

@@ -47,7 +47,7 @@ def test_the_readme_job_section_runs_verbatim(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "created stream log.words (2 partitions)" in done.stderr
-    assert "job wordsplit on thread: 1 containers completed, 2 messages" in done.stdout
+    assert "job wordsplit on thread: 1 container completed, 2 messages" in done.stdout
     words = sorted(line.split("\t")[2] for line in done.stdout.splitlines() if re.match(r"^\d+:\d+\t", line))
     assert words == sorted("the quick brown fox jumps over the lazy dog".split())
     # everything it made is in its own directory (the streams under ./.samza-log): started from a

@@ -2,12 +2,14 @@
 
 The stateful job of tests/test_reliability_crash.py (word counts in a RocksDB store with a
 changelog, each input's id sent to ``out``) runs with exactly-once on, and its container is killed
-with SIGKILL ten times at seeded-random moments — mid-process, before and after the producers'
-flush, after the checkpoint is sent but before the commit point, between the commit point and the
-markers, mid-restore, at random — then run to the end. Checked: a ``read_committed`` reader of
-``out`` sees every input's id exactly once; the stores equal a crash-free run's. The process
-runner kills the container process; the thread runner runs in a ``samza-dagster run`` process
-that is killed whole.
+with SIGKILL at ten seeded points — mid-process, before and after the producers' flush, after the
+checkpoint is sent but before the commit point, between the commit point and the markers,
+mid-restore, at random — then run to the end. The job reaches each point and pauses there
+(tests/kill_points.py), so every kill lands mid-run whatever the machine's speed. Checked: a
+``read_committed`` reader of ``out`` sees every input's id exactly once; the stores equal a
+crash-free run's. The process runner kills the container process; the thread runner runs in a
+``samza-dagster run`` process that is killed whole; on Spark the Python worker of each stage
+attempt is killed and Spark retries the stage.
 
 And a zombie: a container paused inside its commit while a new instance of it starts is fenced —
 its commit fails, nothing it wrote is readable — and the new instance's output is exact.
@@ -15,13 +17,9 @@ its commit fails, nothing it wrote is readable — and the new instance's output
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -31,63 +29,33 @@ from samza_dagster.config import Config, ConfigError
 from samza_dagster.container.container import SamzaContainer
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.runtime import run_job
-from samza_dagster.system.log import LogSystemFactory, transactions
 from samza_dagster.system.log.transactions import ProducerFencedError
 from samza_dagster.task.api import AsyncStreamTask, StreamTask
 from support.log_reading import read_partition
 from tests.apps.harness import job_model
+from tests.kill_points import (
+    KillPoint,
+    Kills,
+    SubprocessRun,
+    ThreadedRun,
+    kill_at_each_point,
+    seeded_points,
+    with_kill_points,
+)
 from tests.test_reliability_crash import (
     MESSAGES,
     SEED,
-    CountAndEchoTask,
-    _FaultyConsumer,
-    _FaultyProducer,
     _fill,
-    _Pause,
-    _pause_for,
-    _run_and_kill,
     _store_contents,
+    kill_process_runner_at,
 )
 from tests.test_reliability_crash import (
     _config as crash_config,
 )
 
-FACTORY = "tests.test_reliability_exactly_once:ExactlyOnceFaultyLogSystemFactory"
-
-
-class _TransactionalFaultyProducer(_FaultyProducer):
-    def commit_transaction(self):
-        self._pause.at("before-commit")  # outputs, changelog and checkpoint written; not committed
-        self.inner.commit_transaction()
-
-
-class ExactlyOnceFaultyLogSystemFactory(LogSystemFactory):
-    """The crash test's faulty log system, with two more moments to pause at: ``before-commit`` and
-    ``markers`` (between the commit point and the commit markers)."""
-
-    pause_for = staticmethod(_pause_for)
-
-    def get_consumer(self, system_name, config):
-        return _FaultyConsumer(super().get_consumer(system_name, config), self.pause_for(config))
-
-    def get_producer(self, system_name, config):
-        pause = self.pause_for(config)
-        write_markers = transactions.write_markers
-        if pause.phase == "markers" and not getattr(write_markers, "paused", False):
-
-            def paused(*args):
-                pause.at("markers")
-                write_markers(*args)
-
-            paused.paused = True
-            transactions.write_markers = paused
-        return _TransactionalFaultyProducer(super().get_producer(system_name, config), pause)
-
 
 def _config(tmp_path: Path, **extra: str) -> Config:
-    entries = {"systems.log.samza.factory": FACTORY, "job.processing.guarantee": "exactly-once"}
-    entries.update(extra)
-    return crash_config(tmp_path, **entries)
+    return crash_config(tmp_path, **{"job.processing.guarantee": "exactly-once", **extra})
 
 
 def _committed_output(config: Config) -> Counter:
@@ -101,7 +69,7 @@ def _committed_output(config: Config) -> Counter:
 def _crash_free_stores(tmp_path: Path) -> dict:
     ref_dir = tmp_path / "ref"
     ref_dir.mkdir()
-    ref = _config(ref_dir, **{"systems.log.samza.factory": "log", "test.process.delay.us": "0"})
+    ref = _config(ref_dir, **{"test.process.delay.us": "0"})
     _fill(ref)
     result = run_job(ref)
     assert result.succeeded, result.summary_line()
@@ -123,7 +91,7 @@ PHASES = [
 ]
 
 
-def _check_final(crash_dir: Path, expected: dict, outcomes: list[str]) -> None:
+def _check_final(crash_dir: Path, expected: dict, outcomes: list[KillPoint]) -> None:
     final = run_job(_config(crash_dir))
     assert final.succeeded, final.summary_line()
     assert _store_contents(crash_dir) == expected, outcomes
@@ -139,73 +107,26 @@ def test_process_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(t
     crash_dir = tmp_path / "crash"
     crash_dir.mkdir()
     _fill(_config(crash_dir))
-    rnd = random.Random(SEED)
-    outcomes = []
-    for phase in PHASES:
-        nth = rnd.randint(1, 4) if phase != "restore" else 1
-        config = _config(crash_dir, **{"test.fault.phase": phase, "test.fault.nth": str(nth)})
-        outcomes.append(_run_and_kill(config, crash_dir, phase, rnd.uniform(0.2, 1.2)))
-    killed = [o for o in outcomes if o.startswith("killed")]
-    assert len(killed) == 10, outcomes
-    assert {o.split(" ")[1] for o in killed} >= {
-        "mid-before-commit",
-        "mid-markers",
-        "mid-after-flush",
-        "mid-process",
-        "mid-restore",
-    }, outcomes
-    _check_final(crash_dir, expected, outcomes)
-
-
-def _run_cli_and_kill(config: Config, tmp_path: Path, phase: str, delay_s: float) -> str:
-    """``samza-dagster run`` on the thread runner in a process of its own (its containers are
-    threads of it), SIGKILLed at ``phase``."""
-    for marker in tmp_path.glob("in-*"):
-        marker.unlink()
-    props = tmp_path / "job.properties"
-    props.write_text("".join(f"{k}={v}\n" for k, v in config.to_dict().items()))
-    env = dict(os.environ, SAMZA_CONTAINER_ID="0")  # the pauses act only inside a container's process
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "samza_dagster.cli", "run", "--config-path", str(props)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    started = time.monotonic()
-    outcome = "finished before the fault"
-    try:
-        while time.monotonic() - started < 60 and proc.poll() is None:
-            if phase == "random" and time.monotonic() - started >= delay_s:
-                outcome = f"killed at random +{delay_s:.2f}s"
-                break
-            if (tmp_path / f"in-{phase}").exists():
-                outcome = f"killed mid-{phase}"
-                break
-            time.sleep(0.002)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    return outcome
+    kills = Kills(crash_dir / "faults", seeded_points(PHASES, random.Random(SEED)))
+    kill_process_runner_at(kills, with_kill_points(_config(crash_dir), "log", kills))
+    _check_final(crash_dir, expected, kills.landed)
 
 
 def test_thread_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tmp_path):
+    """``samza-dagster run`` on the thread runner in a process of its own (its containers are
+    threads of it), SIGKILLed whole at each point."""
     expected = _crash_free_stores(tmp_path)
     crash_dir = tmp_path / "crash"
     crash_dir.mkdir()
     _fill(_config(crash_dir))
-    rnd = random.Random(SEED + 1)
-    outcomes = []
-    for phase in PHASES:
-        nth = rnd.randint(1, 4) if phase != "restore" else 1
-        config = _config(
-            crash_dir, **{"job.factory.class": "thread", "test.fault.phase": phase, "test.fault.nth": str(nth)}
-        )
-        # a thread runner's start (a Python process, the job coordinator) takes longer than a container's
-        outcomes.append(_run_cli_and_kill(config, crash_dir, phase, rnd.uniform(1.5, 3.0)))
-    killed = [o for o in outcomes if o.startswith("killed")]
-    assert len(killed) == 10, outcomes
-    _check_final(crash_dir, expected, outcomes)
+    kills = Kills(crash_dir / "faults", seeded_points(PHASES, random.Random(SEED + 1)))
+    config = with_kill_points(_config(crash_dir, **{"job.factory.class": "thread"}), "log", kills)
+    props = crash_dir / "job.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in config.to_dict().items()))
+    argv = [sys.executable, "-m", "samza_dagster.cli", "run", "--config-path", str(props)]
+    kill_at_each_point(kills, lambda: SubprocessRun(argv))
+    assert kills.landed == kills.points, f"only {len(kills.landed)} of {kills.points} landed: the job ended first"
+    _check_final(crash_dir, expected, kills.landed)
 
 
 class PausedInCommit:
@@ -248,9 +169,7 @@ class PausedInCommit:
 def test_a_zombie_container_is_fenced_by_its_new_instance(tmp_path):
     """Container 0 pauses in its commit (outputs written, not committed); a new instance of
     container 0 starts and runs the job to its end; the old one resumes and its commit fails."""
-    config = _config(
-        tmp_path, **{"systems.log.samza.factory": "log", "job.factory.class": "thread", "test.process.delay.us": "0"}
-    )
+    config = _config(tmp_path, **{"job.factory.class": "thread", "test.process.delay.us": "0"})
     _fill(config)
     zombie = PausedInCommit(SamzaContainer("0", job_model(config)))
     thread = zombie.start()
@@ -284,7 +203,7 @@ def test_a_zombie_container_is_fenced_by_its_new_instance(tmp_path):
 def test_a_combination_that_breaks_exactly_once_is_a_config_error_naming_the_key(tmp_path, extra, key):
     from samza_dagster.runtime.preflight import check_job_config
 
-    config = _config(tmp_path, **{"systems.log.samza.factory": "log", **extra})
+    config = _config(tmp_path, **extra)
     with pytest.raises(ConfigError, match="job.processing.guarantee") as info:
         check_job_config(config)
     assert info.value.key == key
@@ -294,9 +213,7 @@ def test_a_combination_that_breaks_exactly_once_is_a_config_error_naming_the_key
 def test_an_async_task_with_exactly_once_is_a_config_error(tmp_path):
     from samza_dagster.runtime.preflight import check_job_config
 
-    config = _config(
-        tmp_path, **{"systems.log.samza.factory": "log", "task.class": "tests.test_reliability_exactly_once:AsyncEcho"}
-    )
+    config = _config(tmp_path, **{"task.class": "tests.test_reliability_exactly_once:AsyncEcho"})
     with pytest.raises(ConfigError, match="AsyncStreamTask") as info:
         check_job_config(config)
     assert info.value.key == "task.class"
@@ -308,106 +225,59 @@ class AsyncEcho(AsyncStreamTask):
 
 
 # -- the spark runner ----------------------------------------------------------------------------
-class _ScheduledPause(_Pause):
-    """On Spark one run holds every crash: each stage attempt's container pauses at the next phase
-    of ``test.fault.schedule`` (``phase:nth,...``; the number of ``killed-*`` files the test left
-    says which), writing ``in-<phase>`` with its pid, and the test SIGKILLs that Python worker —
-    Spark then retries the stage, as it restarts a crashed container. Never in the test's own
-    process (``test.driver.pid``), where the job coordinator runs."""
-
-    def __init__(self, config: Config) -> None:
-        super().__init__(config)
-        self.driver = config.get_int("test.driver.pid")
-        schedule = [entry.split(":") for entry in config.get_list("test.fault.schedule")]
-        done = len(list(Path(self.dir).glob("killed-*")))
-        self.phase, self.nth = (schedule[done][0], int(schedule[done][1])) if done < len(schedule) else ("", 0)
-
-    def inside_container(self) -> bool:
-        return os.getpid() != self.driver
-
-
-def _scheduled_pause(config: Config) -> _Pause:
-    return _pause_for(config, _ScheduledPause)
-
-
-class ScheduledFaultyLogSystemFactory(ExactlyOnceFaultyLogSystemFactory):
-    pause_for = staticmethod(_scheduled_pause)
-
-
-class ScheduledCountAndEchoTask(CountAndEchoTask):
-    def init(self, context):
-        super().init(context)
-        self.pause = _scheduled_pause(context.config)
-
-
-SPARK_SCHEDULE = [
-    "after-flush:2",
-    "process:3",
-    "before-commit:1",
-    "markers:2",
-    "restore:1",
-    "after-checkpoint:3",
-    "before-commit:4",
-    "process:1",
-    "markers:1",
-    "after-flush:4",
+#: On Spark one run holds every kill: each stage attempt's container takes the next point, its
+#: Python worker is SIGKILLed there, and Spark retries the stage, as it restarts a crashed container.
+SPARK_POINTS = [
+    KillPoint("after-flush", 2),
+    KillPoint("process", 3),
+    KillPoint("before-commit", 1),
+    KillPoint("markers", 2),
+    KillPoint("restore", 1),
+    KillPoint("after-checkpoint", 3),
+    KillPoint("before-commit", 4),
+    KillPoint("process", 1),
+    KillPoint("markers", 1),
+    KillPoint("after-flush", 4),
 ]
 
 
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_spark_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tmp_path):
-    from samza_dagster.runtime.spark_runner import run_spark_job
+    from samza_dagster.runtime.spark_runner import SparkJobRunner
     from samza_dagster.spark.session import get_or_create_spark
 
     expected = _crash_free_stores(tmp_path)
     crash_dir = tmp_path / "crash"
     crash_dir.mkdir()
-    config = _config(
-        crash_dir,
-        **{
-            "job.factory.class": "spark",
-            "job.container.retry.count": str(len(SPARK_SCHEDULE)),
-            "systems.log.samza.factory": "tests.test_reliability_exactly_once:ScheduledFaultyLogSystemFactory",
-            "task.class": "tests.test_reliability_exactly_once:ScheduledCountAndEchoTask",
-            "test.fault.schedule": ",".join(SPARK_SCHEDULE),
-            "test.driver.pid": str(os.getpid()),
-        },
+    kills = Kills(crash_dir / "faults", SPARK_POINTS)
+    config = with_kill_points(
+        _config(
+            crash_dir,
+            **{"job.factory.class": "spark", "job.container.retry.count": str(len(SPARK_POINTS))},
+        ),
+        "log",
+        kills,
     )
     _fill(config)
     spark = get_or_create_spark(
-        {"spark.stage.maxConsecutiveAttempts": str(len(SPARK_SCHEDULE) + 1), "spark.sql.shuffle.partitions": "1"},
+        {"spark.stage.maxConsecutiveAttempts": str(len(SPARK_POINTS) + 1), "spark.sql.shuffle.partitions": "1"},
         master="local[1]",
         app_name="test-eos-spark",
     )
-    box: dict = {}
-
-    def run() -> None:
-        try:
-            box["result"] = run_spark_job(config, spark=spark)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    kills: list[str] = []
     try:
-        deadline = time.monotonic() + 480
-        while thread.is_alive() and time.monotonic() < deadline:
-            for marker in crash_dir.glob("in-*"):
-                os.kill(int(marker.read_text()), signal.SIGKILL)
-                kills.append(marker.name[3:])
-                marker.rename(crash_dir / f"killed-{len(kills)}-{marker.name[3:]}")
-            time.sleep(0.005)
-        thread.join(60)
+        runner = SparkJobRunner(config, spark=spark)
+        job = ThreadedRun(runner.run, stop=runner.stop, restarts_after_a_kill=True)
+        kill_at_each_point(kills, lambda: job)
+        job.wait(480)
     finally:
         spark.stop()
-    assert "result" in box, box
-    assert box["result"].succeeded, box["result"].summary_line()
-    assert len(kills) == 10, kills
-    assert _store_contents(crash_dir) == expected, kills
+    assert kills.landed == kills.points, f"only {len(kills.landed)} of {kills.points} landed: the job ended first"
+    assert job.error is None, job.error
+    assert job.result.succeeded, job.result.summary_line()
+    assert _store_contents(crash_dir) == expected, kills.landed
     ids = _committed_output(config)
-    assert ids == Counter({f"m{i}": 1 for i in range(MESSAGES)}), kills
+    assert ids == Counter({f"m{i}": 1 for i in range(MESSAGES)}), kills.landed
 
 
 class SendElsewhere(StreamTask):
@@ -421,7 +291,6 @@ def test_a_message_to_a_system_outside_the_transactions_fails_the_task_naming_th
     config = _config(
         tmp_path,
         **{
-            "systems.log.samza.factory": "log",
             "job.factory.class": "thread",
             "task.class": "tests.test_reliability_exactly_once:SendElsewhere",
             "systems.other.samza.factory": "inmemory",

@@ -1,4 +1,4 @@
-"""Issue 12.3 — broker trouble: the Kafka broker (tansu, the real Kafka protocol) is frozen
+"""Issue 12.3 — broker trouble: the Kafka broker (Apache Kafka, support/kafka_broker.py) is frozen
 with SIGSTOP for longer than every client request timeout in the middle of a job, then
 resumed. The job waits and retries, logs what it waits for, and finishes: every input offset
 processed exactly once in the container's (uncrashed) run, the final checkpoint at the end of
@@ -66,10 +66,6 @@ def test_broker_frozen_longer_than_request_timeouts_mid_job(kafka_broker, kafka_
             "systems.kafka.consumer.request.timeout.ms": "2000",
             "systems.kafka.producer.request.timeout.ms": "2000",
             "systems.kafka.admin.request.timeout.ms": "2000",
-            # one record per produce request: a container commit writes both tasks' checkpoints in
-            # one batch, and the tests' broker reports a high watermark of the last batch's base
-            # offset + 1, so reading the checkpoints to that mark would miss the batch's second one
-            "systems.kafka.producer.batch.size": "0",
         }
     )
     create_stream(config, "kafka", src, PARTITIONS)

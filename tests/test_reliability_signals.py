@@ -137,7 +137,7 @@ def test_the_first_signal_stops_gracefully_with_a_final_commit_of_every_processe
     assert 10 <= len(processed) < MESSAGES
     assert processed == list(range(len(processed)))  # in order, none twice
     # the summary line, and a final checkpoint at the last processed message
-    assert f"job signals on {runner}: 1 containers shutdown, {len(processed)} messages" in out, (out, err)
+    assert f"job signals on {runner}: 1 container shutdown, {len(processed):,} messages" in out, (out, err)
     assert f"stopped by {name}, everything processed committed" in out
     checkpoint = read_checkpoints(config)["Partition 0"]
     assert checkpoint.offsets[("log", "words", 0)] == str(processed[-1])

@@ -295,15 +295,14 @@ def test_bounded_job_over_kafka(spark, kafka_config, kafka_topic_prefix, kafka_b
     admin = system_factory(cfg, "kafka").get_admin("kafka", cfg)
     admin.create_stream(StreamSpec(topic_in, topic_in, "kafka", 2))
     admin.create_stream(StreamSpec(topic_out, topic_out, "kafka", 2))
-    # one synchronous send per record: the broker's high watermark is only right when the last
-    # batch holds one record, and the bounded end is that high watermark (see the broker note in support/kafka_broker.py)
-    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, batch_size=0)
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
     sent = []
     for p in range(2):
         for i in range(60):
             key, value = f"k{i}".encode(), f"m{p}-{i}".encode()
-            producer.send(topic_in, value, key=key, partition=p).get(10)
+            producer.send(topic_in, value, key=key, partition=p)
             sent.append(value)
+    producer.flush(30)
     producer.close()
 
     result = run_spark_job(cfg, spark=spark)

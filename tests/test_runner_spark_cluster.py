@@ -158,15 +158,14 @@ def test_a_two_container_kafka_job_runs_on_the_standalone_cluster(
     admin = system_factory(config, "kafka").get_admin("kafka", config)
     admin.create_stream(StreamSpec(topic_in, topic_in, "kafka", 2))
     admin.create_stream(StreamSpec(topic_out, topic_out, "kafka", 2))
-    # one synchronous send per record: the tansu broker's high watermark is only right when a
-    # partition's last batch holds one record, and the bounded end is that watermark
-    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, batch_size=0)
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
     sent = []
     for p in range(2):
         for i in range(50):
             value = f"m{p}-{i}".encode()
-            producer.send(topic_in, value, key=f"k{i}".encode(), partition=p).get(10)
+            producer.send(topic_in, value, key=f"k{i}".encode(), partition=p)
             sent.append(value)
+    producer.flush(30)
     producer.close()
 
     result = run_spark_job(config, spark=spark)

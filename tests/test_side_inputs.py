@@ -39,8 +39,6 @@ def _config(base: Config, system: str, prefix: str = "", **extra: str) -> Config
             "stores.profiles.key.serde": "string",
             "stores.profiles.msg.serde": "json",
             "task.commit.ms": "200",
-            # Kafka: one record per batch (the test broker's high watermark, see support/kafka_broker.py)
-            f"systems.{system}.producer.batch.size": "0",
             **extra,
         }
     )

@@ -1,4 +1,4 @@
-"""The ``samza`` Spark data source on the Kafka system, against the real (tansu) broker.
+"""The ``samza`` Spark data source on the Kafka system, against Apache Kafka (support/kafka_broker.py).
 
 tests/test_spark_datasource.py covers the data source on the log system; this file runs the
 same paths through the Kafka system: a 4-partition topic read into a DataFrame (per-partition
@@ -6,11 +6,8 @@ counts, order, offsets, key/value bytes), offset ranges, a DataFrame written bac
 (with its partition column, and re-keyed onto another partition count: murmur2 as Kafka's
 default partitioner), and a missing topic.
 
-Broker defect (see the broker note in support/kafka_broker.py): tansu's high watermark is the base offset of the partition's
-last record batch + 1, too low when that batch holds several records. A read's default end
-is the upcoming offset (the high watermark), so every topic here — including the ones the data
-source's own writer fills — is produced with ``producer.batch.size=0`` (one record per batch),
-which makes the high watermark right. The engine is not changed for it.
+Every topic is produced with the clients' default batching; a read's default end is the upcoming
+offset (Kafka's high watermark).
 
 One Spark session for the module (a session costs 10-20 s here); one topic of a few thousand
 records produced once for the read tests.
@@ -28,6 +25,7 @@ from samza_dagster.spark import get_or_create_spark, read_options
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, system_factory
 from samza_dagster.system.partitioner import partition_for_key
 from support.kafka_broker import KafkaBroker
+from support.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -59,11 +57,6 @@ class KafkaTopics:
             {
                 f"systems.{SYSTEM}.samza.factory": "kafka",
                 f"systems.{SYSTEM}.consumer.bootstrap.servers": broker.bootstrap_servers,
-                # One record per batch, for every producer here including the data source's
-                # writer (it gets this config): the broker's high watermark is then right and
-                # a read's default end (the upcoming offset) covers every record (module docstring).
-                f"systems.{SYSTEM}.producer.batch.size": "0",
-                f"systems.{SYSTEM}.producer.linger.ms": "0",
             }
         )
         self.factory = system_factory(self.config, SYSTEM)
@@ -137,7 +130,7 @@ def clicks(kafka: KafkaTopics) -> tuple[str, dict[int, list[Row]]]:
         expected[target].append((len(expected[target]), key, value, BASE_TS + i))
         envelopes.append(OutgoingMessageEnvelope(stream, value, key=key, partition=partition, event_time=BASE_TS + i))
     kafka.produce(topic, iter(envelopes))
-    # Unbatched production: the high watermark is every partition's record count.
+    # batched production: the high watermark is every partition's record count
     assert kafka.upcoming(topic) == {p: len(rows) for p, rows in expected.items()}
     return topic, expected
 
@@ -290,16 +283,13 @@ def test_a_topic_ending_in_a_transaction_marker_reads_to_its_end(spark, kafka, k
     """A transactional producer (Kafka Streams / Flink exactly-once, ...) leaves a commit marker
     at the partition's last offset: the upcoming offset counts it, but no consumer ever receives
     it. The read must end once the consumer's position passes the range's end, not wait
-    ``pollTimeoutMs`` for a message at offset end - 1 and fail. (Only the marker's offset is
-    relied on here, which tansu assigns as Kafka does; not the hiding of aborted records.)"""
+    ``pollTimeoutMs`` for a message at offset end - 1 and fail."""
     from kafka import KafkaProducer
 
     topic = kafka.create("transactional", 2)
     producer = KafkaProducer(
         bootstrap_servers=kafka_broker.bootstrap_servers,
         transactional_id=f"{topic}-tx",
-        batch_size=0,
-        linger_ms=0,  # one record per batch: the high watermark stays right
     )
     try:
         producer.init_transactions()
@@ -309,7 +299,9 @@ def test_a_topic_ending_in_a_transaction_marker_reads_to_its_end(spark, kafka, k
         producer.commit_transaction()
     finally:
         producer.close()
-    assert kafka.upcoming(topic) == {0: 4, 1: 4}  # 3 records + the commit marker each
+    # 3 records + the commit marker each: the transaction coordinator writes the markers after
+    # EndTxn returns, so the marker may reach the partition a moment later
+    wait_until(lambda: kafka.upcoming(topic) == {0: 4, 1: 4}, 30, "the commit markers")
     df = spark.read.format("samza").options(**kafka.options(topic)).option("pollTimeoutMs", "8000").load()
     assert _by_partition(df.collect()) == {
         p: [(n, b"k%d" % i, b"v%d" % i, BASE_TS + i) for n, i in enumerate(range(p, 6, 2))] for p in (0, 1)

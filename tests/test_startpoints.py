@@ -1,5 +1,5 @@
 """Startpoints on a real job (bounded input, CopyTask into an output stream), on the embedded log
-(thread, process and Spark runners) and on Kafka (the tansu broker, both clients; thread
+(thread, process and Spark runners) and on Kafka (Apache Kafka, both clients; thread
 runner): each of the four kinds is applied once ahead of the checkpoint, the first commit removes
 it so a restart resumes from the checkpoint, and a crash before that commit applies it again.
 On Kafka also: bad startpoints are refused naming the value, with nothing written."""
@@ -27,8 +27,7 @@ from samza_dagster.system.factories import system_factory
 from samza_dagster.task import StreamTask
 from tests.apps.harness import read_checkpoints
 
-#: 2100-01-01: after every record's timestamp, and (for the tansu broker, which compares with the
-#: time it appended the records: support/kafka_broker.py) after that too
+#: 2100-01-01: after every record's timestamp
 AFTER_ALL = 4_102_444_800_000
 
 
@@ -40,8 +39,7 @@ class CrashingTask(StreamTask):
 
 
 def produce_timed(config: Config, system: str, stream: str, values: list[tuple[str, int]]) -> None:
-    """One flush per message: on the tansu broker a batch of several records leaves the high
-    watermark too low (support/kafka_broker.py), and the bounded input ends at it."""
+    """``values`` as (message, event time in ms) into partition 0, batched, flushed once."""
     producer = system_factory(config, system).get_producer(system, config)
     producer.register("test")
     producer.start()
@@ -51,7 +49,7 @@ def produce_timed(config: Config, system: str, stream: str, values: list[tuple[s
                 "test",
                 OutgoingMessageEnvelope(SystemStream(system, stream), value.encode(), partition=0, event_time=ts),
             )
-            producer.flush("test")
+        producer.flush("test")
     finally:
         producer.stop()
 
@@ -80,7 +78,6 @@ class Scenario:
         for stream in (self.input, self.output):
             admin.create_stream(StreamSpec(stream, stream, system, 1))
         self.seen = 0
-        self.first_ts = 1_000_000
 
     def run(self, **overrides: str) -> list[str]:
         """Run the job to its end; the values it copied in this run."""
@@ -122,14 +119,13 @@ def run_scenario(s: Scenario) -> None:
     assert s.checkpoint() == "9"
 
     # timestamp, with a crash before the first commit: applied again by the next start. Between
-    # m6 and m7 the earliest at or after is m7; the tansu broker answers that right only for
-    # timestamps at or before a partition's first record (support/kafka_broker.py): on Kafka, m0's.
-    s.set(StartpointTimestamp(s.first_ts if s.system == "kafka" else 1_000_000 + 6500))
+    # m6 and m7 the earliest at or after is m7 (on Kafka: the broker's offsets-for-times lookup)
+    s.set(StartpointTimestamp(1_000_000 + 6500))
     result = run_job(s.config.with_overrides({"task.class": "tests.test_startpoints:CrashingTask"}))
     assert not result.succeeded
     assert s.new_output() == []
     assert [k.task_name for k in s.remaining()] == ["Partition 0"]  # fanned out, still there
-    assert s.run() == (_m(*range(10)) if s.system == "kafka" else _m(7, 8, 9))
+    assert s.run() == _m(7, 8, 9)
     assert s.remaining() == {}
     assert s.run() == []
 
@@ -163,30 +159,20 @@ def test_startpoints_on_the_embedded_log(tmp_path: Path, runner: str):
 
 @pytest.mark.kafka
 def test_startpoints_on_kafka(kafka_config: Config, kafka_topic_prefix: str):
-    config = kafka_config.with_overrides(
-        {
-            "job.name": kafka_topic_prefix.replace("-", "_")[-40:],
-            # the coordinator and checkpoint streams are read up to the high watermark: one record
-            # per batch (the tansu note in support/kafka_broker.py)
-            "systems.kafka.producer.batch.size": "0",
-        }
-    )
+    config = kafka_config.with_overrides({"job.name": kafka_topic_prefix.replace("-", "_")[-40:]})
     run_scenario(Scenario(config, "kafka", f"{kafka_topic_prefix}-"))
 
 
 @pytest.mark.kafka
 def test_bad_startpoints_on_kafka_are_refused_and_write_nothing(kafka_config: Config, kafka_topic_prefix: str):
-    config = kafka_config.with_overrides(
-        {
-            "job.name": kafka_topic_prefix.replace("-", "_")[-40:],
-            "systems.kafka.producer.batch.size": "0",  # one record per batch (support/kafka_broker.py)
-        }
-    )
+    config = kafka_config.with_overrides({"job.name": kafka_topic_prefix.replace("-", "_")[-40:]})
     s = Scenario(config, "kafka", f"{kafka_topic_prefix}-")
     produce_timed(s.config, "kafka", s.input, [(f"m{i}", 1_000_000 + 1000 * i) for i in range(3)])
     admin = system_factory(s.config, "kafka").get_admin("kafka", s.config)
     try:
         assert admin.offsets_for_times({s.ssp: 1_000_000}) == {s.ssp: "0"}
+        assert admin.offsets_for_times({s.ssp: 1_000_001}) == {s.ssp: "1"}  # the first record at or after
+        assert admin.offsets_for_times({s.ssp: 1_002_000}) == {s.ssp: "2"}
         assert admin.offsets_for_times({s.ssp: AFTER_ALL}) == {s.ssp: None}
         with pytest.raises(ValueError, match=f"stream '{s.input}' has no partition 3"):
             admin.offsets_for_times({SystemStreamPartition("kafka", s.input, 3): 0})

@@ -1,14 +1,11 @@
-"""Issue 3's chooser guarantees on Kafka, against the real (tansu) broker: SystemConsumers +
+"""Issue 3's chooser guarantees on Kafka, against Apache Kafka (support/kafka_broker.py): SystemConsumers +
 DefaultChooser.from_config reading through the Kafka system, as tests/test_system_consumers.py
 does on the log system — bootstrap (SAMZA-2's currency example, fresh and from a checkpoint),
 priority QoS under a flooded batch stream (round-robin for contrast), and the restart guarantee;
 plus the backpressure regression they exposed (a paused partition stalled in kafka-python).
 
-Broker defect (see the broker note in support/kafka_broker.py): tansu's high watermark is the base offset of the partition's last
-record batch + 1. Every stream whose start-time head a test depends on (bootstrap streams,
-real-time streams held to their head) is produced with ``batch.size=0`` — one record per batch —
-so the heads the chooser reads from the admin are right; streams whose heads nothing depends on
-are produced batched (fast).
+Every stream is produced with the producer's default batching: the heads the chooser reads from
+the admin are Kafka's own end offsets.
 """
 
 from __future__ import annotations
@@ -37,8 +34,6 @@ pytestmark = pytest.mark.kafka
 
 SYSTEM = "kafka"
 FACTORY = KafkaSystemFactory()
-#: One record per batch: end offsets are right on the tansu broker (see the module docstring).
-UNBATCHED = {f"systems.{SYSTEM}.producer.batch.size": "0", f"systems.{SYSTEM}.producer.linger.ms": "0"}
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -53,12 +48,9 @@ def create(config: Config, topic: str, partitions: int) -> SystemStream:
     return SystemStream(SYSTEM, topic)
 
 
-def produce(
-    config: Config, stream: SystemStream, counts: dict[int, int], *, start: int = 0, unbatched: bool = False
-) -> None:
-    """``counts[p]`` messages to partition ``p`` through the Kafka system's own producer, flushed.
-    ``unbatched``: one record per batch, for streams whose end offsets a test depends on."""
-    producer = FACTORY.get_producer(SYSTEM, config.with_overrides(UNBATCHED) if unbatched else config)
+def produce(config: Config, stream: SystemStream, counts: dict[int, int], *, start: int = 0) -> None:
+    """``counts[p]`` messages to partition ``p`` through the Kafka system's own producer, flushed."""
+    producer = FACTORY.get_producer(SYSTEM, config)
     producer.register("test")
     producer.start()
     try:
@@ -141,9 +133,9 @@ def run_currency_job(config: Config, prefix: str, checkpoint: dict[int, int]) ->
     4-partition ``transactions`` stream; reads the codes from ``checkpoint`` (default 0)."""
     codes = create(config, f"{prefix}-currency_codes", 4)
     tx = create(config, f"{prefix}-transactions", 4)
-    # The bootstrap heads decide when transactions may flow: one record per batch (§3 defect).
-    produce(config, codes, {p: n for p, n in enumerate(CODE_COUNTS) if n}, unbatched=True)
-    produce(config, tx, {p: 60 for p in range(4)})  # heads irrelevant: batched
+    # The bootstrap heads (Kafka's end offsets at start) decide when transactions may flow.
+    produce(config, codes, {p: n for p, n in enumerate(CODE_COUNTS) if n})
+    produce(config, tx, {p: 60 for p in range(4)})
     config = config.with_overrides(
         {
             "task.inputs": f"{codes},{tx}",
@@ -264,10 +256,9 @@ def priority_run(
             # Arrival latency, not ordering: kafka-python hands fetched
             # partitions out in fetch order, 500 records a poll, so real-time
             # records fetched behind ~1 MB of the batch partition wait ~60
-            # polls; tansu ignores the per-partition max.partition.fetch.bytes,
-            # so bound the whole fetch. With the default 500 ms fetch wait,
-            # real-time arrived in groups of up to 17 bursts (measured).
-            f"systems.{SYSTEM}.consumer.fetch.max.bytes": "65536",
+            # polls; bound what one fetch takes of a partition. With the default
+            # 500 ms fetch wait, real-time arrived in groups of up to 17 bursts (measured).
+            f"systems.{SYSTEM}.consumer.max.partition.fetch.bytes": "65536",
             f"systems.{SYSTEM}.consumer.fetch.max.wait.ms": "50",
         }
     )
@@ -379,8 +370,8 @@ def test_restart_with_both_streams_behind_processes_the_realtime_backlog_first_o
     has messages that were there at the restart."""
     rt = create(kafka_config, f"{kafka_topic_prefix}-realtime", 4)
     batch = create(kafka_config, f"{kafka_topic_prefix}-batch", 2)
-    # Real-time heads decide when batch may run after the restart: one record per batch (§3).
-    produce(kafka_config, rt, {p: 60 for p in range(4)}, unbatched=True)
+    # Real-time heads decide when batch may run after the restart.
+    produce(kafka_config, rt, {p: 60 for p in range(4)})
     produce(kafka_config, batch, {p: 3000 for p in range(2)})
     config = kafka_config.with_overrides(
         {"task.inputs": f"{rt},{batch}", f"task.chooser.priorities.{rt}": "1", f"task.chooser.priorities.{batch}": "0"}
@@ -407,7 +398,7 @@ def test_restart_with_both_streams_behind_processes_the_realtime_backlog_first_o
     # Rewind real-time partitions 0 and 1 mid-way (as if the job had died before committing);
     # while down, more real-time arrives on 0..2 (partition 3 stays at its head) and batch grows.
     checkpoint[ssp(rt, 0)], checkpoint[ssp(rt, 1)] = 20, 59
-    produce(kafka_config, rt, {0: 50, 1: 10, 2: 35}, start=60, unbatched=True)
+    produce(kafka_config, rt, {0: 50, 1: 10, 2: 35}, start=60)
     produce(kafka_config, batch, {0: 500, 1: 500}, start=3000)
     heads = {0: 110, 1: 70, 2: 95, 3: 60}
     backlog = sum(heads[p] - checkpoint[ssp(rt, p)] for p in range(4))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import subprocess
@@ -25,12 +26,24 @@ from samza_dagster.coordinator.commands import run_job_coordinator
 from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY
 from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.planner import plan_from_config
-from samza_dagster.runtime import run_job
+from samza_dagster.runtime import create_runner
 from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.runtime.provision import provision_streams
+from samza_dagster.system.kafka.confluent_config import LIBRDKAFKA_LOGGER
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DEMO_ENTRY_POINT_GROUP = "samza_dagster.demo"
+#: the Kafka client libraries' loggers: kafka-python's and librdkafka's (through confluent-kafka)
+KAFKA_CLIENT_LOGGERS = ("kafka", LIBRDKAFKA_LOGGER)
+
+
+class _WithoutKafkaClients(logging.Filter):
+    """Keeps the Kafka clients' own lines off the console. They log every failed connection as
+    an error while they retry it (a refused login: a dozen lines in 5 s); what failed reaches
+    the user as the command's one error line, and the lines stay in the run's log file."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(record.name == name or record.name.startswith(name + ".") for name in KAFKA_CLIENT_LOGGERS)
 
 
 def configure_logging(verbose: bool) -> None:
@@ -40,6 +53,7 @@ def configure_logging(verbose: bool) -> None:
     if not verbose:
         for handler in logging.getLogger().handlers:
             handler.setLevel(logging.WARNING)
+            handler.addFilter(_WithoutKafkaClients())
     if not verbose:
         for noisy in ("py4j", "pyspark", "kafka"):
             logging.getLogger(noisy).setLevel(logging.ERROR)
@@ -90,7 +104,10 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "coordinator-stream-writer":
         if args.msg_type == "set-config" and args.value is None:
             raise ConfigError(f"--type set-config needs --value (the new value of {args.key!r})", key=args.key)
-        print(run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset))
+        wrote = run_coordinator_stream_writer(config, args.msg_type, args.key, args.value, force_reset=args.force_reset)
+        print(wrote.line)
+        if wrote.warning:
+            print(f"samza-dagster {args.command}: warning: {wrote.warning}", file=sys.stderr)
         return EXIT_OK
     if args.command == "metrics":
         from samza_dagster.cli.metrics import run_metrics_command
@@ -112,8 +129,12 @@ def run(config: Config, args: argparse.Namespace) -> int:
         print(f"created stream {stream.name} ({count_of(stream.partitions, 'partition')})", file=sys.stderr)
 
     job = JobConfig(config)
-    with show_progress(job.name, config, [*provisioned.created, *provisioned.existing]), run_log(job) as log_path:
-        result = run_job(config)
+    runner = create_runner(config)
+    with (
+        show_progress(job.name, config, [*provisioned.created, *provisioned.existing], live=runner.live_positions),
+        run_log(job, args.config_path) as log_path,
+    ):
+        result = runner.run()
     if result.succeeded:
         print(result.summary_line())
         return EXIT_OK
@@ -123,12 +144,20 @@ def run(config: Config, args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
+def run_log_path(job: JobConfig, config_path: str | None) -> Path:
+    """``$TMPDIR/samza-dagster-<job.name>-<job.id>-<8 hex>.log``: the hex names the working
+    directory and the config file, so jobs of one name run from two directories (two log roots)
+    keep a log each."""
+    where = f"{os.getcwd()}\0{os.path.abspath(config_path) if config_path else ''}"
+    digest = hashlib.sha256(where.encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"samza-dagster-{job.name}-{job.id}-{digest}.log"
+
+
 @contextmanager
-def run_log(job: JobConfig) -> Iterator[Path]:
+def run_log(job: JobConfig, config_path: str | None = None) -> Iterator[Path]:
     """The run's log file: every INFO line of the run and the trace of a failure, whatever the
-    console shows. One per job (``$TMPDIR/samza-dagster-<job.name>-<job.id>.log``), rewritten
-    by each run."""
-    path = Path(tempfile.gettempdir()) / f"samza-dagster-{job.name}-{job.id}.log"
+    console shows. One per job and directory (:func:`run_log_path`), rewritten by each run."""
+    path = run_log_path(job, config_path)
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))

@@ -87,6 +87,23 @@ def _config_args(parser: argparse.ArgumentParser, *, required: bool = True) -> N
     )
 
 
+def _verbose_parent() -> Parser:
+    """``-v/--verbose`` on every subcommand too (``samza-dagster run --verbose ...``), as on the
+    top level; SUPPRESS keeps a top-level ``-v`` from being reset by a subcommand's default."""
+    parent = Parser(add_help=False)
+    parent.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="log at DEBUG level and print full traces",
+    )
+    return parent
+
+
+VERBOSE = _verbose_parent()
+
+
 class _OneLineEach(argparse.HelpFormatter):
     """Help text in column 31: room for the longest command name (coordinator-stream-writer,
     indented 4) on the line of its help. argparse measures subcommands at the indent of their
@@ -102,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level and print full traces")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="the four example applications, on Spark")
+    demo = sub.add_parser("demo", parents=[VERBOSE], help="the example applications, on Spark")
     demo.add_argument(
         "--root", default=None, type=directory, metavar="DIR", help="keep the demo's streams here (default: a temp dir)"
     )
@@ -110,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--size", type=positive_int, default=None, metavar="N", help="messages per application (default 20000)"
     )
 
-    run = sub.add_parser("run", help="run a job until it ends (bounded) or Ctrl-C")
+    run = sub.add_parser("run", parents=[VERBOSE], help="run a job until it ends (bounded) or Ctrl-C")
     _config_args(run)
     run.add_argument(
         "--no-create-streams",
@@ -124,13 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(forgets its task-to-changelog assignment)",
     )
 
-    plan = sub.add_parser("plan", help="print a job's execution plan as JSON")
+    plan = sub.add_parser("plan", parents=[VERBOSE], help="print a job's execution plan as JSON")
     _config_args(plan)
 
     _streams_parser(sub)
     _startpoint_parser(sub)
 
-    writer = sub.add_parser("coordinator-stream-writer", help="set or delete a key of a job's config")
+    writer = sub.add_parser(
+        "coordinator-stream-writer", parents=[VERBOSE], help="set or delete a key of a job's config"
+    )
     _config_args(writer)
     writer.add_argument("--type", required=True, choices=["set-config", "delete"], dest="msg_type")
     writer.add_argument("--key", required=True)
@@ -139,12 +158,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--force-reset", action="store_true", help="accept a change to set-once config (resets the job's state mapping)"
     )
 
-    coordinator = sub.add_parser("job-coordinator", help="serve a job's JobModel over HTTP")
+    coordinator = sub.add_parser("job-coordinator", parents=[VERBOSE], help="serve a job's JobModel over HTTP")
     _config_args(coordinator)
-    coordinator.add_argument("--host", default="127.0.0.1", type=host)
-    coordinator.add_argument("--port", type=port, default=0)
+    coordinator.add_argument(
+        "--host",
+        default=None,
+        type=host,
+        help="the address to listen on (default: job.coordinator.http.host, 127.0.0.1)",
+    )
+    coordinator.add_argument(
+        "--port", type=port, default=None, help="the port (default: job.coordinator.http.port, 0: any free one)"
+    )
 
-    metrics = sub.add_parser("metrics", help="print the latest metrics of a job's containers")
+    metrics = sub.add_parser("metrics", parents=[VERBOSE], help="print the latest metrics of a job's containers")
     _config_args(metrics)
     metrics.add_argument("--json", action="store_true", help="Samza's snapshot JSON instead of tables")
     metrics.add_argument(
@@ -159,11 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    streams = sub.add_parser("streams", help="create, list, describe, produce to, tail, clean")
+    streams = sub.add_parser("streams", parents=[VERBOSE], help="create, list, describe, produce to, tail, clean")
     actions = streams.add_subparsers(dest="streams_command", required=True, metavar="ACTION")
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = actions.add_parser(name, help=help_text)
+        p = actions.add_parser(name, parents=[VERBOSE], help=help_text)
         _config_args(p, required=False)
         return p
 
@@ -193,10 +219,12 @@ def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _startpoint_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    startpoint = sub.add_parser("startpoint", help="set, list, delete input startpoints")
+    startpoint = sub.add_parser("startpoint", parents=[VERBOSE], help="set, list, delete input startpoints")
     actions = startpoint.add_subparsers(dest="startpoint_command", required=True, metavar="ACTION")
 
-    setter = actions.add_parser("set", help="start a stream's partitions here at the job's next start")
+    setter = actions.add_parser(
+        "set", parents=[VERBOSE], help="start a stream's partitions here at the job's next start"
+    )
     _config_args(setter)
     setter.add_argument("--stream", required=True, metavar="SYSTEM.STREAM", help="an input of the job")
     setter.add_argument(
@@ -217,10 +245,10 @@ def _startpoint_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         help="the earliest message at or after this time: epoch ms or ISO 8601 (UTC if no zone)",
     )
 
-    listing = actions.add_parser("list", help="the startpoints waiting for the next start")
+    listing = actions.add_parser("list", parents=[VERBOSE], help="the startpoints waiting for the next start")
     _config_args(listing)
 
-    delete = actions.add_parser("delete", help="remove startpoints before they are applied")
+    delete = actions.add_parser("delete", parents=[VERBOSE], help="remove startpoints before they are applied")
     _config_args(delete)
     delete.add_argument("--stream", default=None, metavar="SYSTEM.STREAM", help="default: every stream")
     delete.add_argument(

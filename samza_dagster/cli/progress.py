@@ -1,10 +1,13 @@
 """What a running job has done, shown while ``samza-dagster run`` waits for it.
 
-Watched from outside, as any client would see it, so it works the same for every runner (the
-containers may be threads, processes or Spark tasks): messages of the inputs the job's
-checkpoints cover (processed), those they do not cover yet (lag), and messages appended to the
-streams it writes. A checkpoint is written at each commit (``task.commit.ms``), so processed and
-lag move in commit-sized steps.
+Processed and lag are counted per input partition from the furthest of two positions: what the
+job's checkpoints cover (written at each commit, seen the same whatever runs the containers) and
+the last offset the containers have processed so far, which the runner reports while they run
+(``JobRunner.live_positions``: the thread runner reads its containers, the process runner the
+offsets its container processes write every second; the Spark runner has none, so there they
+move at each commit). Offsets, not counters: a reconfigured job's restarted containers neither
+reset nor double the count. Written is what was appended to the streams the job writes — its
+outputs, not its own metrics snapshots.
 
 On a terminal it is a ``rich`` progress display, replaced by the run's summary line when the job
 ends; otherwise (a pipe, a file, CI) a plain line every ``PLAIN_INTERVAL_S`` seconds.
@@ -15,21 +18,25 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
 from samza_dagster.config import Config
+from samza_dagster.metrics.config import metrics_config
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.planner.admins import fetch_metadata
 from samza_dagster.runtime.provision import DeclaredStream
+from samza_dagster.runtime.result import per_second
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import system_factory
 
 TTY_INTERVAL_S = 1.0
 PLAIN_INTERVAL_S = 10.0
+#: the runner's live positions: last processed offset per input partition (None: it has none)
+LivePositions = Callable[[], "dict[SystemStreamPartition, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -40,22 +47,28 @@ class Sample:
     elapsed_s: float
 
     @property
-    def rate(self) -> float:
-        return self.processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
+    def rate(self) -> str:
+        return per_second(self.processed, self.elapsed_s)
+
+    @property
+    def clock(self) -> str:
+        """``0:01:05``: the time since the job started, on every sample."""
+        seconds = int(self.elapsed_s)
+        return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
     def line(self, job: str) -> str:
-        return (
-            f"{job}: {self.processed:,} processed ({self.rate:,.0f}/s), lag {self.lag:,}, "
-            f"{self.written:,} written, {self.elapsed_s:,.0f} s"
-        )
+        return f"{job}: {self.processed:,} processed ({self.rate}), lag {self.lag:,}, {self.written:,} written, {self.clock}"
 
 
 class JobWatch:
     """Samples a job's progress from its streams' offsets and its checkpoint stream."""
 
-    def __init__(self, config: Config, streams: Iterable[DeclaredStream]) -> None:
+    def __init__(self, config: Config, streams: Iterable[DeclaredStream], live: LivePositions | None = None) -> None:
         self.config = config
-        self.streams = list(streams)
+        # what the job writes, not its own metrics snapshots (an idle job writes those too)
+        reporters = {(s.system, s.stream) for s in metrics_config(config).snapshot_streams}
+        self.streams = [s for s in streams if s.reads or (s.system, s.physical_name) not in reporters]
+        self._live = live
         self._admins: dict[str, Any] = {}
         self._stack = ExitStack()
         self._started = time.monotonic()
@@ -71,11 +84,14 @@ class JobWatch:
 
     def sample(self) -> Sample:
         covered = self._covered()
+        live = self._live() if self._live is not None else None
+        for ssp, offset in (live or {}).items():
+            covered[ssp] = max(covered.get(ssp, 0), _int(offset) + 1)
         processed = lag = written = 0
         for ssp, (oldest, head) in self._offsets().items():
             start = self._baseline.get(ssp, oldest)
             if self._reads(ssp):
-                done = covered.get(ssp, start)
+                done = max(start, min(head, covered.get(ssp, start)))
                 processed += max(0, done - start)
                 lag += max(0, head - done)
             else:
@@ -139,12 +155,13 @@ def show_progress(
     *,
     out: TextIO | None = None,
     interval_s: float | None = None,
+    live: LivePositions | None = None,
 ) -> Iterator[None]:
-    """Show the job's progress while the body runs. Progress is a courtesy: a stream that cannot
-    be observed stops the display, never the job."""
+    """Show the job's progress while the body runs (``live``: the runner's live positions).
+    Progress is a courtesy: a stream that cannot be observed stops the display, never the job."""
     out = out or sys.stderr
     try:
-        watch = JobWatch(config, streams)
+        watch = JobWatch(config, streams, live)
     except Exception:  # noqa: BLE001 - the job itself reports a system it cannot reach
         yield
         return
@@ -184,17 +201,19 @@ def _plain_display(job: str, out: TextIO) -> Any:
 def _rich_display(job: str, out: TextIO) -> Any:
     # rich loads only for a terminal's live progress display
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn
 
+    # the clock is the sample's own: rich's elapsed column stops when a task is complete, and a
+    # streaming job that has caught up (lag 0) is complete until the next message arrives
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TextColumn("{task.fields[line]}"),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[clock]}"),
         console=Console(file=out),
         transient=True,
     )
-    task = progress.add_task(job, total=None, line="starting")
+    task = progress.add_task(job, total=None, line="starting", clock="0:00:00")
     progress.start()
 
     def render(sample: Sample | None) -> None:
@@ -206,8 +225,8 @@ def _rich_display(job: str, out: TextIO) -> Any:
             task,
             completed=sample.processed,
             total=sample.processed + sample.lag or None,
-            line=f"{sample.processed:,} processed ({sample.rate:,.0f}/s)  lag {sample.lag:,}  "
-            f"{sample.written:,} written",
+            line=f"{sample.processed:,} processed ({sample.rate})  lag {sample.lag:,}  {sample.written:,} written",
+            clock=sample.clock,
         )
 
     return render

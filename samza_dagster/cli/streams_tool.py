@@ -11,7 +11,6 @@ for ``string``, its bytes otherwise) and ``tail`` prints them back decoded.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 import time
@@ -21,10 +20,11 @@ from typing import Any, TextIO
 
 from samza_dagster.cli.errors import EXIT_OK, UsageError
 from samza_dagster.cli.text import count_of
-from samza_dagster.config import Config
+from samza_dagster.config import Config, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.serde.registry import SerdeRegistry
+from samza_dagster.serde.serdes import SerdeError, StringSerde
 from samza_dagster.system import (
     OutgoingMessageEnvelope,
     StreamSpec,
@@ -33,10 +33,25 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_admin
+from samza_dagster.system.factories import nearest_stream, system_admin
 from samza_dagster.system.positions import position_reached
 
 TAIL_TIMEOUT_S = 30.0
+#: a read_committed tail gives up on a partition that returned nothing this long: an open
+#: transaction holds it (it would wait for the writer to commit or abort, maybe forever)
+HELD_AFTER_S = 3.0
+
+
+def reads_committed(config: Config, system: str) -> bool:
+    """The system's consumers stop at open transactions (``read_committed``): set so, or by
+    default — the confluent Kafka client always, any system in an exactly-once job's config."""
+    level = keys.SYSTEM_CONSUMER_ISOLATION_LEVEL.get(config, system=system)
+    if level is not None:
+        return bool(level == "read_committed")
+    if keys.JOB_PROCESSING_GUARANTEE.get(config) == "exactly-once":
+        return True
+    factory = (config.get_str(keys.SYSTEM_FACTORY.key(system=system)) or "log").strip()
+    return factory == "kafka" and keys.SYSTEM_KAFKA_CLIENT.get(config, system=system) == "confluent"
 
 
 def run_streams_command(args: argparse.Namespace, config: Config) -> int:
@@ -117,22 +132,13 @@ def _metadata(admin: Any, target: SystemStream) -> Any:
     try:
         return admin.get_system_stream_metadata([target.stream])[target.stream]
     except (StreamNotFoundError, KeyError):
-        near = _nearest_stream(admin, target.stream)
+        near = nearest_stream(admin, target.stream)
         hint = (
             f"did you mean {target.system}.{near}?"
             if near
             else f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N"
         )
         raise StreamNotFoundError(target.system, target.stream, hint) from None
-
-
-def _nearest_stream(admin: Any, name: str) -> str | None:
-    """The existing stream whose name is closest to ``name`` (a typo), if the system can list them."""
-    lister = getattr(admin, "list_streams", None)
-    if lister is None:
-        return None
-    close = difflib.get_close_matches(name, [n for n in lister() if not n.startswith("__")], n=1, cutoff=0.75)
-    return close[0] if close else None
 
 
 def describe(config: Config, target: SystemStream) -> int:
@@ -177,18 +183,30 @@ def produce(config: Config, target: SystemStream, lines: TextIO, source: str, ke
         line = raw.rstrip("\n")
         if not line.strip():
             continue
-        value: Any = line
+        parsed: Any = line
         if _is_json(msg_serde) or key_field:
             try:
-                value = json.loads(line)
+                parsed = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise UsageError(f"{source} line {number}: not a JSON value ({exc.msg}): {line[:60]!r}") from None
+        # the message is the parsed JSON for a json serde, else the line as it is (a JSON line
+        # read only for its --key-field keeps its text)
+        value: Any = parsed if _is_json(msg_serde) else line
         key: Any = None
         if key_field:
-            if not isinstance(value, dict) or key_field not in value:
+            if not isinstance(parsed, dict) or key_field not in parsed:
                 raise UsageError(f"{source} line {number}: no field {key_field!r} for --key-field")
-            key = value[key_field]
-        messages.append((_encode(key_serde, key), _encode(msg_serde, value)))
+            key = parsed[key_field]
+            if isinstance(key_serde, StringSerde) and key is not None and not isinstance(key, str):
+                key = json.dumps(key)  # 42 -> "42": a string key serde takes the field's JSON text
+        try:
+            messages.append((_encode(key_serde, key), _encode(msg_serde, value)))
+        except SerdeError as exc:
+            what = f"the key from field {key_field!r}" if key_field else "the message"
+            raise UsageError(
+                f"{source} line {number}: {what} does not fit the stream's serde ({exc}); "
+                f"set systems.{target.system}.samza.key.serde / msg.serde (--config) to one that takes it"
+            ) from None
     with _admin(config, target.system) as admin:
         _metadata(admin, target)  # the stream must exist: producing does not create one
     producer = system_factory(config, target.system).get_producer(target.system, config)
@@ -244,12 +262,20 @@ def tail(config: Config, target: SystemStream, per_partition: int) -> int:
         consumer.register(ssp, str(start))
         wanted[ssp] = int(m.newest_offset)
     rows: list[tuple[int, int, str, str]] = []
+    held: dict[SystemStreamPartition, int] = {}  # partition -> the offset an open transaction holds it at
     if wanted:
+        committed = reads_committed(config, target.system)
         consumer.start()
-        deadline = time.monotonic() + TAIL_TIMEOUT_S
+        started = time.monotonic()
+        deadline = started + TAIL_TIMEOUT_S
+        moved = {ssp: started for ssp in wanted}
+        next_offset = {
+            ssp: max(int(md.partitions[ssp.partition].oldest_offset), wanted[ssp] - per_partition + 1) for ssp in wanted
+        }
         try:
             while wanted:
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if now > deadline:
                     raise ReadTimeoutError(
                         f"{target.system}.{target.stream}: partitions {sorted(s.partition for s in wanted)} "
                         f"not read to their newest offset within {TAIL_TIMEOUT_S:.0f} s"
@@ -258,11 +284,15 @@ def tail(config: Config, target: SystemStream, per_partition: int) -> int:
                 for ssp in [s for s in wanted if not polled.get(s)]:
                     if position_reached(consumer, ssp, wanted[ssp] + 1):  # the newest offset is a commit marker
                         wanted.pop(ssp)
+                    elif committed and now - moved[ssp] >= HELD_AFTER_S:
+                        held[ssp] = next_offset[ssp]
+                        wanted.pop(ssp)
                 for ssp, envelopes in polled.items():
                     for env in envelopes:
                         if env.is_end_of_stream or ssp not in wanted:
                             continue
                         offset = int(env.offset)
+                        moved[ssp], next_offset[ssp] = time.monotonic(), offset + 1
                         rows.append(
                             (ssp.partition, offset, _decode(key_serde, env.key), _decode(msg_serde, env.message))
                         )
@@ -272,6 +302,15 @@ def tail(config: Config, target: SystemStream, per_partition: int) -> int:
             consumer.stop()
     for partition, offset, key, value in sorted(rows):
         print(f"{partition}:{offset}\t{key}\t{value}")
-    if not rows:
+    for ssp, offset in sorted(held.items(), key=lambda item: item[0].partition):
+        newest = md.partitions[ssp.partition].newest_offset
+        print(
+            f"{target.system}.{target.stream} partition {ssp.partition}: nothing readable from offset {offset} "
+            f"(newest {newest}): an open transaction holds it — a read_committed reader waits until its writer "
+            "commits or aborts it; an exactly-once job's container aborts it when it starts again "
+            f"(systems.{target.system}.consumer.isolation.level=read_uncommitted shows it as it is)",
+            file=sys.stderr,
+        )
+    if not rows and not held:
         print(f"{target.system}.{target.stream} is empty", file=sys.stderr)
     return EXIT_OK

@@ -212,7 +212,7 @@ JOB_COORDINATOR_HTTP_HOST = define(
     "job.coordinator.http.host",
     STR,
     "127.0.0.1",
-    "the address the job coordinator's HTTP service listens on (spark runner)",
+    "the address the job coordinator's HTTP service listens on, on every runner (one other machines reach needs `job.coordinator.http.token`)",
 )
 JOB_COORDINATOR_HTTP_TOKEN = define(
     "job.coordinator.http.token", STR, None, "a bearer token the coordinator's HTTP service requires (unset: none)"
@@ -259,6 +259,14 @@ JOB_PROCESSING_GUARANTEE = define(
     "the embedded log or Kafka — (outputs, changelog, control "
     "messages and checkpoints readable together or removed); "
     '`at-least-once`: Samza\'s (docs/decisions.md, "Exactly-once output")',
+)
+MISSPELLED_KEY_POLICIES = ("error", "warn")
+JOB_CONFIG_MISSPELLED_KEYS = define(
+    "job.config.misspelled.keys",
+    _choice(*MISSPELLED_KEY_POLICIES),
+    MISSPELLED_KEY_POLICIES[0],
+    "a key nothing reads that is a near miss of a defined key (a typo such as task.clas): `error` refuses the config "
+    "naming the key meant; `warn` logs a WARNING and runs on (keys with no near one are always only a WARNING)",
 )
 JOB_LOGGED_STORE_BASE_DIR = define(
     "job.logged.store.base.dir",
@@ -345,7 +353,7 @@ SYSTEM_FACTORY = define(
     "systems.<system>.samza.factory",
     STR,
     None,
-    "`log`, `kafka`, `inmemory` or `module:Class` (unset: `log` for the system named `log`)",
+    "`log`, `kafka`, `inmemory`, `files`, `iceberg` or `module:Class` (unset: `log` for the system named `log`)",
 )
 SYSTEM_KEY_SERDE = define("systems.<system>.samza.key.serde", SERDE, None, "the serde of the system's keys")
 SYSTEM_MSG_SERDE = define("systems.<system>.samza.msg.serde", SERDE, None, "the serde of the system's messages")
@@ -371,8 +379,8 @@ SYSTEM_KAFKA_CLIENT = define(
 SYSTEM_REPLICATION_FACTOR = define(
     "systems.<system>.default.stream.replication.factor",
     _int(1),
-    1,
-    "replication factor of the Kafka topics the engine creates",
+    None,
+    "replication factor of the Kafka topics the engine creates (unset: the cluster's default.replication.factor)",
 )
 SYSTEM_CONSUMER_FETCH_BATCH = define(
     "systems.<system>.consumer.fetch.batch.messages",
@@ -446,6 +454,61 @@ INMEMORY_FETCH_SIZE = define(
     "most envelopes one poll of the in-memory system returns per partition",
 )
 
+FILES_ROOT = define(
+    "systems.<system>.files.root",
+    STR,
+    None,
+    "the files system's root: a directory or a URL pyarrow or fsspec opens (required); stream `<name>` is `<root>/<name>/`",
+)
+FILES_FETCH_SIZE = define(
+    "systems.<system>.files.fetch.size", _int(1), 1024, "rows the files system reads per Arrow batch and partition"
+)
+FILES_GROUP_PATTERN = define(
+    "systems.<system>.partitioner.defaultPartitioner.groupPattern",
+    STR,
+    None,
+    "Samza's file grouping: a regex with `[id]`; files with the same id are one partition (unset: one file each)",
+)
+FILES_WHITELIST = define(
+    "systems.<system>.partitioner.defaultPartitioner.whitelist",
+    STR,
+    ".*",
+    "files system: a regex a file's path under the stream's directory must match to be read",
+)
+FILES_BLACKLIST = define(
+    "systems.<system>.partitioner.defaultPartitioner.blacklist",
+    STR,
+    None,
+    "files system: a regex of paths under the stream's directory never read",
+)
+FILES_ROLL_BYTES = define(
+    "systems.<system>.files.roll.bytes",
+    _int(1),
+    128 * 1024 * 1024,
+    "files system output: a Parquet file is closed and a new one begun past this many bytes",
+)
+FILES_ROLL_MS = define(
+    "systems.<system>.files.roll.ms",
+    _int(0),
+    3_600_000,
+    "files system output: a Parquet file is closed once this old (every commit closes one too: Parquet is readable only once closed)",
+)
+ICEBERG_NAMESPACE = define(
+    "systems.<system>.iceberg.namespace", STR, "samza", "iceberg system: the namespace of its tables"
+)
+ICEBERG_COMMIT_RETRIES = define(
+    "systems.<system>.iceberg.commit.retries",
+    _int(0),
+    20,
+    "iceberg system: table commits retried on a conflict with another writer, beyond pyiceberg's own",
+)
+ICEBERG_BUFFER_ROWS = define(
+    "systems.<system>.iceberg.buffer.rows",
+    _int(1),
+    100_000,
+    "iceberg system: rows held per table before they are written to a data file (committed at the next commit)",
+)
+
 
 # stream properties: streams.<stream-id>.<p>, systems.<system>.streams.<stream>.<p>, systems.<system>.default.stream.<p>
 def _stream_property(prop: str, kind: Kind, default: Any, doc: str, *, per_system: bool = True) -> ConfigKey:
@@ -466,7 +529,16 @@ STREAM_BOOTSTRAP = _stream_property("samza.bootstrap", BOOL, False, "read to its
 STREAM_PRIORITY = _stream_property("samza.priority", INT, None, "the stream's priority tier (higher first)")
 STREAM_RESET_OFFSET = _stream_property("samza.reset.offset", BOOL, False, "ignore the checkpoint at start")
 STREAM_BOUNDED = _stream_property(
-    "samza.bounded", BOOL, False, "the stream ends at the upcoming offset seen when the job starts"
+    "samza.bounded",
+    BOOL,
+    False,
+    "the stream ends at the upcoming offset seen when the job starts (a files stream always does)",
+)
+STREAM_FILES_FORMAT = _stream_property(
+    "files.format",
+    _choice("parquet", "jsonl", "csv"),
+    None,
+    "a files stream's format (unset: from each file's extension: .parquet, .jsonl/.json/.ndjson, .csv)",
 )
 STREAM_OFFSET_DEFAULT = _stream_property(
     "samza.offset.default", OFFSET_DEFAULT, None, "where a partition without a checkpoint starts (unset: the system's)"
@@ -607,6 +679,7 @@ PLUGIN_PREFIXES: dict[str, str] = {
     "systems.<system>.producer.": "Kafka producer settings",
     "systems.<system>.admin.": "Kafka admin client settings",
     "systems.<system>.default.stream.": "Kafka topic configs of the topics the engine creates",
+    "systems.<system>.iceberg.catalog.": "pyiceberg catalog properties (`load_catalog(<system>, **props)`)",
     "serializers.registry.<name>.": "settings a registered serde factory reads",
     "spark.": "Spark's own settings",
 }

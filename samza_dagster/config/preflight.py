@@ -6,7 +6,9 @@
   Keys under :data:`~samza_dagster.config.keys.PLUGIN_PREFIXES` belong to other software and are
   never reported, nor are keys of a system whose factory is a plug-in (``module:Class``), which
   reads its own keys; under ``app.``, shared with applications' own keys, only a near miss of a
-  defined key is.
+  defined key is. A near miss (an unread key with a defined key close to it) is a ConfigError
+  unless ``job.config.misspelled.keys=warn`` (:func:`check_unread_keys`): a mistyped
+  ``samza.bouned`` would otherwise leave a job that never ends, announced by one WARNING.
 * :func:`check_values`: every set key that has a definition is read with its type, so a bad
   value fails before anything runs, with a ConfigError naming the key.
 """
@@ -16,14 +18,23 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from samza_dagster.config.config import Config
-from samza_dagster.config.keys import ENGINE_PREFIXES, KEYS, PLUGIN_PREFIXES, SYSTEM_FACTORY, ConfigKey
+from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.keys import (
+    ENGINE_PREFIXES,
+    JOB_CONFIG_MISSPELLED_KEYS,
+    KEYS,
+    PLUGIN_PREFIXES,
+    SYSTEM_FACTORY,
+    ConfigKey,
+)
 
 log = logging.getLogger(__name__)
 
-_BUILTIN_SYSTEM_FACTORIES = ("log", "kafka", "inmemory")
+_BUILTIN_SYSTEM_FACTORIES = ("log", "kafka", "inmemory", "files", "iceberg")
 _PLUGIN = [
     re.compile(re.escape(prefix).replace(re.escape("<system>"), r"[^.]+").replace(re.escape("<name>"), r"[^.]+"))
     for prefix in PLUGIN_PREFIXES
@@ -62,11 +73,23 @@ def unread_keys(config: Config) -> list[UnreadKey]:
     return found
 
 
-def warn_unread_keys(config: Config) -> list[UnreadKey]:
-    """One WARNING per key nothing reads; the keys warned about."""
+def check_unread_keys(config: Config, warn: Callable[[str], None] | None = None) -> list[UnreadKey]:
+    """Raise the ConfigError of the first near miss of a defined key (unless
+    ``job.config.misspelled.keys=warn``); otherwise one warning (``warn``, default a WARNING
+    logged here) per key nothing reads. Returns the keys warned about."""
     found = unread_keys(config)
+    if JOB_CONFIG_MISSPELLED_KEYS.get(config) == "error":
+        for unread in found:
+            if unread.suggestion:
+                raise ConfigError(
+                    f"{unread.message()} (to run with it anyway: {JOB_CONFIG_MISSPELLED_KEYS.name}=warn)",
+                    key=unread.key,
+                )
     for unread in found:
-        log.warning("%s", unread.message())
+        if warn is None:
+            log.warning("%s", unread.message())
+        else:
+            warn(unread.message())
     return found
 
 

@@ -16,6 +16,14 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStream
 
+#: factories whose every stream ends (a files stream: the files there when the job starts)
+BOUNDED_FACTORIES = ("files",)
+
+
+def system_is_bounded(config: Config, system: str) -> bool:
+    """Every stream of ``system`` is bounded: its factory reads something finite (files)."""
+    return (keys.SYSTEM_FACTORY.get(config, system=system) or "").strip() in BOUNDED_FACTORIES
+
 
 @dataclass(frozen=True)
 class SystemConfig:
@@ -63,7 +71,7 @@ class StreamConfig:
         for key in self.config:
             if key.startswith("streams."):
                 rest = key[len("streams.") :]
-                for marker in (".samza.", ".partitions", ".source"):
+                for marker in (".samza.", ".partitions", ".source", ".files."):
                     idx = rest.find(marker)
                     if idx > 0:
                         sid = rest[:idx]
@@ -123,7 +131,10 @@ class StreamConfig:
         return self._bool(system_stream, keys.STREAM_BOOTSTRAP.prop)
 
     def is_bounded(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, keys.STREAM_BOUNDED.prop)
+        """``samza.bounded``, or a stream of a system whose streams always end (files)."""
+        return self._bool(system_stream, keys.STREAM_BOUNDED.prop) or system_is_bounded(
+            self.config, system_stream.system
+        )
 
     def is_reset_offset(self, system_stream: SystemStream) -> bool:
         return self._bool(system_stream, keys.STREAM_RESET_OFFSET.prop)

@@ -43,6 +43,7 @@ from samza_dagster.container.exactly_once import NonTransactionalProducer, check
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
+from samza_dagster.container.output_checkpoints import commit_outputs, newest_checkpoints
 from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.side_inputs import SideInputsManager
@@ -114,10 +115,11 @@ class SamzaContainer:
         #: the systems' own counters, read for the summary (a snapshot callable per client)
         self._consumer_metrics: dict[str, Callable[[], Any]] = {}
         self.startpoints: ContainerStartpoints | None = None
-        self._final_lag: dict[str, int] = {}
         self._exactly_once = False
         #: exactly-once: the checkpoint system's producer, which runs the container's transactions
         self._transactions: Any = None
+        #: what each commit of an output that carries checkpoints (an Iceberg table) appended
+        self.table_commits: list[Any] = []
         #: set when run() ends, so the monitor thread stops asking the run loop to stop
         self._finished = False
 
@@ -132,6 +134,14 @@ class SamzaContainer:
     def last_checkpoints(self) -> dict[str, Checkpoint]:
         """Each task's last checkpoint (its TaskInstance's: read back at start, then its commits')."""
         return {name: ti.last_checkpoint for name, ti in self.tasks.items() if ti.last_checkpoint is not None}
+
+    def positions(self) -> dict[SystemStreamPartition, str]:
+        """The last offset processed of every partition of every task, as the run loop recorded
+        it (not yet committed, maybe): read from another thread, for progress shown to a person."""
+        out: dict[SystemStreamPartition, str] = {}
+        for ti in list(self.tasks.values()):
+            out.update(list(ti.last_processed.items()))
+        return out
 
     def uncommitted(self) -> dict[str, dict[SystemStreamPartition, tuple[str | None, str]]]:
         """Per task, the partitions processed past their last checkpoint: ``ssp -> (checkpointed
@@ -215,7 +225,10 @@ class SamzaContainer:
         check_exactly_once(self.config)
         self._start_producers(plan)
         metadata = self._input_metadata(plan)
-        last = self._start_checkpoints(plan)
+        # an output whose commits carry checkpoints (Iceberg) may be ahead of the stream after a crash
+        last = newest_checkpoints(
+            self._start_checkpoints(plan), self.producers.values(), self.container_model.tasks, self._admin
+        )
         self._open_stores(plan, last)
         self.side_inputs = side_inputs_manager(
             self.config, self.container_model, self._task_stores, plan, self._admin, self._new_consumer
@@ -256,6 +269,9 @@ class SamzaContainer:
             self._started_producers.append(producer)
         if self._exactly_once:  # only the checkpoint system's producer runs the transactions
             for system, producer in self.producers.items():
+                commits_own = getattr(self._factory(system), "commits_with_checkpoints", None)
+                if callable(commits_own) and commits_own(system, self.config):
+                    continue  # its commits carry the checkpoints (Iceberg): exactly-once on its own
                 if system != plan.checkpoint_system:
                     self.producers[system] = NonTransactionalProducer(system, plan.checkpoint_system, producer)
 
@@ -476,6 +492,9 @@ class SamzaContainer:
         checkpoints = {
             ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch
         }
+        # outputs whose commits carry the checkpoints (Iceberg tables) commit first: a crash before the
+        # checkpoint stream is written is repaired at start from what they hold (output_checkpoints.py)
+        self.table_commits.extend(commit_outputs(self.producers.values(), self.container_id, checkpoints))
         assert self.checkpoints is not None
         self.checkpoints.write_all(checkpoints)
         if self._transactions is not None:
@@ -564,7 +583,6 @@ class SamzaContainer:
                 attempt(stores.close)
         for producer in self._started_producers:
             attempt(producer.stop)
-        self._final_lag = self._lag()  # before the admins stop: it asks them
         if self.checkpoints is not None:
             attempt(self.checkpoints.stop)
         if self.startpoints is not None:
@@ -596,10 +614,19 @@ class SamzaContainer:
                 metrics[name] = value() if callable(value) else value
             except Exception:  # noqa: BLE001 - informational
                 pass
-        metrics["lag"] = self._final_lag
+        metrics["lag"] = self.reporting.final_lag
         # the registries' values at the stop (Samza's groups and names), whatever reporters run:
         # what Dagster's final materialization and lag check read
         metrics["registry"] = self.reporting.final
+        if self.table_commits:  # Iceberg tables: commits, rows appended, the last snapshot (Dagster's materializations)
+            tables: dict[str, dict[str, int]] = {}
+            for commit in self.table_commits:
+                seen = tables.setdefault(commit.table, {"commits": 0, "rows": 0, "data_files": 0})
+                seen["commits"] += 1
+                seen["rows"] += commit.rows
+                seen["data_files"] += commit.data_files
+                seen["last_snapshot_id"] = commit.snapshot_id
+            metrics["table_commits"] = tables
         if self.side_inputs is not None and self.side_inputs.stores:
             metrics["side_inputs"] = {
                 "bootstrapped": dict(self.side_inputs_restored),
@@ -614,21 +641,3 @@ class SamzaContainer:
             None if error is None else f"{type(error).__name__}: {error}",
             metrics,
         )
-
-    def _lag(self) -> dict[str, int]:
-        """Messages behind the newest offset per input partition at the end (best effort): one
-        batched offsets lookup for every input partition of the container."""
-        lag: dict[str, int] = {}
-        try:
-            newest = ssp_metadata(self._admin, {ssp for ti in self.tasks.values() for ssp in ti.ssps})
-            for ti in self.tasks.values():
-                for ssp in ti.ssps:
-                    pm = newest.get(ssp)
-                    if pm is None or pm.newest_offset is None:
-                        continue
-                    done = ti.last_processed.get(ssp)
-                    behind = int(pm.newest_offset) - (int(done) if done is not None else int(pm.oldest_offset) - 1)
-                    lag[f"{ssp.system}.{ssp.stream}[{ssp.partition}]"] = max(0, behind)
-        except Exception:  # noqa: BLE001 - lag is informational
-            log.debug("container %s: lag not computed", self.container_id, exc_info=True)
-        return lag

@@ -13,6 +13,7 @@ from samza_dagster.metrics.groups import (
     CACHED_STORE_GROUP,
     CONTAINER_GROUP,
     LOGGED_STORE_GROUP,
+    OPERATOR_GROUP,
     STORAGE_MANAGER_GROUP,
     SYSTEM_CONSUMERS_GROUP,
     TASK_GROUP,
@@ -21,9 +22,6 @@ from samza_dagster.metrics.groups import (
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.stream_reader import close_admin
 from samza_dagster.model import SystemStreamPartition
-
-#: the operator runtime's counters (late messages, expired join entries) of a high-level job
-OPERATOR_GROUP = "samza_dagster.operators.OperatorMetrics"
 
 
 class TaskMetrics:
@@ -350,9 +348,11 @@ class ConsumerLag:
                 pm = metadata[ssp.stream].partitions.get(ssp.partition)
                 if pm is None:
                     continue
+                if not (pm.upcoming_offset.isdigit() and pm.oldest_offset.lstrip("-").isdigit()):
+                    continue  # offsets that are not message counts (a files stream's <file>:<row>): no lag in messages
                 high = int(pm.upcoming_offset)
                 done = last.get(ssp)
-                if done is not None:
+                if done is not None and done.lstrip("-").isdigit():
                     next_offset = int(done) + 1
                 else:
                     start = self._starting.get(ssp)

@@ -36,6 +36,9 @@ class ContainerReporting:
         self._task_registries: list[MetricsRegistry] = []
         #: the registries' values when the container stopped (its summary carries them)
         self.final: dict[str, dict[str, dict[str, Any]]] = {}
+        #: messages behind per input partition (``system.stream[p]``) as the final snapshot
+        #: computed it: the summary's lag, looked up once at the stop, not twice
+        self.final_lag: dict[str, int] = {}
 
     def start(
         self,
@@ -85,6 +88,10 @@ class ContainerReporting:
         except Exception:  # noqa: BLE001 - informational
             log.debug("container %s: final metrics snapshot failed", self.container_id, exc_info=True)
         if self._lag is not None:
+            self.final_lag = {
+                f"{ssp.system}.{ssp.stream}[{ssp.partition}]": behind
+                for ssp, behind in sorted(self._lag.behind.items())
+            }
             try:
                 self._lag.close()
             except Exception:  # noqa: BLE001 - best effort

@@ -7,19 +7,28 @@ import signal
 import sys
 import threading
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.coordinator.http import check_bind
 from samza_dagster.coordinator.job_coordinator import JobCoordinator
 
 
-def run_job_coordinator(config: Config, host: str = "127.0.0.1", port: int = 0) -> None:
+def run_job_coordinator(config: Config, host: str | None = None, port: int | None = None) -> None:
     """Run a JobCoordinator until SIGINT or SIGTERM; prints its URL (a line ``SAMZA_COORDINATOR_URL=<url>``
-    that scripts can eval) once it serves."""
+    that scripts can eval) once it serves. ``host``/``port``: the command line's, over
+    ``job.coordinator.http.host``/``.port``."""
     done = threading.Event()
     previous = {}
 
     def _stop(signum: int, frame: object) -> None:
         done.set()
 
+    host = host or keys.JOB_COORDINATOR_HTTP_HOST.get(config)
+    check_bind(
+        host, keys.JOB_COORDINATOR_HTTP_TOKEN.get(config), where=f"--host / {keys.JOB_COORDINATOR_HTTP_HOST.name}"
+    )
+    if port is None:
+        port = keys.JOB_COORDINATOR_HTTP_PORT.get(config)
     coordinator = JobCoordinator(config, host=host, port=port)
     url = coordinator.start()
     try:

@@ -5,24 +5,52 @@ version (cheap; what containers poll to notice a new model), ``GET /metrics`` â†
 in Prometheus' text format when a ``prometheus`` metrics reporter is configured (every
 container's latest snapshot from the metrics stream). Secrets are masked. Any other path
 is a 404 and any other method a 405, both with a JSON error body. With
-``job.coordinator.http.token`` set, every request needs ``Authorization: Bearer <token>``.
+``job.coordinator.http.token`` set, every request needs ``Authorization: Bearer <token>``; a
+bind address other machines reach (``job.coordinator.http.host``) needs one (:func:`check_bind`).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from samza_dagster.config import keys
+from samza_dagster.config.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 TOKEN_KEY = keys.JOB_COORDINATOR_HTTP_TOKEN.name
+HOST_KEY = keys.JOB_COORDINATOR_HTTP_HOST.name
 VERSION_HEADER = "X-Samza-JobModel-Version"
+
+
+def is_loopback(host: str) -> bool:
+    """Every address ``host`` resolves to is a loopback one (127.0.0.0/8, ::1): only this
+    machine reaches a service bound there. A wildcard (``0.0.0.0``, ``::``) is not."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return False
+    addresses = {str(info[4][0]) for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
+
+
+def check_bind(host: str, token: str | None, *, where: str = f"config key {HOST_KEY!r}") -> None:
+    """A job coordinator reachable from other machines serves the job's model and config to
+    anyone who can reach it: refused without a bearer token (``job.coordinator.http.token``)."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"{where}: {host!r} makes the job coordinator reachable from other machines, and "
+            f"{TOKEN_KEY!r} is not set: set a token (containers and Prometheus send it as a bearer "
+            "token), or bind 127.0.0.1",
+            key=HOST_KEY,
+        )
 
 
 @dataclass(frozen=True)

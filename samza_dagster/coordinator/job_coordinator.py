@@ -20,6 +20,7 @@ from typing import Any
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.secrets import mask_config
 from samza_dagster.coordinator.errors import CoordinatorNotStartedError
 from samza_dagster.coordinator.http import TOKEN_KEY, CoordinatorHttpServer, ServedModel
@@ -310,9 +311,13 @@ class JobCoordinator:
         from samza_dagster.metrics.prometheus import CONTENT_TYPE, exposition
         from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 
-        follower = self._metrics = MetricsStreamFollower(self.job_model.config, prometheus.stream)
+        config = self.job_model.config
+        follower = self._metrics = MetricsStreamFollower(config, prometheus.stream)
         follower.start()
-        return lambda: (exposition(follower.latest.snapshots), CONTENT_TYPE)
+        # the job's systems, so <system>-<stream>-<partition> names split right where a name holds a '-'
+        systems = {key.split(".")[1] for key in config if key.startswith("systems.") and key.count(".") >= 2}
+        systems.add(JobConfig(config).default_system)
+        return lambda: (exposition(follower.latest.snapshots, systems), CONTENT_TYPE)
 
     @property
     def metrics_snapshots(self) -> list[Any]:

@@ -11,6 +11,8 @@ STORE_GROUP = "org.apache.samza.storage.kv.KeyValueStoreMetrics"
 CACHED_STORE_GROUP = "org.apache.samza.storage.kv.CachedStoreMetrics"
 LOGGED_STORE_GROUP = "org.apache.samza.storage.kv.LoggedStoreMetrics"
 STORAGE_MANAGER_GROUP = "org.apache.samza.storage.ContainerStorageManagerMetrics"
+#: the operator runtime's counters (late messages, expired join entries) of a high-level job
+OPERATOR_GROUP = "samza_dagster.operators.OperatorMetrics"
 
 
 def consumer_group(factory: str) -> str:

@@ -81,6 +81,18 @@ class MetricsRegistry:
     def get(self, group: str, name: str) -> Metric | None:
         return self.groups.get(group, {}).get(name)
 
+    def kinds(self) -> dict[str, dict[str, str]]:
+        """group → name → kind of every counter and timer (a gauge is what is not listed): what
+        a snapshot's ``types`` records."""
+        with self._lock:
+            groups = [(group, list(metrics.values())) for group, metrics in self.groups.items()]
+        out: dict[str, dict[str, str]] = {}
+        for group, metrics in groups:
+            kinds = {m.name: m.kind for m in metrics if m.kind in ("counter", "timer")}
+            if kinds:
+                out[group] = kinds
+        return out
+
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """group → name → value. A computed metric whose function fails is left out of this
         snapshot (logged at DEBUG): one broken gauge must not silence the rest."""

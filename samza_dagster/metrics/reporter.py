@@ -119,7 +119,7 @@ class SnapshotReporter:
             return
         key = self.container_name.encode("utf-8")
         for source, registry in list(self._registries):
-            snapshot = MetricsSnapshot(self._header(source), registry.snapshot())
+            snapshot = MetricsSnapshot(self._header(source), registry.snapshot(), registry.kinds())
             producer.send(self._source, OutgoingMessageEnvelope(self.stream, snapshot.encode(), key=key))
         producer.flush(self._source)
         self.reports += 1

@@ -7,12 +7,16 @@
 the reporter started counting); a counter's value is its count, a gauge's its value, a timer's
 its recent mean in nanoseconds, a list gauge's its list — as Samza's ``MetricsSnapshotReporter``
 writes them, so Samza's tooling reads our streams and ours reads Samza's.
+
+One addition Samza's readers ignore (they read ``header`` and ``metrics``): ``"types": {"<group>":
+{"<name>": "counter" | "timer"}}``, the kind of every counter and timer the registry holds (a
+value not listed is a gauge), so a Prometheus view shows a task's own counter as a counter.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from samza_dagster.metrics.errors import MetricsError
@@ -71,9 +75,14 @@ class MetricsHeader:
 class MetricsSnapshot:
     header: MetricsHeader
     metrics: dict[str, dict[str, Any]]
+    #: group → name → "counter" | "timer" (not Samza's: see the module's docstring)
+    types: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"header": self.header.to_dict(), "metrics": self.metrics}
+        out = {"header": self.header.to_dict(), "metrics": self.metrics}
+        if self.types:
+            out["types"] = self.types
+        return out
 
     def encode(self) -> bytes:
         return json.dumps(self.to_dict(), separators=(",", ":"), default=_jsonable).encode("utf-8")
@@ -89,7 +98,15 @@ class MetricsSnapshot:
         metrics = data["metrics"]
         if not isinstance(metrics, dict) or not all(isinstance(g, dict) for g in metrics.values()):
             raise MetricsSnapshotError("metrics is not an object of groups, each an object of name → value")
-        return cls(MetricsHeader.from_dict(data["header"]), metrics)
+        types = data.get("types") or {}
+        if not isinstance(types, dict) or not all(isinstance(g, dict) for g in types.values()):
+            types = {}  # an extension: a malformed one only costs the kinds, never the snapshot
+        return cls(MetricsHeader.from_dict(data["header"]), metrics, types)
+
+    def kind(self, group: str, name: str) -> str | None:
+        """ "counter" or "timer" as the snapshot recorded it; None for a gauge or unrecorded."""
+        kind = self.types.get(group, {}).get(name)
+        return kind if isinstance(kind, str) else None
 
     def value(self, group: str, name: str, default: Any = None) -> Any:
         return self.metrics.get(group, {}).get(name, default)

@@ -21,10 +21,15 @@ log = logging.getLogger(__name__)
 
 class LatestSnapshots:
     """The newest snapshot (by header ``time``) of each (container-name, source); safe to
-    update from one thread and read from others."""
+    update from one thread and read from others.
+
+    A container started again (a new JobModel, a Spark retry) reports with a new ``reset-time``
+    and counts from 0: the last snapshot of each earlier reporter lifetime is kept
+    (:meth:`ended`), so a reader can count over the whole run instead of since the restart."""
 
     def __init__(self) -> None:
         self._latest: dict[tuple[str, str], MetricsSnapshot] = {}
+        self._ended: list[MetricsSnapshot] = []
         self._lock = threading.Lock()
 
     def add(self, snapshot: MetricsSnapshot) -> None:
@@ -32,7 +37,14 @@ class LatestSnapshots:
         with self._lock:
             current = self._latest.get(key)
             if current is None or snapshot.header.time >= current.header.time:
+                if current is not None and current.header.reset_time != snapshot.header.reset_time:
+                    self._ended.append(current)
                 self._latest[key] = snapshot
+
+    def ended(self) -> list[MetricsSnapshot]:
+        """The last snapshot of every reporter lifetime that a restart ended, oldest first."""
+        with self._lock:
+            return list(self._ended)
 
     def snapshots(self) -> list[MetricsSnapshot]:
         """Sorted by container and source."""

@@ -16,9 +16,11 @@ from samza_dagster.metrics.errors import MetricsError
 
 
 class Metric:
-    """One named value; ``value()`` is what a snapshot records."""
+    """One named value; ``value()`` is what a snapshot records, ``kind`` what it is (a
+    snapshot's ``types`` carries it, so Prometheus shows a counter as a counter)."""
 
     __slots__ = ("name",)
+    kind = "gauge"
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -34,6 +36,7 @@ class Counter(Metric):
     """A count (Samza's ``Counter``): ``inc()``/``dec()``; a snapshot records ``count``."""
 
     __slots__ = ("count",)
+    kind = "counter"
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -78,6 +81,7 @@ class ListGauge(Metric):
     first); a snapshot records the list."""
 
     __slots__ = ("max_items", "_items")
+    kind = "list"
 
     def __init__(self, name: str, max_items: int = 100) -> None:
         super().__init__(name)
@@ -109,6 +113,7 @@ class Timer(Metric):
     """
 
     __slots__ = ("total_ns", "count", "_totals", "_seen_ns", "_seen_count", "_last")
+    kind = "timer"
 
     def __init__(self, name: str, totals: Callable[[], tuple[float, int]] | None = None) -> None:
         super().__init__(name)

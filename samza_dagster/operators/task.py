@@ -307,13 +307,17 @@ class OperatorTask:
             if on_timer is not None:
                 on_timer(now)
         assert self.input_watermarks is not None
-        advanced = self.input_watermarks.advanced()
+        # an ended partition stays ended: its last messages may still advance its watermark here,
+        # after its end-of-stream, and that must not pull it back from "no longer holds others back"
+        advanced = [(ssp, wm) for ssp, wm in self.input_watermarks.advanced() if ssp not in self.ended]
         if advanced:
             for ssp, wm in advanced:
                 self.ssp_watermarks[ssp] = wm
             self._watermarks_changed()
 
     def _on_intermediate_watermark(self, ssp: SystemStreamPartition, watermark: int) -> None:
+        if ssp in self.ended:
+            return
         self.ssp_watermarks[ssp] = watermark
         self._watermarks_changed()
 
@@ -321,7 +325,7 @@ class OperatorTask:
         marks = self.ssp_watermarks
         self.event_time = None
         for op, ssps in self.timed:
-            if not ssps:
+            if not ssps or op_ended(op):  # Samza: end-of-stream is the last control message an operator sends
                 continue
             wm = min(marks[s] for s in ssps)
             if wm <= op.last_watermark or wm == WATERMARK_NOT_EXIST:

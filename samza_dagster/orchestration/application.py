@@ -2,7 +2,8 @@
 reconfiguration, observation and failure sensors — built from its .properties and execution plan.
 
 Every run of the asset job carries the ``samza/job-instance`` tag the code location's run queue
-limits to one live run (see :mod:`.single_run`). The streams an unbounded job writes get a
+limits to one live run (see :mod:`.single_run`), and runs on the in-process executor: a
+graceful terminate then ends with the step's success, not an error (:mod:`.supervision`). The streams an unbounded job writes get a
 freshness policy (a live run materializes them every ``dagster.materialization.interval.ms``);
 owners come from ``dagster.owners`` (see :mod:`.settings`).
 
@@ -31,6 +32,7 @@ from samza_dagster.orchestration.sensors import (
 )
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
+from samza_dagster.orchestration.tables import IcebergSystems
 from samza_dagster.planner import configured_plan
 
 log = logging.getLogger(__name__)
@@ -50,14 +52,19 @@ def application_definitions(
     schedules: Sequence[Any] = (),
     backfills: Sequence[ReprocessingBackfill] = (),
     contain_errors: bool = True,
+    config_path: str | Path | None = None,
 ) -> dg.Definitions:
     """Definitions of one application (``config`` a Config or a .properties path). Extra
     assets/jobs/sensors/schedules of the application are added as they are; each
     :func:`~samza_dagster.orchestration.reprocessing_backfill` adds its daily asset, job and
     schedule, and its batch stream's asset is drawn downstream of it. With ``contain_errors``
-    a rejected config or plan becomes :func:`failed_application_definitions`; without, it raises."""
+    a rejected config or plan becomes :func:`failed_application_definitions`; without, it raises.
+    ``config_path`` names the file a Config came from (a path ``config`` names itself): the
+    assets of the job's Iceberg tables carry it, so their readers find the same catalog."""
     try:
         cfg = config if isinstance(config, Config) else Config.from_properties(config)
+        if config_path is None and not isinstance(config, Config):
+            config_path = config
         settings = DagsterSettings.from_config(cfg)
         plan = configured_plan(cfg)
         outputs = [o if isinstance(o, DeclaredOutput) else _declared(cfg, o) for o in declared_outputs]
@@ -66,8 +73,14 @@ def application_definitions(
             freshness = dg.FreshnessPolicy.time_window(
                 fail_window=settings.freshness_fail, warn_window=settings.freshness_warn
             )
+        iceberg = IcebergSystems.from_config(cfg, str(Path(config_path).resolve()) if config_path else None)
         streams = stream_assets(
-            plan, application=application, declared_outputs=outputs, owners=settings.owners, freshness=freshness
+            plan,
+            application=application,
+            declared_outputs=outputs,
+            owners=settings.owners,
+            freshness=freshness,
+            iceberg=iceberg,
         )
         job_asset = samza_job_asset(streams, cfg, runner_factory=runner_factory, settings=settings)
         asset_job = dg.define_asset_job(
@@ -75,6 +88,10 @@ def application_definitions(
             selection=dg.AssetSelection.assets(job_asset),
             description=f"Runs the Samza job {plan.job_name} and materializes the streams it writes",
             tags={"samza/application": application, JOB_INSTANCE_TAG: job_instance(cfg)},
+            # one op: a step process of its own buys nothing, and under the multiprocess executor
+            # a graceful terminate ends in an ERROR-level RUN_CANCELED with the executor's trace
+            # (docs/decisions.md, "A graceful Terminate ends green")
+            executor_def=dg.in_process_executor,
         )
         fed_by: dict[str, list[dg.AssetKey]] = {}
         for backfill in backfills:

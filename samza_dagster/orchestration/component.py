@@ -20,11 +20,19 @@ builds what :func:`~samza_dagster.orchestration.application_definitions` builds 
 coordinator-stream, observation and failure sensors, the asset checks, freshness and owners, and
 each backfill's daily asset, job and schedule. Unless ``bind_resources: false``, it binds the
 default resources (``samza_systems``, ``spark``, ``kafka_admin``, ``coordinator_stream``, set
-from ``SAMZA_LOG_PATH`` / ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``) — the same instances for every
+from ``SAMZA_LOG_PATH`` / ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``, and ``iceberg_io_manager``, which
+loads the job's Iceberg tables into downstream assets) — the same instances for every
 component, so several jobs merge into one code location.
 
-A component that cannot be built — its ``config_path`` does not exist, its config is rejected
-or its plan is — is one error naming the ``defs.yaml``, the key and the value. Under ``dg check
+Inputs and outputs of any system are streams here: a ``files`` input (Parquet, JSON lines, CSV
+under a directory) is a bounded input asset; a low-level task's Iceberg output is declared like
+any other (``declared_outputs: [lake.clicks]``, ``lake`` an ``iceberg`` system) and becomes the
+table's asset.
+
+A component that cannot be built — its ``config_path`` does not exist, its config fails the
+pre-flight ``samza-dagster run`` applies (typed values, serdes, the runner, the task or
+application class) or its plan is rejected — is one error naming the ``defs.yaml``, the key and
+the value. Under ``dg check
 defs`` (``dagster definitions validate``) that error fails the check; elsewhere (``dg dev``) it
 is logged and the component shows as a placeholder asset ``[<application>, execution_plan]``
 with a failing check, while the project's other components load.
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -47,6 +56,7 @@ from samza_dagster.errors import SamzaError
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.assets import _group_name
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill
+from samza_dagster.orchestration.iceberg_io import IcebergIOManager
 from samza_dagster.orchestration.resources import (
     CoordinatorStreamResource,
     KafkaAdminResource,
@@ -55,6 +65,8 @@ from samza_dagster.orchestration.resources import (
 )
 from samza_dagster.orchestration.rewind import rewind_backfill
 from samza_dagster.orchestration.scaffold import SamzaJobScaffolder
+from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY
+from samza_dagster.runtime.preflight import check_job_config
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +74,7 @@ log = logging.getLogger(__name__)
 VALIDATION_ENV = "DAGSTER_IS_DEFS_VALIDATION_CLI"
 
 
-def default_resources() -> dict[str, dg.ConfigurableResource]:
+def default_resources() -> dict[str, dg.ConfigurableResource | dg.ConfigurableIOManager]:
     """The resources every SamzaJobComponent binds: one set of instances per process, so the
     Definitions of several components merge (Dagster requires one object per resource key)."""
     global _DEFAULT_RESOURCES
@@ -73,11 +85,12 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
             "spark": SparkResource(),
             "kafka_admin": KafkaAdminResource(),
             "coordinator_stream": CoordinatorStreamResource(systems=systems),
+            ICEBERG_IO_MANAGER_KEY: IcebergIOManager(samza_systems=systems),
         }
     return dict(_DEFAULT_RESOURCES)
 
 
-_DEFAULT_RESOURCES: dict[str, dg.ConfigurableResource] | None = None
+_DEFAULT_RESOURCES: dict[str, dg.ConfigurableResource | dg.ConfigurableIOManager] | None = None
 
 
 class SamzaBackfill(dg.Model, dg.Resolvable):
@@ -120,7 +133,8 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
     )
     backfills: list[SamzaBackfill] = Field(default_factory=list, description="daily reprocessing backfills")
     bind_resources: bool = Field(
-        default=True, description="bind the default samza_systems/spark/kafka_admin/coordinator_stream resources"
+        default=True,
+        description="bind the default samza_systems/spark/kafka_admin/coordinator_stream/iceberg_io_manager resources",
     )
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
@@ -131,6 +145,9 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
             config_file = self.config_file(context.path, defs_yaml)
             cfg = _load(config_file, defs_yaml, self.config_path)
             application = self.application or _group_name(keys.JOB_NAME.get(cfg) or application)
+            # the pre-flight of `samza-dagster run`: typed values, serdes, the runner, the task or
+            # application class — a config `run` refuses is refused here too
+            check_job_config(cfg)
             for i, entry in enumerate(self.declared_outputs):
                 system, _, stream = entry.partition(".")
                 if not system or not stream:
@@ -144,6 +161,7 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
                 declared_outputs=self.declared_outputs,
                 backfills=backfills,
                 contain_errors=False,
+                config_path=config_file,
             )
         except SamzaComponentError as exc:
             defs = self._failed(application, exc)
@@ -198,6 +216,8 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def _failed(self, application: str, error: SamzaComponentError) -> dg.Definitions:
         if os.environ.get(VALIDATION_ENV):
+            # Dagster prints the error at the end of a long trace: the line that matters first
+            print(f"error: {error}", file=sys.stderr, flush=True)
             raise error
         log.error("application %s is not loaded: %s", application, error)
         return failed_application_definitions(application, error)

@@ -9,8 +9,9 @@ through the runner ``job.factory.class`` names — a ``spark`` job (the product 
 :class:`SparkResource` bound as ``spark``. :mod:`.supervision` watches the job while it runs: graceful stop on
 terminate, reconfiguration log lines, progress, live materializations. When the job stops — a
 bounded job at end-of-stream, an unbounded one when terminated — the streams it wrote are
-materialized with their offsets, the inputs observed with the final lag, and the asset checks
-(:mod:`.checks`) evaluated. A failed container fails the run with the container's error.
+materialized with their offsets (an Iceberg table with what the run appended and the snapshot,
+row count and schema it left, :mod:`.tables`), the inputs observed with the final lag, and the
+asset checks (:mod:`.checks`) evaluated. A failed container fails the run with the container's error.
 
 The launch submits its whole config to the job's coordinator stream, as Samza's job submission
 does. Values set there from outside the job (``coordinator-stream-writer``) are kept over the
@@ -35,11 +36,18 @@ from samza_dagster.orchestration.coordinator_changes import keep_coordinator_str
 from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.job_metrics import JobMetrics, follow_job_metrics
 from samza_dagster.orchestration.launch_check import check_launch_config
-from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
+from samza_dagster.orchestration.observation import (
+    DATA_VERSION_TAG,
+    StreamObservation,
+    observe_streams,
+    offset_int,
+    system_admin,
+)
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
+from samza_dagster.orchestration.tables import RunCommits, run_commits, table_materialization
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.runtime import create_runner
 from samza_dagster.runtime.result import JobResult
@@ -195,7 +203,7 @@ def run_samza_job(
         runner, runner_md = runner_for(spark, cfg)
     watch = _Progress(cfg, written, before, bootstrap_inputs)
     follower = _follow_metrics(context, cfg, job_name)
-    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name, follower)
+    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name, follower, settings)
     context.log.info(f"job {job_name}: starting ({JobConfig(cfg).factory} runner)")
     try:
         outcome = JobSupervisor(context, runner, job_name, settings, watch.progress, live.emit).run()
@@ -268,13 +276,19 @@ def run_samza_job(
         f"job {job_name} {status} in {elapsed:.2f} s: {sum(processed.values())} messages processed"
         + (f" ({outcome.stopped_by})" if outcome.stopped_by else "")
     )
+    commits = run_commits(s.metrics for s in (*result.earlier_summaries, *result.summaries))
     for stream in in_dependency_order(written):
         key = assets.keys[stream.id]
-        yield dg.MaterializeResult(
-            asset_key=key,
-            metadata={**_written_metadata(before[stream.id], after[stream.id]), **job_md},
-            data_version=dg.DataVersion(after[stream.id].data_version),
-        )
+        md = {**_written_metadata(before[stream.id], after[stream.id]), **job_md}
+        version = after[stream.id].data_version
+        table = assets.tables.get(stream.id)
+        if table is not None:
+            table_md, table_version = table_materialization(
+                cfg, table, commits.get(table.name, RunCommits()), context.log.warning
+            )
+            md.update(table_md)
+            version = table_version or version
+        yield dg.MaterializeResult(asset_key=key, metadata=md, data_version=dg.DataVersion(version))
         yield checks.lag_result(key, final_inputs, settings, metrics_lag)
         if bounded:
             yield checks.end_of_stream_result(key, status, outcome.stopped_by)
@@ -325,8 +339,11 @@ def _observe_quietly(
 
 class _LiveMaterializations:
     """While an unbounded job runs: an AssetMaterialization per written stream (messages written
-    since the run started and in the last interval, throughput, lag per input) and an observation
-    per input (its lag), so the asset pages and their plots follow the live job."""
+    since the run started and in the last interval, throughput, lag per input), the ``consumer_lag``
+    check's evaluation on it, and an observation per input (its lag), so the asset pages, their
+    plots and their checks follow the live job. Every count is since the run started, across
+    container restarts (a reconfiguration restarts the containers, whose own counters start
+    again): the containers' ``process_envelopes`` beside ``messages_written`` never go back."""
 
     def __init__(
         self,
@@ -338,8 +355,10 @@ class _LiveMaterializations:
         before: dict[str, StreamObservation],
         job_name: str,
         metrics: MetricsStreamFollower | None = None,
+        settings: DagsterSettings | None = None,
     ) -> None:
         self.context, self.assets, self.cfg = context, assets, cfg
+        self.settings = settings or DagsterSettings.from_config(cfg)
         self.read, self.written, self.before, self.job_name = read, written, before, job_name
         self.last: dict[str, int] = {sid: 0 for sid in before}
         self.warned = False
@@ -356,11 +375,13 @@ class _LiveMaterializations:
                 self.warned = True
             return
         lag = checks.lag_per_input(inputs)
+        metrics_lag: dict[str, int] | None = None
         metrics_md: dict[str, Any] = {}
         if self.metrics is not None:
             live = JobMetrics.from_follower(self.metrics)
             if live:  # the containers' own numbers win: lag, throughput, process-ns
-                lag = live.lag_per_input(inputs.values()) or lag
+                metrics_lag = live.lag_per_input(inputs.values()) or None
+                lag = metrics_lag or lag
                 processed = live.process_envelopes
                 recent, self.last_processed = processed - self.last_processed, processed
                 metrics_md = {
@@ -375,6 +396,12 @@ class _LiveMaterializations:
             total = md["messages_written"].value
             recent = total - self.last[stream.id]
             self.last[stream.id] = total
+            version = now[stream.id].data_version
+            table = self.assets.tables.get(stream.id)
+            if table is not None:
+                table_md, table_version = table_materialization(self.cfg, table, None, self.context.log.warning)
+                md.update(table_md)
+                version = table_version or version
             self.context.log_event(
                 dg.AssetMaterialization(
                     asset_key=self.assets.keys[stream.id],
@@ -389,8 +416,13 @@ class _LiveMaterializations:
                         **metrics_md,
                         "job_status": "running",
                     },
-                    tags={DATA_VERSION_TAG: now[stream.id].data_version},
+                    tags={DATA_VERSION_TAG: version},
                 )
+            )
+            # the check as of now: without it the live run's check reads "not evaluated" until
+            # the run ends, while the sensor's evaluations pile up in its history
+            self.context.log_event(
+                checks.lag_evaluation(self.assets.keys[stream.id], inputs, self.settings, metrics_lag)
             )
         for sid, obs in inputs.items():
             self.context.log_event(obs.to_event(self.assets.keys[sid], f"lag of the live job {self.job_name}"))
@@ -480,11 +512,11 @@ def _input_progress(
     name = f"{obs.system}.{obs.physical_name}"
     available = caught_up = 0
     for p, m in obs.partitions.items():
-        oldest, upcoming = int(m.oldest_offset), int(m.upcoming_offset)
+        oldest, upcoming = offset_int(m.oldest_offset), offset_int(m.upcoming_offset)
         available += upcoming - oldest
         done = finals.get((name, p))
         if done is not None:
-            caught_up += max(0, min(int(done) + 1, upcoming) - oldest)
+            caught_up += max(0, min(offset_int(done) + 1, upcoming) - oldest)
     md: dict[str, Any] = {
         "processed_by_run": dg.MetadataValue.int(processed.get(name, 0)),
         "messages_at_start": dg.MetadataValue.int(available),

@@ -6,6 +6,11 @@ metrics stream (when it configures a snapshot or Prometheus reporter; followed b
 it ends, the registries' final values in the container summaries (always). Lag per input is the
 sum of its partitions' ``messages-behind-high-watermark``; throughput is ``process-envelopes``
 over time; ``process-ns`` is the containers' mean per-envelope processing time.
+
+Counts are over the whole run: a reconfigured job's containers start again on the new JobModel
+and count from 0, so what they counted before — the last snapshot of each earlier reporter
+lifetime, or the earlier container runs' summaries — is added (``earlier``). Lag and process-ns
+are the current containers' own.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 from samza_dagster.config.config import Config
 from samza_dagster.metrics.config import metrics_config
 from samza_dagster.metrics.groups import CONTAINER_GROUP, partition_metric
+from samza_dagster.metrics.snapshot import MetricsSnapshot
 from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 from samza_dagster.orchestration.observation import StreamObservation
 from samza_dagster.runtime.result import JobResult
@@ -30,29 +36,29 @@ class JobMetrics:
     """The containers' registries: one ``group → name → value`` per container."""
 
     containers: tuple[Mapping[str, Mapping[str, Any]], ...]
+    #: the same of containers a restart (a new JobModel) ended: their counts still count
+    earlier: tuple[Mapping[str, Mapping[str, Any]], ...] = ()
 
     @classmethod
     def from_result(cls, result: JobResult) -> JobMetrics:
-        found = []
-        for summary in result.summaries:
-            registry = summary.metrics.get("registry") if isinstance(summary.metrics, dict) else None
-            for source, groups in (registry or {}).items():
-                if source.startswith(CONTAINER_PREFIX):
-                    found.append(groups)
-        return cls(tuple(found))
+        return cls(_registries(result.summaries), _registries(result.earlier_summaries))
 
     @classmethod
     def from_follower(cls, follower: MetricsStreamFollower) -> JobMetrics:
-        return cls(
-            tuple(s.metrics for s in follower.latest.snapshots() if s.header.source.startswith(CONTAINER_PREFIX))
-        )
+        def containers(snapshots: Iterable[MetricsSnapshot]) -> tuple[Mapping[str, Mapping[str, Any]], ...]:
+            return tuple(s.metrics for s in snapshots if s.header.source.startswith(CONTAINER_PREFIX))
+
+        return cls(containers(follower.latest.snapshots()), containers(follower.latest.ended()))
 
     def __bool__(self) -> bool:
         return bool(self.containers)
 
     @property
     def process_envelopes(self) -> int:
-        return sum(int(c.get(CONTAINER_GROUP, {}).get("process-envelopes", 0) or 0) for c in self.containers)
+        """Envelopes processed over the whole run, across container restarts."""
+        return sum(
+            int(c.get(CONTAINER_GROUP, {}).get("process-envelopes", 0) or 0) for c in (*self.earlier, *self.containers)
+        )
 
     @property
     def process_ns(self) -> float:
@@ -80,6 +86,17 @@ class JobMetrics:
             if known:
                 result[obs.stream_id] = sum(known)
         return result
+
+
+def _registries(summaries: Iterable[Any]) -> tuple[Mapping[str, Mapping[str, Any]], ...]:
+    """The container registries a run's container summaries carry (``metrics["registry"]``)."""
+    found = []
+    for summary in summaries:
+        registry = summary.metrics.get("registry") if isinstance(summary.metrics, dict) else None
+        for source, groups in (registry or {}).items():
+            if source.startswith(CONTAINER_PREFIX):
+                found.append(groups)
+    return tuple(found)
 
 
 def follow_job_metrics(config: Config) -> MetricsStreamFollower | None:

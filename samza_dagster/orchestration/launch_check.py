@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import dagster as dg
 
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.config.preflight import unread_keys
+from samza_dagster.config.preflight import check_unread_keys
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.runtime.preflight import check_job_values
 
@@ -28,10 +28,9 @@ def check_launch_config(
     settings: DagsterSettings,
 ) -> DagsterSettings:
     """Warn in the run's log about keys nothing reads; fail the step with one line naming the
-    key of a bad value. Returns the settings this run goes by."""
-    for unread in unread_keys(config):
-        context.log.warning(f"job {job_name}: {unread.message()}")
+    key of a bad value or of a near miss of a defined key. Returns the settings this run goes by."""
     try:
+        check_unread_keys(config, lambda message: context.log.warning(f"job {job_name}: {message}"))
         check_job_values(config)
         if any(key.startswith(DAGSTER_PREFIX) for key in overrides):
             return DagsterSettings.from_config(config)

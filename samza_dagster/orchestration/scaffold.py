@@ -38,7 +38,7 @@ streams.output.partitions=1
 TASK = '''\
 """The task of this component's job: every input message to the output stream."""
 
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.system import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.task import StreamTask
 
 OUTPUT = SystemStream("log", "output")

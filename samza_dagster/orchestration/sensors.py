@@ -170,11 +170,13 @@ def stream_observation_sensor(
     settings: DagsterSettings | None = None,
     name: str | None = None,
     minimum_interval_seconds: int = 60,
-    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
 ) -> dg.SensorDefinition:
     """Observes the streams an application reads (newest offsets as data version, lag behind
     its checkpoints) and reports an observation for each stream whose data version changed, with
-    the ``consumer_lag`` check of the streams the job writes evaluated on the same lag."""
+    the ``consumer_lag`` check of the streams the job writes evaluated on the same lag. On by
+    default: the input assets' observations are what the UI promises (one batched offset lookup
+    per system a minute, and an observation only when a stream changed)."""
     settings = settings or DagsterSettings.from_config(config)
 
     @dg.sensor(

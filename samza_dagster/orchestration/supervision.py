@@ -7,7 +7,9 @@ terminate to — stays free and, until the job ends:
   (``KeyboardInterrupt`` / ``DagsterExecutionInterruptedError``) or, where the launcher cannot
   interrupt it, marks the run CANCELING, which is polled. Either way ``runner.stop()`` asks every
   container to finish in-flight work, flush its stores and producers and commit, and the op
-  waits for that: the run then materializes the final offsets like any other;
+  waits for that: the run then materializes the final offsets like any other, and is tagged
+  ``samza/stopped-by``. On the in-process executor (every ``<app>_job``) the step and the run
+  succeed — the job stopped as asked, everything processed committed — with no ERROR event;
 * **reports reconfiguration**: when the job coordinator serves a new JobModel (a change on the
   coordinator stream), the keys that changed are logged with the model version;
 * **logs progress** — at ``dagster.progress.interval.ms``, doubling while nothing moves, up to
@@ -35,6 +37,8 @@ from samza_dagster.runtime.result import JobResult
 TICK_S = 0.5
 CANCEL_POLL_S = 1.0
 INTERRUPTS: tuple[type[BaseException], ...] = (KeyboardInterrupt, dg.DagsterExecutionInterruptedError)
+#: the run tag saying why a job stopped before its end (``terminated from Dagster``)
+STOPPED_BY_TAG = "samza/stopped-by"
 
 
 def next_progress_interval(interval: float, moved: bool, settings: DagsterSettings) -> float:
@@ -176,6 +180,19 @@ class JobSupervisor:
             "flush, checkpoints are written)"
         )
         self.runner.stop()
+        self._tag_run(why)
+
+    def _tag_run(self, why: str) -> None:
+        """``samza/stopped-by`` on the run: the runs list tells a terminated streaming run (which
+        ends successfully) from one that ended by itself."""
+        instance = getattr(self.context, "instance", None)
+        run = getattr(self.context, "run", None)
+        if instance is None or run is None:
+            return
+        try:
+            instance.add_run_tags(run.run_id, {STOPPED_BY_TAG: why})
+        except Exception as exc:  # noqa: BLE001 - a tag must not keep the job from stopping
+            self.context.log.warning(f"job {self.job_name}: could not tag the run {STOPPED_BY_TAG}: {exc}")
 
     def _cancel_requested(self) -> bool:
         instance = getattr(self.context, "instance", None)

@@ -22,7 +22,7 @@ from samza_dagster.application.specs import (
 )
 from samza_dagster.config import Config, keys
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.config.system_config import StreamConfig
+from samza_dagster.config.system_config import StreamConfig, system_is_bounded
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.model import SystemStream
 from samza_dagster.planner.analysis import analyze
@@ -145,7 +145,9 @@ class _Builder:
         explicit: dict[str, int] = {}
         for info in self.streams.values():
             info.bootstrap = self._bool_property(info, keys.STREAM_BOOTSTRAP.prop)
-            info.bounded = self._bool_property(info, keys.STREAM_BOUNDED.prop)
+            info.bounded = self._bool_property(info, keys.STREAM_BOUNDED.prop) or system_is_bounded(
+                self.config, info.system
+            )
             if info.roles - {"output"}:
                 raw, key = self._property(info, keys.STREAM_PRIORITY.prop)
                 priority = Config({key: raw}).get_int(key) if raw is not None else None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import describe_uncommitted, exit_now, install_stop_handlers
 
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
 CONTAINER_ID_ENV = "SAMZA_CONTAINER_ID"
 SUMMARY_PATH_ENV = "SAMZA_SUMMARY_PATH"
 PARENT_PID_ENV = "SAMZA_PARENT_PID"
+#: where the container keeps its last processed offsets for the runner's progress display
+PROGRESS_PATH_ENV = "SAMZA_PROGRESS_PATH"
+#: how often it rewrites them
+PROGRESS_S = 1.0
+
+log = logging.getLogger(__name__)
 EXIT_BAD_CONFIG = 2
 #: how often a container checks that its runner process is still there
 PARENT_CHECK_S = 1.0
@@ -52,6 +59,36 @@ def _stop_when_parent_exits(container: SamzaContainer, parent_pid: int) -> None:
         container.stop()
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _report_positions(container: SamzaContainer, path: str) -> None:
+    """Every PROGRESS_S, the container's last processed offsets to ``path`` (written whole and
+    renamed into place, so the runner never reads half a file), until the container stops."""
+
+    def write() -> None:
+        tmp = f"{path}.tmp"
+        while True:
+            stopping = container.stop_event.wait(PROGRESS_S)
+            try:
+                positions = [[s.system, s.stream, s.partition, o] for s, o in container.positions().items()]
+                with open(tmp, "w") as f:
+                    json.dump(positions, f)
+                os.replace(tmp, path)
+            except OSError:  # progress is a courtesy: the runner falls back to checkpoints
+                log.debug("container progress not written to %s", path, exc_info=True)
+            if stopping:
+                return
+
+    threading.Thread(target=write, name="samza-container-progress", daemon=True).start()
+
+
+def read_positions(path: str) -> dict[SystemStreamPartition, str]:
+    """What :func:`_report_positions` wrote (empty when nothing was written yet)."""
+    try:
+        with open(path) as f:
+            return {SystemStreamPartition(s, t, int(p)): str(o) for s, t, p, o in json.load(f)}
+    except (OSError, ValueError, TypeError):
+        return {}
 
 
 def main() -> int:
@@ -88,6 +125,9 @@ def main() -> int:
         parent = os.environ.get(PARENT_PID_ENV)
         if parent:
             _stop_when_parent_exits(container, int(parent))
+        progress = os.environ.get(PROGRESS_PATH_ENV)
+        if progress:
+            _report_positions(container, progress)
         summary = container.run()
         status_code = summary.status.exit_code
     except ConfigError as exc:

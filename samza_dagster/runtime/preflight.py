@@ -1,7 +1,8 @@
 """Checks of a job's config before anything is created or started: every set key with a
 definition (:mod:`samza_dagster.config.keys`) parses as its type, every serde named resolves, the
 runner exists, the task or application class imports, and the job and task views' own rules
-hold. A job that would fail on its config fails here, as a config error (exit 2), before a
+hold; a key nothing reads that is a near miss of a defined one is refused too (unless
+``job.config.misspelled.keys=warn``). A job that would fail on its config fails here, as a config error (exit 2), before a
 stream is created or a Spark session started — not minutes later inside a container. A key that
 nothing reads gets one WARNING naming the key it most likely meant."""
 
@@ -10,9 +11,10 @@ from __future__ import annotations
 from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.keys import SERDE
-from samza_dagster.config.preflight import check_values, definition_of, warn_unread_keys
+from samza_dagster.config.preflight import check_unread_keys, check_values, definition_of
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.exactly_once import check_exactly_once
+from samza_dagster.coordinator.http import check_bind
 from samza_dagster.planner import load_application
 from samza_dagster.runtime import RUNNERS
 from samza_dagster.serde.registry import SerdeRegistry, load_class
@@ -20,9 +22,10 @@ from samza_dagster.task.api import is_async_task
 
 
 def check_job_config(config: Config) -> None:
-    """Warn about keys nothing reads; raise the ConfigError (naming the key) of the first
-    setting that does not parse or names something that does not exist."""
-    warn_unread_keys(config)
+    """Refuse a near miss of a defined key, warn about other keys nothing reads; raise the
+    ConfigError (naming the key) of the first setting that does not parse or names something
+    that does not exist."""
+    check_unread_keys(config)
     check_job_values(config)
 
 
@@ -37,6 +40,7 @@ def check_job_values(config: Config) -> None:
     from samza_dagster.metrics.config import metrics_config
 
     metrics_config(config)  # reporters: class, stream on a configured system, positive interval
+    check_bind(keys.JOB_COORDINATOR_HTTP_HOST.get(config), keys.JOB_COORDINATOR_HTTP_TOKEN.get(config))
     factory = JobConfig(config).factory
     if factory not in RUNNERS:
         raise ConfigError(

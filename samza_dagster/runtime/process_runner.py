@@ -23,11 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.config.secrets import scrub
+from samza_dagster.config.secrets import scrub, secrets_of
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import TOKEN_ENV, URL_ENV
-from samza_dagster.runtime.common import secrets_of
-from samza_dagster.runtime.container_main import CONTAINER_ID_ENV, PARENT_PID_ENV, SUMMARY_PATH_ENV
+from samza_dagster.model import SystemStreamPartition
+from samza_dagster.runtime.container_main import (
+    CONTAINER_ID_ENV,
+    PARENT_PID_ENV,
+    PROGRESS_PATH_ENV,
+    SUMMARY_PATH_ENV,
+    read_positions,
+)
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 
@@ -35,11 +41,20 @@ from samza_dagster.runtime.runner import JobRunner
 class ProcessJobRunner(JobRunner):
     runner_name = "process"
 
-    def __init__(self, config: Config, *, host: str = "127.0.0.1", python: str | None = None) -> None:
+    def __init__(self, config: Config, *, host: str | None = None, python: str | None = None) -> None:
         super().__init__(config, host=host)
         self.python = python or sys.executable
         self.processes: dict[str, subprocess.Popen] = {}
         self._workdir: Path | None = None
+        #: what the containers reported processing, kept over container runs (offsets are)
+        self._positions: dict[SystemStreamPartition, str] = {}
+
+    def live_positions(self) -> dict[SystemStreamPartition, str]:
+        workdir = self._workdir
+        if workdir is not None:
+            for path in workdir.glob("progress-*.json"):
+                self._positions.update(read_positions(str(path)))
+        return dict(self._positions)
 
     def _stop_containers(self) -> None:
         for p in list(self.processes.values()):
@@ -96,6 +111,7 @@ class ProcessJobRunner(JobRunner):
         env[URL_ENV] = url
         env[CONTAINER_ID_ENV] = cid
         env[SUMMARY_PATH_ENV] = str(summary_path)
+        env[PROGRESS_PATH_ENV] = str(summary_path.parent / f"progress-{cid}.json")
         env[PARENT_PID_ENV] = str(os.getpid())
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.getcwd(), env.get("PYTHONPATH", "")] if p)

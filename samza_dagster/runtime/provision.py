@@ -3,9 +3,12 @@
 A job declares the streams it reads (``task.inputs``, or an application's inputs and side
 inputs) and the ones it writes (an application's outputs; for a low-level task, whose outputs are
 code, every stream given ``streams.<id>.partitions`` in its config). Each one that does not exist
-is created with its partition count — from the config, or as the planner infers it — on a system
-whose admin can create streams. A stream that cannot be created (no partition count known,
-``--no-create-streams``, or a system that cannot) is reported with the command that creates it.
+written by the job is created with its partition count — from the config, or as the planner
+infers it — on a system whose admin can create streams. A stream that cannot be created (no
+partition count known, ``--no-create-streams``, or a system that cannot) is reported with the
+command that creates it. A stream the job *reads* is never created: a missing input would only
+give a job that processes nothing, so it is a config error naming the stream (and the existing
+stream it most likely meant), raised before any stream is created.
 Intermediate streams, checkpoints, changelogs and the coordinator stream are the job's own: it
 creates them when it starts.
 """
@@ -13,10 +16,10 @@ creates them when it starts.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
 
-from samza_dagster.config import Config, keys
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.config.task_config import TaskConfig
@@ -24,7 +27,7 @@ from samza_dagster.model import StreamSpec
 from samza_dagster.planner import PlanningError, configured_plan
 from samza_dagster.planner.admins import fetch_metadata
 from samza_dagster.system.errors import SamzaSystemError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import nearest_stream, system_admin
 
 READ_ROLES = frozenset({"input", "bootstrap", "side-input"})
 
@@ -55,6 +58,27 @@ class MissingStreamsError(SamzaSystemError):
         ]
         super().__init__(f"missing stream(s) ({why}); create them with:\n  " + "\n  ".join(lines))
         self.missing = missing
+
+
+class MissingInputsError(ConfigError):
+    """Streams the job reads that do not exist: each named, with the existing stream it most
+    likely meant or the command that creates it. A config error: the job as written reads
+    nothing."""
+
+    def __init__(self, missing: list[tuple[DeclaredStream, str | None]], config: Config) -> None:
+        key = keys.TASK_INPUTS.name if TaskConfig(config).inputs else None
+        where = f" (config key {key!r})" if key else ""
+        lines = []
+        for stream, near in missing:
+            hint = (
+                f"did you mean {stream.system}.{near}?"
+                if near
+                else f"create it first: samza-dagster streams create {stream.name} --partitions "
+                f"{stream.partitions if stream.partitions is not None else 'N'}"
+            )
+            lines.append(f"input stream {stream.name} does not exist{where}: {hint}")
+        super().__init__("\n  ".join(lines), key=key)
+        self.missing = [stream for stream, _ in missing]
 
 
 @dataclass
@@ -100,24 +124,36 @@ def _planned(config: Config) -> list[DeclaredStream]:
 
 
 def provision_streams(config: Config, *, create: bool = True, config_path: str | None = None) -> Provisioned:
-    """Create the declared streams that are missing (``create``), or raise
-    :class:`MissingStreamsError` naming each one that is missing and was not created."""
+    """Create the declared streams the job writes that are missing (``create``), or raise
+    :class:`MissingStreamsError` naming each one that is missing and was not created. A missing
+    stream the job reads raises :class:`MissingInputsError` first, before anything is created."""
     result = Provisioned()
     missing: list[DeclaredStream] = []
-    for system, streams in _by_system(declared_streams(config)).items():
-        admin = system_factory(config, system).get_admin(system, config)
-        try:
-            found = fetch_metadata(admin, system, [s.physical_name for s in streams])
+    with ExitStack() as stack:
+        by_system = _by_system(declared_streams(config))
+        admins = {system: stack.enter_context(system_admin(config, system)) for system in by_system}
+        existing = {
+            system: set(fetch_metadata(admins[system], system, [s.physical_name for s in streams]))
+            for system, streams in by_system.items()
+        }
+        absent_inputs = [
+            (s, nearest_stream(admins[system], s.physical_name))
+            for system, streams in by_system.items()
+            for s in streams
+            if s.reads and s.physical_name not in existing[system]
+        ]
+        if absent_inputs:
+            raise MissingInputsError(absent_inputs, config)
+        for system, streams in by_system.items():
+            admin = admins[system]
             for stream in streams:
-                if stream.physical_name in found:
+                if stream.physical_name in existing[system]:
                     result.existing.append(stream)
                 elif create and stream.partitions and hasattr(admin, "create_stream"):
                     admin.create_stream(StreamSpec(stream.stream_id, stream.physical_name, system, stream.partitions))
                     result.created.append(stream)
                 else:
                     missing.append(stream)
-        finally:
-            _close(admin)
     if missing:
         why = "--no-create-streams" if not create else "no partition count is known for them"
         raise MissingStreamsError(missing, config_path, why)
@@ -129,9 +165,3 @@ def _by_system(streams: Iterable[DeclaredStream]) -> dict[str, list[DeclaredStre
     for s in streams:
         out.setdefault(s.system, []).append(s)
     return out
-
-
-def _close(admin: Any) -> None:
-    close = getattr(admin, "stop", None) or getattr(admin, "close", None)
-    if callable(close):
-        close()

@@ -7,6 +7,17 @@ from dataclasses import dataclass, field
 from samza_dagster.container.summary import ContainerSummary
 
 
+def per_second(n: float, seconds: float) -> str:
+    """A rate a person reads: ``12,345/s``, ``4.5/s``, ``0.067/s`` — never ``0/s`` for a job
+    that did process something slowly."""
+    rate = n / seconds if seconds > 0 else 0.0
+    if rate == 0 or rate >= 100:
+        return f"{rate:,.0f}/s"
+    if rate >= 1:
+        return f"{rate:.1f}/s"
+    return f"{rate:.2g}/s"
+
+
 @dataclass
 class JobResult:
     job_name: str
@@ -54,12 +65,13 @@ class JobResult:
     def summary_line(self) -> str:
         if self.error is not None:
             return f"job {self.job_name} failed (container {self.failed_container}): {self.error}"
-        rate = self.messages_processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
         statuses = ",".join(sorted({s.status.value for s in self.summaries})) or "none"
         stopped = f"; stopped by {self.stopped_by}, everything processed committed" if self.stopped_by else ""
+        containers = "1 container" if len(self.summaries) == 1 else f"{len(self.summaries)} containers"
+        messages = "1 message" if self.messages_processed == 1 else f"{self.messages_processed:,} messages"
         return (
-            f"job {self.job_name} on {self.runner}: {len(self.summaries)} containers {statuses}, "
-            f"{self.messages_processed} messages in {self.elapsed_s:.2f} s ({rate:,.0f}/s){stopped}"
+            f"job {self.job_name} on {self.runner}: {containers} {statuses}, "
+            f"{messages} in {self.elapsed_s:.2f} s ({per_second(self.messages_processed, self.elapsed_s)}){stopped}"
         )
 
     def _set_failure(self) -> None:

@@ -32,6 +32,7 @@ from samza_dagster.config.job_config import JobConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.coordinator.job_coordinator import JobCoordinator
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import DEFAULT_MAX_RESTARTS, MAX_RESTARTS_KEY, prepare_job
 from samza_dagster.runtime.interrupts import exit_now, install_stop_handlers
 from samza_dagster.runtime.result import JobResult
@@ -48,9 +49,10 @@ class JobRunner(ABC):
     #: the ``job.factory.class`` name, reported in the result
     runner_name: ClassVar[str]
 
-    def __init__(self, config: Config, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, config: Config, *, host: str | None = None) -> None:
         self.config = config
-        self.host = host
+        #: where the job coordinator listens: ``job.coordinator.http.host`` unless given
+        self.host = host or keys.JOB_COORDINATOR_HTTP_HOST.get(config)
         self.job_name = JobConfig(config).name
         self.coordinator: Any = None
         self.runs = 0
@@ -67,6 +69,12 @@ class JobRunner(ABC):
     @property
     def stop_requested(self) -> bool:
         return self._stop.is_set()
+
+    def live_positions(self) -> dict[SystemStreamPartition, str] | None:
+        """The last offset processed of every input partition the containers have processed so
+        far, before it is committed — what a progress display counts (any thread). None when this
+        runner cannot see its containers while they run (then progress moves at each commit)."""
+        return None
 
     def run(self) -> JobResult:
         started = time.monotonic()

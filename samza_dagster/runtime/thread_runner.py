@@ -12,18 +12,24 @@ import threading
 from typing import Any
 
 from samza_dagster.config.config import Config
+from samza_dagster.config.secrets import secrets_of
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
-from samza_dagster.runtime.common import new_container, secrets_of, unmask, watch_interval_s
+from samza_dagster.model import SystemStreamPartition
+from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import describe_uncommitted
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
+
+#: Each container runs on a thread named this plus its id (what a thread dump shows, and how a
+#: test's fault hook tells a container's thread from the coordinator's).
+CONTAINER_THREAD_PREFIX = "samza-container-"
 
 
 class ThreadJobRunner(JobRunner):
     runner_name = "thread"
 
-    def __init__(self, config: Config, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, config: Config, *, host: str | None = None) -> None:
         super().__init__(config, host=host)
         self.containers: list[Any] = []
         self._secrets = secrets_of(config)
@@ -34,6 +40,12 @@ class ThreadJobRunner(JobRunner):
 
     def _uncommitted(self) -> str:
         return describe_uncommitted(self.containers)
+
+    def live_positions(self) -> dict[SystemStreamPartition, str]:
+        out: dict[SystemStreamPartition, str] = {}
+        for container in list(self.containers):
+            out.update(container.positions())
+        return out
 
     def _job_model(self, url: str) -> Any:
         # the served model masks secrets; containers in this process get them back from here
@@ -72,7 +84,7 @@ class ThreadJobRunner(JobRunner):
                         other.stop()
 
         threads = [
-            threading.Thread(target=run_one, args=(c,), name=f"samza-container-{c.container_id}", daemon=True)
+            threading.Thread(target=run_one, args=(c,), name=f"{CONTAINER_THREAD_PREFIX}{c.container_id}", daemon=True)
             for c in self.containers
         ]
         if errors:  # a container could not be built: run none

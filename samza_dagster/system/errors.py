@@ -24,6 +24,12 @@ class SystemUnavailableError(SamzaSystemError, ConnectionError):
     """The system cannot be reached (e.g. the Kafka bootstrap servers); names the address."""
 
 
+class SystemAuthenticationError(SystemUnavailableError):
+    """The system refused this client: a wrong user name or password, or a TLS handshake that
+    failed (above all a server certificate the client does not trust). Names the system, the
+    address and the cause, never the secret."""
+
+
 class OffsetError(SamzaSystemError, ValueError):
     """An offset that is not one of the system's (not an integer where the system's are) or that
     cannot be compared with another; names the stream, partition and offset."""
@@ -62,3 +68,13 @@ class ConsumerSetupError(SamzaSystemError, ValueError):
 class SystemWriteError(SamzaSystemError, RuntimeError):
     """A producer could not write messages it buffered (its storage failed; they stay buffered
     for a retry); names the system, the stream and where it is stored."""
+
+
+class FileFormatError(SamzaSystemError, ValueError):
+    """A file of a files stream that cannot be read: an unknown format, a file that does not
+    parse or a row that does not; names the stream, the partition, the file, the row and the cause."""
+
+
+class TableWriteError(SamzaSystemError, ValueError):
+    """Rows a table output cannot take: a row that does not fit the table's schema, or a commit
+    that kept conflicting; names the table, the row and the cause."""

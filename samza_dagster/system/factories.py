@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,6 +18,8 @@ BUILTIN_FACTORIES: dict[str, str] = {
     "log": "samza_dagster.system.log:LogSystemFactory",
     "kafka": "samza_dagster.system.kafka:KafkaSystemFactory",
     "inmemory": "samza_dagster.system.inmemory:InMemorySystemFactory",
+    "files": "samza_dagster.system.files:FilesSystemFactory",
+    "iceberg": "samza_dagster.system.iceberg:IcebergSystemFactory",
 }
 
 
@@ -54,3 +57,13 @@ def system_admin(config: Config, system: str) -> Iterator[Any]:
         close = getattr(admin, "stop", None) or getattr(admin, "close", None)
         if callable(close):
             close()
+
+
+def nearest_stream(admin: Any, name: str) -> str | None:
+    """The existing stream whose name is closest to ``name`` (a typo), if the system can list its
+    streams; the engine's own streams (``__samza_...``) are never suggested."""
+    lister = getattr(admin, "list_streams", None)
+    if lister is None:
+        return None
+    close = difflib.get_close_matches(name, [n for n in lister() if not n.startswith("__")], n=1, cutoff=0.75)
+    return close[0] if close else None

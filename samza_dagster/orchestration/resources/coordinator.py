@@ -7,6 +7,7 @@ it triggers agree on where the stream is.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 import dagster as dg
@@ -17,6 +18,8 @@ from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamRead
 from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.orchestration.resources.systems import SamzaSystemsResource
+
+log = logging.getLogger(__name__)
 
 
 class CoordinatorStreamResource(dg.ConfigurableResource):
@@ -44,7 +47,12 @@ class CoordinatorStreamResource(dg.ConfigurableResource):
     def set_config(self, config: Mapping[str, object], key: str, value: str, *, force_reset: bool = False) -> None:
         """As ``samza-dagster coordinator-stream-writer --type set-config``: set-once keys of a
         stateful job are refused unless ``force_reset``."""
-        run_coordinator_stream_writer(self.job_config(config), "set-config", key, value, force_reset=force_reset)
+        wrote = run_coordinator_stream_writer(
+            self.job_config(config), "set-config", key, value, force_reset=force_reset
+        )
+        log.info("%s", wrote.line)
+        if wrote.warning:
+            log.warning("%s", wrote.warning)
 
     def write(self, config: Mapping[str, object], *messages: CoordinatorStreamMessage, source: str = "dagster") -> None:
         """Append raw coordinator messages (no set-once checks)."""

@@ -4,7 +4,7 @@ kafka-python is loaded when this package is imported; ``system/factories.py`` im
 for a system whose factory is ``kafka``, so jobs on the log system never load kafka-python.
 """
 
-from samza_dagster.system.kafka.admin import DEFAULT_TOPIC_CONFIGS, KafkaSystemAdmin
+from samza_dagster.system.kafka.admin import KafkaSystemAdmin
 from samza_dagster.system.kafka.config import KafkaClientConfigs, kafka_client_configs
 from samza_dagster.system.kafka.consumer import KafkaSystemConsumer
 from samza_dagster.system.kafka.errors import KafkaProducerError
@@ -12,7 +12,6 @@ from samza_dagster.system.kafka.factory import KafkaSystemFactory
 from samza_dagster.system.kafka.producer import KafkaSystemProducer
 
 __all__ = [
-    "DEFAULT_TOPIC_CONFIGS",
     "KafkaClientConfigs",
     "KafkaProducerError",
     "KafkaSystemAdmin",

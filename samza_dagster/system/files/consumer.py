@@ -1,0 +1,117 @@
+"""SystemConsumer of the files system: each partition's files read in order, in Arrow batches.
+
+At ``start`` each registered partition's files are listed (partitions.py) and it is placed at its
+registered offset — the first file whose path is at or after the offset's, at the offset's row in
+that file (row 0 of a later one). A poll returns, per partition, the rows of its next Arrow batch
+(``files.fetch.size`` rows at most, or the container's buffer share): each row a dict of column
+→ value, at offset ``<file>:<row>``, with no key. After the last row of its last file a partition
+returns its end-of-stream envelope once — a files stream is bounded whatever its config says.
+
+Reading is a local decode (or a read from an object store through pyarrow's buffered streams), so
+the run loop polls the consumer on its own thread, as it does the embedded log's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from samza_dagster.config.config import Config
+from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.system.errors import ConsumerSetupError, PartitionError, SystemClientError
+from samza_dagster.system.files.offsets import FileOffset, parse_file_offset
+from samza_dagster.system.files.partitions import FileEntry
+from samza_dagster.system.files.readers import FileReader
+from samza_dagster.system.files.streams import FilesStreams
+
+
+class _Partition:
+    """Where one partition's reading stands: its files, the one being read, the reader."""
+
+    __slots__ = ("files", "index", "start_row", "reader", "ended", "where")
+
+    def __init__(self, files: list[FileEntry], start: FileOffset, where: str) -> None:
+        self.files = files
+        self.index = next((i for i, f in enumerate(files) if f.name >= start.path), len(files))
+        self.start_row = start.row if self.index < len(files) and files[self.index].name == start.path else 0
+        self.reader: FileReader | None = None
+        self.ended = False
+        self.where = where
+
+
+class FilesSystemConsumer:
+    poll_on_caller_thread = True
+
+    def __init__(self, system_name: str, config: Config) -> None:
+        self.system_name = system_name
+        self.streams = FilesStreams(system_name, config)
+        self._fetch = self.streams.files_config.fetch_size
+        self._registered: dict[SystemStreamPartition, FileOffset] = {}
+        self._partitions: dict[SystemStreamPartition, _Partition] = {}
+        self._started = False
+
+    def limit_fetch(self, envelopes: int) -> None:
+        """Rows per partition per poll within the container's buffer share (consumers.py)."""
+        self._fetch = max(1, min(self.streams.files_config.fetch_size, envelopes))
+
+    def register(self, ssp: SystemStreamPartition, offset: str) -> None:
+        if self._started:
+            raise SystemClientError(f"{ssp} registered with the files consumer after it started")
+        self._registered[ssp] = parse_file_offset(offset, ssp)
+
+    def start(self) -> None:
+        by_stream: dict[str, list[SystemStreamPartition]] = {}
+        for ssp in self._registered:
+            by_stream.setdefault(ssp.stream, []).append(ssp)
+        for stream, ssps in by_stream.items():
+            groups = self.streams.partitions(stream)
+            for ssp in ssps:
+                if not 0 <= ssp.partition < len(groups):
+                    raise PartitionError(f"{ssp}: files stream {stream!r} has {len(groups)} partitions (file groups)")
+                where = self.streams.where(stream, ssp.partition)
+                self._partitions[ssp] = _Partition(groups[ssp.partition], self._registered[ssp], where)
+        self._started = True
+
+    def stop(self) -> None:
+        for state in self._partitions.values():
+            if state.reader is not None:
+                state.reader.close()
+                state.reader = None
+
+    def poll(
+        self, ssps: Iterable[SystemStreamPartition], timeout_s: float
+    ) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+        result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
+        for ssp in ssps:
+            state = self._partitions.get(ssp)
+            if state is None:
+                raise ConsumerSetupError(f"{ssp} was polled but never registered with the files consumer")
+            if state.ended:
+                continue
+            envelopes = self._read(ssp, state)
+            if envelopes:
+                result[ssp] = envelopes
+        return result
+
+    def _read(self, ssp: SystemStreamPartition, state: _Partition) -> list[IncomingMessageEnvelope]:
+        while state.index < len(state.files):
+            reader = state.reader
+            if reader is None:
+                entry = state.files[state.index]
+                fmt = self.streams.format(ssp.stream, entry)
+                reader = state.reader = FileReader(self.streams.root, entry, fmt, state.start_row, state.where)
+            first = reader.row
+            batch = reader.next_batch(self._fetch)
+            if batch is not None:
+                name = reader.entry.name
+                size = batch.nbytes // batch.num_rows
+                envelope = IncomingMessageEnvelope
+                return [
+                    envelope(ssp, f"{name}:{row}", None, message, size)
+                    for row, message in enumerate(batch.to_pylist(), first)
+                ]
+            reader.close()
+            state.reader = None
+            state.index += 1
+            state.start_row = 0
+        state.ended = True
+        return [IncomingMessageEnvelope.end_of_stream(ssp)]

@@ -1,0 +1,54 @@
+"""The job's checkpoints in a table's snapshot summaries, as Kafka Connect's Iceberg sink keeps its
+offsets there.
+
+Each table commit a container makes carries, for every task of the container, the checkpoint that
+commit covers (the same JSON the checkpoint stream holds) under
+``samza.checkpoint.<job.name>-<job.id>.<task name>``, plus ``samza.job`` and ``samza.container``.
+The commit and the checkpoint it carries are one atomic step of the table: a reader sees both or
+neither. At start, a container walks each table's snapshots from the newest back and takes, per
+task, the newest checkpoint found — what the table holds for that task — which it then prefers to
+the checkpoint stream's where it is ahead (container.py), so a crash between the table commit and
+the checkpoint write neither repeats the committed rows nor skips any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from pyiceberg.table import Table
+
+PREFIX = "samza.checkpoint."
+
+
+def job_key(job: str) -> str:
+    return f"{PREFIX}{job}."
+
+
+def summary_properties(job: str, container: str, checkpoints: Mapping[str, bytes]) -> dict[str, str]:
+    """The snapshot summary properties of one container commit (checkpoints in their JSON form:
+    the system layer carries them without reading them)."""
+    props = {"samza.job": job, "samza.container": container}
+    prefix = job_key(job)
+    for task, checkpoint in checkpoints.items():
+        props[prefix + task] = checkpoint.decode("utf-8")
+    return props
+
+
+def table_checkpoints(table: Table, job: str, tasks: Iterable[str]) -> dict[str, bytes]:
+    """Per task of ``tasks``, the newest checkpoint (JSON) ``table``'s snapshots carry (none: left out)."""
+    wanted = set(tasks)
+    prefix = job_key(job)
+    found: dict[str, bytes] = {}
+    snapshots = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number or 0, reverse=True)
+    for snapshot in snapshots:
+        summary = snapshot.summary
+        if summary is None or summary.get("samza.job") != job:
+            continue
+        for key, value in summary.additional_properties.items():
+            if key.startswith(prefix):
+                task = key[len(prefix) :]
+                if task in wanted and task not in found:
+                    found[task] = value.encode("utf-8")
+        if len(found) == len(wanted):
+            break
+    return found

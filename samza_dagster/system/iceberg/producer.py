@@ -1,0 +1,173 @@
+"""SystemProducer of the iceberg system: rows appended to tables, one table commit per container commit.
+
+Rows sent to stream ``<t>`` (dicts) are buffered per table; every ``iceberg.buffer.rows`` rows, and
+at each flush, they become one Arrow batch (system/rows.py: a row that does not fit the table's
+schema is an error naming it) written as Parquet data files into the table's location — written,
+not yet committed, so a commit interval's rows are never all in memory. The table is created from
+the first batch's schema when it does not exist.
+
+The container's commit (container.py) then calls :meth:`commit_checkpoints` with the checkpoints
+it is about to write: every table this container wrote to since its last commit gets one commit —
+one Iceberg snapshot appending its data files — whose summary carries those checkpoints
+(checkpoints.py). Only then does the container write its checkpoint stream. A crash before the
+table commit leaves data files no snapshot references (Iceberg's orphan files: invisible to
+readers, removed by orphan-file maintenance); a crash after it is repaired at restart from the
+checkpoints the table holds (:meth:`last_checkpoints`). Readers see whole commits only: a table is
+readable at every moment.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.io.pyarrow import _dataframe_to_data_files
+from pyiceberg.manifest import DataFile
+from pyiceberg.table import Table
+
+from samza_dagster.config.config import Config
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.model import OutgoingMessageEnvelope
+from samza_dagster.system.errors import WrongSystemError
+from samza_dagster.system.iceberg.catalog import IcebergTables
+from samza_dagster.system.iceberg.checkpoints import summary_properties, table_checkpoints
+from samza_dagster.system.iceberg.config import IcebergSystemConfig
+from samza_dagster.system.rows import rows_to_batch
+
+
+@dataclass
+class _Pending:
+    """One table's rows and data files since the last commit."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    files: list[DataFile] = field(default_factory=list)
+    table: Table | None = None
+    records: int = 0
+
+
+@dataclass(frozen=True)
+class TableCommit:
+    """What one table commit appended: for the job's summary and Dagster's materializations."""
+
+    table: str
+    snapshot_id: int
+    rows: int
+    data_files: int
+
+
+class IcebergSystemProducer:
+    #: one flush writes every source's rows: the container flushes this producer once per commit
+    flush_covers_all_sources = True
+
+    def __init__(self, system_name: str, config: Config) -> None:
+        self.system_name = system_name
+        self.iceberg_config = IcebergSystemConfig.from_config(system_name, config)
+        self.tables = IcebergTables(self.iceberg_config)
+        job = JobConfig(config)
+        self.job = f"{job.name}-{job.id}"
+        self._pending: dict[str, _Pending] = {}
+        #: every table commit this producer made, in order
+        self.commits: list[TableCommit] = []
+
+    def register(self, source: str) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def send(self, source: str, envelope: OutgoingMessageEnvelope) -> None:
+        ss = envelope.system_stream
+        if ss.system != self.system_name:
+            raise WrongSystemError(f"iceberg producer of {self.system_name!r} was sent a message for {ss}")
+        pending = self._pending.get(ss.stream)
+        if pending is None:
+            pending = self._pending[ss.stream] = _Pending()
+        pending.rows.append(envelope.message)
+        if len(pending.rows) >= self.iceberg_config.buffer_rows:
+            self._write(ss.stream, pending)
+
+    def flush(self, source: str) -> None:
+        """Every buffered row written to data files (durable, committed by :meth:`commit_checkpoints`)."""
+        for table, pending in self._pending.items():
+            self._write(table, pending)
+
+    def has_uncommitted(self) -> bool:
+        return any(p.rows or p.files for p in self._pending.values())
+
+    def commit_checkpoints(self, container_id: str, checkpoints: Mapping[str, bytes]) -> list[TableCommit]:
+        """One commit per table written since the last call, each carrying ``checkpoints`` (their JSON)."""
+        props = summary_properties(self.job, container_id, checkpoints)
+        made = []
+        for name in sorted(self._pending):
+            pending = self._pending[name]
+            self._write(name, pending)
+            if pending.files:
+                made.append(self._commit(name, pending, props))
+        self._pending = {name: p for name, p in self._pending.items() if p.table is not None}
+        self.commits.extend(made)
+        return made
+
+    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, list[tuple[str, bytes]]]:
+        """Per task, the newest checkpoint (JSON) each of the namespace's tables holds for it, with
+        the table's name."""
+        wanted = list(tasks)
+        found: dict[str, list[tuple[str, bytes]]] = {}
+        for name in self.tables.tables():
+            table = self.tables.load(name)
+            if table is None:
+                continue
+            for task, checkpoint in table_checkpoints(table, self.job, wanted).items():
+                found.setdefault(task, []).append((self.tables.name(name), checkpoint))
+        return found
+
+    def stop(self) -> None:
+        """Rows not committed are left: the checkpoint does not cover them, a restart sends them again."""
+        self._pending.clear()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _write(self, name: str, pending: _Pending) -> None:
+        if not pending.rows:
+            return
+        where = f"iceberg table {self.tables.name(name)} (system {self.system_name!r})"
+        schema = pending.table.schema().as_arrow() if pending.table is not None else None
+        batch = rows_to_batch(pending.rows, schema, where)
+        if pending.table is None:
+            pending.table = self.tables.load(name)
+            if pending.table is None:
+                pending.table = self.tables.load_or_create(name, batch.schema)
+            table_schema = pending.table.schema().as_arrow()
+            if batch.schema != table_schema:  # an existing table: the rows must fit its schema
+                batch = rows_to_batch(pending.rows, table_schema, where)
+        pending.rows = []
+        data = pa.Table.from_batches([batch])
+        table = pending.table
+        pending.files.extend(_dataframe_to_data_files(table.metadata, data, table.io, write_uuid=uuid.uuid4()))
+        pending.records += batch.num_rows
+
+    def _commit(self, name: str, pending: _Pending, props: dict[str, str]) -> TableCommit:
+        files = pending.files
+        assert pending.table is not None
+
+        def attempt() -> Table:
+            table = pending.table
+            assert table is not None
+            with table.transaction() as tx:
+                with tx.update_snapshot(snapshot_properties=props).fast_append() as append:
+                    for data_file in files:
+                        append.append_data_file(data_file)
+            return table
+
+        def refresh() -> None:
+            assert pending.table is not None
+            pending.table = pending.table.refresh()
+
+        table = self.tables.retry(self.tables.name(name), attempt, refresh)
+        snapshot = table.current_snapshot()
+        commit = TableCommit(
+            self.tables.name(name), snapshot.snapshot_id if snapshot else -1, pending.records, len(files)
+        )
+        pending.files, pending.records = [], 0
+        return commit
