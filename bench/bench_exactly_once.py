@@ -13,7 +13,7 @@ run in its own child process (bench/harness.py) under a fresh job name:
   a 4-partition output (B2's ``CountPerKeyTask``), at commit intervals of 5 s, 1 s and 100 ms: the
   commit interval is the latency/throughput trade, as in Kafka.
 
-With ``kafka``: B2's and B3's jobs on the tests' Kafka broker (bench/bench_kafka.py: ``CountPerKeyTask``
+With ``kafka``: B2's and B3's jobs on a local Apache Kafka node (bench/bench_kafka.py: ``CountPerKeyTask``
 with a RocksDB store and its changelog, and ``PassThroughTask``; 4 partitions, 10,000 keys, confluent
 client, commit every 5 s, then B2's at 1 s and 100 ms), at-least-once vs exactly-once
 (librdkafka's transactional producer: one transaction per commit).

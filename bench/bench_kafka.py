@@ -1,11 +1,13 @@
-"""B2 and B3: the engine on the Kafka broker of the tests, against Quix Streams (and Faust).
+"""B2 and B3: the engine on Apache Kafka (one local node), against Quix Streams (and Faust).
 
 B2 — stateful count per key: every input message increments its key's count in a RocksDB store
 with a changelog topic and emits ``(key, count)`` to an output topic. The same logic runs in
 Quix Streams (RocksDB state with its changelog topic, ``to_topic``) and, when it installs, in
 Faust (faust-streaming, a Table with its changelog topic). Same broker, same input topic, same
 commit interval (5 s); each run reads the whole topic from the beginning under a fresh job name /
-consumer group and state directory.
+consumer group and state directory. Each system creates its changelog topic itself, as it does for
+a user (the engine's is compacted). The broker's CPU seconds during each run are recorded apart:
+what the broker costs, not the engine.
 
 B3 — message passing: consume and send each message to an output topic. Reported per core
 *used*: messages / CPU seconds of the engine's process (all its threads: poller, run loop,
@@ -22,6 +24,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -215,11 +218,13 @@ def child_memory_run(bootstrap: str, topic: str, messages: int, limit_mb: int) -
     return result
 
 
-def child_load(bootstrap: str, topic: str, messages: int, value_size: int) -> dict[str, Any]:
+def child_load(
+    bootstrap: str, topic: str, messages: int, value_size: int, partitions: int = PARTITIONS
+) -> dict[str, Any]:
     """Fill ``topic`` in a process of its own (the loader's memory stays out of the runner)."""
     from bench.kafka_util import load
 
-    return {"seconds": load(bootstrap, topic, messages, PARTITIONS, KEYS, value_size=value_size)}
+    return {"seconds": load(bootstrap, topic, messages, partitions, KEYS, value_size=value_size)}
 
 
 def memory_row(bootstrap: str, messages: int, log=print) -> str:
@@ -308,8 +313,6 @@ def child_quix(
     from quixstreams import Application
     from quixstreams.models import TopicConfig
 
-    from bench.kafka_util import TOPIC_CONFIGS
-
     app = Application(
         broker_address=bootstrap,
         consumer_group=group,
@@ -319,7 +322,7 @@ def child_quix(
         consumer_extra_config={"session.timeout.ms": 6000},
         loglevel=logging.WARNING,
     )
-    cfg = TopicConfig(num_partitions=PARTITIONS, replication_factor=1, extra_config=dict(TOPIC_CONFIGS))
+    cfg = TopicConfig(num_partitions=PARTITIONS, replication_factor=1)
     source = app.topic(input_topic, key_deserializer="bytes", value_deserializer="bytes", config=cfg)
     sink = app.topic(output_topic, key_serializer="bytes", value_serializer="int", config=cfg)
     sdf = app.dataframe(source)
@@ -387,12 +390,19 @@ def child_faust(
 
 # -- the runner's sections ---------------------------------------------------------------------------
 def _prepare(workdir: Path, messages: int, log) -> dict[str, Any]:
-    from bench.kafka_util import create_topics, end_offsets, load, start_broker
+    from bench.harness import isolated
+    from bench.kafka_util import create_topics, end_offsets, start_broker
 
     broker = start_broker()
     topic = "bench-input"
     create_topics(broker.bootstrap_servers, [topic], PARTITIONS)
-    seconds = load(broker.bootstrap_servers, topic, messages, PARTITIONS, KEYS)
+    seconds = isolated(
+        "bench.bench_kafka:child_load",
+        bootstrap=broker.bootstrap_servers,
+        topic=topic,
+        messages=messages,
+        value_size=100,
+    )["seconds"]
     ends = end_offsets(broker.bootstrap_servers, topic, PARTITIONS)
     if sum(ends) != messages:
         broker.stop()
@@ -410,8 +420,8 @@ def b2_b3_sections(
     peers=("quix", "faust"),
     memory_messages: int = MEMORY_MESSAGES,
 ):
-    from bench.harness import MeasurementError, Section, alternate, column, fmt, isolated, median, process_cpu_seconds
-    from bench.kafka_util import create_topics
+    from bench.harness import MeasurementError, Section, alternate, column, fmt, isolated, median
+    from bench.kafka_util import broker_line, create_topics
 
     setup = _prepare(workdir, messages, log)
     broker, topic = setup["broker"], setup["topic"]
@@ -427,7 +437,7 @@ def b2_b3_sections(
                 def engine(rep):
                     job = f"b2-{client}-{rep}"
                     out = f"{job}-out"
-                    create_topics(bootstrap, [out, f"{job}-counts-changelog"], PARTITIONS)
+                    create_topics(bootstrap, [out], PARTITIONS)
                     return isolated(
                         "bench.bench_kafka:child_engine",
                         bootstrap=bootstrap,
@@ -468,10 +478,10 @@ def b2_b3_sections(
                     messages=faust_messages,
                 )
 
-            measurements["engine"] = engine_on("confluent")
-            measurements["engine-kafka-python"] = engine_on("kafka-python")
+            measurements["engine"] = with_broker_cpu(broker, engine_on("confluent"))
+            measurements["engine-kafka-python"] = with_broker_cpu(broker, engine_on("kafka-python"))
             if "quix" in peers:
-                measurements["quix"] = quix
+                measurements["quix"] = with_broker_cpu(broker, quix)
             faust_runs = []
             if "faust" in peers:
                 try:  # once, over a prefix of the topic: Faust is several times slower than the others
@@ -482,7 +492,7 @@ def b2_b3_sections(
                         f"Faust (faust-streaming {_version('faust-streaming')}, Table + changelog, same broker) "
                         f"was run once over the first {faust_messages:,} messages and had not finished "
                         f"them when stopped after {exc.timeout:.0f} s (< {faust_messages / exc.timeout:,.0f} "
-                        f"msgs/s); a 2,000-message trial did finish on this broker."
+                        "msgs/s)."
                     )
                     log("  " + faust_note)
                 except (MeasurementError, Exception) as exc:  # noqa: BLE001 - reported in the section
@@ -497,7 +507,7 @@ def b2_b3_sections(
                 return (
                     f"| {label} | {fmt(column(rs, 'rate'))} | {fmt(column(rs, 'wall_s'), '.1f')} | "
                     f"{fmt(column(rs, 'run_cpu_s'), '.1f')} | {fmt(column(rs, 'busy'), '.2f')} | {refetch} | "
-                    f"{fmt(column(rs, 'peak_rss_mb'))} |"
+                    f"{fmt(column(rs, 'broker_cpu_s'), '.1f')} | {fmt(column(rs, 'peak_rss_mb'))} |"
                 )
 
             rows = [
@@ -525,29 +535,33 @@ def b2_b3_sections(
                 )
                 met = ratio >= 1.5 and busy >= 0.9 and refetch <= 1.1
                 why = B2_WHY if not met else ""
-                rows.append(f"| engine (confluent) / Quix Streams, per repetition | {fmt(ratios, '.2f')} | | | | | |")
+                rows.append(f"| engine (confluent) / Quix Streams, per repetition | {fmt(ratios, '.2f')} | | | | | | |")
                 py_ratios = [e / q for e, q in zip(column(runs["engine-kafka-python"], "rate"), qx, strict=True)]
                 rows.append(
-                    f"| engine (kafka-python) / Quix Streams, per repetition | {fmt(py_ratios, '.2f')} | | | | | |"
+                    f"| engine (kafka-python) / Quix Streams, per repetition | {fmt(py_ratios, '.2f')} | | | | | | |"
                 )
             if faust_runs:
                 fs = column(faust_runs, "rate")
                 rows.append(
                     f"| Faust {_version('faust-streaming')}: Table (in-memory store + changelog), "
                     f"**one run over the first {faust_runs[0]['messages']:,} messages only** | "
-                    f"{fmt(fs)} | {fmt(column(faust_runs, 'wall_s'), '.1f')} | | | | "
+                    f"{fmt(fs)} | {fmt(column(faust_runs, 'wall_s'), '.1f')} | | | | | "
                     f"{fmt(column(faust_runs, 'peak_rss_mb'))} |"
                 )
             body = (
                 f"{messages:,} messages (100-byte values, {KEYS:,} distinct keys) in a {PARTITIONS}-partition "
-                f"topic on the tansu broker of the tests (memory-only, same machine). Each repetition reads it "
-                f"all under a fresh job name / consumer group and state directory; commit every {COMMIT_S} s in "
-                f"both; one process per run, alternating; median (min–max) of {repetitions}.\n\n"
-                "| | msgs/s | wall, s | CPU, s | busy (CPU s / wall s) | fetched / consumed | peak RSS, MB |\n"
-                "|---|---:|---:|---:|---:|---:|---:|\n"
+                f"topic on {broker_line(broker)}. Each repetition reads it all under a fresh job name / "
+                f"consumer group and state directory; each system creates its own changelog topic; commit every "
+                f"{COMMIT_S} s in both; one process per run, alternating; median (min–max) of {repetitions}. "
+                "*CPU* is the measured process's (all threads), *broker CPU* the Kafka node's during the same "
+                "run (the broker's cost, not counted in busy).\n\n"
+                "| | msgs/s | wall, s | CPU, s | busy (CPU s / wall s) | fetched / consumed | broker CPU, s "
+                "| peak RSS, MB |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|\n"
                 + "\n".join(rows)
                 + "\n\n"
                 + BUSY_NOTE
+                + load_line(runs)
                 + loop_split(runs["engine"])
                 + (faust_note + "\n" if faust_note else "")
             )
@@ -572,8 +586,7 @@ def b2_b3_sections(
                 def passthrough(rep):
                     out = f"b3-{client}-out-{rep}"
                     create_topics(bootstrap, [out], PARTITIONS)
-                    b0 = process_cpu_seconds(broker.process.pid)
-                    result = isolated(
+                    return isolated(
                         "bench.bench_kafka:child_engine",
                         bootstrap=bootstrap,
                         job=f"b3-{client}-{rep}",
@@ -585,10 +598,8 @@ def b2_b3_sections(
                         stateful=False,
                         client=client,
                     )
-                    result["broker_cpu_s"] = process_cpu_seconds(broker.process.pid) - b0
-                    return result
 
-                return passthrough
+                return with_broker_cpu(broker, passthrough)
 
             def consume_only(rep):
                 return isolated(
@@ -648,8 +659,8 @@ def b2_b3_sections(
             memory = memory_row(bootstrap, memory_messages, log) if memory_messages else ""
 
             body = f"""
-{messages:,} messages (the B2 input topic) consumed and sent on to an output topic by `PassThroughTask`,
-1 container, 4 tasks, no serdes (bytes through); one process per repetition, the clients alternating;
+{messages:,} messages (the B2 input topic, on {broker_line(broker)}) consumed and sent on to an output
+topic by `PassThroughTask`, 1 container, 4 tasks, no serdes (bytes through); one process per repetition, the clients alternating;
 median (min–max) of {repetitions}. CPU time is user + system of the engine's process over the run (all
 threads, librdkafka's included); the broker's own CPU is shown apart and not counted (Samza's figure
 counts the Samza node only).
@@ -661,12 +672,13 @@ counts the Samza node only).
 | busy: cores used (CPU s / wall s) | {fmt(cores(runs), ".2f")} | {fmt(cores(py_runs), ".2f")} |
 | fetched / consumed (librdkafka `rxmsgs`) | {fmt(column(runs, "refetch_ratio"), ".2f")} | |
 | **msgs/s per core used** | {fmt(per_core)} | {fmt(column(py_runs, "rate_per_cpu_s"))} |
-| broker (tansu) CPU during the run, s | {fmt(column(runs, "broker_cpu_s"), ".1f")} | {fmt(column(py_runs, "broker_cpu_s"), ".1f")} |
+| broker CPU during the run, s | {fmt(column(runs, "broker_cpu_s"), ".1f")} | {fmt(column(py_runs, "broker_cpu_s"), ".1f")} |
 | peak RSS, MB | {fmt(column(runs, "peak_rss_mb"))} | {fmt(column(py_runs, "peak_rss_mb"))} |
 | messages per produce request (librdkafka statistics) | {fmt(column(runs, "msgs_per_produce_request"))} | |
 {memory}
 
 {loop_split(runs)}
+{load_line(all_runs)}
 B1-style ratios on the same topic, the engine consuming only (`NoOpTask`, confluent,
 {fmt(column(all_runs["consume-only"], "rate"))} msgs/s) against:
 
@@ -708,6 +720,28 @@ target 60,000 per core.
     finally:
         broker.stop()
     return sections
+
+
+def with_broker_cpu(broker, measure: Callable[[int], dict[str, Any]]) -> Callable[[int], dict[str, Any]]:
+    """``measure`` with the broker's CPU seconds during it added as ``broker_cpu_s``."""
+    from bench.harness import process_cpu_seconds
+
+    def measured(rep: int) -> dict[str, Any]:
+        before = process_cpu_seconds(broker.process.pid)
+        result = measure(rep)
+        result["broker_cpu_s"] = process_cpu_seconds(broker.process.pid) - before
+        return result
+
+    return measured
+
+
+def load_line(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """The machine's 1-minute load average as each measurement's runs started (2 shared cores:
+    the absolute rates are under this load; the ratios of alternating runs are steadier)."""
+    from bench.harness import column, fmt
+
+    parts = [f"{name} {fmt(column(rs, 'load_1min'), '.1f')}" for name, rs in runs.items() if rs]
+    return "Load average (1 min) as the runs started, median (min–max): " + "; ".join(parts) + ".\n\n"
 
 
 def loop_split(runs: list[dict[str, Any]]) -> str:

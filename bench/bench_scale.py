@@ -17,6 +17,7 @@ within the budget.
 
 python -m bench --only B13              # in the runner (docs/benchmarks.md section B13)
 python -m bench.bench_scale [MESSAGES] [REPETITIONS]
+python -m bench.bench_scale kafka [MESSAGES] [REPETITIONS]   # the Kafka sweep alone: its table
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def child_job_model(root: str, partitions: int = 4096, containers: int = 8, runs
     return {"build_s": min(builds[1:]), "plan_s": min(plans[1:])}
 
 
-# -- the same sweep on Kafka (the tests' tansu broker) --------------------------------------------
+# -- the same sweep on Kafka (one local Apache Kafka node) ----------------------------------------
 KAFKA_PARTITIONS = (4, 64, 256)
 
 
@@ -211,8 +212,9 @@ def child_kafka_raw(bootstrap: str, topic: str, partitions: int, messages: int) 
 
 
 def kafka_sweep(messages: int, repetitions: int, log=print, partitions: tuple[int, ...] = KAFKA_PARTITIONS):
+    from bench.bench_kafka import with_broker_cpu
     from bench.harness import alternate, isolated
-    from bench.kafka_util import create_topics, end_offsets, load, start_broker
+    from bench.kafka_util import create_topics, end_offsets, start_broker
 
     broker = start_broker()
     try:
@@ -221,7 +223,14 @@ def kafka_sweep(messages: int, repetitions: int, log=print, partitions: tuple[in
         for p in partitions:
             topic = f"b13-input-{p}"
             create_topics(bootstrap, [topic], p)
-            seconds = load(bootstrap, topic, messages, p, keys=10_000)
+            seconds = isolated(
+                "bench.bench_kafka:child_load",
+                bootstrap=bootstrap,
+                topic=topic,
+                messages=messages,
+                value_size=100,
+                partitions=p,
+            )["seconds"]
             ends = end_offsets(bootstrap, topic, p)
             if sum(ends) != messages:
                 raise RuntimeError(f"loaded {messages} messages into {topic}, its end offsets sum to {sum(ends)}")
@@ -229,20 +238,26 @@ def kafka_sweep(messages: int, repetitions: int, log=print, partitions: tuple[in
             results[p] = alternate(
                 repetitions,
                 {
-                    "raw": lambda rep, p=p, topic=topic: isolated(
-                        "bench.bench_scale:child_kafka_raw",
-                        bootstrap=bootstrap,
-                        topic=topic,
-                        partitions=p,
-                        messages=messages,
+                    "raw": with_broker_cpu(
+                        broker,
+                        lambda rep, p=p, topic=topic: isolated(
+                            "bench.bench_scale:child_kafka_raw",
+                            bootstrap=bootstrap,
+                            topic=topic,
+                            partitions=p,
+                            messages=messages,
+                        ),
                     ),
-                    "engine": lambda rep, p=p, topic=topic: isolated(
-                        "bench.bench_scale:child_kafka_engine",
-                        bootstrap=bootstrap,
-                        topic=topic,
-                        partitions=p,
-                        messages=messages,
-                        run=rep,
+                    "engine": with_broker_cpu(
+                        broker,
+                        lambda rep, p=p, topic=topic: isolated(
+                            "bench.bench_scale:child_kafka_engine",
+                            bootstrap=bootstrap,
+                            topic=topic,
+                            partitions=p,
+                            messages=messages,
+                            run=rep,
+                        ),
                     ),
                 },
                 log,
@@ -494,13 +509,17 @@ def _rate(run: dict) -> str:
 def _kafka_table(kafka: dict[int, dict[str, list[dict]]]) -> str:
     if not kafka:
         return ""
+    from bench.bench_kafka import load_line
     from bench.harness import column, median
+    from support.kafka_dist import kafka_version
 
     ps = sorted(kafka)
     engine = {p: median(column(kafka[p]["engine"], "rate")) for p in ps}
+    raw = {p: median(column(kafka[p]["raw"], "rate")) for p in ps}
     return f"""
-On Kafka (the tests' tansu broker, memory-only, same machine; confluent client; a topic per partition count
-loaded with the same number of keyed 100-byte messages; no-op task, one container, group-by-partition):
+On Kafka (Apache Kafka {kafka_version()}, one KRaft node on the same machine; confluent client; a topic per
+partition count loaded with the same number of keyed 100-byte messages; no-op task, one container,
+group-by-partition; *broker CPU* is the Kafka node's CPU seconds during the run, not the engine's):
 
 | P | {" | ".join(f"{p:,}" for p in ps)} |
 |---|{"---:|" * len(ps)}
@@ -508,8 +527,13 @@ loaded with the same number of keyed 100-byte messages; no-op task, one containe
 | engine end to end, msgs/s | {_rows(kafka, "engine", "rate", ",.0f")} |
 | container start-up, s | {_rows(kafka, "engine", "start_s", ".3f")} |
 | container shutdown, s | {_rows(kafka, "engine", "shutdown_s", ".3f")} |
+| broker CPU during the raw loop, s | {_rows(kafka, "raw", "broker_cpu_s", ".2f")} |
+| broker CPU during the engine's run, s | {_rows(kafka, "engine", "broker_cpu_s", ".2f")} |
 
-Engine at {ps[-1]:,} / at {ps[0]:,} on Kafka: **{engine[ps[-1]] / engine[ps[0]]:.2f}**.
+{load_line({f"{p} {kind}": kafka[p][kind] for p in ps for kind in ("raw", "engine")})}
+Engine at {ps[-1]:,} / at {ps[0]:,} on Kafka: **{engine[ps[-1]] / engine[ps[0]]:.2f}** (the raw loop:
+{raw[ps[-1]] / raw[ps[0]]:.2f}; engine / raw at {ps[0]:,}: {engine[ps[0]] / raw[ps[0]]:.2f}, at {ps[-1]:,}:
+{engine[ps[-1]] / raw[ps[-1]]:.2f}).
 """
 
 
@@ -550,5 +574,18 @@ def main(messages: int = MESSAGES, repetitions: int = 3) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def kafka_main(messages: int = KAFKA_MESSAGES, repetitions: int = 3) -> None:
+    """B13's Kafka sweep alone (the log sweep takes most of B13's time): prints its table."""
+    from bench.harness import load_average
+
+    print(f"load average before: {load_average()}", flush=True)
+    table = _kafka_table(kafka_sweep(messages, repetitions))
+    print(f"load average after: {load_average()}")
+    print(table)
+
+
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:]))
+    if sys.argv[1:2] == ["kafka"]:
+        kafka_main(*(int(a) for a in sys.argv[2:4]))
+    else:
+        main(*(int(a) for a in sys.argv[1:]))

@@ -3,7 +3,7 @@
 Every measurement of the runner (candidate or baseline, one repetition) runs in a child process
 (``python -m bench.harness MODULE:FUNCTION JSON``) so that
 
-* its peak RSS is its own (``ru_maxrss`` is a high-water mark of a whole process), and
+* its peak RSS is its own (the kernel's high-water mark of the process, ``VmHWM``), and
 * the CPU time it used (user + system of all its threads) gives "cores used" for B3;
 
 the function returns a JSON-able dict; the child adds ``peak_rss_mb`` and ``cpu_s`` and prints
@@ -46,9 +46,9 @@ def isolated(target: str, timeout_s: float = 900.0, **kwargs: Any) -> dict[str, 
         text=True,
         timeout=timeout_s,
     )
-    for line in reversed(proc.stdout.splitlines()):
-        # anywhere in the line: peers that take over stdout (Faust routes it through its
-        # logging) prefix it with a timestamp and level
+    for line in reversed(proc.stdout.splitlines() + proc.stderr.splitlines()):
+        # anywhere in the line, on either stream: peers that take over stdout (Faust routes it
+        # through its logging, to stderr) prefix it with a timestamp and level
         at = line.find(_RESULT_PREFIX)
         if at >= 0:
             if proc.returncode != 0:
@@ -64,7 +64,7 @@ def _child_main(target: str, raw_kwargs: str) -> None:
     func: Callable[..., dict[str, Any]] = getattr(import_module(module_name), func_name)
     result = dict(func(**json.loads(raw_kwargs)))
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    result.setdefault("peak_rss_mb", usage.ru_maxrss / 1024.0)  # KiB on Linux
+    result.setdefault("peak_rss_mb", peak_rss_mb())
     result.setdefault("cpu_s", usage.ru_utime + usage.ru_stime)
     sys.stdout.flush()
     print(_RESULT_PREFIX + json.dumps(result), flush=True)
@@ -74,10 +74,21 @@ def emit_and_exit(result: dict[str, Any]) -> None:
     """Report ``result`` as the child's answer and end the process now (for peers, such as
     Faust, that cannot be stopped cleanly from inside)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    result = dict(result, peak_rss_mb=usage.ru_maxrss / 1024.0, cpu_s=usage.ru_utime + usage.ru_stime)
+    result = dict(result, peak_rss_mb=peak_rss_mb(), cpu_s=usage.ru_utime + usage.ru_stime)
     sys.stdout.flush()
     print(_RESULT_PREFIX + json.dumps(result), flush=True)
     os._exit(0)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set, MB. Not ``getrusage``'s ``ru_maxrss``: that survives
+    ``exec`` and so starts at the RSS of the parent at ``fork`` — a runner that had loaded 1M
+    Kafka messages in-process made every child report its 170 MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # not Linux: the best there is
+    return usage.ru_maxrss / 1024.0
 
 
 def cpu_seconds() -> float:
@@ -140,11 +151,14 @@ def alternate(
     repetitions: int, measurements: dict[str, Callable[[int], dict[str, Any]]], log: Callable[[str], None] = print
 ) -> dict[str, list[dict[str, Any]]]:
     """Run each measurement once per repetition, alternating them (A B A B ...), so that a
-    change of load on the shared machine hits candidates and baselines alike."""
+    change of load on the shared machine hits candidates and baselines alike. Each result gets
+    ``load_1min``, the load average as its run started."""
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in measurements}
     for rep in range(repetitions):
         for name, run in measurements.items():
+            load = os.getloadavg()[0]  # the machine's 1-minute load average as the run starts
             result = run(rep)
+            result.setdefault("load_1min", load)
             out[name].append(result)
             shown = {
                 k: (round(v, 3) if isinstance(v, float) else v)

@@ -1,38 +1,40 @@
-"""The Kafka broker of the tests (tansu, memory-only) for benchmarks, and loading data into it.
+"""Apache Kafka for the benchmarks (support/kafka_broker.py's node), and loading data into it.
 
-Topics are created with explicit configs: the broker returns no default topic configs and Quix
-Streams needs ``retention.ms`` (the broker returns no default topic configs). Data is loaded with confluent-kafka (librdkafka,
-installed with Quix Streams) because it loads 1M messages several times faster than
-kafka-python; the loader is not what is measured.
-
-The broker's high watermark is the base offset of a partition's last record batch + 1
-(see the broker note in support/kafka_broker.py), and the engine's bounded Kafka streams stop at the high watermark captured at
-start. So the loader ends every partition with a batch of exactly one record (flush, then one
-record per partition, then flush): the watermark is then right.
+Topics are created with the broker's defaults (Kafka's: ``cleanup.policy=delete``, seven days'
+retention), as a user's topics are. Data is loaded with confluent-kafka (librdkafka, installed
+with Quix Streams) because it loads 1M messages several times faster than kafka-python; the
+loader is not what is measured.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-TOPIC_CONFIGS = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
+if TYPE_CHECKING:
+    from support.kafka_broker import KafkaCluster
 
 
-def start_broker():
+def start_broker() -> KafkaCluster:
+    """One Apache Kafka node (KRaft, broker and controller) on this machine."""
     from support.kafka_broker import start_broker as _start
 
     return _start()
 
 
-def create_topics(bootstrap: str, topics: Iterable[str], partitions: int, compact: bool = False) -> None:
+def broker_line(broker: KafkaCluster) -> str:
+    """How the reports name the broker."""
+    return f"Apache Kafka {broker.version} (one KRaft node, broker and controller, on the same machine)"
+
+
+def create_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
-    configs = dict(TOPIC_CONFIGS, **({"cleanup.policy": "compact"} if compact else {}))
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="samza-bench-admin")
     try:
-        admin.create_topics([NewTopic(t, partitions, 1, topic_configs=configs) for t in topics])
+        admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
     finally:
         admin.close()
 
@@ -53,8 +55,7 @@ def load(bootstrap: str, topic: str, messages: int, partitions: int, keys: int, 
     value = b"v" * value_size
     key_bytes = [f"key-{k}".encode() for k in range(keys)]
     t0 = time.perf_counter()
-    body = messages - partitions
-    for i in range(body):
+    for i in range(messages):
         while True:
             try:
                 producer.produce(topic, value, key_bytes[i % keys], partition=i % partitions)
@@ -63,10 +64,9 @@ def load(bootstrap: str, topic: str, messages: int, partitions: int, keys: int, 
                 producer.poll(0.05)
         if i % 10000 == 0:
             producer.poll(0)
-    producer.flush(60)
-    for p in range(partitions):  # one single-record batch last in every partition (module doc)
-        producer.produce(topic, value, key_bytes[(body + p) % keys], partition=p)
-        producer.flush(60)
+    remaining = producer.flush(60)
+    if remaining:
+        raise RuntimeError(f"{remaining} of {messages} messages to {topic} were not delivered within 60 s")
     return time.perf_counter() - t0
 
 

@@ -1,4 +1,4 @@
-"""Shared fixtures; the Kafka broker fixtures are the support.kafka_broker plugin."""
+"""Shared fixtures; the Kafka broker fixtures are the support.kafka_broker and support.kafka_secure plugins."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from samza_dagster.config import Config
 from support.session_tmp import SessionTmp
 
-pytest_plugins = ["support.kafka_broker"]
+pytest_plugins = ["support.kafka_broker", "support.kafka_secure"]
 
 _SESSION_TMP = SessionTmp()
 

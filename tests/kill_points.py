@@ -335,10 +335,13 @@ class RunningJob(Protocol):
 
 class ThreadedRun:
     """A job run by ``run`` (a runner's ``run``) on a thread of the test; what it returned or
-    raised in ``result`` / ``error``."""
+    raised in ``result`` / ``error``; ``stop`` (a runner's ``stop``) ends it if the test fails."""
 
-    def __init__(self, run: Callable[[], Any], *, restarts_after_a_kill: bool = False) -> None:
+    def __init__(
+        self, run: Callable[[], Any], *, stop: Callable[[], None] | None = None, restarts_after_a_kill: bool = False
+    ) -> None:
         self.restarts_after_a_kill = restarts_after_a_kill
+        self._stop = stop
         self.result: Any = None
         self.error: BaseException | None = None
 
@@ -359,7 +362,10 @@ class ThreadedRun:
         assert not self._thread.is_alive(), f"the job did not end within {timeout_s:.0f}s"
 
     def abandon(self) -> None:
-        """A thread cannot be killed: its paused containers are (:meth:`Kills.kill_paused`)."""
+        """Stopped gracefully where it can be; a container paused at a point is killed
+        (:meth:`Kills.kill_paused`)."""
+        if self._stop is not None:
+            self._stop()
 
 
 class SubprocessRun:

@@ -9,7 +9,7 @@ import sys
 from samza_dagster.cli import main
 
 
-def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
+def test_demo_module_runs_every_application_and_prints_the_report(tmp_path):
     code = f"import sys; from jobs.demo import run_demo; sys.exit(run_demo({str(tmp_path)!r}, 1200, runner='thread'))"
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -20,7 +20,7 @@ def test_demo_module_runs_all_four_applications_and_prints_the_report(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    for title in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
+    for title in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline", "clicks_lake"):
         assert title in out
     assert "transactions processed before currency_codes reached head" in out
     assert "dg dev" in out and "dagster dev" not in out

@@ -146,6 +146,15 @@ def _upstream_writes(cfg, stream: str, words: list[str], producer_tasks: list[st
     producer.stop()
 
 
+def _processed_offsets(job: ThreadJobRunner) -> dict:
+    """The offset each input partition of the running job's tasks was processed up to."""
+    offsets: dict = {}
+    for container in list(job.containers):
+        for task in list(container.tasks.values()):
+            offsets.update(task.last_processed)
+    return offsets
+
+
 def test_downstream_restart_between_upstream_end_of_stream_messages(tmp_path):
     cfg = _two_stage_config(tmp_path)
     create(cfg, "words", 4)  # the upstream job's input: the whole application is planned
@@ -156,10 +165,27 @@ def test_downstream_restart_between_upstream_end_of_stream_messages(tmp_path):
     first = [f"w{i % 5}" for i in range(40)]
     second = [f"w{i % 3}" for i in range(30)]
     _upstream_writes(cfg, stream, first, ["Partition 0", "Partition 1"])
+    heads = {
+        SystemStreamPartition("log", stream, p): m.newest_offset
+        for p, m in system_factory(cfg, "log")
+        .get_admin("log", cfg)
+        .get_system_stream_metadata([stream])[stream]
+        .partitions.items()
+    }
     job = ThreadJobRunner(stage1.with_overrides({"job.factory.class": "thread"}))
-    timer = threading.Timer(3.0, job.stop)
-    timer.start()
-    run1 = job.run()
+    out: dict = {}
+    runner = threading.Thread(target=lambda: out.setdefault("run", job.run()))
+    runner.start()
+    try:
+        # stopped once everything upstream wrote so far (both end-of-stream messages included)
+        # is processed, so the stop's commit is what the next run must remember
+        wait_until(
+            lambda: heads.items() <= _processed_offsets(job).items(), what="the first run to process what was written"
+        )
+    finally:
+        job.stop()
+        runner.join(60)
+    run1 = out["run"]
     assert statuses(run1) == {"shutdown"}  # still waiting for 2 producers
     assert read_all(cfg, "counts") == []
     _upstream_writes(cfg, stream, second, ["Partition 2", "Partition 3"])

@@ -174,6 +174,7 @@ def test_dg_check_defs_fails_first_naming_the_defs_yaml_key_and_value(project, t
 def test_the_repository_components_build_what_the_python_definitions_build():
     import definitions
     from jobs.ad_ctr import definitions as ad_ctr
+    from jobs.clicks_lake import definitions as clicks_lake
     from jobs.currency_join import definitions as currency_join
     from jobs.pageview_pipeline import definitions as pageview_pipeline
     from jobs.user_classification import definitions as user_classification
@@ -181,7 +182,7 @@ def test_the_repository_components_build_what_the_python_definitions_build():
 
     repo = definitions.defs
     graph = repo.resolve_asset_graph()
-    for module in (ad_ctr, currency_join, pageview_pipeline, user_classification, wordcount):
+    for module in (ad_ctr, clicks_lake, currency_join, pageview_pipeline, user_classification, wordcount):
         python = dg.Definitions.merge(module.definitions(), dg.Definitions(resources=default_resources()))
         app = module.APPLICATION
         assert {

@@ -17,7 +17,7 @@ from samza_dagster.orchestration import default_resources
 REPO = Path(__file__).resolve().parents[1]
 
 
-APPLICATIONS = {"wordcount", "user_classification", "currency_join", "ad_ctr", "pageview_pipeline"}
+APPLICATIONS = {"wordcount", "user_classification", "currency_join", "ad_ctr", "pageview_pipeline", "clicks_lake"}
 
 
 def _run_in_repo(tmp_path: Path, *command: str) -> str:

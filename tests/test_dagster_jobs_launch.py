@@ -8,6 +8,7 @@ cleanly. A job added to definitions.py without a launch here fails the first tes
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 import pytest
@@ -32,6 +33,10 @@ LAUNCHES: list[tuple[str, str | None]] = [
     ("user_classification_reprocess_reclassify_requests", "2024-01-01"),
     # after the re-sends, the batch stream holds messages: the day's first offset exists
     ("user_classification_rewind_reclassify_requests", "2024-01-01"),
+    ("clicks_lake_load_sample", None),
+    ("clicks_lake_job", None),
+    # the sample is the three days before today: yesterday, the schedule's next partition, has rows
+    ("clicks_lake_daily_clicks", (datetime.now(UTC).date() - timedelta(days=1)).isoformat()),
 ]
 UNBOUNDED = "user_classification_job"
 

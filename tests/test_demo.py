@@ -1,4 +1,4 @@
-"""The demo end to end on the spark runner (one local[2] session for the four applications):
+"""The demo end to end on the spark runner (one local[2] session for the five applications):
 its structured report is checked against the data it generated."""
 
 from __future__ import annotations
@@ -46,7 +46,15 @@ def test_demo_on_spark_reports_what_its_data_implies(tmp_path):
         "pageview-pipeline-1-partition_by-by-country": 3,
     }
 
+    cl = report.clicks_lake
+    assert cl.status == "completed" and cl.rows_in_table == cl.events == 3 * (SIZE // 3)
+    # the day's aggregate read only that day: its rows, matching the events of the day, and of the
+    # three days' data files (a job run each) only its own
+    assert cl.aggregate_matches and cl.rows_loaded == cl.day_events == SIZE // 3
+    assert (cl.data_files_scanned, cl.data_files) == (1, 3)
+
     # the printed report carries the same numbers
     assert "transactions processed before currency_codes reached head" in text
     assert f"{SIZE:,} / {SIZE:,}" in text
     assert "dg dev" in text and "dagster dev" not in text
+    assert "5. clicks_lake" in text and f"{cl.rows_loaded:,}" in text

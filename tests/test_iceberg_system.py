@@ -21,10 +21,11 @@ from pyiceberg.catalog import load_catalog
 
 from samza_dagster.config import Config
 from samza_dagster.runtime import run_job
+from samza_dagster.runtime.process_runner import ProcessJobRunner
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.iceberg import IcebergSystemFactory, IcebergSystemProducer
 from samza_dagster.task.api import StreamTask
-from tests.test_reliability_crash import _pause_for, _run_and_kill
+from tests.kill_points import KillPoint, Kills, ThreadedRun, fault_points
 
 ROWS = 4_000
 FILES = 4
@@ -35,22 +36,22 @@ class SlowCopyTask(StreamTask):
     """Copies each row to ice.copy, a little slowly, pausing mid-processing when a fault asks."""
 
     def init(self, context):
-        self.pause = _pause_for(context.config)
+        self.points = fault_points(context.config)
         self.out = SystemStream("ice", "copy")
         self.delay = context.config.get_int("test.process.delay.us", 0) / 1e6
 
     def process(self, envelope, collector, coordinator):
-        self.pause.at("mid-process")
+        self.points.at("process")
         time.sleep(self.delay)
         collector.send(OutgoingMessageEnvelope(self.out, envelope.message))
 
 
 class _FaultyIcebergProducer(IcebergSystemProducer):
     def commit_checkpoints(self, container_id, checkpoints):
-        pause = _pause_for(self._config)
-        pause.at("before-table-commit")
+        points = fault_points(self._config)
+        points.at("before-table-commit")
         made = super().commit_checkpoints(container_id, checkpoints)
-        pause.at("after-table-commit")  # the table holds the commit; the checkpoint stream does not yet
+        points.at("after-table-commit")  # the table holds the commit; the checkpoint stream does not yet
         return made
 
 
@@ -89,7 +90,6 @@ def _config(tmp_path: Path, **extra: str) -> Config:
         "task.inputs": "files.trips",
         "task.class": "tests.test_iceberg_system:SlowCopyTask",
         "task.commit.ms": "1000",
-        "test.fault.dir": str(tmp_path),
     }
     entries.update(extra)
     return Config(entries)
@@ -108,19 +108,25 @@ def _table_ids(tmp_path: Path) -> list[int]:
 def test_sigkill_ten_times_while_writing_a_table_leaves_every_row_exactly_once(tmp_path):
     _write_lake(tmp_path / "lake")
     rnd = random.Random(SEED)
-    phases = ["after-table-commit", "before-table-commit", "mid-process"]
-    outcomes = []
-    for kill in range(10):
-        phase = phases[kill % len(phases)]
-        nth = rnd.randint(1, 2) if phase != "mid-process" else rnd.randint(50, 300)
-        faults = {"test.fault.phase": phase, "test.fault.nth": str(nth), "test.process.delay.us": "3000"}
-        config = _config(tmp_path, **{"task.commit.ms": "500", **faults})
-        outcomes.append(_run_and_kill(config, tmp_path, phase, 0))
+    phases = ["after-table-commit", "before-table-commit", "process"]
+    points = [
+        KillPoint(phase, rnd.randint(1, 2) if phase != "process" else rnd.randint(50, 300))
+        for phase in (phases[kill % len(phases)] for kill in range(10))
+    ]
+    kills = Kills(tmp_path / "faults", points)
+    config = _config(tmp_path, **{"task.commit.ms": "500", "test.process.delay.us": "3000", **kills.config})
+    for point in points:
+        job = ThreadedRun(ProcessJobRunner(config).run)
+        try:
+            assert kills.await_next(job.running), f"the job ended before reaching {point} ({kills.landed} landed)"
+            job.wait(60)
+        except BaseException:
+            kills.kill_paused()
+            raise
         ids = _table_ids(tmp_path)  # readable at every moment, and never a row twice
         duplicates = [i for i, n in Counter(ids).items() if n > 1]
-        assert not duplicates, f"after kill {kill} ({outcomes[-1]}): rows twice in the table: {duplicates[:10]}"
-    assert sum(o.startswith("killed") for o in outcomes) >= 8, outcomes
-    assert any(o == "killed mid-after-table-commit" for o in outcomes), outcomes
+        assert not duplicates, f"after the kill at {point}: rows twice in the table: {duplicates[:10]}"
+    assert kills.landed == points
 
     result = run_job(_config(tmp_path))
     assert result.succeeded, result.summary_line()

@@ -24,6 +24,7 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.kafka import KafkaProducerError, KafkaSystemFactory, kafka_client_configs
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -135,6 +136,7 @@ def test_metadata_of_a_missing_stream_names_it(kafka_config, kafka_topic_prefix)
 # -- round trip --------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(600)
 def test_100k_keyed_messages_are_read_back_exactly_once_in_partition_order(kafka_config, kafka_topic_prefix):
     topic, partitions, total = f"{kafka_topic_prefix}-bulk", 4, 100_000
     create(kafka_config, topic, partitions)
@@ -152,7 +154,8 @@ def test_100k_keyed_messages_are_read_back_exactly_once_in_partition_order(kafka
     for ssp in ssps:
         consumer.register(ssp, "0")
     consumer.start()
-    got = read(consumer, ssps, lambda got: sum(map(len, got.values())) >= total, timeout_s=60)
+    # a hang guard, not a speed bound: kafka-python takes minutes for 100k records on a loaded machine
+    got = read(consumer, ssps, lambda got: sum(map(len, got.values())) >= total, timeout_s=240)
     consumer.stop()
 
     seen = bytearray(total)
@@ -314,6 +317,13 @@ def test_bounded_transactional_topic_ends_although_its_last_offset_is_a_commit_m
         producer.commit_transaction()
     finally:
         producer.close()
+    # the coordinator writes the marker after EndTxn returns; until it lands the transaction is
+    # still open at the partition, and a read_committed bounded stream rightly ends before it
+    admin = KafkaSystemFactory().get_admin(SYSTEM, kafka_config)
+    wait_until(
+        lambda: admin.get_system_stream_metadata([topic])[topic].partitions[0].upcoming_offset == "4", 30, "the marker"
+    )
+    admin.close()
     config = kafka_config.with_overrides({f"systems.{SYSTEM}.streams.{topic}.samza.bounded": "true"})
     ssp = SystemStreamPartition(SYSTEM, topic, 0)
     consumer = KafkaSystemFactory().get_consumer(SYSTEM, config)

@@ -38,11 +38,11 @@ SEED = 12
 
 
 class CountAndEchoTask(StreamTask, InitableTask):
-    """Counts words in the ``counts`` store and sends each input's id to ``out``."""
-
-    OUT = SystemStream("log", "out")
+    """Counts words in the ``counts`` store and sends each input's id to ``out`` (on the job's
+    default system, so the same task runs on the embedded log and on Kafka)."""
 
     def init(self, context):
+        self.out = SystemStream(context.config.get_str("job.default.system") or "log", "out")
         self.store = context.get_store("counts")
         self.points = fault_points(context.config)
         self.delay = (context.config.get_int("test.process.delay.us") or 0) / 1e6
@@ -51,7 +51,7 @@ class CountAndEchoTask(StreamTask, InitableTask):
         self.points.at("process")
         msg_id, word = envelope.message.split(":")
         self.store.put(word, (self.store.get(word) or 0) + 1)
-        collector.send(OutgoingMessageEnvelope(self.OUT, msg_id, key=msg_id))
+        collector.send(OutgoingMessageEnvelope(self.out, msg_id, key=msg_id))
         if self.delay:
             time.sleep(self.delay)
 
@@ -145,7 +145,12 @@ def _output_ids(config: Config) -> Counter:
 def kill_process_runner_at(kills: Kills, config: Config) -> None:
     """Run the job on the process runner, SIGKILLing its container at each of ``kills``' points
     (the job started again after each)."""
-    kill_at_each_point(kills, lambda: ThreadedRun(ProcessJobRunner(config).run))
+
+    def start() -> ThreadedRun:
+        runner = ProcessJobRunner(config)
+        return ThreadedRun(runner.run, stop=runner.stop)
+
+    kill_at_each_point(kills, start)
     assert kills.landed == kills.points, f"only {len(kills.landed)} of {kills.points} landed: the job ended first"
 
 

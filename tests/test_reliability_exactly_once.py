@@ -244,7 +244,7 @@ SPARK_POINTS = [
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_spark_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tmp_path):
-    from samza_dagster.runtime.spark_runner import run_spark_job
+    from samza_dagster.runtime.spark_runner import SparkJobRunner
     from samza_dagster.spark.session import get_or_create_spark
 
     expected = _crash_free_stores(tmp_path)
@@ -266,7 +266,8 @@ def test_spark_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tmp
         app_name="test-eos-spark",
     )
     try:
-        job = ThreadedRun(lambda: run_spark_job(config, spark=spark), restarts_after_a_kill=True)
+        runner = SparkJobRunner(config, spark=spark)
+        job = ThreadedRun(runner.run, stop=runner.stop, restarts_after_a_kill=True)
         kill_at_each_point(kills, lambda: job)
         job.wait(480)
     finally:

@@ -1,7 +1,13 @@
 """Issue 12.5 — security: the coordinator's HTTP service binds loopback and is read-only, the
 bearer token guards every method, secrets never leak (logs, served JobModel/config, plan
 JSON, job results that become Dagster metadata), no serde unpickles user-facing streams by
-default, Kafka SSL/SASL settings reach kafka-python."""
+default, Kafka SSL/SASL settings reach kafka-python.
+
+Issue 36.5 — the same on a real secured broker (support/kafka_secure.py: SASL_SSL with
+SCRAM-SHA-512 and a client certificate whose key is encrypted): jobs on both clients and both
+runners that keep secrets apart (thread, process) at DEBUG, the JobModel served over HTTP, a
+Dagster materialization, and a refused login — no password, key password or key-store password
+anywhere."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import json
 import logging
 import urllib.error
 import urllib.request
+import uuid
 
 import pytest
 
@@ -19,7 +26,9 @@ from samza_dagster.model import SystemStream
 from samza_dagster.runtime import run_job
 from samza_dagster.serde import PickleSerde
 from samza_dagster.serde.registry import SerdeRegistry
+from support.kafka_secure import SASL_SSL, SecureKafka
 from tests.apps.harness import create_stream, produce
+from tests.secure_kafka_config import documented_kafka_config, job_config
 
 SECRETS = {
     "systems.kafka.consumer.sasl.plain.password": "pw-sasl-1f3a",
@@ -200,3 +209,104 @@ def test_scrub_masks_every_secret_value_in_text():
     assert scrub(text, {**SECRETS, "x.password": "ab"}) == (
         "user=job ******** and ******** twice: ********; short values like 'ab' stay"
     )
+
+
+# -- on a real secured broker ---------------------------------------------------------------------
+
+
+def _secured_job(kafka: SecureKafka, client: str, name: str, **extra: str) -> Config:
+    """The documented SASL_SSL config with a client certificate, a job on it (its coordinator
+    stream and checkpoints on Kafka too) and a coordinator token; input written and output made."""
+    entries = documented_kafka_config(kafka, SASL_SSL, client, client_certificate=True)
+    config = job_config(entries, name, **{"job.coordinator.http.token": "tok-" + uuid.uuid4().hex, **extra})
+    create_stream(config, "kafka", f"{name}-in", 2)
+    create_stream(config, "kafka", f"{name}-out", 1)  # the count Dagster creates outputs with
+    produce(config, "kafka", f"{name}-in", [(i % 2, None, b"x%d" % i) for i in range(20)])
+    return config
+
+
+def _assert_no_secret(text: str, kafka: SecureKafka, config: Config, where: str) -> None:
+    values = {**kafka.secrets, "coordinator token": config["job.coordinator.http.token"]}
+    for what, value in values.items():
+        leaks = [line.replace(value, f"<{what}>")[:400] for line in text.splitlines() if value in line]
+        assert not leaks, f"the {what} appears in {where}:\n" + "\n".join(leaks)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("runner", ["thread", "process"])
+def test_a_job_on_the_secured_broker_leaks_no_secret_at_debug(secure_kafka, kafka_client, runner, caplog):
+    """The client's key is encrypted: that the job runs at all shows the key password reached
+    the client (and the admin); kafka-python logs its admin's configuration and each SASL request
+    at DEBUG — masked."""
+    name = f"leak-{runner}-{kafka_client}-{uuid.uuid4().hex[:6]}"
+    caplog.set_level(logging.DEBUG)
+    config = _secured_job(secure_kafka, kafka_client, name, **{"job.factory.class": runner})
+    result = run_job(config)
+    assert result.succeeded, result.summary_line()
+    assert result.messages_processed == 20
+    assert "Starting KafkaAdminClient with configuration" in caplog.text  # DEBUG reached kafka-python
+    text = caplog.text + json.dumps([s.to_dict() for s in result.summaries], default=str) + result.summary_line()
+    _assert_no_secret(text, secure_kafka, config, "the logs or the job result")
+
+
+@pytest.mark.kafka
+def test_the_served_job_model_of_a_secured_job_holds_no_secret(secure_kafka, kafka_client):
+    """The coordinator reads and writes its coordinator stream through SASL_SSL and serves the
+    JobModel and config with every secret masked."""
+    name = f"served-{kafka_client}-{uuid.uuid4().hex[:6]}"
+    config = _secured_job(secure_kafka, kafka_client, name)
+    token = config["job.coordinator.http.token"]
+    with JobCoordinator(config) as coordinator:
+        for path in ("/", "/config"):
+            status, body = _get(coordinator.url + path, token=token)
+            assert status == 200
+            _assert_no_secret(body.decode(), secure_kafka, config, f"GET {path}")
+        _, served = _get(coordinator.url + "/config", token=token)
+    assert json.loads(served)["systems.kafka.consumer.sasl.password"] == MASK
+    assert json.loads(served)["systems.kafka.producer.ssl.key.password"] == MASK
+
+
+@pytest.mark.kafka
+def test_dagster_metadata_and_logs_of_a_secured_job_hold_no_secret(secure_kafka, kafka_client, tmp_path):
+    """A materialization through Dagster (observations, materializations, its logs): nothing of
+    it holds a secret."""
+    import dagster as dg
+
+    from samza_dagster.orchestration import SamzaSystemsResource, application_definitions
+
+    name = f"dg_{kafka_client.replace('-', '_')}_{uuid.uuid4().hex[:6]}"
+    config = _secured_job(secure_kafka, kafka_client, name)
+    defs = application_definitions(name, config, declared_outputs=[f"kafka.{name}-out"])
+    (job_asset,) = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.partitions_def is None]
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        [job_asset],
+        resources={"samza_systems": SamzaSystemsResource(log_path=str(tmp_path / "log"))},
+        instance=instance,
+    )
+    assert result.success
+    (materialization,) = result.get_asset_materialization_events()
+    assert materialization.materialization.metadata["messages_written"].value == 20
+    text = "\n".join(repr(record) for record in instance.all_logs(result.run_id))
+    _assert_no_secret(text, secure_kafka, config, "Dagster's event log")
+
+
+@pytest.mark.kafka
+def test_a_refused_login_is_shown_in_dagster_with_the_one_line_and_no_secret(secure_kafka, kafka_client):
+    """The plan of a task job needs its inputs' partition counts: the refused login makes the
+    application's placeholder asset, whose metadata says why."""
+    import dagster as dg
+
+    from samza_dagster.orchestration import application_definitions
+
+    name = f"dg_refused_{kafka_client.replace('-', '_')}_{uuid.uuid4().hex[:6]}"
+    wrong = "wrong-" + uuid.uuid4().hex
+    entries = documented_kafka_config(secure_kafka, SASL_SSL, kafka_client, password=wrong, client_certificate=True)
+    config = job_config(entries, name)
+    defs = application_definitions(name, config, declared_outputs=[f"kafka.{name}-out"])
+    (spec,) = [a for a in defs.assets if isinstance(a, dg.AssetSpec)]
+    error = spec.metadata["error"]
+    assert "SystemAuthenticationError: Kafka system 'kafka'" in error and "refused the SASL login" in error, error
+    for text in (error, spec.description or ""):
+        assert wrong not in text
+        _assert_no_secret(text, secure_kafka, Config({"job.coordinator.http.token": "unused-token"}), "the metadata")

@@ -27,7 +27,9 @@ from samza_dagster.system.chooser import (
 from samza_dagster.system.consumers import SystemConsumers, SystemConsumersError
 from samza_dagster.system.inmemory import InMemorySystemFactory
 from samza_dagster.system.log import LogSystemFactory
+from support.waiting import wait_until
 from tests.forwarding import ForwardingChooser, ForwardingConsumer
+from tests.thread_cpu import ThreadCpu
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -159,22 +161,42 @@ def test_every_message_is_chosen_once_in_partition_order_one_outstanding_per_par
     assert sc.idle
 
 
+class SizeRecordingConsumer(ForwardingConsumer):
+    """A real consumer that records, at each poll, how many envelopes SystemConsumers already
+    buffered for each partition it was asked to poll."""
+
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.sc: SystemConsumers | None = None
+        self.buffered_at_poll: list[int] = []
+
+    def poll(self, ssps, timeout_s):
+        ssps = list(ssps)
+        assert self.sc is not None
+        self.buffered_at_poll += [self.sc.buffered(ssp) for ssp in ssps]
+        return self.inner.poll(ssps, timeout_s)
+
+
 def test_a_full_buffer_is_not_polled(mem_system):
     fast = mem_system.create("fast", 1)
     mem_system.produce("fast", 0, 20_000)
+    consumer = SizeRecordingConsumer(mem_system.consumer())
     sc = SystemConsumers(
-        RoundRobinChooser(), {mem_system.name: mem_system.consumer()}, buffer_capacity_per_ssp=100, poll_timeout_s=0.01
+        RoundRobinChooser(), {mem_system.name: consumer}, buffer_capacity_per_ssp=100, poll_timeout_s=0.01
     )
+    consumer.sc = sc
     (ssp,) = ssps_of(fast, 1)
     sc.register(ssp, "0")
     sc.start()
     try:
         peak = 0
         for _ in range(30):
-            time.sleep(0.01)
+            # the poller fills the buffer (it stops at the capacity), the run loop takes one
+            wait_until(lambda: sc.buffered(ssp) >= 100, 30, "the poller to fill the buffer")
             peak = max(peak, sc.buffered(ssp))
-            assert sc.choose() is not None
-        # capacity plus at most one polled batch (the in-memory fetch size is 1000)
+            assert sc.choose(30.0) is not None
+        # never polled while full; capacity plus at most one polled batch (the in-memory fetch size is 1000)
+        assert max(consumer.buffered_at_poll) < 100
         assert peak <= 100 + 1000
         # and it keeps being refilled as the run loop drains it
         out = drain(sc, 5000)
@@ -235,8 +257,7 @@ def test_poller_exception_is_raised_from_choose_naming_the_system(mem_system):
     sc.start()
     try:
         with pytest.raises(SystemConsumersError, match=f"{mem_system.name}.*ConnectionError.*broker went away") as info:
-            for _ in range(100):
-                sc.choose(0.05)
+            sc.choose(60.0)  # nothing ever arrives: it returns when the poller's error does
         assert info.value.system == mem_system.name
         assert isinstance(info.value.__cause__, ConnectionError)
     finally:
@@ -261,17 +282,19 @@ def test_an_idle_job_does_not_spin(which, mem_system, log_system):
     # the CPU of this thread (it calls choose) and of the threads the consumers started — not the
     # whole process's: a thread another test left behind must not count against SystemConsumers
     ours = [threading.current_thread(), *(t for t in threading.enumerate() if t not in before)]
-
-    def cpu_of_ours() -> float:
-        return sum(time.clock_gettime(time.pthread_getcpuclockid(t.ident)) for t in ours if t.is_alive())
-
     try:
         sc.choose(0.2)
-        cpu0, wall0 = cpu_of_ours(), time.monotonic()
-        while time.monotonic() - wall0 < 1.0:
-            assert sc.choose(0.1) is None
-        cpu = cpu_of_ours() - cpu0
-        assert cpu < 0.15, f"idle SystemConsumers used {cpu:.3f}s CPU in 1s (threads {[t.name for t in ours]})"
+        longest = 0.0  # this thread's CPU in one choose: a single long one is a pause, many short ones a spin
+        with ThreadCpu(ours) as cpu:
+            idle_until = time.monotonic() + 1.0
+            while time.monotonic() < idle_until:
+                started = time.thread_time()
+                assert sc.choose(0.1) is None
+                longest = max(longest, time.thread_time() - started)
+        assert cpu.used < 0.15, (
+            f"idle SystemConsumers used {cpu.used:.3f}s CPU in 1s (threads {cpu.names()}; "
+            f"the most in one choose(0.1): {longest:.3f}s)"
+        )
         # and a blocked choose returns the message that arrives while it waits
         threading.Timer(0.1, system.produce, args=("quiet", 2, 1)).start()
         envelope = sc.choose(30.0)

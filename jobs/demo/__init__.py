@@ -1,4 +1,4 @@
-"""``samza-dagster demo``: the four example applications of ``jobs/`` on the spark runner, with a
+"""``samza-dagster demo``: five example applications of ``jobs/`` on the spark runner, with a
 report. The command line loads this package by name from the checkout, as it loads any
 application; the engine never imports it."""
 

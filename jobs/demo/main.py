@@ -1,8 +1,9 @@
-"""``samza-dagster demo``: SAMZA-2's four use cases as real applications, on the spark runner.
+"""``samza-dagster demo``: SAMZA-2's four use cases as real applications, on the spark runner,
+and the batch half: a stream landed in an Iceberg table that a daily Dagster asset reads.
 
 Creates the streams on the embedded log (under ``--root`` or a temporary directory), generates
 seeded data for each application, runs each on the spark runner with one Spark session reused
-for all four (and for the reprocessing backfill), and prints a report: per application what was
+for all of them (and for the reprocessing backfill), and prints a report: per application what was
 processed and the evidence of its promise. ``run_demo`` returns the structured report as well.
 
 The applications live in ``jobs/`` (each with its task or StreamApplication, .properties, data
@@ -24,6 +25,7 @@ from jobs.demo.report import print_report, report_console
 
 DEFAULT_SIZE = 20_000
 RUNNERS = ("spark", "thread")
+APPLICATIONS = ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline", "clicks_lake")
 
 
 @dataclass
@@ -37,6 +39,7 @@ class DemoReport:
     currency_join: Any = None
     ad_ctr: Any = None
     pageview_pipeline: Any = None
+    clicks_lake: Any = None
     errors: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -52,7 +55,7 @@ class DemoReport:
             "spark_startup_s": round(self.spark_startup_s, 2),
             "errors": self.errors,
         }
-        for app in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline"):
+        for app in APPLICATIONS:
             value = getattr(self, app)
             d[app] = value.to_dict() if value is not None else None
         return d
@@ -92,7 +95,7 @@ def build_demo_report(
         with console.status("[bold]samza-dagster demo[/bold]: starting", spinner="dots") as status:
             own_spark = False
             if runner == "spark" and spark is None:
-                status.update("starting a local Spark session (local[2]) — reused by all four applications")
+                status.update("starting a local Spark session (local[2]) — reused by every application")
                 t0 = time.monotonic()
                 from samza_dagster.spark.session import get_or_create_spark
 
@@ -124,6 +127,7 @@ def build_demo_report(
 
 def _applications(size: int) -> list[tuple[str, str, Any]]:
     from jobs.ad_ctr.scenario import run_scenario as ad_ctr
+    from jobs.clicks_lake.scenario import run_scenario as clicks_lake
     from jobs.currency_join.scenario import run_scenario as currency_join
     from jobs.pageview_pipeline.scenario import run_scenario as pageview_pipeline
     from jobs.user_classification.scenario import run_scenario as user_classification
@@ -148,6 +152,11 @@ def _applications(size: int) -> list[tuple[str, str, Any]]:
             "pageview_pipeline",
             "bounded high-level pipeline until end-of-stream",
             lambda root, **kw: pageview_pipeline(root, size=size, **kw),
+        ),
+        (
+            "clicks_lake",
+            "land click events in an Iceberg table, aggregate one day of it in Dagster",
+            lambda root, **kw: clicks_lake(root, size=size, **kw),
         ),
     ]
 

@@ -101,6 +101,24 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
         )
         t.add_row("job status", f"{pv.status} (ended by itself)")
         console.print(t)
+    cl = report.clicks_lake
+    if cl is not None:
+        t = _table("5. clicks_lake — the batch half: stream → job → Iceberg table → daily aggregate")
+        t.add_row(
+            f"click events in ({len(cl.days)} days, a job run each) / rows in table {cl.table}",
+            f"{cl.events:,} / {cl.rows_in_table:,}",
+        )
+        t.add_row("table snapshot (carries the job's checkpoint)", str(cl.snapshot_id))
+        t.add_row(
+            f"[bold]day {cl.day}: rows the IO manager loaded[/bold] (the day's events)",
+            f"[bold]{cl.rows_loaded:,}[/bold] ({cl.day_events:,})",
+        )
+        t.add_row("data files scanned / in the table", f"{cl.data_files_scanned} / {cl.data_files}")
+        t.add_row(
+            "daily aggregate (country × page) matches the events",
+            f"{cl.aggregate_rows} rows ({'yes' if cl.aggregate_matches else 'NO'})",
+        )
+        console.print(t)
     for name, error in report.errors.items():
         console.print(f"[red]{name} FAILED[/red]: {error}")
     console.print(

@@ -29,9 +29,21 @@ from samza_dagster.planner import plan_from_config
 from samza_dagster.runtime import create_runner
 from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.runtime.provision import provision_streams
+from samza_dagster.system.kafka.confluent_config import LIBRDKAFKA_LOGGER
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DEMO_ENTRY_POINT_GROUP = "samza_dagster.demo"
+#: the Kafka client libraries' loggers: kafka-python's and librdkafka's (through confluent-kafka)
+KAFKA_CLIENT_LOGGERS = ("kafka", LIBRDKAFKA_LOGGER)
+
+
+class _WithoutKafkaClients(logging.Filter):
+    """Keeps the Kafka clients' own lines off the console. They log every failed connection as
+    an error while they retry it (a refused login: a dozen lines in 5 s); what failed reaches
+    the user as the command's one error line, and the lines stay in the run's log file."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(record.name == name or record.name.startswith(name + ".") for name in KAFKA_CLIENT_LOGGERS)
 
 
 def configure_logging(verbose: bool) -> None:
@@ -41,6 +53,7 @@ def configure_logging(verbose: bool) -> None:
     if not verbose:
         for handler in logging.getLogger().handlers:
             handler.setLevel(logging.WARNING)
+            handler.addFilter(_WithoutKafkaClients())
     if not verbose:
         for noisy in ("py4j", "pyspark", "kafka"):
             logging.getLogger(noisy).setLevel(logging.ERROR)

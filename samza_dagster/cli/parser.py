@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level and print full traces")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", parents=[VERBOSE], help="the four example applications, on Spark")
+    demo = sub.add_parser("demo", parents=[VERBOSE], help="the example applications, on Spark")
     demo.add_argument(
         "--root", default=None, type=directory, metavar="DIR", help="keep the demo's streams here (default: a temp dir)"
     )

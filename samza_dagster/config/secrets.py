@@ -19,6 +19,11 @@ def mask_config(config: Mapping[str, str]) -> dict[str, str]:
     return {k: (MASK if is_secret_key(k) else v) for k, v in config.items()}
 
 
+def secrets_of(config: Mapping[str, str]) -> dict[str, str]:
+    """The entries of ``config`` whose values are secret."""
+    return {k: v for k, v in config.items() if is_secret_key(k)}
+
+
 def scrub(text: str, secrets: Mapping[str, str]) -> str:
     """``text`` with every secret value replaced by the mask (values of 4 characters or more:
     shorter ones would mask ordinary words)."""

@@ -4,7 +4,9 @@ installed with it: what a user's own Dagster project imports.
 * :class:`SamzaJobComponent` — the dg component: one job's whole definitions from a ``defs.yaml``
   (``type: samza_dagster.orchestration.SamzaJobComponent``);
 * the resources — :class:`SamzaSystemsResource`, :class:`SparkResource`,
-  :class:`KafkaAdminResource`, :class:`CoordinatorStreamResource`;
+  :class:`KafkaAdminResource`, :class:`CoordinatorStreamResource` — and the I/O manager
+  :class:`IcebergIOManager`, which loads the Iceberg tables jobs write (a day of them for a daily
+  asset) into downstream assets as pandas or Arrow;
 * the factories the component is made of, for a project building definitions in Python: stream
   assets from an execution plan, the job's multi-asset, the coordinator-stream, observation and
   failure sensors, the daily reprocessing backfills (:func:`reprocessing_backfill` re-sends a day,
@@ -26,6 +28,7 @@ from samza_dagster.orchestration.component import (
     SamzaJobComponent,
     default_resources,
 )
+from samza_dagster.orchestration.iceberg_io import IcebergIOManager
 from samza_dagster.orchestration.job_asset import SYSTEMS_RESOURCE_KEY, SamzaJobRunConfig, op_name, samza_job_asset
 from samza_dagster.orchestration.observation import StreamObservation, observe_streams
 from samza_dagster.orchestration.resources import (
@@ -42,6 +45,7 @@ from samza_dagster.orchestration.sensors import (
 )
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
+from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY, TableRef
 
 __all__ = [
     "CoordinatorStreamResource",
@@ -55,6 +59,9 @@ __all__ = [
     "JOB_INSTANCE_TAG",
     "SYSTEMS_RESOURCE_KEY",
     "DagsterSettings",
+    "ICEBERG_IO_MANAGER_KEY",
+    "IcebergIOManager",
+    "TableRef",
     "DeclaredOutput",
     "SamzaJobRunConfig",
     "ReprocessingBackfill",

@@ -32,6 +32,7 @@ from samza_dagster.orchestration.sensors import (
 )
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, job_instance
+from samza_dagster.orchestration.tables import IcebergSystems
 from samza_dagster.planner import configured_plan
 
 log = logging.getLogger(__name__)
@@ -51,14 +52,19 @@ def application_definitions(
     schedules: Sequence[Any] = (),
     backfills: Sequence[ReprocessingBackfill] = (),
     contain_errors: bool = True,
+    config_path: str | Path | None = None,
 ) -> dg.Definitions:
     """Definitions of one application (``config`` a Config or a .properties path). Extra
     assets/jobs/sensors/schedules of the application are added as they are; each
     :func:`~samza_dagster.orchestration.reprocessing_backfill` adds its daily asset, job and
     schedule, and its batch stream's asset is drawn downstream of it. With ``contain_errors``
-    a rejected config or plan becomes :func:`failed_application_definitions`; without, it raises."""
+    a rejected config or plan becomes :func:`failed_application_definitions`; without, it raises.
+    ``config_path`` names the file a Config came from (a path ``config`` names itself): the
+    assets of the job's Iceberg tables carry it, so their readers find the same catalog."""
     try:
         cfg = config if isinstance(config, Config) else Config.from_properties(config)
+        if config_path is None and not isinstance(config, Config):
+            config_path = config
         settings = DagsterSettings.from_config(cfg)
         plan = configured_plan(cfg)
         outputs = [o if isinstance(o, DeclaredOutput) else _declared(cfg, o) for o in declared_outputs]
@@ -67,8 +73,14 @@ def application_definitions(
             freshness = dg.FreshnessPolicy.time_window(
                 fail_window=settings.freshness_fail, warn_window=settings.freshness_warn
             )
+        iceberg = IcebergSystems.from_config(cfg, str(Path(config_path).resolve()) if config_path else None)
         streams = stream_assets(
-            plan, application=application, declared_outputs=outputs, owners=settings.owners, freshness=freshness
+            plan,
+            application=application,
+            declared_outputs=outputs,
+            owners=settings.owners,
+            freshness=freshness,
+            iceberg=iceberg,
         )
         job_asset = samza_job_asset(streams, cfg, runner_factory=runner_factory, settings=settings)
         asset_job = dg.define_asset_job(

@@ -10,7 +10,8 @@ metadata. Lineage is the plan's ``upstream`` edges.
   Dagster 1.13 marks ``observable_source_asset`` beta; an ``AssetSpec`` plus observation events
   (from the job's op and from :func:`stream_observation_sensor`) is the stable route.
 * Streams the job writes (intermediate, output) are materialized by the job's multi-asset
-  (:mod:`.job_asset`).
+  (:mod:`.job_asset`). One written on an ``iceberg`` system is the table: kind ``iceberg``, its
+  table name, and the I/O manager downstream assets load it with (:mod:`.tables`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from samza_dagster.orchestration.errors import OrchestrationError
+from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY, IcebergSystems, TableRef
 from samza_dagster.planner.plan import ExecutionPlan, StreamInfo
 
 READ_ROLES = ("bootstrap", "input", "side-input")
@@ -87,6 +89,8 @@ class StreamAssets:
     keys: dict[str, dg.AssetKey]
     read_specs: list[dg.AssetSpec] = field(default_factory=list)
     written_specs: list[dg.AssetSpec] = field(default_factory=list)
+    #: stream id → the Iceberg table it is (written streams of iceberg systems)
+    tables: dict[str, TableRef] = field(default_factory=dict)
 
     @property
     def written_keys(self) -> list[dg.AssetKey]:
@@ -111,11 +115,13 @@ def stream_assets(
     declared_outputs: Sequence[DeclaredOutput] = (),
     owners: Sequence[str] = (),
     freshness: dg.FreshnessPolicy | None = None,
+    iceberg: IcebergSystems | None = None,
 ) -> StreamAssets:
     """AssetSpecs of every stream of ``plan``. ``application`` (default: ``job.name``) prefixes
     the keys; ``group_name`` defaults to it. ``declared_outputs`` adds a low-level task's outputs,
     downstream of all its inputs. ``freshness`` is the policy of the streams the job writes (an
-    unbounded job's; a bounded job's outputs are fresh whenever it last ran)."""
+    unbounded job's; a bounded job's outputs are fresh whenever it last ran). ``iceberg`` names
+    the job's iceberg systems: the streams it writes there are tables."""
     app = application or plan.job_name
     group = group_name or _group_name(app)
     streams: dict[str, StreamInfo] = dict(plan.streams)
@@ -135,8 +141,26 @@ def stream_assets(
         spec = _spec(
             app, group, stream, keys, owners, asset_role(stream, top), freshness if is_written(stream) else None
         )
+        table = iceberg.table(stream) if iceberg is not None and is_written(stream) else None
+        if iceberg is not None and table is not None:
+            result.tables[sid] = table
+            spec = _table_spec(spec, app, table, iceberg)
         (result.written_specs if is_written(stream) else result.read_specs).append(spec)
     return result
+
+
+def _table_spec(spec: dg.AssetSpec, app: str, table: TableRef, iceberg: IcebergSystems) -> dg.AssetSpec:
+    """A written stream that is an Iceberg table: its kind, name, where its catalog is named, and
+    the I/O manager downstream assets read it with."""
+    return (
+        spec.replace_attributes(
+            description=f"Iceberg table {table.name} (system {table.system}) written by the Samza job of {app}; "
+            f"downstream assets read it through the {ICEBERG_IO_MANAGER_KEY} resource",
+            kinds={"samza", "iceberg"},
+        )
+        .merge_attributes(metadata=iceberg.spec_metadata(table))
+        .with_io_manager_key(ICEBERG_IO_MANAGER_KEY)
+    )
 
 
 def _spec(

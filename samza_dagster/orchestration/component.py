@@ -20,8 +20,14 @@ builds what :func:`~samza_dagster.orchestration.application_definitions` builds 
 coordinator-stream, observation and failure sensors, the asset checks, freshness and owners, and
 each backfill's daily asset, job and schedule. Unless ``bind_resources: false``, it binds the
 default resources (``samza_systems``, ``spark``, ``kafka_admin``, ``coordinator_stream``, set
-from ``SAMZA_LOG_PATH`` / ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``) — the same instances for every
+from ``SAMZA_LOG_PATH`` / ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``, and ``iceberg_io_manager``, which
+loads the job's Iceberg tables into downstream assets) — the same instances for every
 component, so several jobs merge into one code location.
+
+Inputs and outputs of any system are streams here: a ``files`` input (Parquet, JSON lines, CSV
+under a directory) is a bounded input asset; a low-level task's Iceberg output is declared like
+any other (``declared_outputs: [lake.clicks]``, ``lake`` an ``iceberg`` system) and becomes the
+table's asset.
 
 A component that cannot be built — its ``config_path`` does not exist, its config fails the
 pre-flight ``samza-dagster run`` applies (typed values, serdes, the runner, the task or
@@ -50,6 +56,7 @@ from samza_dagster.errors import SamzaError
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.assets import _group_name
 from samza_dagster.orchestration.backfill import ReprocessingBackfill, reprocessing_backfill
+from samza_dagster.orchestration.iceberg_io import IcebergIOManager
 from samza_dagster.orchestration.resources import (
     CoordinatorStreamResource,
     KafkaAdminResource,
@@ -58,6 +65,7 @@ from samza_dagster.orchestration.resources import (
 )
 from samza_dagster.orchestration.rewind import rewind_backfill
 from samza_dagster.orchestration.scaffold import SamzaJobScaffolder
+from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY
 from samza_dagster.runtime.preflight import check_job_config
 
 log = logging.getLogger(__name__)
@@ -66,7 +74,7 @@ log = logging.getLogger(__name__)
 VALIDATION_ENV = "DAGSTER_IS_DEFS_VALIDATION_CLI"
 
 
-def default_resources() -> dict[str, dg.ConfigurableResource]:
+def default_resources() -> dict[str, dg.ConfigurableResource | dg.ConfigurableIOManager]:
     """The resources every SamzaJobComponent binds: one set of instances per process, so the
     Definitions of several components merge (Dagster requires one object per resource key)."""
     global _DEFAULT_RESOURCES
@@ -77,11 +85,12 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
             "spark": SparkResource(),
             "kafka_admin": KafkaAdminResource(),
             "coordinator_stream": CoordinatorStreamResource(systems=systems),
+            ICEBERG_IO_MANAGER_KEY: IcebergIOManager(samza_systems=systems),
         }
     return dict(_DEFAULT_RESOURCES)
 
 
-_DEFAULT_RESOURCES: dict[str, dg.ConfigurableResource] | None = None
+_DEFAULT_RESOURCES: dict[str, dg.ConfigurableResource | dg.ConfigurableIOManager] | None = None
 
 
 class SamzaBackfill(dg.Model, dg.Resolvable):
@@ -124,7 +133,8 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
     )
     backfills: list[SamzaBackfill] = Field(default_factory=list, description="daily reprocessing backfills")
     bind_resources: bool = Field(
-        default=True, description="bind the default samza_systems/spark/kafka_admin/coordinator_stream resources"
+        default=True,
+        description="bind the default samza_systems/spark/kafka_admin/coordinator_stream/iceberg_io_manager resources",
     )
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
@@ -151,6 +161,7 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
                 declared_outputs=self.declared_outputs,
                 backfills=backfills,
                 contain_errors=False,
+                config_path=config_file,
             )
         except SamzaComponentError as exc:
             defs = self._failed(application, exc)

@@ -9,8 +9,9 @@ through the runner ``job.factory.class`` names — a ``spark`` job (the product 
 :class:`SparkResource` bound as ``spark``. :mod:`.supervision` watches the job while it runs: graceful stop on
 terminate, reconfiguration log lines, progress, live materializations. When the job stops — a
 bounded job at end-of-stream, an unbounded one when terminated — the streams it wrote are
-materialized with their offsets, the inputs observed with the final lag, and the asset checks
-(:mod:`.checks`) evaluated. A failed container fails the run with the container's error.
+materialized with their offsets (an Iceberg table with what the run appended and the snapshot,
+row count and schema it left, :mod:`.tables`), the inputs observed with the final lag, and the
+asset checks (:mod:`.checks`) evaluated. A failed container fails the run with the container's error.
 
 The launch submits its whole config to the job's coordinator stream, as Samza's job submission
 does. Values set there from outside the job (``coordinator-stream-writer``) are kept over the
@@ -46,6 +47,7 @@ from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkRes
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
 from samza_dagster.orchestration.supervision import JobSupervisor
+from samza_dagster.orchestration.tables import RunCommits, run_commits, table_materialization
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.runtime import create_runner
 from samza_dagster.runtime.result import JobResult
@@ -274,13 +276,19 @@ def run_samza_job(
         f"job {job_name} {status} in {elapsed:.2f} s: {sum(processed.values())} messages processed"
         + (f" ({outcome.stopped_by})" if outcome.stopped_by else "")
     )
+    commits = run_commits(s.metrics for s in (*result.earlier_summaries, *result.summaries))
     for stream in in_dependency_order(written):
         key = assets.keys[stream.id]
-        yield dg.MaterializeResult(
-            asset_key=key,
-            metadata={**_written_metadata(before[stream.id], after[stream.id]), **job_md},
-            data_version=dg.DataVersion(after[stream.id].data_version),
-        )
+        md = {**_written_metadata(before[stream.id], after[stream.id]), **job_md}
+        version = after[stream.id].data_version
+        table = assets.tables.get(stream.id)
+        if table is not None:
+            table_md, table_version = table_materialization(
+                cfg, table, commits.get(table.name, RunCommits()), context.log.warning
+            )
+            md.update(table_md)
+            version = table_version or version
+        yield dg.MaterializeResult(asset_key=key, metadata=md, data_version=dg.DataVersion(version))
         yield checks.lag_result(key, final_inputs, settings, metrics_lag)
         if bounded:
             yield checks.end_of_stream_result(key, status, outcome.stopped_by)
@@ -388,6 +396,12 @@ class _LiveMaterializations:
             total = md["messages_written"].value
             recent = total - self.last[stream.id]
             self.last[stream.id] = total
+            version = now[stream.id].data_version
+            table = self.assets.tables.get(stream.id)
+            if table is not None:
+                table_md, table_version = table_materialization(self.cfg, table, None, self.context.log.warning)
+                md.update(table_md)
+                version = table_version or version
             self.context.log_event(
                 dg.AssetMaterialization(
                     asset_key=self.assets.keys[stream.id],
@@ -402,7 +416,7 @@ class _LiveMaterializations:
                         **metrics_md,
                         "job_status": "running",
                     },
-                    tags={DATA_VERSION_TAG: now[stream.id].data_version},
+                    tags={DATA_VERSION_TAG: version},
                 )
             )
             # the check as of now: without it the live run's check reads "not evaluated" until

@@ -9,7 +9,7 @@ from typing import Any
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
-from samza_dagster.config.secrets import MASK, is_secret_key
+from samza_dagster.config.secrets import MASK
 from samza_dagster.container import SamzaContainer
 from samza_dagster.model import SystemStream
 from samza_dagster.operators import create_container, prepare_application
@@ -36,10 +36,6 @@ def prepare_job(config: Config) -> PreparedJob:
 
     prepared = prepare_application(config)
     return PreparedJob(prepared.config, dict(prepared.input_streams), frozenset(prepared.exclude))
-
-
-def secrets_of(config: Config) -> dict[str, str]:
-    return {k: v for k, v in config.items() if is_secret_key(k)}
 
 
 def unmask(model: Any, secrets: dict[str, str]) -> Any:

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from samza_dagster.config.config import Config
-from samza_dagster.config.secrets import scrub
+from samza_dagster.config.secrets import scrub, secrets_of
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import TOKEN_ENV, URL_ENV
 from samza_dagster.model import SystemStreamPartition
-from samza_dagster.runtime.common import secrets_of
 from samza_dagster.runtime.container_main import (
     CONTAINER_ID_ENV,
     PARENT_PID_ENV,

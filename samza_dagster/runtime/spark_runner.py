@@ -41,12 +41,11 @@ from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.config.secrets import scrub
+from samza_dagster.config.secrets import scrub, secrets_of
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.errors import SamzaError
-from samza_dagster.runtime.common import secrets_of
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 from samza_dagster.runtime.spark_container import container_partition_fn, find_container_failure

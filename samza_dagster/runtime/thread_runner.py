@@ -12,10 +12,11 @@ import threading
 from typing import Any
 
 from samza_dagster.config.config import Config
+from samza_dagster.config.secrets import secrets_of
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
 from samza_dagster.model import SystemStreamPartition
-from samza_dagster.runtime.common import new_container, secrets_of, unmask, watch_interval_s
+from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import describe_uncommitted
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner

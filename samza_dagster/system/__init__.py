@@ -10,7 +10,12 @@ from samza_dagster.model import (
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
-from samza_dagster.system.errors import StreamExistsError, StreamNotFoundError, SystemUnavailableError
+from samza_dagster.system.errors import (
+    StreamExistsError,
+    StreamNotFoundError,
+    SystemAuthenticationError,
+    SystemUnavailableError,
+)
 from samza_dagster.system.factories import BUILTIN_FACTORIES, system_factory
 from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
 
@@ -23,6 +28,7 @@ __all__ = [
     "StreamNotFoundError",
     "StreamSpec",
     "SystemAdmin",
+    "SystemAuthenticationError",
     "SystemConsumer",
     "SystemFactory",
     "SystemProducer",

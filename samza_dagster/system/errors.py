@@ -24,6 +24,12 @@ class SystemUnavailableError(SamzaSystemError, ConnectionError):
     """The system cannot be reached (e.g. the Kafka bootstrap servers); names the address."""
 
 
+class SystemAuthenticationError(SystemUnavailableError):
+    """The system refused this client: a wrong user name or password, or a TLS handshake that
+    failed (above all a server certificate the client does not trust). Names the system, the
+    address and the cause, never the secret."""
+
+
 class OffsetError(SamzaSystemError, ValueError):
     """An offset that is not one of the system's (not an integer where the system's are) or that
     cannot be compared with another; names the stream, partition and offset."""

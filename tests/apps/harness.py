@@ -10,7 +10,7 @@ from samza_dagster.config import Config
 from samza_dagster.coordinator.model.builder import build_job_model
 from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import system_admin, system_factory
 
 
 def job_model(config: Config) -> JobModel:
@@ -18,8 +18,10 @@ def job_model(config: Config) -> JobModel:
 
 
 def create_stream(config: Config, system: str, stream: str, partitions: int) -> None:
-    admin = system_factory(config, system).get_admin(system, config)
-    admin.create_stream(StreamSpec(stream, stream, system, partitions))
+    # closed afterwards: a Kafka admin left open keeps reconnecting (and logging errors into later
+    # tests' caplog) once its broker stops, as a module's own broker does at the module's end
+    with system_admin(config, system) as admin:
+        admin.create_stream(StreamSpec(stream, stream, system, partitions))
 
 
 def produce(

@@ -4,6 +4,10 @@
 of requests: one metadata request (partition counts, missing topics), then one ListOffsets
 request per leader for the earliest offsets and one for the latest — never a request per
 partition, however many topics and partitions are asked for.
+
+Every request is asked again while the cluster answers "not yet" (a leader being elected, a
+broker that has not heard of a topic this process just created: :mod:`.retry`), so a job's
+lookups — the changelog offsets of every commit among them — outlast a broker's death.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from samza_dagster.model import (
 from samza_dagster.system.errors import PartitionError, SamzaSystemError, StreamExistsError, StreamNotFoundError
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.errors import connect, unavailable
+from samza_dagster.system.kafka.connecting import connect
+from samza_dagster.system.kafka.errors import TopicNotYetKnownError, unavailable
+from samza_dagster.system.kafka.retry import kafka_python_transient, note_created, recently_created, retrying
 
 #: CreateTopics' "the broker's ``default.replication.factor``" (KIP-464)
 _BROKER_DEFAULT_REPLICATION = -1
@@ -63,15 +69,19 @@ class KafkaSystemAdmin:
                     self._clients.bootstrap_servers,
                     "admin",
                     lambda: KafkaAdminClient(**self._clients.admin),
+                    self._clients.admin,
                 )
             return self._admin
 
     def _call(self, what: str, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-        """Run an admin request; a timeout (the brokers went away) becomes SystemUnavailableError."""
+        """Run an admin request, again while the cluster answers "not yet" (:mod:`.retry`); a
+        timeout that outlasts that (the brokers went away) becomes SystemUnavailableError."""
         from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 
         try:
-            return fn(*args, **kwargs)
+            return retrying(
+                f"Kafka system {self.system_name!r}: {what}", lambda: fn(*args, **kwargs), kafka_python_transient
+            )
         except (KafkaTimeoutError, KafkaConnectionError) as exc:
             raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, what) from exc
 
@@ -105,6 +115,7 @@ class KafkaSystemAdmin:
         for entry in result["topics"]:
             code = entry["error_code"]
             if code == 0:
+                note_created(topic)  # the other brokers may not know it for a moment
                 return True
             if code == _TOPIC_EXISTS:
                 existing = self._partition_counts([topic])[topic]
@@ -123,19 +134,32 @@ class KafkaSystemAdmin:
         raise SamzaSystemError(f"create_topics returned no result for {topic!r}")  # pragma: no cover
 
     def _partition_counts(self, topics: list[str]) -> dict[str, int]:
-        """One metadata request for all ``topics``; StreamNotFoundError for the first missing one."""
+        """One metadata request for all ``topics``; StreamNotFoundError for the first missing one
+        (a topic this process created a moment ago is waited for: the broker asked may not know
+        it yet)."""
         admin = self._client()
-        described = self._call("describe topics " + ", ".join(topics), admin.describe_topics, topics)
-        counts: dict[str, int] = {}
-        for entry in described:
-            name = entry["name"]
-            if entry["error_code"] == _UNKNOWN_TOPIC:
-                raise StreamNotFoundError(self.system_name, name)
-            if entry["error_code"] != 0:
-                from kafka.errors import for_code
 
-                raise for_code(entry["error_code"])(f"describing stream {name!r} on system {self.system_name!r}")
-            counts[name] = len(entry["partitions"])
+        def describe() -> dict[str, int]:
+            from kafka.errors import for_code
+
+            counts: dict[str, int] = {}
+            for entry in admin.describe_topics(topics):
+                name, code = entry["name"], entry["error_code"]
+                if code == _UNKNOWN_TOPIC and recently_created(name):
+                    raise TopicNotYetKnownError(
+                        f"topic {name!r}, created a moment ago, is not known to every broker yet"
+                    )
+                if code == _UNKNOWN_TOPIC:
+                    raise StreamNotFoundError(self.system_name, name)
+                if code != 0:  # a retriable one (LEADER_NOT_AVAILABLE ...) is asked again
+                    raise for_code(code)(f"describing stream {name!r} on system {self.system_name!r}")
+                counts[name] = len(entry["partitions"])
+            return counts
+
+        try:
+            counts = self._call("describe topics " + ", ".join(topics), describe)
+        except TopicNotYetKnownError as exc:
+            raise StreamNotFoundError(self.system_name, topics[0], str(exc)) from exc
         for topic in topics:
             if topic not in counts:
                 raise StreamNotFoundError(self.system_name, topic)

@@ -24,6 +24,8 @@ from typing import Any
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.secrets import secrets_of
+from samza_dagster.system.kafka import kafka_python_fixes
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +60,19 @@ _INT_WHEN_NONE = frozenset({"receive_buffer_bytes", "send_buffer_bytes"})
 
 #: librdkafka spellings → kafka-python's, so one config works with either client
 _KAFKA_PYTHON_NAMES = {
+    "sasl.mechanisms": "sasl.mechanism",
     "sasl.username": "sasl.plain.username",
     "sasl.password": "sasl.plain.password",
     "ssl.ca.location": "ssl.cafile",
     "ssl.certificate.location": "ssl.certfile",
     "ssl.key.location": "ssl.keyfile",
     "ssl.key.password": "ssl.password",
+    "ssl.endpoint.identification.algorithm": "ssl.check.hostname",
 }
+#: Java's and librdkafka's hostname verification (``https``; ``none`` or empty for none) as
+#: kafka-python's ``ssl_check_hostname``
+_HOSTNAME_ALGORITHM = "ssl.endpoint.identification.algorithm"
+_HOSTNAME_CHECKS = {"https": "true", "none": "false", "": "false"}
 
 #: Samza (old Kafka consumer) spellings of auto.offset.reset.
 _OFFSET_RESET = {"smallest": "earliest", "largest": "latest"}
@@ -108,6 +116,9 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
+    # kafka-python's DEBUG records show its settings and the bytes it moves (the coordinator
+    # stream holds the whole config): every secret of this config is masked in them
+    kafka_python_fixes.mask_in_logs(secrets_of(config).values())
     prefix = f"systems.{system}."
     strict = kafka_client(system, config) == "kafka-python"
     consumer = _convert(config.subset(prefix + "consumer."), KafkaConsumer.DEFAULT_CONFIG, prefix + "consumer.", strict)
@@ -124,9 +135,16 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     admin = {k: v for k, v in consumer.items() if k in admin_defaults}
     admin.update(_convert(config.subset(prefix + "admin."), admin_defaults, prefix + "admin."))
 
-    for kwargs, defaults in ((consumer, CONSUMER_DEFAULTS), (producer, PRODUCER_DEFAULTS), (admin, ADMIN_DEFAULTS)):
+    for role, kwargs, defaults in (
+        ("consumer", consumer, CONSUMER_DEFAULTS),
+        ("producer", producer, PRODUCER_DEFAULTS),
+        ("admin", admin, ADMIN_DEFAULTS),
+    ):
         for key, value in defaults.items():
             kwargs.setdefault(key, value)
+        # names the client to the brokers (their logs, quotas) and its IO thread, by which a
+        # failed connection's cause is found again (kafka_python_fixes.recent_failures)
+        kwargs.setdefault("client_id", f"samza-dagster-{system}-{role}")
     if keys.JOB_PROCESSING_GUARANTEE.get(config) == "exactly-once":
         # as Kafka Streams sets it (librdkafka's default already): an exactly-once job reads what
         # other exactly-once jobs committed, never their open or aborted transactions
@@ -144,6 +162,10 @@ def _convert(subset: Config, defaults: dict[str, Any], prefix: str, strict: bool
             if strict:
                 log.warning("ignoring %s: a Java Kafka client setting kafka-python has no use for", full_key)
             continue
+        if dotted == _HOSTNAME_ALGORITHM:
+            if raw.strip().lower() not in _HOSTNAME_CHECKS:
+                raise ConfigError(f"config key {full_key!r} must be https or none, got {raw.strip()!r}", key=full_key)
+            raw = _HOSTNAME_CHECKS[raw.strip().lower()]
         name = _KAFKA_PYTHON_NAMES.get(dotted, dotted).replace(".", "_").replace("-", "_")
         if name not in defaults:
             if not strict:

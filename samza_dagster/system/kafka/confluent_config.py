@@ -26,8 +26,6 @@ TRANSLATED = {
     "fetch.max.wait.ms": "fetch.wait.max.ms",
     "max.poll.records": "fetch.batch.messages",  # this system's consume() batch, not librdkafka's
     "request.timeout.ms@consumer": "socket.timeout.ms",
-    "ssl.check.hostname@consumer": "enable.ssl.certificate.verification",
-    "ssl.check.hostname@producer": "enable.ssl.certificate.verification",
     "sasl.plain.username": "sasl.username",
     "sasl.plain.password": "sasl.password",
     "ssl.cafile": "ssl.ca.location",
@@ -36,6 +34,13 @@ TRANSLATED = {
     "ssl.password": "ssl.key.password",
     "ssl.crlfile": "ssl.crl.location",
 }
+#: the spelling with a value of its own: kafka-python's ``ssl.check.hostname`` (true/false) is
+#: librdkafka's ``ssl.endpoint.identification.algorithm`` (https/none) — hostname verification
+#: only; the certificate is verified either way (``enable.ssl.certificate.verification`` stays on)
+HOSTNAME_CHECK = "ssl.check.hostname"
+HOSTNAME_ALGORITHM = "ssl.endpoint.identification.algorithm"
+#: Java's spelling of "no hostname verification" is the empty value; librdkafka's is ``none``
+_ALGORITHMS = {"true": "https", "false": "none", "https": "https", "none": "none", "": "none"}
 #: how long a client waits for an unreachable broker before failing with its address; read by
 #: this system, not passed to librdkafka (kafka-python's name, which the Dagster resource sets)
 BOOTSTRAP_TIMEOUT = keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.name.split(".consumer.", 1)[1]
@@ -53,6 +58,9 @@ IGNORED = frozenset(
         "allow.auto.create.topics",
     }
 )
+
+#: librdkafka's log lines, per system, go to the logger ``<this>.<system>``
+LIBRDKAFKA_LOGGER = "samza_dagster.system.kafka.librdkafka"
 
 #: settings confluent-kafka's Python layer reads itself (not librdkafka): they must be bools
 PYTHON_BOOLEANS = frozenset({"delivery.report.only.error"})
@@ -127,11 +135,12 @@ def confluent_configs(system: str, config: Config) -> ConfluentConfigs:
     if "fetch.max.bytes" in consumer and "message.max.bytes" not in consumer:
         # librdkafka refuses a fetch limit below its largest-message limit (Java clients do not)
         consumer["message.max.bytes"] = min(1_000_000, int(consumer["fetch.max.bytes"]))
-    # a broker that does not answer fails a request in this long, not librdkafka's minute
-    consumer.setdefault("socket.timeout.ms", max(timeout_ms, 10_000))
+    # a broker that does not answer fails a request in this long, not librdkafka's minute (within
+    # the range librdkafka accepts, whatever bootstrap.timeout.ms says)
+    consumer.setdefault("socket.timeout.ms", min(max(timeout_ms, 10_000), 300_000))
     if "delivery.timeout.ms" not in producer:  # librdkafka's alias of message.timeout.ms
         producer.setdefault("message.timeout.ms", 120_000)
-    logger = logging.getLogger(f"samza_dagster.system.kafka.librdkafka.{system}")
+    logger = logging.getLogger(f"{LIBRDKAFKA_LOGGER}.{system}")
     consumer["logger"] = producer["logger"] = logger
     return ConfluentConfigs(
         system, consumer, producer, consumer_sources, producer_sources, str(bootstrap), timeout_ms / 1000
@@ -153,6 +162,13 @@ def _translate(subset: Config, prefix: str, sources: dict[str, str]) -> dict[str
             # Java's "no batching": one message per request
             out["batch.num.messages"], out["linger.ms"] = "1", "0"
             sources["batch.num.messages"] = sources["linger.ms"] = full_key
+            continue
+        if dotted in (HOSTNAME_CHECK, HOSTNAME_ALGORITHM):
+            if value.lower() not in _ALGORITHMS or (dotted == HOSTNAME_CHECK) != (value.lower() in ("true", "false")):
+                expected = "true or false" if dotted == HOSTNAME_CHECK else "https or none"
+                raise ConfigError(f"config key {full_key!r} must be {expected}, got {value!r}", key=full_key)
+            out[HOSTNAME_ALGORITHM] = _ALGORITHMS[value.lower()]
+            sources[HOSTNAME_ALGORITHM] = full_key
             continue
         name = TRANSLATED.get(f"{dotted}@{what}") or TRANSLATED.get(dotted, dotted)
         if name in PYTHON_BOOLEANS:  # read by confluent-kafka itself, which wants a bool

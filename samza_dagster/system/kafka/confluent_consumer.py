@@ -47,7 +47,9 @@ from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import SamzaSystemError, StreamNotFoundError, SystemClientError
 from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
-from samza_dagster.system.kafka.errors import unavailable
+from samza_dagster.system.kafka.connecting import first_metadata
+from samza_dagster.system.kafka.retry import partition_counts_of_created
+from samza_dagster.system.kafka.security import ConnectionFailures
 
 BATCH_KEY = keys.SYSTEM_CONSUMER_FETCH_BATCH.name.split(".consumer.", 1)[1]  # within systems.<s>.consumer.
 DEFAULT_BATCH: int = keys.SYSTEM_CONSUMER_FETCH_BATCH.default
@@ -79,6 +81,8 @@ class ConfluentSystemConsumer:
         )
         if int(conf.get("statistics.interval.ms", 0) or 0) > 0:
             conf["stats_cb"] = self._on_statistics
+        self._failures = ConnectionFailures()
+        conf["error_cb"] = self._failures.record
         self._conf = conf
         self._start_offsets: dict[SystemStreamPartition, int] = {}
         self._consumer: Any = None
@@ -139,18 +143,25 @@ class ConfluentSystemConsumer:
             raise
 
     def _partition_counts(self, topics: set[str]) -> dict[str, int]:
-        """Partition count of each topic, from one metadata request (all topics)."""
-        from confluent_kafka import KafkaException
+        """Partition count of each topic, from one metadata request (all topics); a topic this
+        process created a moment ago is waited for (the broker asked may not know it yet)."""
 
-        try:
-            metadata = self._consumer.list_topics(timeout=self._clients.bootstrap_timeout_s)
-        except KafkaException as exc:
-            raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "consumer start") from exc
-        return {
-            t: len(metadata.topics[t].partitions)
-            for t in topics
-            if t in metadata.topics and metadata.topics[t].error is None
-        }
+        def lookup() -> dict[str, int]:
+            metadata = first_metadata(
+                self._consumer,
+                self._failures,
+                self.system_name,
+                self._clients.bootstrap_servers,
+                self._clients.bootstrap_timeout_s,
+                "consumer start",
+            )
+            return {
+                t: len(metadata.topics[t].partitions)
+                for t in topics
+                if t in metadata.topics and metadata.topics[t].error is None
+            }
+
+        return partition_counts_of_created(f"Kafka system {self.system_name!r}: consumer start", lookup, topics)
 
     def _capture_bounded_ends(self) -> None:
         for ssp in self._start_offsets:

@@ -45,12 +45,15 @@ from samza_dagster.system.kafka.common import (
     transaction_timeout_ms,
 )
 from samza_dagster.system.kafka.confluent_config import ConfluentConfigs, config_error
+from samza_dagster.system.kafka.connecting import first_metadata
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,
     KafkaTransactionError,
     unavailable,
 )
+from samza_dagster.system.kafka.retry import partition_counts_of_created
+from samza_dagster.system.kafka.security import ConnectionFailures
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
 #: serve delivery callbacks every this many sends (poll(0) costs a call into librdkafka)
@@ -81,17 +84,29 @@ class ConfluentSystemProducer:
         self._sent = False
         if int(clients.producer.get("statistics.interval.ms", 0) or 0) > 0:
             clients.producer["stats_cb"] = self._on_statistics
+        self._failures = ConnectionFailures()
+        clients.producer["error_cb"] = self._failures.record
 
     def register(self, source: str) -> None:
         pass
 
     def start(self) -> None:
         """Create the client and ask for the cluster's metadata once: an unreachable broker
-        fails here, within bootstrap.timeout.ms, naming its address."""
+        fails here, within bootstrap.timeout.ms, naming its address; refused credentials or an
+        untrusted certificate fail as soon as librdkafka reports them, naming the cause. A
+        failed start drops the client (librdkafka would keep reconnecting while it lives)."""
         try:
-            self._client().list_topics(timeout=self._clients.bootstrap_timeout_s)
-        except KafkaException as exc:
-            raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, "producer start") from exc
+            first_metadata(
+                self._client(),
+                self._failures,
+                self.system_name,
+                self._clients.bootstrap_servers,
+                self._clients.bootstrap_timeout_s,
+                "producer start",
+            )
+        except BaseException:
+            self._producer = None
+            raise
 
     def _client(self, conf: dict[str, Any] | None = None) -> Any:
         if self._producer is None:
@@ -154,16 +169,29 @@ class ConfluentSystemProducer:
 
     def _partition_count(self, topic: str) -> int:
         """Partition count of ``topic`` (one metadata request per topic; topics do not shrink).
-        A topic that does not exist is a StreamNotFoundError here, at the first send."""
-        try:
-            metadata = self._producer.list_topics(topic, timeout=self._clients.bootstrap_timeout_s)
-        except KafkaException as exc:
-            raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, f"metadata of {topic!r}") from exc
-        found = metadata.topics.get(topic)
-        if found is None or found.error is not None or not found.partitions:
+        A topic that does not exist is a StreamNotFoundError here, at the first send (one this
+        process created a moment ago is waited for: the broker asked may not know it yet)."""
+        found: Any = None
+
+        def lookup() -> dict[str, int]:
+            nonlocal found
+            try:
+                metadata = self._producer.list_topics(topic, timeout=self._clients.bootstrap_timeout_s)
+            except KafkaException as exc:
+                raise unavailable(
+                    self.system_name, self._clients.bootstrap_servers, exc, f"metadata of {topic!r}"
+                ) from exc
+            found = metadata.topics.get(topic)
+            ok = found is not None and found.error is None
+            return {topic: len(found.partitions)} if ok else {}
+
+        count = partition_counts_of_created(
+            f"Kafka system {self.system_name!r}: metadata of {topic!r}", lookup, {topic}
+        )
+        if not count.get(topic):
             raise StreamNotFoundError(self.system_name, topic, str(found.error) if found is not None else "")
-        self._partitions[topic] = len(found.partitions)
-        return self._partitions[topic]
+        self._partitions[topic] = count[topic]
+        return count[topic]
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None and self._error is None:

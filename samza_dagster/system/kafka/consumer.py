@@ -26,7 +26,9 @@ from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import StreamNotFoundError, SystemClientError
 from samza_dagster.system.kafka.common import register_start_offset
 from samza_dagster.system.kafka.config import KafkaClientConfigs
-from samza_dagster.system.kafka.errors import connect, unavailable
+from samza_dagster.system.kafka.connecting import connect
+from samza_dagster.system.kafka.errors import unavailable
+from samza_dagster.system.kafka.retry import partition_counts_of_created
 
 
 class KafkaSystemConsumer:
@@ -61,16 +63,20 @@ class KafkaSystemConsumer:
         self._consumer = connect(
             self.system_name,
             self._clients.bootstrap_servers,
-            "consumer",
+            "consumer start",
             lambda: KafkaConsumer(**self._clients.consumer),
+            self._clients.consumer,
         )
         consumer = self._consumer
         try:
-            counts: dict[str, int] = {}
+            topics = {ssp.stream for ssp in self._start_offsets}
+            counts = partition_counts_of_created(
+                f"Kafka system {self.system_name!r}: consumer start",
+                # the first unknown topic refreshes metadata for all topics at once
+                lambda: {t: len(consumer.partitions_for_topic(t) or ()) for t in topics},
+                topics,
+            )
             for ssp in self._start_offsets:
-                if ssp.stream not in counts:
-                    # The first unknown topic refreshes metadata for all topics at once.
-                    counts[ssp.stream] = len(consumer.partitions_for_topic(ssp.stream))
                 if counts[ssp.stream] == 0:
                     raise StreamNotFoundError(self.system_name, ssp.stream, f"cannot read {ssp}")
                 if ssp.partition >= counts[ssp.stream]:

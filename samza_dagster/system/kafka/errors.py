@@ -1,13 +1,8 @@
-"""Errors of the Kafka system, and the translation of kafka-python's errors into them."""
+"""Errors of the Kafka system."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 from samza_dagster.system.errors import SamzaSystemError, SystemUnavailableError
-
-T = TypeVar("T")
 
 
 class KafkaProducerError(SamzaSystemError):
@@ -28,20 +23,11 @@ class KafkaProducerFencedError(KafkaTransactionError):
     container): this one may never write again, as in Kafka (``ProducerFencedException``)."""
 
 
+class TopicNotYetKnownError(SamzaSystemError):
+    """A topic this process created a moment ago is not known yet to the broker that was asked
+    (metadata reaches each broker on its own time). Raised inside a retried lookup (retry.py) and
+    asked again; after the grace, the topic is reported missing (StreamNotFoundError)."""
+
+
 def unavailable(system: str, bootstrap: str, cause: BaseException, what: str) -> SystemUnavailableError:
     return SystemUnavailableError(f"Kafka system {system!r}: cannot reach the brokers at {bootstrap} ({what}): {cause}")
-
-
-def connect(system: str, bootstrap: str, what: str, make: Callable[[], T]) -> T:
-    """Create a kafka-python client, turning a failed bootstrap into SystemUnavailableError.
-
-    kafka-python bootstraps eagerly in the constructor and gives up after
-    ``bootstrap_timeout_ms`` (5 s by default here) with KafkaTimeoutError.
-    """
-    # kafka-python loads only when a Kafka system uses it (kafka.client picks the client library)
-    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MetadataEmptyBrokerList
-
-    try:
-        return make()
-    except (KafkaTimeoutError, MetadataEmptyBrokerList, KafkaConnectionError, OSError) as exc:
-        raise unavailable(system, bootstrap, exc, what) from exc

@@ -35,11 +35,11 @@ from samza_dagster.system.kafka.common import (
     transaction_timeout_ms,
 )
 from samza_dagster.system.kafka.config import KafkaClientConfigs
+from samza_dagster.system.kafka.connecting import connect
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,
     KafkaTransactionError,
-    connect,
     unavailable,
 )
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
@@ -114,8 +114,9 @@ class KafkaSystemProducer:
                     self._producer = connect(
                         self.system_name,
                         self._clients.bootstrap_servers,
-                        "producer",
+                        "producer start",
                         lambda: KafkaProducer(**(kwargs or self._clients.producer)),
+                        kwargs or self._clients.producer,
                     )
                 producer = self._producer
         return producer
