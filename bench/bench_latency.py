@@ -4,9 +4,9 @@ A pass-through job (one container, 4 tasks, the default config: commit every 60 
 own process on the embedded log or on Apache Kafka (one local KRaft node, support/kafka_broker.py).
 A driver writes messages at a steady 1,000 msgs/s, each carrying the wall-clock time just before
 it was handed to the producer (the log: a write and commit per message; Kafka: librdkafka with
-its default ``linger.ms`` of 5 ms), and a downstream consumer of the output stream (the system's own consumer for
-the log; a librdkafka consumer for Kafka) records, per message, the time it was read minus that
-stamp. Messages sent before the job's first output was read are warm-up and not counted.
+its default ``linger.ms`` of 5 ms), and a downstream consumer of the output stream (the system's
+own consumer for the log; a librdkafka consumer for Kafka) records, per message, the time it was
+read minus that stamp. Messages sent before the job's first output was read are warm-up and not counted.
 Reported: p50, p99 and the largest latency; every message sent in the measured window must come
 out.
 
@@ -19,7 +19,7 @@ path for its first tens of seconds — longer on a loaded machine, where its com
 for a CPU): rounds of one-hop traffic until a round's p99 is under :data:`WARM_P99_MS` or
 :data:`BROKER_WARM_UP_S` have passed; the rounds' latencies are reported.
 
-    python -m bench --only B12 --repetitions 3
+    python -m bench --only B12 --repetitions 5
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ READER_FETCH_WAIT_MS = 100
 DRIVER_LINGER_MS = 5
 #: the broker's warm-up before the first measurement: rounds of WARM_ROUND_S of one-hop traffic
 #: (1,000 msgs/s through the broker, no job) until a round's p99 is under WARM_P99_MS, for at most
-#: BROKER_WARM_UP_S. Measured: a fresh broker's first 5 s had one-hop p50 1–2 s (load ~12) to
-#: 13 s (load ~25), with its JIT compiler threads busy for more than 20 s
+#: BROKER_WARM_UP_S. Measured: a fresh broker's first 10 s had one-hop p50 1.3–2.8 s (load ~12),
+#: 11–20 s in its first 5 s at load ~25, its JIT compiler threads still busy after 20 s
 BROKER_WARM_UP_S = 120.0
 WARM_ROUND_S = 10.0
 WARM_P99_MS = 50.0

@@ -38,11 +38,11 @@ SEED = 12
 
 
 class CountAndEchoTask(StreamTask, InitableTask):
-    """Counts words in the ``counts`` store and sends each input's id to ``out`` (on the job's
-    default system, so the same task runs on the embedded log and on Kafka)."""
+    """Counts words in the ``counts`` store and sends each input's id to ``out``."""
+
+    OUT = SystemStream("log", "out")
 
     def init(self, context):
-        self.out = SystemStream(context.config.get_str("job.default.system") or "log", "out")
         self.store = context.get_store("counts")
         self.points = fault_points(context.config)
         self.delay = (context.config.get_int("test.process.delay.us") or 0) / 1e6
@@ -51,7 +51,7 @@ class CountAndEchoTask(StreamTask, InitableTask):
         self.points.at("process")
         msg_id, word = envelope.message.split(":")
         self.store.put(word, (self.store.get(word) or 0) + 1)
-        collector.send(OutgoingMessageEnvelope(self.out, msg_id, key=msg_id))
+        collector.send(OutgoingMessageEnvelope(self.OUT, msg_id, key=msg_id))
         if self.delay:
             time.sleep(self.delay)
 
