@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 
 import pytest
@@ -44,3 +45,24 @@ def _sigterm_not_ignored():
     if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     yield
+
+
+#: loggers that ``samza-dagster``'s quiet mode (cli/commands.configure_logging) sets to ERROR
+_CLI_QUIETED_LOGGERS = ("py4j", "pyspark", "kafka")
+
+
+@pytest.fixture(autouse=True)
+def _cli_logging_undone():
+    """A test that runs the CLI in this process leaves its quiet logging behind (the Kafka
+    clients' loggers at ERROR, the root handlers filtered): undone after each test, so a later
+    test's caplog sees the records it asserts on whatever ran before it."""
+    levels = {name: logging.getLogger(name).level for name in _CLI_QUIETED_LOGGERS}
+    root = logging.getLogger()
+    handlers = {handler: (handler.level, list(handler.filters)) for handler in root.handlers}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+    for handler in root.handlers:
+        if handler in handlers:
+            handler.setLevel(handlers[handler][0])
+            handler.filters = handlers[handler][1]

@@ -88,7 +88,9 @@ def test_system_factory_defaults_to_log_and_rejects_unknown_names():
     from samza_dagster.system.log import LogSystemFactory
 
     assert isinstance(system_factory(Config({}), "anything"), LogSystemFactory)
-    with pytest.raises(ConfigError, match=r"systems.x.samza.factory.*'hdfs'.*known: inmemory, kafka, log"):
+    with pytest.raises(
+        ConfigError, match=r"systems.x.samza.factory.*'hdfs'.*known: files, iceberg, inmemory, kafka, log"
+    ):
         system_factory(Config({"systems.x.samza.factory": "hdfs"}), "x")
     with pytest.raises(ConfigError, match="not a SystemFactory"):
         system_factory(Config({"systems.x.samza.factory": "tests.test_serde:UpperSerde"}), "x")
