@@ -16,7 +16,7 @@ import pytest
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.errors import SystemWriteError
 from samza_dagster.system.log import storage
-from samza_dagster.system.log.producer import BUFFERED_BATCHES
+from samza_dagster.system.log.producer import BUFFERED_BATCHES, FILLING_WAIT_S, due_in
 from support.waiting import wait_until
 from tests.test_log_system import SYSTEM, Harness, drain, ssps_of
 
@@ -206,3 +206,42 @@ def test_begin_immediate_gives_up_after_the_busy_timeout_and_keeps_the_connectio
     assert not waiter.in_transaction
     assert waiter.execute("PRAGMA busy_timeout").fetchone() == (200,)
     holder.execute("ROLLBACK")
+
+
+# -- when the thread writes a stream (due_in) -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("buffered", "waited_ms", "due_ms"),
+    [
+        (1000, 0, 0),  # a full batch: now
+        (3, 1, 4),  # before the linger: at the linger
+        (5, 5, 0),  # 1,000 msgs/s (B12): written at the linger
+        (300, 5, 5),  # 60,000 msgs/s: fills the batch in 17 ms — looked at again after a linger
+        (300, 10, 5),  # 30,000 msgs/s so far: held another linger
+        (300, 20, 0),  # ... but nothing more came (a burst that stopped): written
+        (700, 35, 5),  # 20,000 msgs/s: fills it in 50 ms — held
+        (960, 48, 2),  # 20,000 msgs/s: held until FILLING_WAIT_S at most
+        (999, 50, 0),  # FILLING_WAIT_S: written, full or not
+        (90, 5, 0),  # 18,000 msgs/s: the batch would take longer than 50 ms: written at the linger
+    ],
+)
+def test_a_stream_filling_towards_a_batch_waits_for_it_at_most_50_ms(buffered, waited_ms, due_ms):
+    assert FILLING_WAIT_S == 0.05
+    assert due_in(buffered, waited_ms / 1000, 1000, 0.005) == pytest.approx(due_ms / 1000, abs=1e-9)
+
+
+def test_a_stream_sending_fast_is_written_in_full_batches_not_at_every_linger(log):
+    """A full batch every 8–40 ms (sooner than FILLING_WAIT_S, later than the linger): the thread
+    writes batches, where it used to write a part of one every 5 ms."""
+    log.create("out", 1)
+    producer = producer_of(log, batch_size="200")
+    try:
+        for burst in range(40):  # 50 rows every 2 ms (10 ms on a loaded machine): 200 rows per 8–40 ms
+            send(producer, "out", range(burst * 50, burst * 50 + 50))
+            threading.Event().wait(0.002)
+        producer.flush("test")
+        stats = producer.metrics_snapshot()
+    finally:
+        producer.stop()
+    assert upcoming(log, "out") == 2000
+    assert stats["transactions"]["linger"] <= 1, stats  # at most the first look, before the rate showed
+    assert stats["transactions"]["full"] >= 3, stats

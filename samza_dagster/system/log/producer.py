@@ -13,15 +13,20 @@ The producer's thread. Like Kafka's producer, whose sender thread sends what ``s
 a thread of the producer writes the buffers: ``log.linger.ms`` (default 5) after a stream's buffer
 went from empty to non-empty — so output is visible within milliseconds whatever the commit
 interval (without it an unbounded job's output appeared only at its commit, 60 s by default) — or
-as soon as a buffer holds ``log.batch.size`` rows. ``send`` does not wait for that write: the
-task goes on while the thread takes the file's write lock, inserts and commits (with the default
-``synchronous=FULL``, an fsync). Rows sent meanwhile go in the thread's next transaction, which
-grows when the lock is contended or the disk slow: a group commit, so containers writing one
-stream file take fewer, larger turns. ``send`` waits only when a stream holds
-``BUFFERED_BATCHES`` × ``log.batch.size`` unwritten rows (it then writes them itself, after the
-thread's write: back-pressure). Before, ``send`` wrote a full batch itself and waited behind any
-lingering write of the stream in flight, which waited for the other containers' fsyncs: B6's two
-containers on Spark fell from 1.8× one container to 1.4× (docs/decisions.md, "Embedded log").
+as soon as a buffer holds ``log.batch.size`` rows. A stream whose rows arrive fast enough to fill
+the batch within ``FILLING_WAIT_S`` (50 ms) is not written at every linger but per batch (its rows
+wait at most those 50 ms; ``due_in``): lingering is for latency at low rates, and at high rates
+a transaction of a few hundred rows every 5 ms cost each container its share of the file's write
+lock and an fsync 200 times a second. ``send`` does not wait for the thread's writes: the task
+goes on while the thread takes the file's write lock (retried every 0.1–0.5 ms:
+``storage.begin_immediate``), inserts and commits (with the default ``synchronous=FULL``, an
+fsync). Rows sent meanwhile go in the thread's next transaction, which grows when the lock is
+contended or the disk slow: a group commit, so containers writing one stream file take fewer,
+larger turns. ``send`` waits only when a stream holds ``BUFFERED_BATCHES`` × ``log.batch.size``
+unwritten rows (it then writes them itself, after the thread's write: back-pressure). Before,
+``send`` wrote a full batch itself and waited behind any lingering write of the stream in flight,
+which waited for the other containers' fsyncs: B6's two containers on Spark fell from 1.8× one
+container to 1.4× (docs/decisions.md, "Embedded log").
 
 A commit still flushes first and writes its checkpoint after: ``flush`` writes what is buffered
 after the thread's write in flight (each stream's ``lock`` orders them), so a checkpoint never
@@ -65,6 +70,11 @@ log = logging.getLogger(__name__)
 #: One buffered row: (partition, key, value, timestamp ms).
 Row = tuple[int, "bytes | None", "bytes | None", int]
 
+#: the longest a stream busy enough to fill ``log.batch.size`` within it waits for the full batch
+#: instead of being written at the linger (``_WriterThread._due_in``): under B12's 100 ms, and
+#: above the 17–33 ms in which a container's stream fills a batch in B6
+FILLING_WAIT_S = 0.05
+
 #: how many ``log.batch.size`` batches of one stream may wait for the producer's thread before
 #: ``send`` writes them itself (measured with B6: at 4, a container on a loaded machine wrote
 #: itself a few times per 100,000 messages)
@@ -74,7 +84,17 @@ BUFFERED_BATCHES = 4
 class _StreamWriter:
     """The buffer and connection of one stream; ``lock`` serializes its flushes."""
 
-    __slots__ = ("name", "conn", "partition_count", "buffer", "lock", "next_unkeyed", "next_offsets", "data_version")
+    __slots__ = (
+        "name",
+        "conn",
+        "partition_count",
+        "buffer",
+        "lock",
+        "next_unkeyed",
+        "next_offsets",
+        "data_version",
+        "first_at",
+    )
 
     def __init__(self, name: str, conn: storage.StreamConnection, partition_count: int) -> None:
         self.name = name
@@ -86,6 +106,8 @@ class _StreamWriter:
         #: partition → offset its next message gets, valid while ``data_version`` is the file's
         self.next_offsets: dict[int, int] = {}
         self.data_version: int | None = None
+        #: when the buffer last went from empty to non-empty (time.monotonic), for the producer's thread
+        self.first_at = 0.0
 
 
 def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> bytes | None:
@@ -155,6 +177,7 @@ class LogSystemProducer:
             elif size == self._batch_size:
                 thread.write_now()
         elif size == 1 and self._thread is not None:
+            writer.first_at = time.monotonic()
             self._thread.linger()
 
     def flush(self, source: str) -> None:
@@ -423,10 +446,25 @@ class _Transaction:
         self.touched: set[str] = set()
 
 
+def due_in(buffered: int, waited: float, batch_size: int, linger_s: float) -> float:
+    """Seconds until a stream's buffer of ``buffered`` rows, the oldest sent ``waited`` seconds ago,
+    is to be written (0: now): at once when it holds a full batch; at the linger; later — up to
+    ``FILLING_WAIT_S`` after its oldest row — while rows arrive fast enough to fill the batch by
+    then, looked at again every linger (so a burst that stops is written at the next look)."""
+    if buffered >= batch_size:
+        return 0.0
+    if waited < linger_s:
+        return linger_s - waited
+    if waited < FILLING_WAIT_S and batch_size * waited <= buffered * FILLING_WAIT_S:
+        return min(FILLING_WAIT_S - waited, linger_s)
+    return 0.0
+
+
 class _WriterThread:
-    """The producer's thread (module docstring): started at the first message, it writes every
-    buffered stream ``linger_s`` after a buffer went from empty to non-empty, or as soon as
-    ``send`` reports a full batch."""
+    """The producer's thread (module docstring): started at the first message, it writes each
+    buffered stream when ``due_in`` says so — at the linger, or as soon as ``send`` reports a full
+    batch, or, for a stream filling towards a batch, when the batch is full (or ``FILLING_WAIT_S``
+    has passed)."""
 
     def __init__(self, producer: LogSystemProducer, linger_s: float) -> None:
         self._producer = producer
@@ -466,28 +504,42 @@ class _WriterThread:
                 self._thread.start()
 
     def _run(self) -> None:
-        producer, wake, now, stopping = self._producer, self._wake, self._now, self._stopping
-        batch_size = producer._batch_size
+        wake, now, stopping = self._wake, self._now, self._stopping
+        pause: float | None = None  # None: nothing buffered, wait for a wake
         # checked before every wait: stop() may set ``wake`` just before the ``wake.clear()``
         # below, and a wait on the cleared event would then never end (stop() joins this thread)
         while not stopping.is_set():
-            wake.wait()
+            if pause is None:
+                wake.wait()
+                pause = self._linger_s
             if not now.is_set():
-                now.wait(self._linger_s)  # the linger, cut short by a full batch or stop()
+                now.wait(pause)  # the linger (or until a held stream is due), cut short by a full batch or stop()
             if stopping.is_set():
                 return  # stop() flushes what is left
             # before writing: a send that empties-then-refills a buffer (or fills one) wakes us again
             wake.clear()
             now.clear()
-            failed = False
+            pause = self._write_due()
+
+    def _write_due(self) -> float | None:
+        """Write every stream that is due, until none is; the seconds until the next one is due,
+        or None when nothing is buffered or a write failed (then the next wake or flush retries)."""
+        producer = self._producer
+        while True:
+            clock = time.monotonic()
+            next_due: float | None = None
+            wrote = False
             for writer in list(producer._writers.values()):
                 n = len(writer.buffer)
                 if not n:
                     continue
+                wait = due_in(n, clock - writer.first_at, producer._batch_size, self._linger_s)
+                if wait > 0:
+                    next_due = wait if next_due is None else min(next_due, wait)
+                    continue
                 try:
-                    producer._write(writer, "full" if n >= batch_size else "linger")
+                    producer._write(writer, "full" if n >= producer._batch_size else "linger")
                 except Exception as exc:  # noqa: BLE001 - the rows stay buffered; flush() retries
-                    failed = True
                     log.warning(
                         "log system %r: writing stream %r on the producer's thread failed (kept for the next "
                         "flush): %s",
@@ -495,12 +547,7 @@ class _WriterThread:
                         writer.name,
                         exc,
                     )
-            if failed:
-                continue  # wait for new data or a flush
-            # rows appended while a buffer was being written (after its length was read) would
-            # otherwise wait for the next wake: a full batch goes at once, a partial one lingers
-            lengths = [len(w.buffer) for w in list(producer._writers.values())]
-            if any(n >= batch_size for n in lengths):
-                now.set()
-            if any(lengths):
-                wake.set()
+                    return None
+                wrote = True
+            if not wrote:  # rows sent during the writes are looked at again before any wait
+                return next_due
