@@ -114,3 +114,24 @@ def test_a_stream_file_of_an_unknown_format_is_refused_by_name(log):
         conn.execute("UPDATE meta SET value = '9' WHERE name = 'format'")
     with pytest.raises(StreamNotFoundError, match=r"'future'.*log format 9, which this version cannot read"):
         storage.open_stream("log", root, "future", "NORMAL", 5.0)
+
+
+@pytest.mark.parametrize("count", [1, 99, 100, 101, 250, 1000])
+def test_a_batch_is_inserted_whole_whatever_its_size_against_the_rows_per_statement(log, count):
+    """Format 2 inserts 100 rows per statement and the rest one by one: every row lands at its
+    offset, in its partition, once."""
+    from samza_dagster.system.log.formats import ROWS_PER_INSERT
+
+    assert ROWS_PER_INSERT == 100
+    factory, config, _ = log
+    factory.get_admin("log", config).create_stream(StreamSpec("sized", "sized", "log", 3))
+    producer = factory.get_producer("log", config.with_overrides({"systems.log.log.batch.size": str(count)}))
+    producer.register("t")
+    producer.start()
+    for i in range(count):  # one transaction of ``count`` rows, at the batch size
+        producer.send("t", OutgoingMessageEnvelope(SystemStream("log", "sized"), b"v%d" % i, partition=i % 3))
+    producer.stop()
+    got = _read_all(factory, config, "sized", 3)
+    for p in range(3):
+        mine = [i for i in range(count) if i % 3 == p]
+        assert got[p] == [(str(n), b"v%d" % i) for n, i in enumerate(mine)]

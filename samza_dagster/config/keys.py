@@ -421,13 +421,14 @@ LOG_BATCH_SIZE = define(
     "systems.<system>.log.batch.size",
     _int(1),
     1000,
-    "messages the log producer buffers per stream before it writes them",
+    "messages the log producer buffers per stream before its thread writes them (with what else is buffered)",
 )
 LOG_LINGER_MS = define(
     "systems.<system>.log.linger.ms",
     _int(0),
     5,
-    "longest a sent message waits in the log producer's buffer (0: only at `log.batch.size` or a flush)",
+    "longest a sent message waits in the log producer's buffer while the stream file is free "
+    "(0: no producer thread; written at `log.batch.size` by the sender, or at a flush)",
 )
 LOG_FETCH_SIZE = define(
     "systems.<system>.log.fetch.size", _int(1), 250, "most envelopes one poll returns per partition"

@@ -4,10 +4,12 @@
   ``./.samza-log``, resolved against the working directory when the system is created (so a
   process that changes directory later still uses the same root).
 * ``log.batch.size`` — messages a producer buffers per stream before it writes them in one
-  transaction (default 1000); ``flush`` writes whatever is buffered.
+  transaction (default 1000); the producer's thread writes them without the sender waiting, and
+  one transaction takes whatever else is buffered by then; ``flush`` writes whatever is buffered.
 * ``log.linger.ms`` — the longest a sent message waits in the producer's buffer before it is
-  written (default 5, as librdkafka's ``linger.ms``; 0: only at ``log.batch.size`` or ``flush``).
-  See :mod:`samza_dagster.system.log.producer`.
+  written, while the stream file's write lock is free (default 5, as librdkafka's ``linger.ms``;
+  0: no producer thread, ``send`` writes at ``log.batch.size``, or ``flush``). See
+  :mod:`samza_dagster.system.log.producer`.
 * ``log.fetch.size`` — most envelopes one ``poll`` returns per partition (default 250). Small on
   purpose: one poll covers every partition the poller serves, so a large fetch from a flooded
   batch stream delays a real-time partition's new messages by the whole poll; 250 keeps B4's
@@ -16,7 +18,8 @@
 * ``log.synchronous`` — SQLite's ``PRAGMA synchronous``: FULL (default), NORMAL or OFF.
   See the module docstring of :mod:`samza_dagster.system.log.storage` for what each means.
 * ``log.busy.timeout.ms`` — how long a writer waits for another process's batch to commit
-  before failing (default 30000).
+  before failing (default 30000); a producer retries the lock every 0.1–0.5 ms meanwhile
+  (``storage.begin_immediate``).
 * ``log.cleaner.interval.ms`` — the least time between two cleaning passes (retention,
   compaction: cleaner.py) of one stream by one producer (default 30000; 0: after every batch).
 

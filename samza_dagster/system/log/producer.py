@@ -1,24 +1,39 @@
 """SystemProducer of the log system: buffered per stream, one transaction per batch.
 
 ``send`` picks the partition, checks the payload is bytes and appends a row to the stream's
-buffer (a deque: appends from several task threads need no lock). When the buffer holds
-``log.batch.size`` rows, or on ``flush``, the rows are written in one ``BEGIN IMMEDIATE``
-transaction: it takes SQLite's write lock before the next offset of each partition is decided, so
-writers in several processes serialize and offsets stay dense (last offset + 1, never below where
-cleaning left a partition: formats.py). A stream must
+buffer (a deque: appends from several task threads need no lock). Buffered rows are written in
+one ``BEGIN IMMEDIATE`` transaction: it takes SQLite's write lock before the next offset of each
+partition is decided, so writers in several processes serialize and offsets stay dense (last
+offset + 1, never below where cleaning left a partition: formats.py). A stream must
 exist (``create_stream``) before it is produced to; producing does not create it. After each
 batch the producer's LogCleaner (cleaner.py) is told which partitions it wrote: it applies the
 stream's retention and compaction on its own thread.
 
-Linger. Like Kafka's producer with ``linger.ms``, buffered messages become visible within
-``log.linger.ms`` (default 5) of being sent, whatever the commit interval: a thread of the
-producer, woken when a stream's buffer goes from empty to non-empty, waits that long and writes
-every buffered stream. Without it an unbounded job's output appeared only at its commit (60 s by
-default). A commit still flushes first and writes its checkpoint after, so a checkpoint never
-covers an input whose outputs are not written; lingering only makes outputs visible sooner.
-A failed background write keeps its rows buffered (nothing is lost) and logs a warning; the next
-``flush`` writes them or raises. ``log.linger.ms=0`` turns the thread off (writes at
-``log.batch.size`` or ``flush`` only).
+The producer's thread. Like Kafka's producer, whose sender thread sends what ``send`` buffered,
+a thread of the producer writes the buffers: ``log.linger.ms`` (default 5) after a stream's buffer
+went from empty to non-empty — so output is visible within milliseconds whatever the commit
+interval (without it an unbounded job's output appeared only at its commit, 60 s by default) — or
+as soon as a buffer holds ``log.batch.size`` rows. A stream whose rows arrive fast enough to fill
+the batch within ``FILLING_WAIT_S`` (50 ms) is not written at every linger but per batch (its rows
+wait at most those 50 ms; ``due_in``): lingering is for latency at low rates, and at high rates
+a transaction of a few hundred rows every 5 ms cost each container its share of the file's write
+lock and an fsync 200 times a second. ``send`` does not wait for the thread's writes: the task
+goes on while the thread takes the file's write lock (retried every 0.1–0.5 ms:
+``storage.begin_immediate``), inserts and commits (with the default ``synchronous=FULL``, an
+fsync). Rows sent meanwhile go in the thread's next transaction, which grows when the lock is
+contended or the disk slow: a group commit, so containers writing one stream file take fewer,
+larger turns. ``send`` waits only when a stream holds ``BUFFERED_BATCHES`` × ``log.batch.size``
+unwritten rows (it then writes them itself, after the thread's write: back-pressure). Before,
+``send`` wrote a full batch itself and waited behind any lingering write of the stream in flight,
+which waited for the other containers' fsyncs: B6's two containers on Spark fell from 1.8× one
+container to 1.4× (docs/decisions.md, "Embedded log").
+
+A commit still flushes first and writes its checkpoint after: ``flush`` writes what is buffered
+after the thread's write in flight (each stream's ``lock`` orders them), so a checkpoint never
+covers an input whose outputs are not written and durable. A failed background write keeps its
+rows buffered (nothing is lost) and logs a warning; the next ``flush`` writes them or raises.
+``log.linger.ms=0`` turns the thread off: ``send`` writes at ``log.batch.size`` itself, and
+nothing else writes before a ``flush``.
 
 Next offsets. The writer keeps each partition's next offset after writing to it, so a batch over
 1,024 partitions does not ask the file for 1,024 last offsets. The cache is only right while no
@@ -27,6 +42,9 @@ other connection has written to the file: under the write lock, each batch first
 process, or this producer's cleaner recording a partition's floor) committed since this
 connection last looked, and forgets every cached offset when it did. A failed batch forgets them
 too.
+
+What the writes cost (transactions by cause, lock waits, commit time) is kept per producer and
+shown in the container's summary under ``producer-<system>`` (write_stats.py).
 """
 
 from __future__ import annotations
@@ -44,6 +62,7 @@ from samza_dagster.system.errors import MessageTypeError, SystemWriteError, Wron
 from samza_dagster.system.log import formats, storage, transactions, two_phase
 from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
+from samza_dagster.system.log.write_stats import WriteStats
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
 
 log = logging.getLogger(__name__)
@@ -51,11 +70,31 @@ log = logging.getLogger(__name__)
 #: One buffered row: (partition, key, value, timestamp ms).
 Row = tuple[int, "bytes | None", "bytes | None", int]
 
+#: the longest a stream busy enough to fill ``log.batch.size`` within it waits for the full batch
+#: instead of being written at the linger (``_WriterThread._due_in``): under B12's 100 ms, and
+#: above the 17–33 ms in which a container's stream fills a batch in B6
+FILLING_WAIT_S = 0.05
+
+#: how many ``log.batch.size`` batches of one stream may wait for the producer's thread before
+#: ``send`` writes them itself (measured with B6: at 4, a container on a loaded machine wrote
+#: itself a few times per 100,000 messages)
+BUFFERED_BATCHES = 4
+
 
 class _StreamWriter:
     """The buffer and connection of one stream; ``lock`` serializes its flushes."""
 
-    __slots__ = ("name", "conn", "partition_count", "buffer", "lock", "next_unkeyed", "next_offsets", "data_version")
+    __slots__ = (
+        "name",
+        "conn",
+        "partition_count",
+        "buffer",
+        "lock",
+        "next_unkeyed",
+        "next_offsets",
+        "data_version",
+        "first_at",
+    )
 
     def __init__(self, name: str, conn: storage.StreamConnection, partition_count: int) -> None:
         self.name = name
@@ -67,6 +106,8 @@ class _StreamWriter:
         #: partition → offset its next message gets, valid while ``data_version`` is the file's
         self.next_offsets: dict[int, int] = {}
         self.data_version: int | None = None
+        #: when the buffer last went from empty to non-empty (time.monotonic), for the producer's thread
+        self.first_at = 0.0
 
 
 def _as_bytes(value: object, what: str, envelope: OutgoingMessageEnvelope) -> bytes | None:
@@ -94,8 +135,10 @@ class LogSystemProducer:
         self._sources: set[str] = set()
         cfg = self.log_config
         self._cleaner = LogCleaner(system_name, cfg.path, cfg.synchronous, cfg.busy_timeout_s, cfg.cleaner_interval_s)
-        self._linger = _Linger(self, cfg.linger_s) if cfg.linger_s > 0 else None
+        self._thread = _WriterThread(self, cfg.linger_s) if cfg.linger_s > 0 else None
+        self._max_buffered = BUFFERED_BATCHES * self._batch_size
         self._txn: _Transaction | None = None
+        self._stats = WriteStats()
 
     def register(self, source: str) -> None:
         self._sources.add(source)
@@ -128,15 +171,24 @@ class LogSystemProducer:
         buffer.append((partition, key, value, timestamp))
         size = len(buffer)
         if size >= self._batch_size:
-            self._write(writer)
-        elif size == 1 and self._linger is not None:
-            self._linger.wake()
+            thread = self._thread
+            if thread is None or size >= self._max_buffered:
+                self._write(writer, "batch")  # no thread, or it is behind: write here (back-pressure)
+            elif size == self._batch_size:
+                thread.write_now()
+        elif size == 1 and self._thread is not None:
+            writer.first_at = time.monotonic()
+            self._thread.linger()
 
     def flush(self, source: str) -> None:
         """Write every buffered message of every stream (all sources share the buffers, as
         Samza's Kafka producer flushes all of its sources' messages)."""
         for writer in list(self._writers.values()):
-            self._write(writer)
+            self._write(writer, "flush")
+
+    def metrics_snapshot(self) -> dict[str, object]:
+        """Write transactions and rows by cause, lock waits and commit time (write_stats.py)."""
+        return self._stats.snapshot()
 
     @property
     def cleaner(self) -> LogCleaner:
@@ -144,8 +196,8 @@ class LogSystemProducer:
         return self._cleaner
 
     def stop(self) -> None:
-        if self._linger is not None:
-            self._linger.stop()
+        if self._thread is not None:
+            self._thread.stop()
         if self._txn is None:
             self.flush("")
         elif self.has_open_transaction():
@@ -179,13 +231,17 @@ class LogSystemProducer:
                     writer = self._writers[stream] = _StreamWriter(stream, conn, count)
         return writer
 
-    def _write(self, writer: _StreamWriter) -> None:
+    def _write(self, writer: _StreamWriter, cause: str) -> None:
+        """Write what ``writer`` buffers in one transaction; ``cause`` (write_stats.CAUSES) is
+        what asked for it."""
         txn = self._txn
         if txn is not None:
             if writer.name == txn.state_stream:
                 return  # checkpoint messages are written by the commit point itself
             if writer.name not in txn.registered:
                 self._register(txn, writer)
+        clock = time.perf_counter
+        called = clock()
         with writer.lock:
             buffer = writer.buffer
             n = len(buffer)
@@ -195,7 +251,9 @@ class LogSystemProducer:
             batch = [popleft() for _ in range(n)]
             conn = writer.conn
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                asked = clock()
+                storage.begin_immediate(conn, self.log_config.busy_timeout_s)
+                locked = clock()
                 if txn is None:
                     partitions = self._append(conn, writer, batch)
                 else:
@@ -206,7 +264,10 @@ class LogSystemProducer:
                     transactions.record_open(
                         conn, txn.producer, txn.epoch, txn.seq, {p: (start[p], next_offset[p] - 1) for p in partitions}
                     )
+                committing = clock()
                 conn.execute("COMMIT")
+                done = clock()
+                self._stats.record(cause, n, done - called, locked - asked, done - committing)
             except BaseException as exc:
                 writer.next_offsets.clear()  # advanced for rows that were not written
                 writer.data_version = None
@@ -288,14 +349,14 @@ class LogSystemProducer:
         txn = self._require_transaction()
         for writer in list(self._writers.values()):
             if writer.name != txn.state_stream:
-                self._write(writer)
+                self._write(writer, "flush")
         state = self._writers[txn.state_stream]
         with state.lock:
             buffer = state.buffer
             batch = [buffer.popleft() for _ in range(len(buffer))]
             conn = state.conn
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                storage.begin_immediate(conn, self.log_config.busy_timeout_s)
                 if batch:
                     self._append(conn, state, batch)
                 transactions.mark_committed(conn, txn.producer, txn.epoch, txn.seq)
@@ -319,7 +380,7 @@ class LogSystemProducer:
         txn = self._require_transaction()
         for writer in list(self._writers.values()):
             if writer.name != txn.state_stream:
-                self._write(writer)
+                self._write(writer, "flush")
         prepared = two_phase.PreparedTransaction(txn.producer, txn.epoch, txn.seq, tuple(sorted(txn.touched)))
         txn.seq += 1
         txn.touched.clear()
@@ -385,60 +446,108 @@ class _Transaction:
         self.touched: set[str] = set()
 
 
-class _Linger:
-    """The producer's linger thread (module docstring): started at the first wake, it writes
-    every buffered stream ``linger_s`` after a buffer went from empty to non-empty."""
+def due_in(buffered: int, waited: float, batch_size: int, linger_s: float) -> float:
+    """Seconds until a stream's buffer of ``buffered`` rows, the oldest sent ``waited`` seconds ago,
+    is to be written (0: now): at once when it holds a full batch; at the linger; later — up to
+    ``FILLING_WAIT_S`` after its oldest row — while rows arrive fast enough to fill the batch by
+    then, looked at again every linger (so a burst that stops is written at the next look)."""
+    if buffered >= batch_size:
+        return 0.0
+    if waited < linger_s:
+        return linger_s - waited
+    if waited < FILLING_WAIT_S and batch_size * waited <= buffered * FILLING_WAIT_S:
+        return min(FILLING_WAIT_S - waited, linger_s)
+    return 0.0
+
+
+class _WriterThread:
+    """The producer's thread (module docstring): started at the first message, it writes each
+    buffered stream when ``due_in`` says so — at the linger, or as soon as ``send`` reports a full
+    batch, or, for a stream filling towards a batch, when the batch is full (or ``FILLING_WAIT_S``
+    has passed)."""
 
     def __init__(self, producer: LogSystemProducer, linger_s: float) -> None:
         self._producer = producer
         self._linger_s = linger_s
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # something is buffered
+        self._now = threading.Event()  # a batch is full: no lingering
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
-    def wake(self) -> None:
+    def linger(self) -> None:
+        """A buffer went from empty to non-empty: write it within the linger."""
         self._wake.set()
         if self._thread is None:
-            with self._start_lock:
-                if self._thread is None and not self._stopping.is_set():
-                    self._thread = threading.Thread(
-                        target=self._run, daemon=True, name=f"log-linger-{self._producer.system_name}"
-                    )
-                    self._thread.start()
+            self._start()
+
+    def write_now(self) -> None:
+        """A buffer holds a full batch: write without waiting for the linger."""
+        self._now.set()
+        self.linger()
 
     def stop(self) -> None:
         self._stopping.set()
+        self._now.set()
         self._wake.set()
         with self._start_lock:
             thread = self._thread
         if thread is not None:
             thread.join()
 
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True, name=f"log-writer-{self._producer.system_name}"
+                )
+                self._thread.start()
+
     def _run(self) -> None:
-        producer, wake, stopping = self._producer, self._wake, self._stopping
+        wake, now, stopping = self._wake, self._now, self._stopping
+        pause: float | None = None  # None: nothing buffered, wait for a wake
         # checked before every wait: stop() may set ``wake`` just before the ``wake.clear()``
         # below, and a wait on the cleared event would then never end (stop() joins this thread)
         while not stopping.is_set():
-            wake.wait()
-            if stopping.wait(self._linger_s):
+            if pause is None:
+                wake.wait()
+                pause = self._linger_s
+            if not now.is_set():
+                now.wait(pause)  # the linger (or until a held stream is due), cut short by a full batch or stop()
+            if stopping.is_set():
                 return  # stop() flushes what is left
-            wake.clear()  # before writing: a send that empties-then-refills a buffer wakes us again
-            failed = False
+            # before writing: a send that empties-then-refills a buffer (or fills one) wakes us again
+            wake.clear()
+            now.clear()
+            pause = self._write_due()
+
+    def _write_due(self) -> float | None:
+        """Write every stream that is due, until none is; the seconds until the next one is due,
+        or None when nothing is buffered or a write failed (then the next wake or flush retries)."""
+        producer = self._producer
+        while True:
+            clock = time.monotonic()
+            next_due: float | None = None
+            wrote = False
             for writer in list(producer._writers.values()):
-                if not writer.buffer:
+                n = len(writer.buffer)
+                if not n:
+                    continue
+                wait = due_in(n, clock - writer.first_at, producer._batch_size, self._linger_s)
+                if wait > 0:
+                    next_due = wait if next_due is None else min(next_due, wait)
                     continue
                 try:
-                    producer._write(writer)
+                    producer._write(writer, "full" if n >= producer._batch_size else "linger")
                 except Exception as exc:  # noqa: BLE001 - the rows stay buffered; flush() retries
-                    failed = True
                     log.warning(
-                        "log system %r: writing stream %r after linger failed (kept for the next flush): %s",
+                        "log system %r: writing stream %r on the producer's thread failed (kept for the next "
+                        "flush): %s",
                         producer.system_name,
                         writer.name,
                         exc,
                     )
-            # rows appended while a buffer was being written (after its length was read) would
-            # otherwise wait for the next wake; after a failure, wait for new data or a flush
-            if not failed and any(w.buffer for w in list(producer._writers.values())):
-                wake.set()
+                    return None
+                wrote = True
+            if not wrote:  # rows sent during the writes are looked at again before any wait
+                return next_due

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,44 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+#: the first and the longest pause between two tries for a stream file's write lock (begin_immediate)
+LOCK_RETRY_FIRST_S = 0.0001
+LOCK_RETRY_MAX_S = 0.0005
+
+
+def begin_immediate(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+    """``BEGIN IMMEDIATE``, retrying for the file's write lock every 0.1–0.5 ms until
+    ``busy_timeout_s`` has passed (then SQLite's "database is locked" error is raised).
+
+    SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25, … up to 100 ms between tries, so a
+    writer that finds the lock taken a few times in a row sleeps through tens of ms in which the
+    lock is mostly free: producers of several containers appending to one stream file, each holding
+    the lock for a transaction's fsync (a few ms), spent seconds per job that way (B6 in
+    docs/benchmarks.md). The connection's busy timeout is 0 for the tries and ``busy_timeout_s`` —
+    what the log opens its connections with (``connect``) — again after, so every other statement
+    on it waits as before."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        pause = LOCK_RETRY_FIRST_S
+        deadline: float | None = None
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code's low byte
+                    raise
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + busy_timeout_s
+                elif now >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, LOCK_RETRY_MAX_S)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {round(busy_timeout_s * 1000)}")
 
 
 def stream_file(root: str, stream: str) -> str:
