@@ -232,7 +232,7 @@ def main() -> None:
             "",
             f"* Spark session start-up (local[2], once per process, not in the times above): {startup:.1f} s.",
             f"* Scaling on Spark, 2 containers over 1 (per repetition, time ratio): {ratio_med:.2f}× "
-            f"({ratio_lo:.2f}–{ratio_hi:.2f}×); target ≥ 1.6×.",
+            f"({ratio_lo:.2f}–{ratio_hi:.2f}×); target ≥ 1.8×.",
             f"* Thread runner, 2 containers over 1: {thread_ratio:.2f}× (one interpreter: the GIL).",
             "* The Spark times include coordinator start, stage scheduling and each Python worker's "
             "container start-up (JobModel over HTTP, consumers, checkpoint read).",
@@ -344,12 +344,13 @@ def producer_line(runs: list[dict]) -> str:
     by_task = [c["write_s"]["batch"] + c["write_s"]["flush"] for c in stats]
     return (
         f"The log producer of each container in the 2-container runs (medians): {median(tx):.0f} write "
-        f"transactions ({median([c['transactions']['linger'] for c in stats]):.0f} at the linger, "
-        f"{median([c['transactions']['full'] for c in stats]):.0f} of full batches on its thread), "
+        f"transactions ({median([c['transactions']['batch'] for c in stats]):.0f} of full batches by the task's "
+        f"`send`, {median([c['transactions']['linger'] + c['transactions']['full'] for c in stats]):.0f} by the "
+        "producer's thread), "
         f"{median([r / t for r, t in zip(rows, tx, strict=True)]):,.0f} rows each; "
         f"{median([c['lock_wait_s'] for c in stats]):.2f} s waiting for the output file's write lock, "
         f"{median([c['commit_s'] for c in stats]):.2f} s committing (fsync); the task waited for writes "
-        f"{median(by_task):.2f} s (flushes at commits, back-pressure)."
+        f"{median(by_task):.2f} s (its full batches and the flushes at commits)."
     )
 
 
@@ -407,12 +408,15 @@ unseen until a trade of one against the other was measured.
         command=f"python -m bench --only B6 --spark-messages {messages} --repetitions {repetitions}",
         body=body,
         result=f"{ratio:.2f}× with 2 containers",
-        target="≥ 1.6 × with 2 containers",
-        met=ratio >= 1.6,
-        why="" if ratio >= 1.6 else B6_WHY,
+        target="≥ 1.8 × with 2 containers (issue 42; 1.6 before)",
+        met=ratio >= B6_TARGET,
+        why="" if ratio >= B6_TARGET else B6_WHY,
         elapsed_s=time.perf_counter() - t0,
     )
 
+
+#: 2 containers over 1 on local[2]: what the run measured before the log producer's linger (1.83×)
+B6_TARGET = 1.8
 
 B6_WHY = (
     "Why: 2 containers can at best halve the CPU-bound part on 2 cores, and here that part is a few seconds "

@@ -1,7 +1,6 @@
-"""The log producer's thread: it writes full batches as well as lingering ones, so ``send`` does not
-wait for the stream file's write lock or its fsync; ``send`` waits only when four batches are
-unwritten, and ``flush`` only returns once the thread's write in flight is committed. Real SQLite
-files; another connection holding a stream file's write lock stands in for another container
+"""The log producer's thread writes lingering batches, ``send`` full ones (waiting for the stream
+file's write lock, so a producer buffers at most a batch per stream); ``flush`` only returns once
+the thread's write in flight is committed. Real SQLite files; another connection holding a stream file's write lock stands in for another container
 writing the same stream."""
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import pytest
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.errors import SystemWriteError
 from samza_dagster.system.log import storage
-from samza_dagster.system.log.producer import BUFFERED_BATCHES, FILLING_WAIT_S, due_in
+from samza_dagster.system.log.producer import FILLING_WAIT_S, due_in
 from support.waiting import wait_until
 from tests.test_log_system import SYSTEM, Harness, drain, ssps_of
 
@@ -58,38 +57,15 @@ def send(producer, stream: str, values: range) -> None:
         producer.send("test", OutgoingMessageEnvelope(SystemStream(SYSTEM, stream), b"%d" % i, partition=0))
 
 
-def test_a_full_batch_is_written_by_the_producers_thread_while_send_goes_on(log):
-    """Another writer holds the file's lock: ``send`` of a full batch (and of more) returns at
-    once; the thread writes them, without a flush, once the lock is free."""
+def test_send_writes_a_full_batch_itself_once_another_writers_lock_is_free(log):
+    """Another writer holds the file's lock: the ``send`` that fills a batch waits for it (memory
+    stays bounded by a batch per stream) and writes the batch itself, in order, once it is free."""
     log.create("out", 1)
     producer = producer_of(log)
-    try:
-        with write_locked(log, "out"):
-            send(producer, "out", range(BATCH + 5))  # used to wait here for the lock (or fail at the timeout)
-            assert upcoming(log, "out") == 0
-        wait_until(lambda: upcoming(log, "out") == BATCH + 5, 30, "the thread to write every message")
-        written = producer.metrics_snapshot()["transactions"]
-        assert written["batch"] == 0 and written["flush"] == 0, written  # not by send, not by a flush
-        assert written["full"] >= 1, written
-    finally:
-        producer.stop()
-    [envelopes] = drain(log.start_consumer({ssp: "0" for ssp in ssps_of("out", 1)}), ssps_of("out", 1)).values()
-    assert [e.message for e in envelopes] == [b"%d" % i for i in range(BATCH + 5)]
-    assert [e.offset for e in envelopes] == [str(i) for i in range(BATCH + 5)]
-
-
-def test_send_waits_once_four_batches_are_unwritten(log):
-    """Back-pressure: while the thread cannot write, ``send`` buffers up to four batches besides
-    the one the thread holds, then waits (it writes them itself, after the thread's write): memory
-    stays bounded, and every message is written once the lock is free, in order."""
-    log.create("out", 1)
-    producer = producer_of(log)
-    cap = BUFFERED_BATCHES * BATCH
-    total = 10 * cap
     sent: list[int] = []
 
     def sender() -> None:
-        for i in range(total):
+        for i in range(3 * BATCH):
             send(producer, "out", range(i, i + 1))
             sent.append(i)
 
@@ -97,40 +73,40 @@ def test_send_waits_once_four_batches_are_unwritten(log):
         with write_locked(log, "out"):
             thread = threading.Thread(target=sender)
             thread.start()
-            wait_until(lambda: len(sent) >= cap - 1, 30, "send to go on past a full batch")
+            wait_until(lambda: len(sent) == BATCH - 1, 30, "send to buffer a batch less one")
             thread.join(0.5)
             assert thread.is_alive(), "send never waited with the file locked"
-            stuck_at = len(sent)
-            thread.join(0.3)
-            assert len(sent) == stuck_at < 2 * cap  # waiting: at most one batch in flight plus four buffered
-            assert upcoming(log, "out") == 0
+            assert len(sent) == BATCH - 1 and upcoming(log, "out") == 0  # the BATCH-th send waits
         thread.join(60)
         assert not thread.is_alive()
-        assert producer.metrics_snapshot()["transactions"]["batch"] >= 1  # the sender wrote itself
-        producer.flush("test")
+        assert upcoming(log, "out") == 3 * BATCH  # every full batch, before any flush
+        written = producer.metrics_snapshot()["transactions"]
+        assert written["batch"] == 3 and written["flush"] == 0, written
     finally:
         producer.stop()
     [envelopes] = drain(log.start_consumer({ssp: "0" for ssp in ssps_of("out", 1)}), ssps_of("out", 1)).values()
-    assert [e.message for e in envelopes] == [b"%d" % i for i in range(total)]
-    assert [e.offset for e in envelopes] == [str(i) for i in range(total)]
+    assert [e.message for e in envelopes] == [b"%d" % i for i in range(3 * BATCH)]
+    assert [e.offset for e in envelopes] == [str(i) for i in range(3 * BATCH)]
 
 
 def test_flush_returns_only_after_the_threads_write_in_flight_is_committed(log):
     """A commit flushes and then writes its checkpoint: if ``flush`` returned while the thread
-    still held a full batch it had taken from the buffer, the checkpoint would cover messages
-    that are not written."""
+    still held a batch it had taken from the buffer, the checkpoint would cover messages that are
+    not written."""
     log.create("out", 1)
     producer = producer_of(log)
     try:
         with write_locked(log, "out"):
-            send(producer, "out", range(BATCH + 3))  # the thread takes the full batch and waits for the lock
+            send(producer, "out", range(3))
+            buffer = producer._writers["out"].buffer
+            wait_until(lambda: not buffer, 30, "the thread to take the lingering batch")  # it waits for the lock
             flushed = threading.Event()
             flusher = threading.Thread(target=lambda: (producer.flush("test"), flushed.set()))
             flusher.start()
             assert not flushed.wait(0.5), "flush returned with the thread's batch unwritten"
         flusher.join(30)
         assert flushed.is_set()
-        assert upcoming(log, "out") == BATCH + 3  # everything, the moment flush returned
+        assert upcoming(log, "out") == 3  # everything, the moment flush returned
     finally:
         producer.stop()
 
@@ -140,12 +116,12 @@ def test_a_failed_write_on_the_thread_keeps_the_messages_for_the_next_flush(log,
     producer = producer_of(log, busy_timeout_ms="300")
     try:
         with write_locked(log, "out"):
-            send(producer, "out", range(BATCH))
+            send(producer, "out", range(3))  # lingering: the thread's write
             wait_until(lambda: "kept for the next flush" in caplog.text, 30, "the thread to give up")
             with pytest.raises(SystemWriteError, match=r"writing \d+ messages to stream 'out'.*locked"):
                 producer.flush("test")  # the lock is still held: the flush fails too, keeping them
         producer.flush("test")
-        assert upcoming(log, "out") == BATCH
+        assert upcoming(log, "out") == 3
     finally:
         producer.stop()
 
@@ -230,8 +206,8 @@ def test_a_stream_filling_towards_a_batch_waits_for_it_at_most_50_ms(buffered, w
 
 
 def test_a_stream_sending_fast_is_written_in_full_batches_not_at_every_linger(log):
-    """A full batch every 8–40 ms (sooner than FILLING_WAIT_S, later than the linger): the thread
-    writes batches, where it used to write a part of one every 5 ms."""
+    """A full batch every 8–40 ms (sooner than FILLING_WAIT_S, later than the linger): written by
+    ``send`` as batches fill, where the thread used to write a part of one every 5 ms."""
     log.create("out", 1)
     producer = producer_of(log, batch_size="200")
     try:
@@ -244,4 +220,4 @@ def test_a_stream_sending_fast_is_written_in_full_batches_not_at_every_linger(lo
         producer.stop()
     assert upcoming(log, "out") == 2000
     assert stats["transactions"]["linger"] <= 1, stats  # at most the first look, before the rate showed
-    assert stats["transactions"]["full"] >= 3, stats
+    assert stats["transactions"]["batch"] >= 3, stats

@@ -1,18 +1,18 @@
-"""A checkpoint never covers output that the log producer's thread has not written, across a
-SIGKILL of the container.
+"""A checkpoint never covers output that the log producer has not written, across a SIGKILL of
+the container.
 
-The producer's thread writes batches the run loop handed over (docs/decisions.md, "Embedded
-log"): a batch it has taken from the buffer is neither buffered nor written until its transaction
-commits. A commit flushes and then checkpoints; if the flush returned while the thread still held
-such a batch, the checkpoint would cover inputs whose outputs die with the process. The test holds
+The producer's thread writes lingering batches, ``send`` full ones (docs/decisions.md, "Embedded
+log"): a batch taken from the buffer is neither buffered nor written until its transaction
+commits. A commit flushes and then checkpoints; if the flush returned while such a batch was
+still held, the checkpoint would cover inputs whose outputs die with the process. The test holds
 the output file's write lock (as another container mid-fsync would, only longer), so the thread
-holds its batch for as long as the test likes; it kills the container process (process runner,
+(or ``send``) holds its batch for as long as the test likes; it kills the container process (process runner,
 SIGKILL) in that state, then checks the last checkpoint against what the output stream holds, and
 runs the job again to the end: every input reaches the output.
 
-Two states: the job idle with the lingering batch held (the run loop keeps committing — the
-flush must wait), and the job busy with full batches held (``send`` waits at four unwritten
-batches — back-pressure — and so does the commit)."""
+Two states: the job idle with the thread's lingering batch held (the run loop keeps committing —
+the flush must wait), and the job busy with a full batch held by ``send`` (which waits for the
+lock, and so does the next commit)."""
 
 from __future__ import annotations
 
@@ -127,10 +127,10 @@ def _checkpointed_inputs(config: Config) -> set[str]:
         # 30 messages and the default batch of 1,000: the linger hands all of them to the thread,
         # the run loop then idles and commits every 20 ms
         (False, 30, {"test.marker.after": "m29"}),
-        # batches of 20, 2 ms a message, the lock taken mid-run: the thread holds a full batch
+        # batches of 20, 2 ms a message, the lock taken mid-run: ``send`` holds a full batch
         (True, 400, {"systems.log.log.batch.size": "20", "test.process.delay.us": "2000"}),
     ],
-    ids=["idle-lingering-batch-held", "busy-full-batch-held"],
+    ids=["idle-lingering-batch-held", "busy-full-batch-held-by-send"],
 )
 def test_sigkill_with_the_threads_batch_unwritten_loses_no_checkpointed_input(tmp_path, busy, messages, extra):
     config = _config(tmp_path, **extra)

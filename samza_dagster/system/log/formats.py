@@ -26,6 +26,8 @@ active segment; here the floor makes it hold whatever the cleaner removes.)
 
 from __future__ import annotations
 
+import functools
+
 import sqlite3
 from collections.abc import Iterable, Iterator
 
@@ -41,8 +43,9 @@ _ALL_PARTITIONS = "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM 
 _LISTED_PARTITIONS = "WITH p(n) AS (VALUES {values}) "
 _UPSERT_META = "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
 _NEXT_OFFSETS_SQL = "SELECT name, value FROM meta WHERE name >= 'next_offset.' AND name < 'next_offset/'"
-#: rows one INSERT statement of the current format carries (RowidFormat.insert)
-ROWS_PER_INSERT = 100
+#: the most rows one INSERT statement of the current format carries (RowidFormat.insert): a power
+#: of two whose parameters (6 a row) stay within SQLite's limit (32,766 since 3.32; 999 before)
+MAX_ROWS_PER_INSERT = 2048 if sqlite3.sqlite_version_info >= (3, 32) else 128
 #: a message's size for ``retention.bytes``: its key and value bytes
 _SIZE = "coalesce(length(key), 0) + coalesce(length(value), 0)"
 
@@ -157,6 +160,12 @@ class LogFormat:
         return iter(rows)  # type: ignore[arg-type]
 
 
+@functools.lru_cache(maxsize=None)
+def _insert_rows_sql(rows: int) -> str:
+    """The current format's INSERT of ``rows`` rows (RowidFormat.insert: powers of two only)."""
+    return RowidFormat.insert_sql + ", (?, ?, ?, ?, ?, ?)" * (rows - 1)
+
+
 class RowidFormat(LogFormat):
     version = 2
     schema = (
@@ -165,8 +174,6 @@ class RowidFormat(LogFormat):
     )
     read_sql = 'SELECT "offset", key, value, timestamp FROM messages WHERE id >= ? AND id < ? ORDER BY id LIMIT ?'
     insert_sql = 'INSERT INTO messages (id, "partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?, ?)'
-    _insert_rows_sql = insert_sql + ", (?, ?, ?, ?, ?, ?)" * (ROWS_PER_INSERT - 1)
-    _chunk = 6 * ROWS_PER_INSERT  # parameters per statement (well under SQLite's limit of 999 before 3.32)
     _max_sql = "SELECT MAX(id) FROM messages WHERE id >= ? AND id < ?"
     # Each correlated MIN/MAX over a rowid range is a single seek.
     _per_partition = (
@@ -205,18 +212,17 @@ class RowidFormat(LogFormat):
         conn.executemany("DELETE FROM messages WHERE id = ?", [(base + o,) for o in offsets])
 
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
-        """In statements of ``ROWS_PER_INSERT`` rows, the rest one by one. Python's sqlite3 lets go
-        of the GIL around every statement step; the producer's thread inserting a batch row by row
-        then waited for the GIL once per row while the task's thread computed (a switch interval
-        each: 1,000 rows took ~200 ms instead of 3, holding the stream file's write lock all along)."""
+        """In as few statements as the batch's size in binary has ones (at most ``MAX_ROWS_PER_INSERT``
+        rows each, every size's SQL compiled once). Python's sqlite3 lets go of the GIL around every
+        statement step, so row-by-row inserts waited for the GIL once per row while other threads
+        of the container (the producer's thread, pollers) computed."""
         flat = [x for p, o, k, v, t in rows for x in (p << _PARTITION_SHIFT | o, p, o, k, v, t)]
-        whole = len(flat) - len(flat) % self._chunk
-        execute, chunk = conn.execute, self._chunk
-        for start in range(0, whole, chunk):
-            execute(self._insert_rows_sql, flat[start : start + chunk])
-        if whole < len(flat):
-            rest = flat[whole:]
-            conn.executemany(self.insert_sql, [rest[i : i + 6] for i in range(0, len(rest), 6)])
+        execute, start, left = conn.execute, 0, len(flat) // 6
+        while left:
+            size = min(MAX_ROWS_PER_INSERT, 1 << (left.bit_length() - 1))
+            execute(_insert_rows_sql(size), flat[start : start + 6 * size])
+            start += 6 * size
+            left -= size
 
     def bounds(self, conn: sqlite3.Connection, partition_count: int) -> Iterator[tuple[int, int | None, int | None]]:
         return self._adjust(conn.execute(self._bounds_sql, (partition_count,)))

@@ -10,30 +10,26 @@ batch the producer's LogCleaner (cleaner.py) is told which partitions it wrote: 
 stream's retention and compaction on its own thread.
 
 The producer's thread. Like Kafka's producer, whose sender thread sends what ``send`` buffered,
-a thread of the producer writes the buffers: ``log.linger.ms`` (default 5) after a stream's buffer
-went from empty to non-empty — so output is visible within milliseconds whatever the commit
-interval (without it an unbounded job's output appeared only at its commit, 60 s by default) — or
-as soon as a buffer holds ``log.batch.size`` rows. A stream whose rows arrive fast enough to fill
-the batch within ``FILLING_WAIT_S`` (50 ms) is not written at every linger but per batch (its rows
-wait at most those 50 ms; ``due_in``): lingering is for latency at low rates, and at high rates
-a transaction of a few hundred rows every 5 ms cost each container its share of the file's write
-lock and an fsync 200 times a second. ``send`` does not wait for the thread's writes: the task
-goes on while the thread takes the file's write lock (retried every 0.1–0.5 ms:
-``storage.begin_immediate``), inserts and commits (with the default ``synchronous=FULL``, an
-fsync). Rows sent meanwhile go in the thread's next transaction, which grows when the lock is
-contended or the disk slow: a group commit, so containers writing one stream file take fewer,
-larger turns. ``send`` waits only when a stream holds ``BUFFERED_BATCHES`` × ``log.batch.size``
-unwritten rows (it then writes them itself, after the thread's write: back-pressure). Before,
-``send`` wrote a full batch itself and waited behind any lingering write of the stream in flight,
-which waited for the other containers' fsyncs: B6's two containers on Spark fell from 1.8× one
-container to 1.4× (docs/decisions.md, "Embedded log").
+a thread of the producer writes a stream's buffer ``log.linger.ms`` (default 5) after it went from
+empty to non-empty — so output is visible within milliseconds whatever the commit interval
+(without it an unbounded job's output appeared only at its commit, 60 s by default). A stream whose
+rows arrive fast enough to fill ``log.batch.size`` within ``FILLING_WAIT_S`` (50 ms) is not written
+at every linger (``due_in``): lingering is for latency at low rates, and at high rates a
+transaction of a few hundred rows every 5 ms cost each container its share of the file's write
+lock and an fsync 200 times a second. A full batch is written by ``send`` itself, on the task's
+thread: handing full batches to the producer's thread as well was measured to cost more than it
+saved — two Python threads busy at once pass the GIL back and forth (13,000–15,000 voluntary
+context switches per 400,000 rows instead of ~5,000), which took ~0.9 CPU-s per 400,000 rows and,
+where containers already share the cores, B6's scaling (docs/decisions.md, "Embedded log"). The
+write lock is retried every 0.1–0.5 ms (``storage.begin_immediate``), not at SQLite's 1–100 ms
+steps, so a ``send`` waiting for another container's transaction waits for little more than it.
 
 A commit still flushes first and writes its checkpoint after: ``flush`` writes what is buffered
 after the thread's write in flight (each stream's ``lock`` orders them), so a checkpoint never
 covers an input whose outputs are not written and durable. A failed background write keeps its
 rows buffered (nothing is lost) and logs a warning; the next ``flush`` writes them or raises.
-``log.linger.ms=0`` turns the thread off: ``send`` writes at ``log.batch.size`` itself, and
-nothing else writes before a ``flush``.
+``log.linger.ms=0`` turns the thread off: nothing but ``send`` (at ``log.batch.size``) and
+``flush`` writes.
 
 Next offsets. The writer keeps each partition's next offset after writing to it, so a batch over
 1,024 partitions does not ask the file for 1,024 last offsets. The cache is only right while no
@@ -74,11 +70,6 @@ Row = tuple[int, "bytes | None", "bytes | None", int]
 #: instead of being written at the linger (``_WriterThread._due_in``): under B12's 100 ms, and
 #: above the 17–33 ms in which a container's stream fills a batch in B6
 FILLING_WAIT_S = 0.05
-
-#: how many ``log.batch.size`` batches of one stream may wait for the producer's thread before
-#: ``send`` writes them itself (measured with B6: at 4, a container on a loaded machine wrote
-#: itself a few times per 100,000 messages)
-BUFFERED_BATCHES = 4
 
 
 class _StreamWriter:
@@ -136,7 +127,6 @@ class LogSystemProducer:
         cfg = self.log_config
         self._cleaner = LogCleaner(system_name, cfg.path, cfg.synchronous, cfg.busy_timeout_s, cfg.cleaner_interval_s)
         self._thread = _WriterThread(self, cfg.linger_s) if cfg.linger_s > 0 else None
-        self._max_buffered = BUFFERED_BATCHES * self._batch_size
         self._txn: _Transaction | None = None
         self._stats = WriteStats()
 
@@ -171,11 +161,7 @@ class LogSystemProducer:
         buffer.append((partition, key, value, timestamp))
         size = len(buffer)
         if size >= self._batch_size:
-            thread = self._thread
-            if thread is None or size >= self._max_buffered:
-                self._write(writer, "batch")  # no thread, or it is behind: write here (back-pressure)
-            elif size == self._batch_size:
-                thread.write_now()
+            self._write(writer, "batch")  # here, not on the producer's thread (module docstring)
         elif size == 1 and self._thread is not None:
             writer.first_at = time.monotonic()
             self._thread.linger()
@@ -462,15 +448,13 @@ def due_in(buffered: int, waited: float, batch_size: int, linger_s: float) -> fl
 
 class _WriterThread:
     """The producer's thread (module docstring): started at the first message, it writes each
-    buffered stream when ``due_in`` says so — at the linger, or as soon as ``send`` reports a full
-    batch, or, for a stream filling towards a batch, when the batch is full (or ``FILLING_WAIT_S``
-    has passed)."""
+    buffered stream when ``due_in`` says so — at the linger or, for a stream filling towards a
+    batch, once ``FILLING_WAIT_S`` has passed (``send`` writes the full batch before that)."""
 
     def __init__(self, producer: LogSystemProducer, linger_s: float) -> None:
         self._producer = producer
         self._linger_s = linger_s
         self._wake = threading.Event()  # something is buffered
-        self._now = threading.Event()  # a batch is full: no lingering
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -481,14 +465,8 @@ class _WriterThread:
         if self._thread is None:
             self._start()
 
-    def write_now(self) -> None:
-        """A buffer holds a full batch: write without waiting for the linger."""
-        self._now.set()
-        self.linger()
-
     def stop(self) -> None:
         self._stopping.set()
-        self._now.set()
         self._wake.set()
         with self._start_lock:
             thread = self._thread
@@ -504,7 +482,7 @@ class _WriterThread:
                 self._thread.start()
 
     def _run(self) -> None:
-        wake, now, stopping = self._wake, self._now, self._stopping
+        wake, stopping = self._wake, self._stopping
         pause: float | None = None  # None: nothing buffered, wait for a wake
         # checked before every wait: stop() may set ``wake`` just before the ``wake.clear()``
         # below, and a wait on the cleared event would then never end (stop() joins this thread)
@@ -512,13 +490,11 @@ class _WriterThread:
             if pause is None:
                 wake.wait()
                 pause = self._linger_s
-            if not now.is_set():
-                now.wait(pause)  # the linger (or until a held stream is due), cut short by a full batch or stop()
+            stopping.wait(pause)  # the linger (or until a held stream is due), cut short by stop()
             if stopping.is_set():
                 return  # stop() flushes what is left
-            # before writing: a send that empties-then-refills a buffer (or fills one) wakes us again
+            # before writing: a send that empties-then-refills a buffer wakes us again
             wake.clear()
-            now.clear()
             pause = self._write_due()
 
     def _write_due(self) -> float | None:

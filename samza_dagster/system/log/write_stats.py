@@ -1,10 +1,10 @@
 """What a log producer's writes cost: transactions and rows by what started them, the time the
 caller spent in them, the time spent waiting for each stream file's write lock and committing.
 
-The causes: ``full`` and ``linger`` are the producer's thread writing a full batch or a buffer
-whose linger ended; ``batch`` is ``send`` writing itself (``log.linger.ms=0``, or the thread is
-behind: back-pressure); ``flush`` is a flush (a commit) or a transaction's end. The run loop waits
-for ``batch`` and ``flush`` writes (their ``write_s``), never for the thread's.
+The causes: ``batch`` is ``send`` writing a full batch (``log.batch.size``) itself; ``linger`` and
+``full`` are the producer's thread writing a buffer whose linger ended, or one that a ``send``
+filled just before the thread took it; ``flush`` is a flush (a commit) or a transaction's end. The
+run loop waits for ``batch`` and ``flush`` writes (their ``write_s``), never for the thread's.
 
 The write lock is per stream file and shared by every process writing the file, so the lock wait
 is what several containers writing one stream pay for each other's transactions, and the commit
