@@ -216,6 +216,44 @@ def test_materialize_wordcount_from_the_ui(dg_dev, tmp_path):
     assert "All component YAML validated successfully" in served  # dg dev checked the defs.yaml files
 
 
+ASSET_NODES = """{ assetNodes { assetKey { path } dependencyKeys { path } groupName jobNames } }"""
+
+
+def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggregate_in_the_ui(dg_dev):
+    """The batch half as a user meets it in ``dg dev``: the clicks_lake group's graph shows the input
+    stream, the job's Iceberg table and the daily aggregate, each downstream of the one before."""
+    from playwright.sync_api import sync_playwright
+
+    port, _, _ = dg_dev
+    base = f"http://127.0.0.1:{port}"
+    ARTIFACTS.mkdir(exist_ok=True)
+    _wait_for_code_location(base, 60)
+    nodes = {
+        "/".join(n["assetKey"]["path"]): n
+        for n in _graphql(base, ASSET_NODES)["assetNodes"]
+        if n["groupName"] == "clicks_lake"
+    }
+    deps = {key: sorted("/".join(d["path"]) for d in n["dependencyKeys"]) for key, n in nodes.items()}
+    assert deps == {
+        "clicks_lake/click_events": [],
+        "clicks_lake/clicks": ["clicks_lake/click_events"],
+        "clicks_lake/daily_clicks": ["clicks_lake/clicks"],
+    }, deps
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            skip = page.get_by_role("button", name="Skip")
+            page.add_locator_handler(skip, lambda: skip.click())
+            page.goto(f"{base}/locations/samza_dagster/asset-groups/clicks_lake", wait_until="domcontentloaded")
+            for name in ("click_events", "clicks", "daily_clicks"):  # the graph's three nodes
+                page.get_by_text(name, exact=True).first.wait_for(timeout=30000)
+        finally:
+            page.screenshot(path=str(ARTIFACTS / "dagster-ui-clicks-lake-lineage.png"), full_page=True)
+            browser.close()
+
+
 def _run_page_text(base: str, run_id: str, screenshot: str) -> str:
     """The run's page in headless Chromium, once its events have loaded: its visible text (a
     screenshot lands in test-artifacts/)."""
