@@ -27,7 +27,6 @@ active segment; here the floor makes it hold whatever the cleaner removes.)
 from __future__ import annotations
 
 import functools
-
 import sqlite3
 from collections.abc import Iterable, Iterator
 
@@ -160,7 +159,7 @@ class LogFormat:
         return iter(rows)  # type: ignore[arg-type]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _insert_rows_sql(rows: int) -> str:
     """The current format's INSERT of ``rows`` rows (RowidFormat.insert: powers of two only)."""
     return RowidFormat.insert_sql + ", (?, ?, ?, ?, ?, ?)" * (rows - 1)
