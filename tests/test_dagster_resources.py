@@ -72,3 +72,17 @@ def test_coordinator_stream_resource_writes_and_reads_from_a_cursor(tmp_path):
     later, cursor = resource.read(config, cursor)
     assert [(o, m.key) for o, m in later] == [("2", "task.commit.ms")] and cursor == "3"
     assert resource.read_state(config).config == {"task.window.ms": "200", "task.commit.ms": "5"}
+
+
+@pytest.mark.parametrize(
+    "resource",
+    ["SamzaSystemsResource", "SparkResource", "KafkaAdminResource", "IcebergIOManager"],
+)
+def test_every_setting_of_a_resource_says_what_it_is_in_the_launchpad(resource):
+    """The launchpad and ``dg`` show a field's description as its help: none may be blank."""
+    import samza_dagster.orchestration as orchestration
+
+    fields = getattr(orchestration, resource).to_config_schema().as_field().config_type.fields
+    assert fields
+    blank = [name for name, field in fields.items() if not (field.description or "").strip()]
+    assert not blank, f"{resource}: settings without a description: {blank}"

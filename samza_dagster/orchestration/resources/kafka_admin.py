@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.model import StreamSpec, SystemStreamMetadata
@@ -28,10 +29,14 @@ class KafkaAdminResource(dg.ConfigurableResource):
     ``bootstrap_servers`` — ``host:port[,host:port]``; unset means ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``.
     """
 
-    bootstrap_servers: str | None = None
-    system_name: str = "kafka"
-    bootstrap_timeout_ms: int = 5000
-    request_timeout_ms: int = 10000
+    bootstrap_servers: str | None = Field(
+        default=None, description="host:port[,host:port] of the brokers; unset: SAMZA_KAFKA_BOOTSTRAP_SERVERS"
+    )
+    system_name: str = Field(default="kafka", description="the Kafka system's name in the jobs' config")
+    bootstrap_timeout_ms: int = Field(
+        default=5000, description="how long to wait for an unreachable broker before failing with its address"
+    )
+    request_timeout_ms: int = Field(default=10000, description="timeout of one admin request to the brokers")
 
     def resolved_bootstrap_servers(self) -> str:
         servers = self.bootstrap_servers or os.environ.get(KAFKA_BOOTSTRAP_ENV)

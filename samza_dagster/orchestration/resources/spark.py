@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from samza_dagster.spark.session import get_or_create_spark
 
@@ -20,9 +21,13 @@ class SparkResource(dg.ConfigurableResource):
     """``master`` — e.g. ``local[2]`` or a cluster URL (default: ``local[<cpu count>]``);
     ``spark_config`` — any ``spark.*`` settings."""
 
-    master: str | None = None
-    app_name: str | None = None
-    spark_config: dict[str, str] = {}
+    master: str | None = Field(
+        default=None, description="Spark master URL, e.g. local[2] or spark://host:7077; unset: local[<cpu count>]"
+    )
+    app_name: str | None = Field(default=None, description="the Spark application's name; unset: spark.app.name, else the job's name")
+    spark_config: dict[str, str] = Field(
+        default_factory=dict, description="any spark.* settings for the session (spark.executor.memory, ...)"
+    )
 
     def get_session(self) -> Any:
         """The active SparkSession (or a new one) with the ``samza`` format registered."""

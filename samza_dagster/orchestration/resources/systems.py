@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 
 import dagster as dg
+from pydantic import Field
 
 from samza_dagster.config import Config
 from samza_dagster.config.deployment import apply_deployment, log_root
@@ -31,10 +32,20 @@ class SamzaSystemsResource(dg.ConfigurableResource):
     failing with its address (kafka-python's ``bootstrap_timeout_ms``).
     """
 
-    log_path: str | None = None
-    kafka_bootstrap_servers: str | None = None
-    kafka_system: str = "kafka"
-    kafka_bootstrap_timeout_ms: int = 5000
+    log_path: str | None = Field(
+        default=None,
+        description="root directory of the embedded log; unset: SAMZA_LOG_PATH, else the config's "
+        "systems.<s>.log.path, else ./.samza-log",
+    )
+    kafka_bootstrap_servers: str | None = Field(
+        default=None,
+        description="host:port[,host:port]: system kafka_system is a Kafka system on these brokers; "
+        "unset: SAMZA_KAFKA_BOOTSTRAP_SERVERS, else as the config says",
+    )
+    kafka_system: str = Field(default="kafka", description="the system kafka_bootstrap_servers applies to")
+    kafka_bootstrap_timeout_ms: int = Field(
+        default=5000, description="how long a client waits for an unreachable broker before failing with its address"
+    )
 
     def resolved_log_path(self) -> str | None:
         """The log root this deployment names (absolute), or None to leave it to the .properties."""
