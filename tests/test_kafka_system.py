@@ -257,7 +257,7 @@ def test_poll_returns_only_the_requested_partitions_and_may_run_on_another_threa
             # p1 was not asked for: nothing of it was returned or skipped
             assert p1 not in results["p0"]
             results["p1"] = read(consumer, [p1], lambda got: len(got[p1]) >= 3, timeout_s=10)
-        except BaseException as exc:  # surfaced in the main thread below
+        except BaseException as exc:  # noqa: BLE001 - surfaced in the main thread below
             results["error"] = exc
 
     thread = threading.Thread(target=poller)

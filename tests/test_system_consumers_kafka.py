@@ -281,7 +281,7 @@ def priority_run(
                 for i in range(BURST):
                     rt_producer.send("rt", OutgoingMessageEnvelope(realtime, f"rt-{b}-{i}".encode(), partition=0))
                 rt_producer.flush("rt")
-        except BaseException as exc:  # surfaced in the test's thread
+        except BaseException as exc:  # noqa: BLE001 - surfaced in the test's thread
             failure.append(exc)
 
     sequence: list[tuple[bool, int, bool]] = []

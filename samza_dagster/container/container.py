@@ -179,7 +179,7 @@ class SamzaContainer:
                 status = ContainerStatus.NEW_JOB_MODEL
             else:
                 status = ContainerStatus.SHUTDOWN
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - any failure is the container's result (summary, status)
             error = exc
             status = ContainerStatus.FAILED
         finally:

@@ -136,7 +136,7 @@ class PickleSerde:
     def from_bytes(self, data: bytes) -> Any:
         try:
             return pickle.loads(data)  # noqa: S301 - opted into by the user by name
-        except Exception as exc:  # pickle raises many kinds
+        except Exception as exc:  # noqa: BLE001 - pickle raises many kinds
             raise SerdeError(f"pickle: cannot decode {_preview(data)}: {exc}") from None
 
 

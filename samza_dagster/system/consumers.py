@@ -556,7 +556,7 @@ class SystemConsumers:
                 if polled and self._deliver(by_ssp, polled):
                     with cond:
                         cond.notify()
-        except BaseException as exc:  # surfaced from choose() in the run loop's thread
+        except BaseException as exc:  # noqa: BLE001 - surfaced from choose() in the run loop's thread
             log.error("poller thread of system %r failed: %r", system, exc)
             self._error = (system, exc)
             with cond:

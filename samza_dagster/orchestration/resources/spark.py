@@ -24,7 +24,9 @@ class SparkResource(dg.ConfigurableResource):
     master: str | None = Field(
         default=None, description="Spark master URL, e.g. local[2] or spark://host:7077; unset: local[<cpu count>]"
     )
-    app_name: str | None = Field(default=None, description="the Spark application's name; unset: spark.app.name, else the job's name")
+    app_name: str | None = Field(
+        default=None, description="the Spark application's name; unset: spark.app.name, else the job's name"
+    )
     spark_config: dict[str, str] = Field(
         default_factory=dict, description="any spark.* settings for the session (spark.executor.memory, ...)"
     )
