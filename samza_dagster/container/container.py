@@ -66,6 +66,13 @@ log = logging.getLogger(__name__)
 
 
 class SamzaContainer:
+    """One container of a job: the tasks its JobModel assigns to ``container_id``, their stores,
+    consumers, producers and RunLoop. ``run()`` starts them in the order of the module docstring,
+    runs the loop until every task ends, one asks to stop, ``stop_event`` is set or a newer
+    JobModel arrives, shuts down and returns the ``ContainerSummary`` (on failure it raises, the
+    summary kept in ``self.summary``); the commit of several tasks is ``_commit``. Build it through a runner (``runtime/``), which
+    fetches the JobModel from the job coordinator."""
+
     def __init__(
         self,
         container_id: str,

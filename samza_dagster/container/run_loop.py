@@ -59,6 +59,12 @@ class RunLoopStatus:
 
 
 class RunLoop(ScheduledMode):
+    """The event loop of one container over its TaskInstances (module docstring): ``run()`` chooses,
+    processes, windows and commits until every task reaches end-of-stream (``COMPLETED``) or a
+    stop is asked (``request_stop``, a task's ``coordinator.shutdown``: ``SHUTDOWN``). Inline mode
+    is here; the scheduled mode's methods come from :class:`ScheduledMode`. Only the loop's thread
+    changes scheduling state."""
+
     def __init__(
         self,
         tasks: dict[str, TaskInstance],

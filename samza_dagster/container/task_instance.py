@@ -88,6 +88,11 @@ class SerdeDecoder:
 
 
 class TaskInstance:
+    """One task and what is its alone (module docstring). The run loop calls ``process_inline`` (or
+    the scheduled mode's steps), ``window`` and ``end_of_stream``; the container calls
+    ``begin_commit``, ``checkpoint`` and ``committed`` around a commit. Attributes are written only
+    by its own methods."""
+
     def __init__(
         self,
         task_name: str,

@@ -176,6 +176,11 @@ class _SspState:
 
 
 class SystemConsumers:
+    """The buffers between a container's system consumers and its chooser (module docstring):
+    ``register`` each input partition with its first offset, ``start``, then ``choose(timeout)``
+    (or ``choose_run``) from the run loop's thread only; ``stop`` ends the pollers. A poller's
+    failure is raised from ``choose`` as :class:`SystemConsumersError`, naming the system."""
+
     def __init__(
         self,
         chooser: MessageChooser,
