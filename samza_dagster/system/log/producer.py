@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 Row = tuple[int, "bytes | None", "bytes | None", int]
 
 #: the longest a stream busy enough to fill ``log.batch.size`` within it waits for the full batch
-#: instead of being written at the linger (``_WriterThread._due_in``): under B12's 100 ms, and
+#: instead of being written at the linger (``due_in``): under B12's 100 ms, and
 #: above the 17–33 ms in which a container's stream fills a batch in B6
 FILLING_WAIT_S = 0.05
 
