@@ -22,7 +22,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,11 +225,8 @@ ASSET_NODES = """{ assetNodes { assetKey { path } dependencyKeys { path } groupN
 def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggregate_in_the_ui(dg_dev):
     """The batch half as a user meets it in ``dg dev``: the clicks_lake group's graph shows the input
     stream, the job's Iceberg table and the daily aggregate, each downstream of the one before."""
-    from playwright.sync_api import sync_playwright
-
     port, _, _ = dg_dev
     base = f"http://127.0.0.1:{port}"
-    ARTIFACTS.mkdir(exist_ok=True)
     _wait_for_code_location(base, 60)
     nodes = {
         "/".join(n["assetKey"]["path"]): n
@@ -240,23 +240,25 @@ def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggr
         "clicks_lake/daily_clicks": ["clicks_lake/clicks"],
     }, deps
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            skip = page.get_by_role("button", name="Skip")
-            page.add_locator_handler(skip, lambda: skip.click())
-            page.goto(f"{base}/locations/samza_dagster/asset-groups/clicks_lake", wait_until="domcontentloaded")
-            for name in ("click_events", "clicks", "daily_clicks"):  # the graph's three nodes
-                page.get_by_text(name, exact=True).first.wait_for(timeout=30000)
-        finally:
-            page.screenshot(path=str(ARTIFACTS / "dagster-ui-clicks-lake-lineage.png"), full_page=True)
-            browser.close()
+    with _ui_page("dagster-ui-clicks-lake-lineage.png") as page:
+        page.goto(f"{base}/locations/samza_dagster/asset-groups/clicks_lake", wait_until="domcontentloaded")
+        for name in ("click_events", "clicks", "daily_clicks"):  # the graph's three nodes
+            page.get_by_text(name, exact=True).first.wait_for(timeout=30000)
 
 
 def _run_page_text(base: str, run_id: str, screenshot: str) -> str:
     """The run's page in headless Chromium, once its events have loaded: its visible text (a
     screenshot lands in test-artifacts/)."""
+    with _ui_page(screenshot) as page:
+        page.goto(f"{base}/runs/{run_id}", wait_until="domcontentloaded")
+        page.get_by_text("RUN_SUCCESS").first.wait_for(timeout=60000)
+        return page.inner_text("body")
+
+
+@contextmanager
+def _ui_page(screenshot: str) -> Iterator[Any]:
+    """A page of headless Chromium that dismisses the "Join the Dagster community" dialog whenever
+    it covers the page; its screenshot lands in test-artifacts/ when the block ends, however."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -266,10 +268,10 @@ def _run_page_text(base: str, run_id: str, screenshot: str) -> str:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             skip = page.get_by_role("button", name="Skip")
             page.add_locator_handler(skip, lambda: skip.click())
-            page.goto(f"{base}/runs/{run_id}", wait_until="domcontentloaded")
-            page.get_by_text("RUN_SUCCESS").first.wait_for(timeout=60000)
-            page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
-            return page.inner_text("body")
+            try:
+                yield page
+            finally:
+                page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
         finally:
             browser.close()
 
