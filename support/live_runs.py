@@ -30,13 +30,19 @@ class LiveRun:
     def result(self) -> dg.ExecuteInProcessResult:
         return self.outcome["result"]
 
+    def materializations(self, instance: dg.DagsterInstance) -> list[dg.AssetMaterialization]:
+        """The run's asset materializations so far, in order."""
+        events = instance.all_logs(self.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        return [e.asset_materialization for e in events if e.asset_materialization is not None]
+
 
 @contextmanager
 def live_run(
-    job: Any, instance: dg.DagsterInstance, job_instance: str, *, stop_timeout_s: float = 120
+    job: Any, instance: dg.DagsterInstance, job_instance: str | None = None, *, stop_timeout_s: float = 120
 ) -> Iterator[LiveRun]:
     """``job`` executing on ``instance`` while the body runs; ``job_instance``: the run's
-    ``samza/job-instance`` tag (how the live run is found). Terminated on leaving the body."""
+    ``samza/job-instance`` tag (how the live run is found; None: the instance's only started
+    run). Terminated on leaving the body."""
     from samza_dagster.orchestration import JOB_INSTANCE_TAG
 
     live = LiveRun()
@@ -47,7 +53,10 @@ def live_run(
     try:
         live.run = wait_until(
             lambda: instance.get_runs(
-                dg.RunsFilter(tags={JOB_INSTANCE_TAG: job_instance}, statuses=[dg.DagsterRunStatus.STARTED])
+                dg.RunsFilter(
+                    tags={JOB_INSTANCE_TAG: job_instance} if job_instance else {},
+                    statuses=[dg.DagsterRunStatus.STARTED],
+                )
             ),
             what="the live run to start",
         )[0]

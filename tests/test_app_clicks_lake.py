@@ -25,7 +25,7 @@ from samza_dagster.orchestration import (
     SamzaSystemsResource,
     application_definitions,
 )
-from support.live_run import LiveRun, live_run
+from support.live_runs import LiveRun, live_run
 from support.waiting import wait_until
 
 TABLE = dg.AssetKey(["clicks_lake", "clicks"])
