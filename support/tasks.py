@@ -6,11 +6,16 @@ from __future__ import annotations
 import time
 
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
-from samza_dagster.task import InitableTask, StreamTask
+from samza_dagster.task import BatchStreamTask, InitableTask, StreamTask
 
 
 class NoOpTask(StreamTask):
     def process(self, envelope, collector, coordinator):
+        pass
+
+
+class NoOpBatchTask(BatchStreamTask):
+    def process_batch(self, envelopes, collector, coordinator):
         pass
 
 

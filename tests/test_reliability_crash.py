@@ -27,7 +27,7 @@ from samza_dagster.runtime import run_job
 from samza_dagster.runtime.process_runner import ProcessJobRunner
 from samza_dagster.serde import LongSerde, StringSerde
 from samza_dagster.storage import RocksDBRawStore
-from samza_dagster.task.api import InitableTask, StreamTask
+from samza_dagster.task.api import BatchStreamTask, InitableTask, StreamTask
 from tests.apps.harness import create_stream, produce
 from tests.kill_points import Kills, ThreadedRun, fault_points, kill_at_each_point, seeded_points, with_kill_points
 
@@ -54,6 +54,15 @@ class CountAndEchoTask(StreamTask, InitableTask):
         collector.send(OutgoingMessageEnvelope(self.OUT, msg_id, key=msg_id))
         if self.delay:
             time.sleep(self.delay)
+
+
+class CountAndEchoBatchTask(CountAndEchoTask, BatchStreamTask):
+    """The same job as a batch task: each batch's messages counted and echoed in one call (the
+    ``process`` kill point is reached per message, so a kill lands inside a batch)."""
+
+    def process_batch(self, envelopes, collector, coordinator):
+        for envelope in envelopes:
+            self.process(envelope, collector, coordinator)
 
 
 # -- the test ------------------------------------------------------------------------------------

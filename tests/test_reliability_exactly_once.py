@@ -91,8 +91,10 @@ PHASES = [
 ]
 
 
-def _check_final(crash_dir: Path, expected: dict, outcomes: list[KillPoint]) -> None:
-    final = run_job(_config(crash_dir))
+def _check_final(
+    crash_dir: Path, expected: dict, outcomes: list[KillPoint], extra: dict[str, str] | None = None
+) -> None:
+    final = run_job(_config(crash_dir, **(extra or {})))
     assert final.succeeded, final.summary_line()
     assert _store_contents(crash_dir) == expected, outcomes
     ids = _committed_output(_config(crash_dir))
@@ -110,6 +112,19 @@ def test_process_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(t
     kills = Kills(crash_dir / "faults", seeded_points(PHASES, random.Random(SEED)))
     kill_process_runner_at(kills, with_kill_points(_config(crash_dir), "log", kills))
     _check_final(crash_dir, expected, kills.landed)
+
+
+def test_a_batch_task_sigkilled_at_ten_moments_leaves_each_output_exactly_once(tmp_path):
+    """The same job as a batch task (``process_batch``; kills land inside batches too): a commit
+    covers whole batches only, so a restart repeats no output and loses none."""
+    batch_task = {"task.class": "tests.test_reliability_crash:CountAndEchoBatchTask"}
+    expected = _crash_free_stores(tmp_path)
+    crash_dir = tmp_path / "crash"
+    crash_dir.mkdir()
+    _fill(_config(crash_dir))
+    kills = Kills(crash_dir / "faults", seeded_points(PHASES, random.Random(SEED + 7)))
+    kill_process_runner_at(kills, with_kill_points(_config(crash_dir, **batch_task), "log", kills))
+    _check_final(crash_dir, expected, kills.landed, batch_task)
 
 
 def test_thread_runner_sigkill_at_ten_moments_leaves_each_output_exactly_once(tmp_path):

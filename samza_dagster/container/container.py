@@ -59,6 +59,7 @@ from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
 from samza_dagster.system.ssp_metadata import ssp_metadata
+from samza_dagster.task.api import DEFAULT_BATCH_TASK_RUN
 from samza_dagster.task.coordinator import ContainerRequests
 from samza_dagster.task.factory import TaskFactory
 
@@ -219,8 +220,8 @@ class SamzaContainer:
             admin = self.admins[system] = self._factory(system).get_admin(system, self.config)
         return admin
 
-    def _new_consumer(self, system: str) -> SystemConsumer:
-        return self._factory(system).get_consumer(system, self.config)
+    def _new_consumer(self, system: str, config: Config | None = None) -> SystemConsumer:
+        return self._factory(system).get_consumer(system, config or self.config)
 
     def _start(self) -> None:
         """Assemble the container in Samza's order, one named step each: producers, input
@@ -376,8 +377,9 @@ class SamzaContainer:
         starting: dict[SystemStreamPartition, str],
     ) -> SystemConsumers:
         """SystemConsumers over one consumer per input system, with the chooser, started."""
+        input_config = self._input_config(plan)
         for system in plan.input_systems:
-            consumer = self._consumers_by_system[system] = self._new_consumer(system)
+            consumer = self._consumers_by_system[system] = self._new_consumer(system, input_config)
             snapshot = getattr(consumer, "metrics_snapshot", None)
             if callable(snapshot):  # a system consumer's own counters (the Kafka one's parking, librdkafka's fetches)
                 self._consumer_metrics[f"consumer-{system}"] = snapshot
@@ -389,7 +391,7 @@ class SamzaContainer:
         thresholds = {s: FetchThreshold(*systems.fetch_threshold(s)) for s in plan.input_systems}
         # kept before it starts: a failed start is stopped at shutdown
         consumers = self.consumers = SystemConsumers(
-            self._chooser(metadata),
+            self._chooser(metadata, input_config),
             self._consumers_by_system,
             metrics=self._consumer_metrics,
             fetch_thresholds=thresholds,
@@ -417,11 +419,22 @@ class SamzaContainer:
             shutdown_ms=task_cfg.shutdown_ms,
         )
 
-    def _chooser(self, metadata: dict[SystemStream, SystemStreamMetadata]) -> MessageChooser:
-        factory = load_chooser_factory(self.config)
+    def _input_config(self, plan: ContainerPlan) -> Config:
+        """The config the input consumers and the chooser are built with: for a batch task, whose
+        batches are the chooser's runs, ``task.consumer.batch.size`` defaults to
+        ``DEFAULT_BATCH_TASK_RUN`` (one envelope per chooser decision would make every batch a
+        batch of one). A run also holds at most what the partition's buffer holds (consumers.py)."""
+        config = self.config
+        batch_size = keys.TASK_CONSUMER_BATCH_SIZE.name
+        if config.get_str(batch_size) is None and any(ti.is_batch for ti in self.tasks.values()):
+            return config.with_overrides({batch_size: DEFAULT_BATCH_TASK_RUN})
+        return config
+
+    def _chooser(self, metadata: dict[SystemStream, SystemStreamMetadata], config: Config) -> MessageChooser:
+        factory = load_chooser_factory(config)
         if factory is not None:
-            return chooser_from_factory(factory, self.config, None)
-        return DefaultChooser.from_config(self.config, metadata, self.admins)
+            return chooser_from_factory(factory, config, None)
+        return DefaultChooser.from_config(config, metadata, self.admins)
 
     def _starting_offsets(
         self,

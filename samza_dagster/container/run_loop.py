@@ -35,6 +35,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from samza_dagster.config import keys
+from samza_dagster.config.errors import ConfigError
 from samza_dagster.container.completions import Completion
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.scheduled import ScheduledMode
@@ -51,6 +53,19 @@ log = logging.getLogger(__name__)
 #: Longest a task that reached end of stream waits for its commit, so that it joins the commits of
 #: other tasks ending or committing meanwhile (inline mode; see ``RunLoop._housekeeping``).
 ENDED_COMMIT_DELAY_S = 0.1
+
+
+def check_batch_task_settings(thread_pool_size: int, max_concurrency: int) -> None:
+    """A batch task (``process_batch``) runs on the single-threaded inline loop: refuse the
+    settings that would schedule it on a thread pool or several messages at a time."""
+    if thread_pool_size > 1 or max_concurrency > 1:
+        key = keys.TASK_MAX_CONCURRENCY.name if max_concurrency > 1 else keys.JOB_CONTAINER_THREAD_POOL_SIZE.name
+        raise ConfigError(
+            f"config key {key!r}: a task that processes batches (process_batch) runs on the single-threaded "
+            f"run loop; set {keys.JOB_CONTAINER_THREAD_POOL_SIZE.name} to 0 or 1 and "
+            f"{keys.TASK_MAX_CONCURRENCY.name} to 1 (got {thread_pool_size} and {max_concurrency})",
+            key=key,
+        )
 
 
 class RunLoopStatus:
@@ -109,6 +124,10 @@ class RunLoop(ScheduledMode):
             ssp: w for w in self.workers.values() for ssp in w.ti.ssps
         }
         self.scheduled = thread_pool_size > 1 or self.max_concurrency > 1 or any(ti.is_async for ti in tasks.values())
+        #: the tasks take batches (``process_batch``): inline mode hands them whole runs
+        self.batches = any(ti.is_batch for ti in tasks.values())
+        if self.batches:
+            check_batch_task_settings(thread_pool_size, max_concurrency)
         self._stop = False
         self._pool: ThreadPoolExecutor | None = None
         self._completions: deque[Completion] = deque()
@@ -139,6 +158,8 @@ class RunLoop(ScheduledMode):
         try:
             if self.scheduled:
                 return self._run_scheduled()
+            if self.batches:
+                return self._run_inline_batches()
             if getattr(self.consumers, "supports_runs", False):
                 return self._run_inline_runs()
             return self._run_inline()
@@ -291,6 +312,43 @@ class RunLoop(ScheduledMode):
                 if end_of_stream:
                     ti.mark_end_of_stream(ssp)
                     requests.pending = True
+                    status = self._housekeeping(monotonic())
+                    if status is not None:
+                        return status
+        finally:
+            metrics.chooses += chosen
+
+    def _run_inline_batches(self) -> str:
+        """Inline mode for batch tasks: each chooser decision's run (``SystemConsumers.choose_run``;
+        one envelope when the chooser offers no runs) goes to the task's ``process_batch`` whole
+        (``TaskInstance.process_run``), and requests and timers are checked between runs only — so
+        a commit, window or shutdown never falls inside a batch."""
+        choose_run = self.consumers.choose_run
+        task_for = self._task_for
+        requests = self.requests
+        monotonic = time.monotonic
+        poll_timeout = self.poll_timeout_s
+        metrics = self.metrics
+        eos = END_OF_STREAM_OFFSET
+        chosen = 0
+        try:
+            while True:
+                run = choose_run(poll_timeout)
+                if run is None:
+                    metrics.null_chooses += 1  # live: the idle path, read by the metrics
+                else:
+                    chosen += len(run)
+                    ssp = run[0].ssp
+                    ti = task_for[ssp]
+                    end_of_stream = run[-1].offset == eos  # only ever the last envelope of a run
+                    if end_of_stream:
+                        run.pop()
+                    if run:
+                        ti.process_run(run)
+                    if end_of_stream:
+                        ti.mark_end_of_stream(ssp)
+                        requests.pending = True
+                if requests.pending or monotonic() >= self._next_deadline:
                     status = self._housekeeping(monotonic())
                     if status is not None:
                         return status

@@ -25,7 +25,7 @@ partition as it ends, before the task's own end-of-stream handling.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
@@ -43,6 +43,7 @@ from samza_dagster.storage.task_stores import TaskStores
 from samza_dagster.system.protocols import SystemProducer
 from samza_dagster.task.api import (
     is_async_task,
+    is_batch_task,
     is_closable,
     is_end_of_stream_listener,
     is_initable,
@@ -66,6 +67,10 @@ InlineBinding = tuple[
     dict[SystemStreamPartition, int],
     TaskMetrics,
 ]
+
+
+def _no_process(*_args: object) -> None:
+    raise TypeError("a batch task (process_batch only) was handed a single message")
 
 
 class SerdeDecoder:
@@ -115,6 +120,9 @@ class TaskInstance:
         self.task = task
         self.ssps = ssps
         self.is_async = is_async_task(task)
+        #: the task takes batches (``process_batch``): the run loop hands it runs of a partition
+        self.is_batch = is_batch_task(task)
+        self._process_batch = task.process_batch if is_batch_task(task) else None
         #: the task's window / end-of-stream hooks, when it has them
         self._window = task.window if is_windowable(task) else None
         self._on_end_of_stream = task.on_end_of_stream if is_end_of_stream_listener(task) else None
@@ -162,7 +170,8 @@ class TaskInstance:
         #: processed something (or must checkpoint) since the last checkpoint; the inline fast
         #: path does not set it per message: :meth:`begin_commit` compares offsets too
         self.uncommitted = False
-        self._process = getattr(task, "process_async" if self.is_async else "process")
+        # a batch-only task has no per-message process; the run loop never calls it then
+        self._process: Callable[..., Any] = getattr(task, "process_async" if self.is_async else "process", _no_process)
         self._metrics = self.metrics
         self._processed = self.metrics.processed
         register_task_metrics(self.metrics_registry, self.metrics, self.last_processed)
@@ -222,12 +231,23 @@ class TaskInstance:
         (a dropped bad message or a consumed control message): its offset still counts as
         processed. May return another envelope (a reconciled control message)."""
         self.uncommitted = True
+        user = self._decode(envelope)
+        if user is True:
+            return envelope
+        if user is None:
+            return None
+        self.metrics.control_messages += 1
+        return self._control(envelope)
+
+    def _decode(self, envelope: IncomingMessageEnvelope) -> bool | None:
+        """Deserialize ``envelope`` in place: True for a user message, False for a control
+        message, None for a bad message sent to the dead-letter stream or dropped."""
         decoder = self._decoders[envelope.ssp]
         if decoder is None:
-            return envelope
+            return True
         raw_key, raw_message = envelope.key, envelope.message  # decode works in place
         try:
-            is_user = decoder.decode(envelope)
+            return bool(decoder.decode(envelope))
         except Exception as exc:  # noqa: BLE001 - any serde failure, wrapped with coordinates
             if self.dead_letter is not None:
                 envelope.key, envelope.message = raw_key, raw_message
@@ -244,9 +264,9 @@ class TaskInstance:
                 self.task_name,
                 envelope,
             ) from exc
-        if is_user:
-            return envelope
-        self.metrics.control_messages += 1
+
+    def _control(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
+        """A control message to the installed handler: None (consumed) or an envelope to act on."""
         handler = self._control_handler
         if handler is None:
             raise TaskProcessError(
@@ -278,6 +298,60 @@ class TaskInstance:
         self.last_processed[ssp] = envelope.offset
         self._processed[ssp] += 1
         self.uncommitted = True
+
+    def process_run(self, run: list[IncomingMessageEnvelope]) -> None:
+        """A batch task's processing of one chosen run (one partition's envelopes in offset order,
+        an end-of-stream envelope only ever last, which the caller handles): the messages go to
+        ``process_batch`` together, split only where a control message sits between them, so the
+        control message acts after the messages before it and before those after it. Dropped and
+        dead-lettered messages are left out of the batch; their offsets still count as processed.
+        The offsets are recorded after each batch returns: a commit (which only runs between
+        runs) covers whole batches only."""
+        ssp = run[0].ssp
+        if self._decoders[ssp] is None:
+            self._call_batch(run)
+        else:
+            self._process_decoded_run(run)
+        self.last_processed[ssp] = run[-1].offset
+        self._processed[ssp] += len(run)
+        self.uncommitted = True
+
+    def _process_decoded_run(self, run: list[IncomingMessageEnvelope]) -> None:
+        batch: list[IncomingMessageEnvelope] = []
+        for envelope in run:
+            user = self._decode(envelope)
+            if user is True:
+                batch.append(envelope)
+            elif user is False:  # a control message: the messages before it first
+                if batch:
+                    self._call_batch(batch)
+                    batch = []
+                self.metrics.control_messages += 1
+                acted = self._control(envelope)
+                if acted is not None and acted.offset == END_OF_STREAM_OFFSET:
+                    self.mark_end_of_stream(acted.ssp)
+        if batch:
+            self._call_batch(batch)
+
+    def _call_batch(self, batch: Sequence[IncomingMessageEnvelope]) -> None:
+        assert self._process_batch is not None  # the run loop hands runs to batch tasks only
+        t0 = _perf_counter()
+        try:
+            self._process_batch(batch, self.collector, self.coordinator)
+        except Exception as exc:
+            raise self.batch_error(batch, exc) from exc
+        self._metrics.process_s += _perf_counter() - t0
+
+    def batch_error(self, batch: Sequence[IncomingMessageEnvelope], exc: BaseException) -> TaskProcessError:
+        if isinstance(exc, TaskProcessError):
+            return exc
+        first, last = batch[0], batch[-1]
+        return TaskProcessError(
+            f"task {self.task_name!r} failed processing the batch of {len(batch)} messages at "
+            f"{coordinates(first)}..{last.offset}: {type(exc).__name__}: {exc}",
+            self.task_name,
+            first,
+        )
 
     def call_process(self, envelope: IncomingMessageEnvelope, callback: TaskCallback | None = None) -> None:
         if callback is None:

@@ -14,11 +14,12 @@ from samza_dagster.config.keys import SERDE
 from samza_dagster.config.preflight import check_unread_keys, check_values, definition_of
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.exactly_once import check_exactly_once
+from samza_dagster.container.run_loop import check_batch_task_settings
 from samza_dagster.coordinator.http import check_bind
 from samza_dagster.planner import load_application
 from samza_dagster.runtime import RUNNERS
 from samza_dagster.serde.registry import SerdeRegistry, load_class
-from samza_dagster.task.api import is_async_task
+from samza_dagster.task.api import is_async_task, is_batch_task
 
 
 def check_job_config(config: Config) -> None:
@@ -52,7 +53,10 @@ def check_job_values(config: Config) -> None:
     if keys.APP_CLASS.get(config):
         load_application(config)
     elif task_class := TaskConfig(config).task_class:
-        task_is_async = is_async_task(load_class(task_class, keys.TASK_CLASS.name))
+        cls = load_class(task_class, keys.TASK_CLASS.name)
+        task_is_async = is_async_task(cls)
+        if is_batch_task(cls):
+            check_batch_task_settings(JobConfig(config).thread_pool_size, TaskConfig(config).max_concurrency)
     check_exactly_once(config, task_is_async)
 
 

@@ -1,7 +1,9 @@
 """The task API: what user code implements and what the container hands it."""
 
 from samza_dagster.task.api import (
+    DEFAULT_BATCH_TASK_RUN,
     AsyncStreamTask,
+    BatchStreamTask,
     ClosableTask,
     EndOfStreamListenerTask,
     InitableTask,
@@ -15,7 +17,9 @@ from samza_dagster.task.coordinator import RequestScope, TaskCoordinator
 from samza_dagster.task.factory import ClassTaskFactory, TaskFactory, task_factory_from_config
 
 __all__ = [
+    "DEFAULT_BATCH_TASK_RUN",
     "AsyncStreamTask",
+    "BatchStreamTask",
     "CallbackError",
     "ClassTaskFactory",
     "ClosableTask",

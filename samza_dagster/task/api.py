@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeGuard
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     from samza_dagster.model import IncomingMessageEnvelope
     from samza_dagster.task.callback import TaskCallback
     from samza_dagster.task.collector import MessageCollector
@@ -41,6 +43,31 @@ class AsyncStreamTask:
         callback: TaskCallback,
     ) -> None:
         raise NotImplementedError
+
+
+class BatchStreamTask:
+    """Processes a batch of messages at a time (beyond Samza, opt-in): returning from
+    ``process_batch`` completes every message of the batch.
+
+    A batch is a run of one input partition's messages in offset order, as the chooser picked
+    them (``task.consumer.batch.size`` bounds it; a batch task's default is
+    :data:`DEFAULT_BATCH_TASK_RUN`). It never mixes partitions, never reorders, and never crosses
+    a commit, a window, an end-of-stream or a watermark: those happen between batches, so a
+    checkpoint covers only batches that returned. ``envelopes`` is the engine's list, valid for
+    the call; copy what you keep. A task with both ``process`` and ``process_batch`` is given
+    batches."""
+
+    def process_batch(
+        self,
+        envelopes: Sequence[IncomingMessageEnvelope],
+        collector: MessageCollector,
+        coordinator: TaskCoordinator,
+    ) -> None:
+        raise NotImplementedError
+
+
+#: messages of one partition per batch for a batch task when ``task.consumer.batch.size`` is unset
+DEFAULT_BATCH_TASK_RUN = 1_000
 
 
 class WindowableTask:
@@ -83,8 +110,12 @@ def is_stream_task(obj: object) -> TypeGuard[StreamTask]:
     return _has(obj, "process", StreamTask)
 
 
+def is_batch_task(obj: object) -> TypeGuard[BatchStreamTask]:
+    return _has(obj, "process_batch", BatchStreamTask)
+
+
 def is_task(obj: object) -> bool:
-    return is_async_task(obj) or is_stream_task(obj)
+    return is_async_task(obj) or is_stream_task(obj) or is_batch_task(obj)
 
 
 def is_windowable(obj: object) -> TypeGuard[WindowableTask]:

@@ -33,8 +33,8 @@ class ClassTaskFactory:
         cls = load_class(path.strip(), self.KEY)
         if not isinstance(cls, type) or not (is_task(cls)):
             raise ConfigError(
-                f"config key {self.KEY!r}: {path} is not a task class (needs StreamTask.process or "
-                f"AsyncStreamTask.process_async)",
+                f"config key {self.KEY!r}: {path} is not a task class (needs StreamTask.process, "
+                f"AsyncStreamTask.process_async or BatchStreamTask.process_batch)",
                 key=self.KEY,
             )
         self.task_class = cls

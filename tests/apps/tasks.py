@@ -16,7 +16,7 @@ from samza_dagster.task import (
     StreamTask,
     WindowableTask,
 )
-from support.tasks import NoOpTask, ProfileLookupTask, SleepTask, WordCountTask  # noqa: F401
+from support.tasks import NoOpBatchTask, NoOpTask, ProfileLookupTask, SleepTask, WordCountTask  # noqa: F401
 
 
 class NotATask:
