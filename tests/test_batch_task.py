@@ -1,4 +1,4 @@
-"""Batch tasks (``process_batch``) on the embedded log: each batch is a run of one partition in
+"""Batch tasks (``process_batch``), on the embedded log: each batch is a run of one partition in
 offset order, nothing is lost or repeated, a commit covers whole batches only, a failing batch
 names its coordinates and stays out of the checkpoint, bad messages and control messages split
 nothing they should not, and the settings that would schedule a batch task elsewhere are refused."""
@@ -11,10 +11,16 @@ import pytest
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.container import ContainerStatus, SamzaContainer, TaskProcessError
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.container.task_instance import TaskInstance
+from samza_dagster.control import EndOfStreamMessage, IntermediateMessageSerde, WatermarkMessage
+from samza_dagster.control.handler import ControlMessageHandler, IntermediateStreamDecoder
+from samza_dagster.model import IncomingMessageEnvelope, OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.runtime.preflight import check_job_values
+from samza_dagster.serde import JsonSerde
+from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.system.factories import system_factory
 from samza_dagster.task import BatchStreamTask
+from samza_dagster.task.coordinator import ContainerRequests
 from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
 
 OUT = SystemStream("log", "out")
@@ -164,3 +170,40 @@ def test_settings_that_would_schedule_a_batch_task_off_the_inline_loop_are_refus
     with pytest.raises(ConfigError) as info:
         check_job_values(config)
     assert repr(key) in str(info.value) and "process_batch" in str(info.value)
+
+
+def test_a_control_message_inside_a_run_splits_the_batch_and_acts_between_its_halves():
+    """The real intermediate-stream decoder and control handler: the watermark acts after the
+    messages before it reached the task and before those after it; the end-of-stream ends the
+    partition after the last batch; every envelope's offset counts."""
+    ssp = SystemStreamPartition("log", "mid", 0)
+    events: list = []
+
+    class Recording(BatchStreamTask):
+        def process_batch(self, envelopes, collector, coordinator):
+            events.append(("batch", [e.message[1] for e in envelopes]))
+
+    config = Config({"job.name": "split"})
+    ti = TaskInstance(
+        "Partition 0",
+        Recording(),
+        frozenset({ssp}),
+        config=config,
+        container_id="0",
+        producers={},
+        serdes=SerdeRegistry(config),
+        container_requests=ContainerRequests(),
+    )
+    json_serde = JsonSerde()
+    ti.set_stream_decoder(ssp.system_stream, IntermediateStreamDecoder(json_serde, json_serde))
+    handler = ControlMessageHandler([ssp], {ssp.system_stream: 1}, lambda s, wm: events.append(("watermark", wm)))
+    ti.install_control_handling(handler, lambda s: events.append(("end", s.partition)))
+    framing = IntermediateMessageSerde(json_serde)
+    messages = ["a", "b", WatermarkMessage(100, "t0", 1), "c", EndOfStreamMessage("t0", 1)]
+    run = [
+        IncomingMessageEnvelope(ssp, str(i), json_serde.to_bytes(i), framing.to_bytes(m))
+        for i, m in enumerate(messages)
+    ]
+    ti.process_run(run)
+    assert events == [("batch", ["a", "b"]), ("watermark", 100), ("batch", ["c"]), ("end", 0)]
+    assert ti.last_processed[ssp] == "4" and ti.metrics.processed[ssp] == 5 and ti.metrics.control_messages == 2

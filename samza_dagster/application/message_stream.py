@@ -16,14 +16,17 @@ from typing import Any, Protocol
 from samza_dagster.application.descriptors import TableDescriptor
 from samza_dagster.application.errors import ApplicationError
 from samza_dagster.application.specs import (
+    BATCH_FORMATS,
     FILTER,
     FLAT_MAP,
     JOIN,
     MAP,
+    MAP_BATCHES,
     MERGE,
     SEND_TO,
     SINK,
     WINDOW,
+    BatchMapOperatorSpec,
     FilterOperatorSpec,
     FlatMapOperatorSpec,
     JoinOperatorSpec,
@@ -127,6 +130,26 @@ class MessageStream:
         full_id = self.app._next_op_id(MAP, op_id)
         _require_callable(fn, "map function", full_id)
         return self._chain(MapOperatorSpec(full_id, op_id, fn))
+
+    def map_batches(
+        self, fn: Callable[[Any], Any], *, batch_format: str = "pandas", op_id: str | None = None
+    ) -> MessageStream:
+        """``fn(batch) -> batch`` over the messages of one batch at a time (beyond Samza): a
+        pandas DataFrame (``batch_format="pandas"``) or an Arrow table (``"pyarrow"``) with one
+        row per message — a dict message's keys are its columns, any other message is the column
+        ``message`` — and each row ``fn`` returns passes on as one message (a dict; the value
+        alone when the only column is ``message``). A batch is what the task was handed at once:
+        up to ``task.consumer.batch.size`` messages of one input partition (default 1,000), never
+        spanning a commit, a window or a watermark. The job's tasks then process batches: see
+        docs/reference.md, "Batches"."""
+        full_id = self.app._next_op_id(MAP_BATCHES, op_id)
+        _require_callable(fn, "map_batches function", full_id)
+        if batch_format not in BATCH_FORMATS:
+            raise ApplicationError(
+                f"operator {full_id!r}: batch_format must be one of {', '.join(BATCH_FORMATS)}, got {batch_format!r}",
+                operator=full_id,
+            )
+        return self._chain(BatchMapOperatorSpec(full_id, op_id, fn, batch_format))
 
     def flat_map(self, fn: Callable[[Any], Iterable[Any]], *, op_id: str | None = None) -> MessageStream:
         """``fn(message) -> iterable of messages`` (each passed on)."""

@@ -34,6 +34,11 @@ JOIN = "join"
 WINDOW = "window"
 MERGE = "merge"
 PARTITION_BY = "partition_by"
+#: beyond Samza: a map over batches of messages (pandas DataFrames or Arrow tables)
+MAP_BATCHES = "map_batches"
+
+#: the batch formats a ``map_batches`` function may take and return
+BATCH_FORMATS = ("pandas", "pyarrow")
 
 
 def function_name(fn: Any) -> str | None:
@@ -145,6 +150,21 @@ class MapOperatorSpec(_FunctionOperatorSpec):
 
     op_code = MAP
     op_type = "map"
+
+
+class BatchMapOperatorSpec(_FunctionOperatorSpec):
+    """``fn(batch) -> batch``: a batch of messages as a pandas DataFrame or an Arrow table, one row
+    per message (beyond Samza; operators/batch_map.py says how messages become rows and back)."""
+
+    op_code = MAP_BATCHES
+    op_type = "map_batches"
+
+    def __init__(self, op_id: str, user_op_id: str | None, fn: Callable[..., Any], batch_format: str) -> None:
+        super().__init__(op_id, user_op_id, fn)
+        self.batch_format = batch_format
+
+    def properties(self) -> dict[str, Any]:
+        return {**super().properties(), "batch_format": self.batch_format}
 
 
 class FlatMapOperatorSpec(_FunctionOperatorSpec):

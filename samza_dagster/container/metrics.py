@@ -29,6 +29,7 @@ class TaskMetrics:
         "task_name",
         "processed",  # per SSP: envelopes processed (control messages and dropped ones included)
         "process_s",
+        "batch_count",  # process_batch calls (batch tasks)
         "window_count",
         "window_s",
         "commit_count",
@@ -44,6 +45,7 @@ class TaskMetrics:
         self.task_name = task_name
         self.processed: dict[SystemStreamPartition, int] = {ssp: 0 for ssp in ssps}
         self.process_s = 0.0
+        self.batch_count = 0
         self.window_count = 0
         self.window_s = 0.0
         self.commit_count = 0
@@ -63,6 +65,7 @@ class TaskMetrics:
         return {
             "envelopes_processed": self.envelopes_processed,
             "process_s": round(self.process_s, 6),
+            "batch_count": self.batch_count,
             "window_count": self.window_count,
             "window_s": round(self.window_s, 6),
             "commit_count": self.commit_count,
@@ -133,6 +136,7 @@ def register_task_metrics(
             - metrics.deserialization_errors_dead_lettered
         ),
     )
+    gauge(group, "process-batch-calls", lambda: metrics.batch_count)
     gauge(group, "window-calls", lambda: metrics.window_count)
     gauge(group, "commit-calls", lambda: metrics.commit_count)
     gauge(group, "control-messages", lambda: metrics.control_messages)

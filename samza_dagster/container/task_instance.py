@@ -31,7 +31,7 @@ from typing import Any
 from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.config.config import Config
 from samza_dagster.container.dead_letter import DeadLetterSender
-from samza_dagster.container.errors import DeserializationError, TaskProcessError, coordinates
+from samza_dagster.container.errors import ContainerError, DeserializationError, TaskProcessError, coordinates
 from samza_dagster.container.internal_context import ControlMessageHandling, InternalTaskContext, MessageDecoder
 from samza_dagster.container.metrics import TaskMetrics, register_store_metrics, register_task_metrics
 from samza_dagster.coordinator.model.job_model import JobModel
@@ -70,7 +70,7 @@ InlineBinding = tuple[
 
 
 def _no_process(*_args: object) -> None:
-    raise TypeError("a batch task (process_batch only) was handed a single message")
+    raise ContainerError("a batch task (process_batch only) was handed a single message")
 
 
 class SerdeDecoder:
@@ -341,6 +341,7 @@ class TaskInstance:
         except Exception as exc:
             raise self.batch_error(batch, exc) from exc
         self._metrics.process_s += _perf_counter() - t0
+        self._metrics.batch_count += 1
 
     def batch_error(self, batch: Sequence[IncomingMessageEnvelope], exc: BaseException) -> TaskProcessError:
         if isinstance(exc, TaskProcessError):

@@ -64,6 +64,7 @@ _NAMED: dict[str, MetricInfo] = {
         COUNTER,
         "envelopes that reached the task's code (control messages and skipped bad messages left out)",
     ),
+    "process-batch-calls": _info("process_batch_calls", COUNTER, "process_batch() calls (batch tasks)"),
     "window-calls": _info("window_calls", COUNTER, "window() calls"),
     "commit-calls": _info("commit_calls", COUNTER, "commits"),
     "control-messages": _info("control_messages", COUNTER, "end-of-stream and watermark messages processed"),

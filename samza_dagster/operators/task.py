@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from samza_dagster.application.kv import KV
 from samza_dagster.application.specs import (
+    BatchMapOperatorSpec,
     FilterOperatorSpec,
     FlatMapOperatorSpec,
     InputOperatorSpec,
@@ -47,6 +48,7 @@ from samza_dagster.control.watermark_source import InputWatermarks
 from samza_dagster.model import SystemStream, SystemStreamPartition
 from samza_dagster.operators import impl
 from samza_dagster.operators.analysis import store_name
+from samza_dagster.operators.batch_map import BatchMap
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
@@ -101,6 +103,8 @@ class OperatorTask:
         self.ended: set[SystemStreamPartition] = set()
         self.input_watermarks: InputWatermarks | None = None
         self.handler: ControlMessageHandler | None = None
+        #: map_batches operators, upstream ones first (flushed in this order: ``_flush_batches``)
+        self.batch_maps: list[BatchMap] = []
 
     # -- init ----------------------------------------------------------------------------------
     def init(self, context: TaskContext) -> None:
@@ -170,6 +174,7 @@ class OperatorTask:
                 self.routes[ssp] = self._input_route(ssp, spec, nxt, watermarks)
         order = {op.op_id: i for i, op in enumerate(prepared.order)}
         self.timed.sort(key=lambda pair: order.get(getattr(pair[0], "op_id", ""), 0))
+        self.batch_maps.sort(key=lambda op: order.get(op.op_id, 0))
 
         # the checkpointed control bookkeeping (side-input tables were filled by the container)
         cp = context.last_checkpoint
@@ -244,6 +249,10 @@ class OperatorTask:
             return impl.map_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, FilterOperatorSpec):
             return impl.filter_op(self._initialised(spec.fn), self._downstream(spec))
+        if isinstance(spec, BatchMapOperatorSpec):
+            batch_map = BatchMap(spec.op_id, self._initialised(spec.fn), spec.batch_format, self._downstream(spec))
+            self.batch_maps.append(batch_map)
+            return batch_map
         if isinstance(spec, FlatMapOperatorSpec):
             return impl.flat_map_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, MergeOperatorSpec):
@@ -298,6 +307,12 @@ class OperatorTask:
         self.event_time = envelope.event_time
         self.routes[envelope.ssp](envelope)
 
+    def _flush_batches(self) -> None:
+        """Every map_batches operator maps what it holds, upstream ones first (what one sends on
+        reaches a later one before that one flushes)."""
+        for batch_map in self.batch_maps:
+            batch_map.flush()
+
     # -- time ----------------------------------------------------------------------------------
     def window(self, collector: Any, coordinator: Any) -> None:
         now = int(time.time() * 1000)
@@ -314,12 +329,14 @@ class OperatorTask:
             for ssp, wm in advanced:
                 self.ssp_watermarks[ssp] = wm
             self._watermarks_changed()
+        self._flush_batches()  # what the timers and watermarks sent into a batch map
 
     def _on_intermediate_watermark(self, ssp: SystemStreamPartition, watermark: int) -> None:
         if ssp in self.ended:
             return
         self.ssp_watermarks[ssp] = watermark
         self._watermarks_changed()
+        self._flush_batches()
 
     def _watermarks_changed(self) -> None:
         marks = self.ssp_watermarks
@@ -353,6 +370,7 @@ class OperatorTask:
                     self.sender.send_end_of_stream(op.stream, op.partitions, op.task_count)
             elif isinstance(op, impl.WindowOperator):
                 op.on_end_of_stream()
+        self._flush_batches()
 
     def on_end_of_stream(self, collector: Any, coordinator: Any) -> None:
         """Every partition has ended; the per-operator ends already ran as partitions ended."""
@@ -370,6 +388,20 @@ class OperatorTask:
         return out
 
 
+class BatchOperatorTask(OperatorTask):
+    """The operator task of a graph with ``map_batches``: a batch task (``process_batch``), so its
+    batch maps see whole batches. Each envelope of the batch runs through the per-message chains
+    (their event time is the envelope's); then every batch map flushes, with the batch's last
+    event time on what it sends."""
+
+    def process_batch(self, envelopes: Any, collector: Any, coordinator: Any) -> None:
+        route = self.routes[envelopes[0].ssp]
+        for envelope in envelopes:
+            self.event_time = envelope.event_time
+            route(envelope)
+        self._flush_batches()
+
+
 def op_ended(op: Any) -> bool:
     return bool(getattr(op, "ended", False))
 
@@ -381,6 +413,8 @@ class OperatorTaskFactory:
         self.prepared = prepared
 
     def create_task(self, task_name: str) -> OperatorTask:
+        if any(isinstance(spec, BatchMapOperatorSpec) for spec in self.prepared.order):
+            return BatchOperatorTask(self.prepared, task_name, self)
         return OperatorTask(self.prepared, task_name, self)
 
     def side_inputs_processor(self, store: str) -> TableSideInputsProcessor | None:

@@ -168,3 +168,49 @@ class DescriptorSerdeApp(StreamApplication):
         words = app.get_input_stream(log.input("text", serde=UpperSerde()))
         out = app.get_output_stream(log.output("shout", serde=UpperSerde(), kv=True))
         words.map(lambda w: KV({"len": len(w)}, w + "!")).send_to(out)
+
+
+def _long_words_upper(frame):
+    """pandas: the words longer than two letters, upper-cased (a batch of strings in, strings out)."""
+    words = frame["message"]
+    return words[words.str.len() > 2].str.upper().to_frame("message")
+
+
+def _doubled(table):
+    """pyarrow: each KV's value doubled (a batch of KVs in, KVs out)."""
+    import pyarrow.compute as pc
+
+    return table.set_column(1, "value", pc.multiply(table.column("value"), 2))
+
+
+def _sum_values(kv, acc):
+    return acc + kv.value
+
+
+class BatchTwoStageCountApp(StreamApplication):
+    """words → map_batches (pandas) → partition_by word → map_batches (pyarrow, on KVs) → keyed
+    window sum → counts: batches on both sides of an intermediate stream, whose control messages
+    sit between its messages."""
+
+    def describe(self, app):
+        log = _system(app)
+        words = app.get_input_stream(log.input("words", serde=JsonSerde()))
+        counts = app.get_output_stream(log.output("counts", serde=JsonSerde(), key_serde=JsonSerde()))
+        (
+            words.map_batches(_long_words_upper, op_id="long")
+            .partition_by(key=lambda w: w, value=lambda w: 1, op_id="by-word")
+            .map_batches(_doubled, batch_format="pyarrow", op_id="double")
+            .window(Windows.keyed_tumbling(lambda kv: kv.key, 3_600_000, 0, _sum_values), op_id="sum")
+            .map(lambda pane: KV(pane.key, pane.value))
+            .send_to(counts)
+        )
+
+
+class BadBatchApp(StreamApplication):
+    """A map_batches function that returns a list instead of a DataFrame."""
+
+    def describe(self, app):
+        log = _system(app)
+        words = app.get_input_stream(log.input("words", serde=JsonSerde()))
+        out = app.get_output_stream(log.output("counts", serde=JsonSerde()))
+        words.map_batches(lambda frame: list(frame["message"]), op_id="bad").send_to(out)
