@@ -26,14 +26,14 @@ from pathlib import Path
 from bench.harness import Section, load_average, machine, versions
 from bench.report import BENCHMARKS_MD
 
-ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B12", "B13")
+ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B12", "B13", "B15")
 _B_SECTION = re.compile(r"<!-- bench:(B\d+) -->")
 PROFILES_FILE = Path(__file__).resolve().parent / "PROFILES.md"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1..B7, B12, B13")
+    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1..B7, B12, B13, B15")
     parser.add_argument("--repetitions", type=int, default=3, help="repetitions per measurement (≥ 3 for the report)")
     parser.add_argument("--messages", type=int, default=1_000_000, help="B1 and B5: log-system messages")
     parser.add_argument(
@@ -48,6 +48,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=400_000,
         help="B6: messages (enough that the CPU-bound part outweighs the fixed ~1 s per job)",
+    )
+    parser.add_argument(
+        "--batch-messages", type=int, default=400_000, help="B15's transform: JSON orders on the log system"
     )
     parser.add_argument("--b4-rt-messages", type=int, default=6000)
     parser.add_argument(
@@ -93,6 +96,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.latency_seconds, args.broker_warm_up_seconds = 1.0, 1.0
         args.scale_messages, args.scale_memory_messages = 4000, 0
         args.scale_kafka_messages, args.scale_spark_messages = 0, 0
+        args.batch_messages = 2000
     return args
 
 
@@ -117,6 +121,7 @@ def run(args: argparse.Namespace) -> list[Section]:
 
     try:
         from bench import (
+            bench_batches,
             bench_container,
             bench_kafka,
             bench_latency,
@@ -181,6 +186,10 @@ def run(args: argparse.Namespace) -> list[Section]:
                 kafka_messages=args.scale_kafka_messages,
                 spark_messages=args.scale_spark_messages,
             ),
+        )
+        add(
+            "B15",
+            lambda: bench_batches.runner_section(args.messages, args.batch_messages, args.repetitions, workdir, log),
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -139,7 +139,7 @@ class MessageStream:
         row per message — a dict message's keys are its columns, any other message is the column
         ``message`` — and each row ``fn`` returns passes on as one message (a dict; the value
         alone when the only column is ``message``). A batch is what the task was handed at once:
-        up to ``task.consumer.batch.size`` messages of one input partition (default 1,000), never
+        up to ``task.consumer.batch.size`` messages of one input partition (default 4,096), never
         spanning a commit, a window or a watermark. The job's tasks then process batches: see
         docs/reference.md, "Batches"."""
         full_id = self.app._next_op_id(MAP_BATCHES, op_id)

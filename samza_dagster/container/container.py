@@ -384,10 +384,10 @@ class SamzaContainer:
             if callable(snapshot):  # a system consumer's own counters (the Kafka one's parking, librdkafka's fetches)
                 self._consumer_metrics[f"consumer-{system}"] = snapshot
         kwargs: dict[str, Any] = {}
-        buffer = keys.CONTAINER_BUFFER_CAPACITY.get(self.config)
+        buffer = keys.CONTAINER_BUFFER_CAPACITY.get(input_config)
         if buffer:
             kwargs["buffer_capacity_per_ssp"] = buffer
-        systems = SystemConfig(self.config)
+        systems = SystemConfig(input_config)
         thresholds = {s: FetchThreshold(*systems.fetch_threshold(s)) for s in plan.input_systems}
         # kept before it starts: a failed start is stopped at shutdown
         consumers = self.consumers = SystemConsumers(
@@ -420,15 +420,28 @@ class SamzaContainer:
         )
 
     def _input_config(self, plan: ContainerPlan) -> Config:
-        """The config the input consumers and the chooser are built with: for a batch task, whose
-        batches are the chooser's runs, ``task.consumer.batch.size`` defaults to
-        ``DEFAULT_BATCH_TASK_RUN`` (one envelope per chooser decision would make every batch a
-        batch of one). A run also holds at most what the partition's buffer holds (consumers.py)."""
+        """The config the input consumers, their buffers and the chooser are built with. A batch
+        task's batches are the chooser's runs, and a run holds at most what the partition's buffer
+        holds, which one poll fills: so where the user set none of them, a batch task's job takes
+        runs of ``DEFAULT_BATCH_TASK_RUN`` envelopes, buffers twice that per partition, and a log
+        system fetches a run per poll (per-batch costs such as a DataFrame's construction are
+        then spread over thousands of messages, not the log's 250 a poll)."""
         config = self.config
-        batch_size = keys.TASK_CONSUMER_BATCH_SIZE.name
-        if config.get_str(batch_size) is None and any(ti.is_batch for ti in self.tasks.values()):
-            return config.with_overrides({batch_size: DEFAULT_BATCH_TASK_RUN})
-        return config
+        if not any(ti.is_batch for ti in self.tasks.values()):
+            return config
+        overrides: dict[str, object] = {}
+        run = DEFAULT_BATCH_TASK_RUN
+        if config.get_str(keys.TASK_CONSUMER_BATCH_SIZE.name) is None:
+            overrides[keys.TASK_CONSUMER_BATCH_SIZE.name] = run
+        else:
+            run = keys.TASK_CONSUMER_BATCH_SIZE.get(config)
+        if config.get_str(keys.CONTAINER_BUFFER_CAPACITY.name) is None:
+            overrides[keys.CONTAINER_BUFFER_CAPACITY.name] = 2 * run
+        for system in plan.input_systems:
+            fetch = keys.LOG_FETCH_SIZE.key(system=system)
+            if keys.SYSTEM_FACTORY.get(config, system=system) == "log" and config.get_str(fetch) is None:
+                overrides[fetch] = max(run, keys.LOG_FETCH_SIZE.default)
+        return config.with_overrides(overrides)
 
     def _chooser(self, metadata: dict[SystemStream, SystemStreamMetadata], config: Config) -> MessageChooser:
         factory = load_chooser_factory(config)

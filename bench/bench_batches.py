@@ -1,0 +1,253 @@
+"""B15: batches for user code (``BatchStreamTask.process_batch``), each against its baseline in
+the same run, every repetition in a process of its own (bench.harness.isolated):
+
+1. a no-op batch task in one container vs the raw log consumer loop over the same 4-partition
+   stream (B1's data and baseline; B1's no-op StreamTask beside it for reference) —
+   target engine / raw ≥ 0.9;
+2. a realistic transform — parse each order's JSON, drop test orders and small ones, convert the
+   amount to USD and look up the user's segment in dicts, sum per segment — written per message
+   (``json.loads`` and dict lookups in ``process``) and per batch (pandas: ``read_json`` with the
+   pyarrow engine, boolean masks, ``Series.map``, ``groupby().sum()`` in ``process_batch``);
+   messages per CPU second of the whole container process (its threads included) — target the
+   batch task ≥ 5× the per-message one. Both must arrive at the same totals.
+
+python -m bench --only B15
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from samza_dagster.config import Config
+from samza_dagster.container import SamzaContainer
+from samza_dagster.coordinator.model.builder import build_job_model
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream
+from samza_dagster.system.factories import system_factory
+from samza_dagster.task import BatchStreamTask, StreamTask
+
+PARTITIONS = 4
+USERS = 5_000
+CURRENCIES = ("USD", "EUR", "GBP", "JPY")
+CHANNELS = ("web", "app", "test", "web", "app")
+#: the enrichment dicts: a currency's rate to USD, a user's segment
+RATES = {"USD": 1.0, "EUR": 1.08, "GBP": 1.27, "JPY": 0.0067}
+SEGMENTS = {u: ("gold", "silver", "bronze")[u % 3] for u in range(USERS)}
+MIN_AMOUNT = 20.0
+
+
+def order(i: int) -> dict[str, Any]:
+    """The i-th order event: eight fields, as an orders topic carries them."""
+    return {
+        "order_id": i,
+        "user": (i * 7919) % USERS,
+        "country": ("US", "DE", "GB", "JP", "FR")[i % 5],
+        "currency": CURRENCIES[i % 4],
+        "amount": round(((i * 37) % 500) / 3, 2),
+        "items": i % 7 + 1,
+        "channel": CHANNELS[i % 5],
+        "ts": 1_700_000_000_000 + i,
+    }
+
+
+class OrderTotalsPerMessage(StreamTask):
+    """The transform one message at a time."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = defaultdict(float)
+
+    def process(self, envelope, collector, coordinator) -> None:
+        o = json.loads(envelope.message)
+        if o["channel"] == "test" or o["amount"] < MIN_AMOUNT:
+            return
+        self.totals[SEGMENTS[o["user"]]] += o["amount"] * RATES[o["currency"]]
+
+
+class OrderTotalsPerBatch(BatchStreamTask):
+    """The same transform over each batch, in pandas."""
+
+    def __init__(self) -> None:
+        import pandas as pd
+
+        super().__init__()
+        self.totals: dict[str, float] = defaultdict(float)
+        self.pd = pd
+        # the lookups as Series once: Series.map(dict) would build one from the dict every batch
+        self.rates = pd.Series(RATES)
+        self.segments = pd.Series(SEGMENTS)
+
+    def process_batch(self, envelopes, collector, coordinator) -> None:
+        lines = io.BytesIO(b"\n".join([e.message for e in envelopes]))
+        frame = self.pd.read_json(lines, lines=True, engine="pyarrow")
+        kept = frame[(frame["channel"] != "test") & (frame["amount"] >= MIN_AMOUNT)]
+        usd = kept["amount"] * kept["currency"].map(self.rates)
+        for segment, total in usd.groupby(kept["user"].map(self.segments)).sum().items():
+            self.totals[segment] += total
+
+
+class _KeepingFactory:
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.tasks: list[Any] = []
+
+    def create_task(self, task_name: str) -> Any:
+        self.tasks.append(self.cls())
+        return self.tasks[-1]
+
+
+def _config(root: Path, name: str, **extra: str) -> Config:
+    return Config(
+        {
+            "job.name": name,
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(root / "log"),
+            "task.inputs": "log.orders",
+            "systems.log.streams.orders.samza.bounded": "true",
+            "task.commit.ms": "10000",
+            **extra,
+        }
+    )
+
+
+def child_prepare_orders(root: str, messages: int) -> dict:
+    config = _config(Path(root), "prepare")
+    factory = system_factory(config, "log")
+    factory.get_admin("log", config).create_stream(StreamSpec("orders", "orders", "log", PARTITIONS))
+    producer = factory.get_producer("log", config)
+    producer.register("bench")
+    producer.start()
+    ss = SystemStream("log", "orders")
+    t0 = time.perf_counter()
+    for i in range(messages):
+        producer.send("bench", OutgoingMessageEnvelope(ss, json.dumps(order(i)).encode(), partition=i % PARTITIONS))
+    producer.flush("bench")
+    producer.stop()
+    return {"produce_s": time.perf_counter() - t0}
+
+
+def child_transform(root: str, messages: int, how: str, run: int) -> dict:
+    """One container of the per-message or the per-batch transform: msgs per CPU second of this
+    process (every thread's CPU: the consumer's poller included) and the totals it arrived at."""
+    import pandas  # noqa: F401 - imported before the clock starts, as a long-running job's is at start-up
+
+    cls = OrderTotalsPerBatch if how == "batch" else OrderTotalsPerMessage
+    config = _config(Path(root), f"{how}-{run}", **{"task.class": f"bench.bench_batches:{cls.__name__}"})
+    factory = _KeepingFactory(cls)
+    container = SamzaContainer("0", build_job_model(config).model, task_factory=factory)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    summary = container.run()
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    if summary.messages_processed != messages:
+        raise RuntimeError(f"processed {summary.messages_processed} of {messages}")
+    totals: dict[str, float] = defaultdict(float)
+    for task in factory.tasks:
+        for segment, total in task.totals.items():
+            totals[segment] += total
+    return {"per_cpu_s": messages / cpu, "rate": messages / wall, "cpu_s": cpu, "totals": dict(totals)}
+
+
+def child_noop(root: str, messages: int, task_class: str, run: int) -> dict:
+    from bench.bench_container import _config as b1_config
+
+    config = b1_config(Path(root), f"b15-{run}-{task_class.rsplit(':', 1)[1]}", **{"task.class": task_class})
+    t0 = time.perf_counter()
+    summary = SamzaContainer("0", build_job_model(config).model).run()
+    elapsed = time.perf_counter() - t0
+    if summary.messages_processed != messages:
+        raise RuntimeError(f"processed {summary.messages_processed} of {messages}")
+    return {"rate": messages / elapsed}
+
+
+def runner_section(messages: int, transform_messages: int, repetitions: int, workdir: Path, log=print):
+    from bench.harness import Section, alternate, column, fmt, isolated, median
+
+    noop_root = str(workdir / "b15-noop")
+    isolated("bench.bench_container:child_prepare", root=noop_root, messages=messages)
+    noop = alternate(
+        repetitions,
+        {
+            "raw": lambda rep: isolated("bench.bench_container:child_raw", root=noop_root, messages=messages),
+            "batch": lambda rep: isolated(
+                "bench.bench_batches:child_noop",
+                root=noop_root,
+                messages=messages,
+                task_class="support.tasks:NoOpBatchTask",
+                run=rep,
+            ),
+            "stream": lambda rep: isolated(
+                "bench.bench_batches:child_noop",
+                root=noop_root,
+                messages=messages,
+                task_class="support.tasks:NoOpTask",
+                run=rep,
+            ),
+        },
+        log,
+    )
+    raw, batch, stream = (column(noop[k], "rate") for k in ("raw", "batch", "stream"))
+    noop_ratios = [b / r for b, r in zip(batch, raw, strict=True)]
+    stream_ratios = [s / r for s, r in zip(stream, raw, strict=True)]
+
+    orders_root = str(workdir / "b15-orders")
+    prep = isolated("bench.bench_batches:child_prepare_orders", root=orders_root, messages=transform_messages)
+    log(f"  produced {transform_messages:,} orders in {prep['produce_s']:.1f} s")
+    transform = alternate(
+        repetitions,
+        {
+            how: (
+                lambda rep, how=how: isolated(
+                    "bench.bench_batches:child_transform",
+                    root=orders_root,
+                    messages=transform_messages,
+                    how=how,
+                    run=rep,
+                )
+            )
+            for how in ("message", "batch")
+        },
+        log,
+    )
+    for per_message, per_batch in zip(transform["message"], transform["batch"], strict=True):
+        a, b = per_message["totals"], per_batch["totals"]
+        if a.keys() != b.keys() or any(abs(a[k] - b[k]) > 1e-6 * max(1.0, abs(a[k])) for k in a):
+            raise RuntimeError(f"the per-message and per-batch transforms disagree: {a} vs {b}")
+    per_msg_cpu, per_batch_cpu = column(transform["message"], "per_cpu_s"), column(transform["batch"], "per_cpu_s")
+    speedups = [b / m for b, m in zip(per_batch_cpu, per_msg_cpu, strict=True)]
+    noop_ratio, speedup = median(noop_ratios), median(speedups)
+    body = f"""
+Part 1: {messages:,} messages of 100 bytes in a 4-partition log stream (B1's data), bounded; part 2:
+{transform_messages:,} JSON orders of eight fields in 4 partitions. One process per repetition, candidates and
+baseline alternating; median (min–max) of {repetitions}.
+
+| | msgs/s | msgs per CPU s |
+|---|---:|---:|
+| raw `LogSystemConsumer` poll loop | {fmt(raw)} | |
+| no-op **batch** task (`process_batch`), 1 container, 4 tasks | {fmt(batch)} | |
+| no-op StreamTask (B1's engine), same data | {fmt(stream)} | |
+| batch task / raw, per repetition (target ≥ 0.9) | {fmt(noop_ratios, ".2f")} | |
+| StreamTask / raw, per repetition | {fmt(stream_ratios, ".2f")} | |
+| orders transform **per message** (`json.loads`, dict lookups, `process`) | {fmt(column(transform["message"], "rate"))} | {fmt(per_msg_cpu)} |
+| orders transform **per batch** (pandas `read_json(engine="pyarrow")`, masks, `map`, `groupby`) | {fmt(column(transform["batch"], "rate"))} | {fmt(per_batch_cpu)} |
+| per batch / per message, msgs per CPU second (target ≥ 5) | | {fmt(speedups, ".2f")} |
+
+CPU is the container process's (`time.process_time`: every thread, the consumer's poller included),
+from the container's start to its end. Both transforms arrive at the same per-segment totals (checked
+each repetition). Batches are the chooser's runs: up to `task.consumer.batch.size` (a batch task's
+default 4,096) envelopes of one partition, at most what the partition's buffer held.
+"""
+    met = noop_ratio >= 0.9 and speedup >= 5.0
+    return Section(
+        key="B15",
+        title="batches for user code: a no-op batch task, and a pandas transform per batch vs per message",
+        command=f"python -m bench --only B15 --messages {messages} --batch-messages {transform_messages} "
+        f"--repetitions {repetitions}",
+        body=body,
+        result=f"no-op batch task {noop_ratio:.2f}× of raw; pandas per batch {speedup:.1f}× the msgs/CPU-s of per message",
+        target="no-op batch task ≥ 0.9 × raw; per batch ≥ 5 × per message (msgs per CPU second)",
+        met=met,
+    )
