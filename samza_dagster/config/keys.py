@@ -21,30 +21,36 @@ reads and to check every typed value before a job runs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+
+#: the type of a key's value (``int`` for ``task.commit.ms``; ``str | None`` for a key without a default)
+T = TypeVar("T")
+V = TypeVar("V")
+#: covariant: a ``Kind[int]`` reads what a ``Kind[int | None]`` may read
+T_co = TypeVar("T_co", covariant=True)
 
 # -- value types -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(Generic[T_co]):
     """How a key's value is read: ``read(config, key)`` is the typed value of a set key."""
 
     describe: str
-    read: Callable[[Config, str], Any]
+    read: Callable[[Config, str], T_co | None]
 
 
-def _str(config: Config, key: str) -> Any:
+def _str(config: Config, key: str) -> str | None:
     return config.get_str(key)
 
 
-def _int(minimum: int | None = None) -> Kind:
-    def read(config: Config, key: str) -> Any:
+def _int(minimum: int | None = None) -> Kind[int]:
+    def read(config: Config, key: str) -> int | None:
         value = config.get_int(key)
         if minimum is not None and value is not None and value < minimum:
             raise ConfigError(f"config key {key!r} must be at least {minimum}, got {value}", key=key)
@@ -53,8 +59,8 @@ def _int(minimum: int | None = None) -> Kind:
     return Kind("integer" if minimum is None else f"integer >= {minimum}", read)
 
 
-def _choice(*choices: str, normalize: Callable[[str], str] | None = None) -> Kind:
-    def read(config: Config, key: str) -> Any:
+def _choice(*choices: str, normalize: Callable[[str], str] | None = None) -> Kind[str]:
+    def read(config: Config, key: str) -> str | None:
         if normalize is not None:  # the value as its reader sees it (case, blanks)
             return Config({key: normalize(config.get_str(key) or "")}).get_choice(key, choices)
         return config.get_choice(key, choices)
@@ -62,7 +68,7 @@ def _choice(*choices: str, normalize: Callable[[str], str] | None = None) -> Kin
     return Kind("one of " + ", ".join(f"`{c}`" for c in choices), read)
 
 
-def _class_path(config: Config, key: str) -> Any:
+def _class_path(config: Config, key: str) -> str:
     value = (config.get_str(key) or "").strip()
     module, sep, attr = value.partition(":")
     if not sep:
@@ -72,7 +78,7 @@ def _class_path(config: Config, key: str) -> Any:
     return value
 
 
-def _system_streams(config: Config, key: str) -> Any:
+def _system_streams(config: Config, key: str) -> list[str]:
     entries = config.get_list(key)
     for entry in entries:
         system, sep, stream = entry.partition(".")
@@ -81,15 +87,23 @@ def _system_streams(config: Config, key: str) -> Any:
     return entries
 
 
-STR = Kind("string", _str)
+def _bool(config: Config, key: str) -> bool:
+    return config.get_bool(key)
+
+
+def _list(config: Config, key: str) -> list[str]:
+    return config.get_list(key)
+
+
+STR: Kind[str] = Kind("string", _str)
 INT = _int()
-BOOL = Kind("`true` or `false`", lambda config, key: config.get_bool(key))
-LIST = Kind("comma-separated list", lambda config, key: config.get_list(key))
-CLASS = Kind("`module:Class`", _class_path)
-SYSTEM_STREAMS = Kind("`system.stream,...`", _system_streams)
+BOOL: Kind[bool] = Kind("`true` or `false`", _bool)
+LIST: Kind[list[str]] = Kind("comma-separated list", _list)
+CLASS: Kind[str] = Kind("`module:Class`", _class_path)
+SYSTEM_STREAMS: Kind[list[str]] = Kind("`system.stream,...`", _system_streams)
 #: a serde name: built in (json, string, bytes, integer, long, noop, msgpack, pickle) or
 #: registered with ``serializers.registry.<name>.class``; the pre-flight resolves it
-SERDE = Kind("serde name", _str)
+SERDE: Kind[str] = Kind("serde name", _str)
 OFFSET_DEFAULT = _choice("oldest", "upcoming")
 
 # -- definitions -------------------------------------------------------------------------------
@@ -98,16 +112,18 @@ _PART = re.compile(r"<([a-z-]+)>")
 
 
 @dataclass(frozen=True, slots=True)
-class ConfigKey:
+class ConfigKey(Generic[T]):
     """One key (or one pattern of keys): name, type, default, meaning.
 
-    ``default`` is the value a reader gets when the key is unset or blank (None: no value; the
-    reader decides, and ``doc`` says what happens then).
+    ``T`` is the type :meth:`get` returns: the value's type for a key with a default
+    (``ConfigKey[int]``), with ``None`` added for one without (``ConfigKey[str | None]``), so a
+    caller's use of the value is checked by mypy. ``default`` is the value a reader gets when the
+    key is unset or blank (None: no value; the reader decides, and ``doc`` says what happens then).
     """
 
     name: str
-    kind: Kind
-    default: Any
+    kind: Kind[T]
+    default: T
     doc: str
     #: other spellings of the same key (a stream property's per-system forms)
     forms: tuple[str, ...] = ()
@@ -119,17 +135,43 @@ class ConfigKey:
 
     def key(self, **parts: object) -> str:
         """The concrete key: ``STORE_FACTORY.key(store="counts")`` is ``stores.counts.factory``."""
-        return _PART.sub(lambda m: str(parts[m.group(1).replace("-", "_")]), self.name)
+        return _fill(self.name, parts)
 
-    def get(self, config: Config, **parts: object) -> Any:
+    def system_stream_key(self, system: str, stream: str) -> str:
+        """A stream property's per-system spelling for one stream:
+        ``systems.<system>.streams.<stream>.<property>``."""
+        return _fill(self._form("systems.<system>.streams.<stream>."), {"system": system, "stream": stream})
+
+    def system_default_key(self, system: str) -> str:
+        """A stream property's spelling for every stream of a system:
+        ``systems.<system>.default.stream.<property>``."""
+        return _fill(self._form("systems.<system>.default.stream."), {"system": system})
+
+    def stream_keys(self, stream_ids: Iterable[str], system: str, stream: str) -> list[str]:
+        """Every key that sets this stream property for one stream, in the order a reader
+        consults them (Samza's): each stream id's, the per-stream one of its system, then the
+        system's default for all its streams. A property without per-system forms (the stream
+        id's own, such as ``samza.system``) has only the stream ids' keys."""
+        out = [self.key(stream_id=sid) for sid in stream_ids]
+        if self.forms:
+            out += [self.system_stream_key(system, stream), self.system_default_key(system)]
+        return out
+
+    def _form(self, prefix: str) -> str:
+        for form in self.forms:
+            if form.startswith(prefix):
+                return form
+        raise ValueError(f"config key {self.name!r} has no form {prefix}<property>")  # a programming error
+
+    def get(self, config: Config, **parts: object) -> T:
         """The typed value of the key (of ``parts`` for a pattern), the default when unset or blank."""
         return self.read(config, self.key(**parts))
 
-    def read(self, config: Config, key: str) -> Any:
+    def read(self, config: Config, key: str) -> T:
         """The typed value of the concrete ``key`` (one of this definition's names)."""
         raw = config.get_str(key)
         if raw is None or raw.strip() == "":
-            return list(self.default) if isinstance(self.default, list) else self.default  # a list: the caller's own
+            return _copy(self.default)  # a list default: the caller's own
         value = self.kind.read(config, key)
         return self.default if value is None else value
 
@@ -138,6 +180,15 @@ class ConfigKey:
         if pattern is None:  # compiled on first use: importing the definitions stays cheap
             pattern = _PATTERNS[self.name] = re.compile("|".join(_regex(name) for name in (self.name, *self.forms)))
         return pattern.fullmatch(key) is not None
+
+
+def _fill(name: str, parts: Mapping[str, object]) -> str:
+    """``name`` with each ``<part>`` replaced by ``parts["part"]`` (``<stream-id>`` by ``stream_id``)."""
+    return _PART.sub(lambda m: str(parts[m.group(1).replace("-", "_")]), name)
+
+
+def _copy(value: T) -> T:
+    return list(value) if isinstance(value, list) else value  # type: ignore[return-value]
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}
@@ -155,10 +206,18 @@ def _regex(name: str) -> str:
 
 
 #: every definition, by name, in the order defined (docs/reference.md lists them in this order)
-KEYS: dict[str, ConfigKey] = {}
+KEYS: dict[str, ConfigKey[Any]] = {}
 
 
-def define(name: str, kind: Kind, default: Any, doc: str, *, forms: tuple[str, ...] = ()) -> ConfigKey:
+@overload
+def define(
+    name: str, kind: Kind[V], default: None, doc: str, *, forms: tuple[str, ...] = ()
+) -> ConfigKey[V | None]: ...
+@overload
+def define(name: str, kind: Kind[V], default: V, doc: str, *, forms: tuple[str, ...] = ()) -> ConfigKey[V]: ...
+def define(name: str, kind: Kind[Any], default: Any, doc: str, *, forms: tuple[str, ...] = ()) -> ConfigKey[Any]:
+    """Defines the key ``name`` once (a second definition is an error at import): a key with a
+    default is a ``ConfigKey`` of the value's type, one without also admits None."""
     if name in KEYS:
         raise ConfigError(f"config key {name!r} is defined twice", key=name)  # a programming error, at import
     definition = ConfigKey(name, kind, default, doc, forms)
@@ -512,7 +571,13 @@ ICEBERG_BUFFER_ROWS = define(
 
 
 # stream properties: streams.<stream-id>.<p>, systems.<system>.streams.<stream>.<p>, systems.<system>.default.stream.<p>
-def _stream_property(prop: str, kind: Kind, default: Any, doc: str, *, per_system: bool = True) -> ConfigKey:
+@overload
+def _stream_property(
+    prop: str, kind: Kind[V], default: None, doc: str, *, per_system: bool = True
+) -> ConfigKey[V | None]: ...
+@overload
+def _stream_property(prop: str, kind: Kind[V], default: V, doc: str, *, per_system: bool = True) -> ConfigKey[V]: ...
+def _stream_property(prop: str, kind: Kind[Any], default: Any, doc: str, *, per_system: bool = True) -> ConfigKey[Any]:
     forms = (
         (f"systems.<system>.streams.<stream>.{prop}", f"systems.<system>.default.stream.{prop}") if per_system else ()
     )
