@@ -157,11 +157,18 @@ class ConfigKey(Generic[T]):
             out += [self.system_stream_key(system, stream), self.system_default_key(system)]
         return out
 
+    @property
+    def glob(self) -> str:
+        """The name as a shell pattern (``stores.*.changelog``), for :func:`fnmatch.fnmatchcase`."""
+        return _PART.sub("*", self.name)
+
     def _form(self, prefix: str) -> str:
         for form in self.forms:
             if form.startswith(prefix):
                 return form
-        raise ValueError(f"config key {self.name!r} has no form {prefix}<property>")  # a programming error
+        raise ConfigError(
+            f"config key {self.name!r} has no form {prefix}<property>", key=self.name
+        )  # a programming error
 
     def get(self, config: Config, **parts: object) -> T:
         """The typed value of the key (of ``parts`` for a pattern), the default when unset or blank."""
@@ -641,6 +648,16 @@ STREAM_MIN_COMPACTION_LAG_MS = _stream_property(
 )
 STREAM_PROPERTIES = tuple(key for key in KEYS.values() if key.name.startswith("streams."))
 
+
+def stream_property(prop: str) -> ConfigKey[Any]:
+    """The definition of the stream property ``prop`` (``retention.ms``), for a reader that walks
+    several properties by name; a name that is none is a programming error."""
+    for definition in STREAM_PROPERTIES:
+        if definition.prop == prop:
+            return definition
+    raise ConfigError(f"no stream property {prop!r} is defined")  # a programming error
+
+
 # stores.*
 STORE_FACTORY = define("stores.<store>.factory", _choice("rocksdb", "inmemory"), "rocksdb", "the store's kind")
 STORE_CHANGELOG = define(
@@ -738,15 +755,37 @@ DAGSTER_FRESHNESS_FAIL_MS = define(
     "dagster.freshness.fail.window.ms", _int(0), 600_000, "age of the newest output at which freshness fails"
 )
 
+# -- namespaces: the leading part many keys share ----------------------------------------------
+# A reader that takes a whole namespace (``config.subset(prefix(SYSTEM_KEYS, system=s))``: a Kafka
+# client's settings, a system's own keys) builds its prefix here, as a single key is built from
+# its definition, so no key name is spelled outside this module.
+
+#: every key of one system (its definitions above and the plugin namespaces below)
+SYSTEM_KEYS = "systems.<system>."
+#: the embedded log's keys of one system (``LOG_*`` above)
+LOG_KEYS = "systems.<system>.log."
+SYSTEM_CONSUMER_KEYS = "systems.<system>.consumer."
+SYSTEM_PRODUCER_KEYS = "systems.<system>.producer."
+SYSTEM_ADMIN_KEYS = "systems.<system>.admin."
+SYSTEM_DEFAULT_STREAM_KEYS = "systems.<system>.default.stream."
+ICEBERG_CATALOG_KEYS = "systems.<system>.iceberg.catalog."
+SERDE_REGISTRY_KEYS = "serializers.registry.<name>."
+
+
+def prefix(namespace: str, **parts: object) -> str:
+    """A namespace made concrete: ``prefix(SYSTEM_KEYS, system="kafka")`` is ``systems.kafka.``."""
+    return _fill(namespace, parts)
+
+
 #: namespaces of keys that other software reads (passed on as they are); the pre-flight never
 #: calls one of them unknown, but a key defined above is still checked
 PLUGIN_PREFIXES: dict[str, str] = {
-    "systems.<system>.consumer.": "Kafka consumer settings (librdkafka's or kafka-python's)",
-    "systems.<system>.producer.": "Kafka producer settings",
-    "systems.<system>.admin.": "Kafka admin client settings",
-    "systems.<system>.default.stream.": "Kafka topic configs of the topics the engine creates",
-    "systems.<system>.iceberg.catalog.": "pyiceberg catalog properties (`load_catalog(<system>, **props)`)",
-    "serializers.registry.<name>.": "settings a registered serde factory reads",
+    SYSTEM_CONSUMER_KEYS: "Kafka consumer settings (librdkafka's or kafka-python's)",
+    SYSTEM_PRODUCER_KEYS: "Kafka producer settings",
+    SYSTEM_ADMIN_KEYS: "Kafka admin client settings",
+    SYSTEM_DEFAULT_STREAM_KEYS: "Kafka topic configs of the topics the engine creates",
+    ICEBERG_CATALOG_KEYS: "pyiceberg catalog properties (`load_catalog(<system>, **props)`)",
+    SERDE_REGISTRY_KEYS: "settings a registered serde factory reads",
     "spark.": "Spark's own settings",
 }
 #: namespaces the engine owns: a key here that matches no definition is a typo (``app.`` is
