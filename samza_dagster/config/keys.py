@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
+from typing import Generic, TypeVar, overload
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
@@ -31,7 +31,8 @@ from samza_dagster.config.errors import ConfigError
 #: the type of a key's value (``int`` for ``task.commit.ms``; ``str | None`` for a key without a default)
 T = TypeVar("T")
 V = TypeVar("V")
-#: covariant: a ``Kind[int]`` reads what a ``Kind[int | None]`` may read
+#: covariant: a ``Kind[int]`` reads what a ``Kind[int | None]`` may read, and a ``ConfigKey[int]``
+#: is a ``ConfigKey[object]`` (what a reader of any key's raw spellings takes)
 T_co = TypeVar("T_co", covariant=True)
 
 # -- value types -------------------------------------------------------------------------------
@@ -112,7 +113,7 @@ _PART = re.compile(r"<([a-z-]+)>")
 
 
 @dataclass(frozen=True, slots=True)
-class ConfigKey(Generic[T]):
+class ConfigKey(Generic[T_co]):
     """One key (or one pattern of keys): name, type, default, meaning.
 
     ``T`` is the type :meth:`get` returns: the value's type for a key with a default
@@ -122,8 +123,8 @@ class ConfigKey(Generic[T]):
     """
 
     name: str
-    kind: Kind[T]
-    default: T
+    kind: Kind[T_co]
+    default: T_co
     doc: str
     #: other spellings of the same key (a stream property's per-system forms)
     forms: tuple[str, ...] = ()
@@ -170,11 +171,11 @@ class ConfigKey(Generic[T]):
             f"config key {self.name!r} has no form {prefix}<property>", key=self.name
         )  # a programming error
 
-    def get(self, config: Config, **parts: object) -> T:
+    def get(self, config: Config, **parts: object) -> T_co:
         """The typed value of the key (of ``parts`` for a pattern), the default when unset or blank."""
         return self.read(config, self.key(**parts))
 
-    def read(self, config: Config, key: str) -> T:
+    def read(self, config: Config, key: str) -> T_co:
         """The typed value of the concrete ``key`` (one of this definition's names)."""
         raw = config.get_str(key)
         if raw is None or raw.strip() == "":
@@ -213,7 +214,7 @@ def _regex(name: str) -> str:
 
 
 #: every definition, by name, in the order defined (docs/reference.md lists them in this order)
-KEYS: dict[str, ConfigKey[Any]] = {}
+KEYS: dict[str, ConfigKey[object]] = {}
 
 
 @overload
@@ -222,7 +223,9 @@ def define(
 ) -> ConfigKey[V | None]: ...
 @overload
 def define(name: str, kind: Kind[V], default: V, doc: str, *, forms: tuple[str, ...] = ()) -> ConfigKey[V]: ...
-def define(name: str, kind: Kind[Any], default: Any, doc: str, *, forms: tuple[str, ...] = ()) -> ConfigKey[Any]:
+def define(
+    name: str, kind: Kind[object], default: object, doc: str, *, forms: tuple[str, ...] = ()
+) -> ConfigKey[object]:
     """Defines the key ``name`` once (a second definition is an error at import): a key with a
     default is a ``ConfigKey`` of the value's type, one without also admits None."""
     if name in KEYS:
@@ -584,7 +587,9 @@ def _stream_property(
 ) -> ConfigKey[V | None]: ...
 @overload
 def _stream_property(prop: str, kind: Kind[V], default: V, doc: str, *, per_system: bool = True) -> ConfigKey[V]: ...
-def _stream_property(prop: str, kind: Kind[Any], default: Any, doc: str, *, per_system: bool = True) -> ConfigKey[Any]:
+def _stream_property(
+    prop: str, kind: Kind[object], default: object, doc: str, *, per_system: bool = True
+) -> ConfigKey[object]:
     forms = (
         (f"systems.<system>.streams.<stream>.{prop}", f"systems.<system>.default.stream.{prop}") if per_system else ()
     )
@@ -649,7 +654,7 @@ STREAM_MIN_COMPACTION_LAG_MS = _stream_property(
 STREAM_PROPERTIES = tuple(key for key in KEYS.values() if key.name.startswith("streams."))
 
 
-def stream_property(prop: str) -> ConfigKey[Any]:
+def stream_property(prop: str) -> ConfigKey[object]:
     """The definition of the stream property ``prop`` (``retention.ms``), for a reader that walks
     several properties by name; a name that is none is a programming error."""
     for definition in STREAM_PROPERTIES:
@@ -810,7 +815,7 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def _default_text(value: Any) -> str:
+def _default_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -10,7 +10,6 @@ fills in for any stream of that system. The stream-id form wins.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
@@ -103,7 +102,7 @@ class StreamConfig:
         ]
 
     def get_property(
-        self, system_stream: SystemStream, definition: ConfigKey[Any], default: str | None = None
+        self, system_stream: SystemStream, definition: ConfigKey[object], default: str | None = None
     ) -> str | None:
         """A stream property's raw value, looked up in the order the module docstring gives."""
         for key in self._property_keys(system_stream, definition):
@@ -112,7 +111,7 @@ class StreamConfig:
                 return value
         return default
 
-    def property_key(self, system_stream: SystemStream, definition: ConfigKey[Any]) -> str:
+    def property_key(self, system_stream: SystemStream, definition: ConfigKey[object]) -> str:
         """The key a user most likely set for this property, for error messages."""
         for sid in self._stream_ids(system_stream):
             key = definition.key(stream_id=sid)
@@ -120,13 +119,13 @@ class StreamConfig:
                 return key
         return definition.system_stream_key(system_stream.system, system_stream.stream)
 
-    def _property_keys(self, system_stream: SystemStream, definition: ConfigKey[Any]) -> list[str]:
+    def _property_keys(self, system_stream: SystemStream, definition: ConfigKey[object]) -> list[str]:
         return definition.stream_keys(self._stream_ids(system_stream), system_stream.system, system_stream.stream)
 
     def _stream_ids(self, system_stream: SystemStream) -> list[str]:
         return self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config))
 
-    def _bool(self, system_stream: SystemStream, definition: ConfigKey[Any]) -> bool:
+    def _bool(self, system_stream: SystemStream, definition: ConfigKey[object]) -> bool:
         raw = self.get_property(system_stream, definition)
         if raw is None or raw.strip() == "":
             return False

@@ -45,10 +45,12 @@ from samza_dagster.application.specs import (
 from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.container import SamzaContainer
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.model import StreamSpec, SystemStream
 from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
 from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
+from samza_dagster.planner.plan import Stage
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
 
@@ -111,7 +113,7 @@ class PreparedApplication:
                 out.setdefault(SystemStream(o.system, o.physical_name), set()).update(self.upstream.get(spec.op_id, ()))
         return out
 
-    def own_producer_counts(self, job_model: Any) -> dict[SystemStream, int]:
+    def own_producer_counts(self, job_model: JobModel) -> dict[SystemStream, int]:
         """Producer task count of every intermediate stream this job writes: the tasks of
         the job consuming a stream upstream of its partition_by (Samza's rule)."""
         ids = {sid: SystemStream(s.system, s.physical_name) for sid, s in self.descriptor.input_operators.items()}
@@ -126,7 +128,7 @@ class PreparedApplication:
             counts[stream] = n
         return counts
 
-    def producer_task_counts(self, job_model: Any) -> dict[SystemStream, int]:
+    def producer_task_counts(self, job_model: JobModel) -> dict[SystemStream, int]:
         """Known producer counts of the intermediate streams this job reads: those it also
         writes. Others (a stage run on its own) learn theirs from the control messages."""
         return self.own_producer_counts(job_model)
@@ -154,7 +156,7 @@ class PreparedApplication:
                     stop()
 
 
-def _select_stage(plan: ExecutionPlan, raw: str) -> Any:
+def _select_stage(plan: ExecutionPlan, raw: str) -> Stage:
     stages = plan.jobs[0].stages
     wanted = raw.strip()
     if wanted.isdigit():

@@ -124,7 +124,7 @@ class _Builder:
                 info.tables.add(table.table_id)
         self._chooser_settings()
 
-    def _property(self, info: StreamInfo, definition: keys.ConfigKey[Any]) -> tuple[str | None, str]:
+    def _property(self, info: StreamInfo, definition: keys.ConfigKey[object]) -> tuple[str | None, str]:
         """A stream property and the key it came from. The descriptor tells the stream id's
         system, so ``streams.<id>.<prop>`` applies even without ``streams.<id>.samza.system``."""
         key = definition.key(stream_id=info.id)
@@ -134,7 +134,7 @@ class _Builder:
         ss = SystemStream(info.system, info.physical_name)
         return self.stream_config.get_property(ss, definition), self.stream_config.property_key(ss, definition)
 
-    def _bool_property(self, info: StreamInfo, definition: keys.ConfigKey[Any]) -> bool:
+    def _bool_property(self, info: StreamInfo, definition: keys.ConfigKey[object]) -> bool:
         value, key = self._property(info, definition)
         if value is None or not value.strip():
             return False
