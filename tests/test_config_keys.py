@@ -189,3 +189,47 @@ def test_a_misspelt_serde_fails_the_preflight_naming_its_key():
         with pytest.raises(ConfigError, match=re.escape(f"config key {key!r} names unknown serde 'jsno'")) as err:
             check_job_config(Config({**base, key: "jsno"}))
         assert err.value.key == key
+
+
+def test_a_stream_property_builds_every_key_that_sets_it_in_the_order_they_are_read():
+    from samza_dagster.config import keys
+
+    assert keys.STREAM_RETENTION_MS.stream_keys(["a", "b.c"], "kafka", "orders") == [
+        "streams.a.retention.ms",
+        "streams.b.c.retention.ms",
+        "systems.kafka.streams.orders.retention.ms",
+        "systems.kafka.default.stream.retention.ms",
+    ]
+    # a property only the stream id sets has no per-system keys
+    assert keys.STREAM_SYSTEM.stream_keys(["a"], "kafka", "orders") == ["streams.a.samza.system"]
+    assert keys.stream_property("retention.ms") is keys.STREAM_RETENTION_MS
+    with pytest.raises(ConfigError, match="no form"):
+        keys.STREAM_SYSTEM.system_default_key("kafka")
+
+
+def test_namespaces_and_patterns_are_built_from_their_definitions():
+    from samza_dagster.config import keys
+
+    assert keys.prefix(keys.SYSTEM_CONSUMER_KEYS, system="kafka") == "systems.kafka.consumer."
+    assert keys.prefix(keys.LOG_KEYS, system="log") + "path" == keys.LOG_PATH.key(system="log")
+    assert keys.STORE_CHANGELOG.glob == "stores.*.changelog"
+    assert keys.STREAM_PARTITIONS.glob == "streams.*.partitions"
+
+
+def test_a_stream_property_is_read_from_the_key_a_user_set_and_named_by_it():
+    from samza_dagster.config import keys
+    from samza_dagster.config.system_config import StreamConfig
+    from samza_dagster.model import SystemStream
+
+    orders = SystemStream("kafka", "orders")
+    base = {"streams.o.samza.system": "kafka", "streams.o.samza.physical.name": "orders"}
+    for key, expected_name in (
+        ("streams.o.samza.bootstrap", "streams.o.samza.bootstrap"),
+        ("systems.kafka.streams.orders.samza.bootstrap", "systems.kafka.streams.orders.samza.bootstrap"),
+        ("systems.kafka.default.stream.samza.bootstrap", "systems.kafka.streams.orders.samza.bootstrap"),
+    ):
+        streams = StreamConfig(Config({**base, key: "maybe"}))
+        assert streams.get_property(orders, keys.STREAM_BOOTSTRAP) == "maybe"
+        assert streams.property_key(orders, keys.STREAM_BOOTSTRAP) == expected_name
+        with pytest.raises(ConfigError, match=re.escape(f"config key {expected_name!r}")):
+            streams.is_bootstrap(orders)

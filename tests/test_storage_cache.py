@@ -5,6 +5,7 @@ a crash that loses only unflushed cache state, never anything a checkpoint cover
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import pytest
 
 from samza_dagster.checkpoint import Checkpoint
 from samza_dagster.config import Config, ConfigError
-from samza_dagster.model import SystemStreamPartition
+from samza_dagster.errors import ReadTimeoutError
+from samza_dagster.model import SystemStreamMetadata, SystemStreamPartition, SystemStreamPartitionMetadata
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.storage import CachedStore, TaskStores, prepare_changelogs, restore_stores, store_specs
+from samza_dagster.storage.restore import RESTORE_TIMEOUT_S
 from samza_dagster.system.log import LogSystemFactory
 
 TASK = "Partition 0"
@@ -202,6 +205,52 @@ def test_a_crash_loses_only_unflushed_cache_state_and_no_checkpoint_covers_it(tm
     assert dict(ts.stores["counts"].all()) == {"x": 9, "y": 1}
     ts.close()
     producer.stop()
+
+
+class _AdminPastTheEnd:
+    """The real log admin, but reporting a newest changelog offset far past what the stream
+    holds: as a changelog that lost its tail (or a broker that went away) looks to a restore."""
+
+    def __init__(self, admin) -> None:
+        self._admin = admin
+
+    def get_system_stream_metadata(self, streams):
+        out = {}
+        for name, meta in self._admin.get_system_stream_metadata(streams).items():
+            parts = {
+                p: SystemStreamPartitionMetadata(m.oldest_offset, "1000000", "1000001")
+                for p, m in meta.partitions.items()
+            }
+            out[name] = SystemStreamMetadata(name, parts)
+        return out
+
+
+def test_a_restore_that_cannot_reach_the_changelogs_newest_offset_fails_naming_it_at_its_deadline(tmp_path):
+    env = _Env(tmp_path)
+    ts, producer = env.open()
+    ts.stores["counts"].put("x", 1)
+    env.commit(ts, producer)
+    ts.close()
+    producer.stop()
+    assert RESTORE_TIMEOUT_S == 600.0  # the default deadline, documented in docs/operations.md
+
+    producer = env.factory.get_producer("log", env.config)
+    ts = TaskStores(TASK, 0, env.specs, SerdeRegistry(env.config), env.base, {"log": producer})
+    started = time.monotonic()
+    with pytest.raises(
+        ReadTimeoutError,
+        match=re.escape("restoring changelogs ['SystemStreamPartition [log, t-counts-changelog, 0]'] timed out"),
+    ):
+        restore_stores(
+            [ts],
+            {"log": _AdminPastTheEnd(env.admin)},
+            lambda s: env.factory.get_consumer(s, env.config),
+            None,
+            timeout_s=0.5,
+        )
+    assert time.monotonic() - started < 60, "the caller's deadline, not the 600 s default"
+    assert dict(ts.stores["counts"].all()) == {"x": 1}, "what the changelog holds was applied before the deadline"
+    ts.close()
 
 
 def test_a_zero_cache_size_disables_the_cache(tmp_path):

@@ -27,7 +27,7 @@ from samza_dagster.application.specs import (
     PartitionByOperatorSpec,
     TableSpec,
 )
-from samza_dagster.config import Config, ConfigError
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig, SystemConfig
 
@@ -88,7 +88,7 @@ class StreamApplicationDescriptor:
     def _check_system(self, system: str, what: str, stream_id: str) -> None:
         if system in self._configured_systems or system == self._default_system:
             return
-        key = f"systems.{system}.samza.factory"
+        key = keys.SYSTEM_FACTORY.key(system=system)
         raise ConfigError(
             f"{what} {stream_id!r} has no usable system: system {system!r} is not configured "
             f"(no systems.{system}.* keys; set {key}) and is not the default system {self._default_system!r}",

@@ -90,12 +90,13 @@ def parse_stream(text: str, config: Config) -> SystemStream:
 
 @contextmanager
 def _admin(config: Config, system: str) -> Iterator[Any]:
-    if system != "log" and not config.get_str(f"systems.{system}.samza.factory"):
+    factory_key = keys.SYSTEM_FACTORY.key(system=system)
+    if system != "log" and not config.get_str(factory_key):
         # the engine takes a system without a factory for the embedded log; here that would
         # quietly put "kafka.orders" in ./.samza-log
         raise UsageError(
             f"system {system!r} is not configured: give --config-path with "
-            f"systems.{system}.samza.factory (or --config systems.{system}.samza.factory=...)"
+            f"{factory_key} (or --config {factory_key}=...)"
         )
     with system_admin(config, system) as admin:
         yield admin

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 
 LOG_PATH_ENV = "SAMZA_LOG_PATH"
@@ -23,7 +24,7 @@ DEFAULT_LOG_SYSTEM = "log"
 
 def log_systems(config: Config) -> list[str]:
     """Names of the systems the embedded log backs."""
-    names = {DEFAULT_LOG_SYSTEM} if not config.get_str(f"systems.{DEFAULT_LOG_SYSTEM}.samza.factory") else set()
+    names = {DEFAULT_LOG_SYSTEM} if not config.get_str(keys.SYSTEM_FACTORY.key(system=DEFAULT_LOG_SYSTEM)) else set()
     for key, value in config.items():
         if key.startswith("systems.") and key.endswith(".samza.factory") and value.strip() == "log":
             names.add(key[len("systems.") : -len(".samza.factory")])
@@ -45,7 +46,7 @@ def deployment_overrides(
     root = log_root(log_path, environ)
     if root is None:
         return {}
-    return {f"systems.{system}.log.path": root for system in log_systems(config)}
+    return {keys.LOG_PATH.key(system=system): root for system in log_systems(config)}
 
 
 def apply_deployment(

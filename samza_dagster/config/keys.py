@@ -21,30 +21,37 @@ reads and to check every typed value before a job runs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic, TypeVar, overload
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+
+#: the type of a key's value (``int`` for ``task.commit.ms``; ``str | None`` for a key without a default)
+T = TypeVar("T")
+V = TypeVar("V")
+#: covariant: a ``Kind[int]`` reads what a ``Kind[int | None]`` may read, and a ``ConfigKey[int]``
+#: is a ``ConfigKey[object]`` (what a reader of any key's raw spellings takes)
+T_co = TypeVar("T_co", covariant=True)
 
 # -- value types -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(Generic[T_co]):
     """How a key's value is read: ``read(config, key)`` is the typed value of a set key."""
 
     describe: str
-    read: Callable[[Config, str], Any]
+    read: Callable[[Config, str], T_co | None]
 
 
-def _str(config: Config, key: str) -> Any:
+def _str(config: Config, key: str) -> str | None:
     return config.get_str(key)
 
 
-def _int(minimum: int | None = None) -> Kind:
-    def read(config: Config, key: str) -> Any:
+def _int(minimum: int | None = None) -> Kind[int]:
+    def read(config: Config, key: str) -> int | None:
         value = config.get_int(key)
         if minimum is not None and value is not None and value < minimum:
             raise ConfigError(f"config key {key!r} must be at least {minimum}, got {value}", key=key)
@@ -53,8 +60,8 @@ def _int(minimum: int | None = None) -> Kind:
     return Kind("integer" if minimum is None else f"integer >= {minimum}", read)
 
 
-def _choice(*choices: str, normalize: Callable[[str], str] | None = None) -> Kind:
-    def read(config: Config, key: str) -> Any:
+def _choice(*choices: str, normalize: Callable[[str], str] | None = None) -> Kind[str]:
+    def read(config: Config, key: str) -> str | None:
         if normalize is not None:  # the value as its reader sees it (case, blanks)
             return Config({key: normalize(config.get_str(key) or "")}).get_choice(key, choices)
         return config.get_choice(key, choices)
@@ -62,7 +69,7 @@ def _choice(*choices: str, normalize: Callable[[str], str] | None = None) -> Kin
     return Kind("one of " + ", ".join(f"`{c}`" for c in choices), read)
 
 
-def _class_path(config: Config, key: str) -> Any:
+def _class_path(config: Config, key: str) -> str:
     value = (config.get_str(key) or "").strip()
     module, sep, attr = value.partition(":")
     if not sep:
@@ -72,7 +79,7 @@ def _class_path(config: Config, key: str) -> Any:
     return value
 
 
-def _system_streams(config: Config, key: str) -> Any:
+def _system_streams(config: Config, key: str) -> list[str]:
     entries = config.get_list(key)
     for entry in entries:
         system, sep, stream = entry.partition(".")
@@ -81,15 +88,23 @@ def _system_streams(config: Config, key: str) -> Any:
     return entries
 
 
-STR = Kind("string", _str)
+def _bool(config: Config, key: str) -> bool:
+    return config.get_bool(key)
+
+
+def _list(config: Config, key: str) -> list[str]:
+    return config.get_list(key)
+
+
+STR: Kind[str] = Kind("string", _str)
 INT = _int()
-BOOL = Kind("`true` or `false`", lambda config, key: config.get_bool(key))
-LIST = Kind("comma-separated list", lambda config, key: config.get_list(key))
-CLASS = Kind("`module:Class`", _class_path)
-SYSTEM_STREAMS = Kind("`system.stream,...`", _system_streams)
+BOOL: Kind[bool] = Kind("`true` or `false`", _bool)
+LIST: Kind[list[str]] = Kind("comma-separated list", _list)
+CLASS: Kind[str] = Kind("`module:Class`", _class_path)
+SYSTEM_STREAMS: Kind[list[str]] = Kind("`system.stream,...`", _system_streams)
 #: a serde name: built in (json, string, bytes, integer, long, noop, msgpack, pickle) or
 #: registered with ``serializers.registry.<name>.class``; the pre-flight resolves it
-SERDE = Kind("serde name", _str)
+SERDE: Kind[str] = Kind("serde name", _str)
 OFFSET_DEFAULT = _choice("oldest", "upcoming")
 
 # -- definitions -------------------------------------------------------------------------------
@@ -98,16 +113,18 @@ _PART = re.compile(r"<([a-z-]+)>")
 
 
 @dataclass(frozen=True, slots=True)
-class ConfigKey:
+class ConfigKey(Generic[T_co]):
     """One key (or one pattern of keys): name, type, default, meaning.
 
-    ``default`` is the value a reader gets when the key is unset or blank (None: no value; the
-    reader decides, and ``doc`` says what happens then).
+    ``T`` is the type :meth:`get` returns: the value's type for a key with a default
+    (``ConfigKey[int]``), with ``None`` added for one without (``ConfigKey[str | None]``), so a
+    caller's use of the value is checked by mypy. ``default`` is the value a reader gets when the
+    key is unset or blank (None: no value; the reader decides, and ``doc`` says what happens then).
     """
 
     name: str
-    kind: Kind
-    default: Any
+    kind: Kind[T_co]
+    default: T_co
     doc: str
     #: other spellings of the same key (a stream property's per-system forms)
     forms: tuple[str, ...] = ()
@@ -119,17 +136,50 @@ class ConfigKey:
 
     def key(self, **parts: object) -> str:
         """The concrete key: ``STORE_FACTORY.key(store="counts")`` is ``stores.counts.factory``."""
-        return _PART.sub(lambda m: str(parts[m.group(1).replace("-", "_")]), self.name)
+        return _fill(self.name, parts)
 
-    def get(self, config: Config, **parts: object) -> Any:
+    def system_stream_key(self, system: str, stream: str) -> str:
+        """A stream property's per-system spelling for one stream:
+        ``systems.<system>.streams.<stream>.<property>``."""
+        return _fill(self._form("systems.<system>.streams.<stream>."), {"system": system, "stream": stream})
+
+    def system_default_key(self, system: str) -> str:
+        """A stream property's spelling for every stream of a system:
+        ``systems.<system>.default.stream.<property>``."""
+        return _fill(self._form("systems.<system>.default.stream."), {"system": system})
+
+    def stream_keys(self, stream_ids: Iterable[str], system: str, stream: str) -> list[str]:
+        """Every key that sets this stream property for one stream, in the order a reader
+        consults them (Samza's): each stream id's, the per-stream one of its system, then the
+        system's default for all its streams. A property without per-system forms (the stream
+        id's own, such as ``samza.system``) has only the stream ids' keys."""
+        out = [self.key(stream_id=sid) for sid in stream_ids]
+        if self.forms:
+            out += [self.system_stream_key(system, stream), self.system_default_key(system)]
+        return out
+
+    @property
+    def glob(self) -> str:
+        """The name as a shell pattern (``stores.*.changelog``), for :func:`fnmatch.fnmatchcase`."""
+        return _PART.sub("*", self.name)
+
+    def _form(self, prefix: str) -> str:
+        for form in self.forms:
+            if form.startswith(prefix):
+                return form
+        raise ConfigError(
+            f"config key {self.name!r} has no form {prefix}<property>", key=self.name
+        )  # a programming error
+
+    def get(self, config: Config, **parts: object) -> T_co:
         """The typed value of the key (of ``parts`` for a pattern), the default when unset or blank."""
         return self.read(config, self.key(**parts))
 
-    def read(self, config: Config, key: str) -> Any:
+    def read(self, config: Config, key: str) -> T_co:
         """The typed value of the concrete ``key`` (one of this definition's names)."""
         raw = config.get_str(key)
         if raw is None or raw.strip() == "":
-            return list(self.default) if isinstance(self.default, list) else self.default  # a list: the caller's own
+            return _copy(self.default)  # a list default: the caller's own
         value = self.kind.read(config, key)
         return self.default if value is None else value
 
@@ -138,6 +188,15 @@ class ConfigKey:
         if pattern is None:  # compiled on first use: importing the definitions stays cheap
             pattern = _PATTERNS[self.name] = re.compile("|".join(_regex(name) for name in (self.name, *self.forms)))
         return pattern.fullmatch(key) is not None
+
+
+def _fill(name: str, parts: Mapping[str, object]) -> str:
+    """``name`` with each ``<part>`` replaced by ``parts["part"]`` (``<stream-id>`` by ``stream_id``)."""
+    return _PART.sub(lambda m: str(parts[m.group(1).replace("-", "_")]), name)
+
+
+def _copy(value: T) -> T:
+    return list(value) if isinstance(value, list) else value  # type: ignore[return-value]
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}
@@ -155,10 +214,20 @@ def _regex(name: str) -> str:
 
 
 #: every definition, by name, in the order defined (docs/reference.md lists them in this order)
-KEYS: dict[str, ConfigKey] = {}
+KEYS: dict[str, ConfigKey[object]] = {}
 
 
-def define(name: str, kind: Kind, default: Any, doc: str, *, forms: tuple[str, ...] = ()) -> ConfigKey:
+@overload
+def define(
+    name: str, kind: Kind[V], default: None, doc: str, *, forms: tuple[str, ...] = ()
+) -> ConfigKey[V | None]: ...
+@overload
+def define(name: str, kind: Kind[V], default: V, doc: str, *, forms: tuple[str, ...] = ()) -> ConfigKey[V]: ...
+def define(
+    name: str, kind: Kind[object], default: object, doc: str, *, forms: tuple[str, ...] = ()
+) -> ConfigKey[object]:
+    """Defines the key ``name`` once (a second definition is an error at import): a key with a
+    default is a ``ConfigKey`` of the value's type, one without also admits None."""
     if name in KEYS:
         raise ConfigError(f"config key {name!r} is defined twice", key=name)  # a programming error, at import
     definition = ConfigKey(name, kind, default, doc, forms)
@@ -512,7 +581,15 @@ ICEBERG_BUFFER_ROWS = define(
 
 
 # stream properties: streams.<stream-id>.<p>, systems.<system>.streams.<stream>.<p>, systems.<system>.default.stream.<p>
-def _stream_property(prop: str, kind: Kind, default: Any, doc: str, *, per_system: bool = True) -> ConfigKey:
+@overload
+def _stream_property(
+    prop: str, kind: Kind[V], default: None, doc: str, *, per_system: bool = True
+) -> ConfigKey[V | None]: ...
+@overload
+def _stream_property(prop: str, kind: Kind[V], default: V, doc: str, *, per_system: bool = True) -> ConfigKey[V]: ...
+def _stream_property(
+    prop: str, kind: Kind[object], default: object, doc: str, *, per_system: bool = True
+) -> ConfigKey[object]:
     forms = (
         (f"systems.<system>.streams.<stream>.{prop}", f"systems.<system>.default.stream.{prop}") if per_system else ()
     )
@@ -575,6 +652,16 @@ STREAM_MIN_COMPACTION_LAG_MS = _stream_property(
     "with `compact`: how old a message must be before compaction touches it (changelogs 600000)",
 )
 STREAM_PROPERTIES = tuple(key for key in KEYS.values() if key.name.startswith("streams."))
+
+
+def stream_property(prop: str) -> ConfigKey[object]:
+    """The definition of the stream property ``prop`` (``retention.ms``), for a reader that walks
+    several properties by name; a name that is none is a programming error."""
+    for definition in STREAM_PROPERTIES:
+        if definition.prop == prop:
+            return definition
+    raise ConfigError(f"no stream property {prop!r} is defined")  # a programming error
+
 
 # stores.*
 STORE_FACTORY = define("stores.<store>.factory", _choice("rocksdb", "inmemory"), "rocksdb", "the store's kind")
@@ -673,15 +760,37 @@ DAGSTER_FRESHNESS_FAIL_MS = define(
     "dagster.freshness.fail.window.ms", _int(0), 600_000, "age of the newest output at which freshness fails"
 )
 
+# -- namespaces: the leading part many keys share ----------------------------------------------
+# A reader that takes a whole namespace (``config.subset(prefix(SYSTEM_KEYS, system=s))``: a Kafka
+# client's settings, a system's own keys) builds its prefix here, as a single key is built from
+# its definition, so no key name is spelled outside this module.
+
+#: every key of one system (its definitions above and the plugin namespaces below)
+SYSTEM_KEYS = "systems.<system>."
+#: the embedded log's keys of one system (``LOG_*`` above)
+LOG_KEYS = "systems.<system>.log."
+SYSTEM_CONSUMER_KEYS = "systems.<system>.consumer."
+SYSTEM_PRODUCER_KEYS = "systems.<system>.producer."
+SYSTEM_ADMIN_KEYS = "systems.<system>.admin."
+SYSTEM_DEFAULT_STREAM_KEYS = "systems.<system>.default.stream."
+ICEBERG_CATALOG_KEYS = "systems.<system>.iceberg.catalog."
+SERDE_REGISTRY_KEYS = "serializers.registry.<name>."
+
+
+def prefix(namespace: str, **parts: object) -> str:
+    """A namespace made concrete: ``prefix(SYSTEM_KEYS, system="kafka")`` is ``systems.kafka.``."""
+    return _fill(namespace, parts)
+
+
 #: namespaces of keys that other software reads (passed on as they are); the pre-flight never
 #: calls one of them unknown, but a key defined above is still checked
 PLUGIN_PREFIXES: dict[str, str] = {
-    "systems.<system>.consumer.": "Kafka consumer settings (librdkafka's or kafka-python's)",
-    "systems.<system>.producer.": "Kafka producer settings",
-    "systems.<system>.admin.": "Kafka admin client settings",
-    "systems.<system>.default.stream.": "Kafka topic configs of the topics the engine creates",
-    "systems.<system>.iceberg.catalog.": "pyiceberg catalog properties (`load_catalog(<system>, **props)`)",
-    "serializers.registry.<name>.": "settings a registered serde factory reads",
+    SYSTEM_CONSUMER_KEYS: "Kafka consumer settings (librdkafka's or kafka-python's)",
+    SYSTEM_PRODUCER_KEYS: "Kafka producer settings",
+    SYSTEM_ADMIN_KEYS: "Kafka admin client settings",
+    SYSTEM_DEFAULT_STREAM_KEYS: "Kafka topic configs of the topics the engine creates",
+    ICEBERG_CATALOG_KEYS: "pyiceberg catalog properties (`load_catalog(<system>, **props)`)",
+    SERDE_REGISTRY_KEYS: "settings a registered serde factory reads",
     "spark.": "Spark's own settings",
 }
 #: namespaces the engine owns: a key here that matches no definition is a typo (``app.`` is
@@ -706,7 +815,7 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def _default_text(value: Any) -> str:
+def _default_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.config.keys import ConfigKey
 from samza_dagster.model import SystemStream
 
 #: factories whose every stream ends (a files stream: the files there when the job starts)
@@ -42,7 +43,7 @@ class SystemConfig:
         return keys.SYSTEM_FACTORY.get(self.config, system=system)
 
     def system_subset(self, system: str) -> Config:
-        return self.config.subset(f"systems.{system}.")
+        return self.config.subset(keys.prefix(keys.SYSTEM_KEYS, system=system))
 
     def offset_default(self, system: str) -> str:
         return keys.SYSTEM_OFFSET_DEFAULT.get(self.config, system=system)
@@ -100,61 +101,63 @@ class StreamConfig:
             and self.physical_name(sid) == system_stream.stream
         ]
 
-    def get_property(self, system_stream: SystemStream, prop: str, default: str | None = None) -> str | None:
-        """A stream property, looked up in the order the module docstring gives."""
-        for sid in self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config)):
-            value = self.config.get_str(f"streams.{sid}.{prop}")
+    def get_property(
+        self, system_stream: SystemStream, definition: ConfigKey[object], default: str | None = None
+    ) -> str | None:
+        """A stream property's raw value, looked up in the order the module docstring gives."""
+        for key in self._property_keys(system_stream, definition):
+            value = self.config.get_str(key)
             if value is not None:
                 return value
-        system, stream = system_stream.system, system_stream.stream
-        value = self.config.get_str(f"systems.{system}.streams.{stream}.{prop}")
-        if value is not None:
-            return value
-        return self.config.get_str(f"systems.{system}.default.stream.{prop}", default)
+        return default
 
-    def property_key(self, system_stream: SystemStream, prop: str) -> str:
+    def property_key(self, system_stream: SystemStream, definition: ConfigKey[object]) -> str:
         """The key a user most likely set for this property, for error messages."""
-        for sid in self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config)):
-            key = f"streams.{sid}.{prop}"
+        for sid in self._stream_ids(system_stream):
+            key = definition.key(stream_id=sid)
             if key in self.config:
                 return key
-        return f"systems.{system_stream.system}.streams.{system_stream.stream}.{prop}"
+        return definition.system_stream_key(system_stream.system, system_stream.stream)
 
-    def _bool(self, system_stream: SystemStream, prop: str) -> bool:
-        raw = self.get_property(system_stream, prop)
+    def _property_keys(self, system_stream: SystemStream, definition: ConfigKey[object]) -> list[str]:
+        return definition.stream_keys(self._stream_ids(system_stream), system_stream.system, system_stream.stream)
+
+    def _stream_ids(self, system_stream: SystemStream) -> list[str]:
+        return self.stream_ids_for(system_stream, keys.JOB_DEFAULT_SYSTEM.get(self.config))
+
+    def _bool(self, system_stream: SystemStream, definition: ConfigKey[object]) -> bool:
+        raw = self.get_property(system_stream, definition)
         if raw is None or raw.strip() == "":
             return False
-        key = self.property_key(system_stream, prop)
+        key = self.property_key(system_stream, definition)
         return Config({key: raw}).get_bool(key)
 
     def is_bootstrap(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, keys.STREAM_BOOTSTRAP.prop)
+        return self._bool(system_stream, keys.STREAM_BOOTSTRAP)
 
     def is_bounded(self, system_stream: SystemStream) -> bool:
         """``samza.bounded``, or a stream of a system whose streams always end (files)."""
-        return self._bool(system_stream, keys.STREAM_BOUNDED.prop) or system_is_bounded(
-            self.config, system_stream.system
-        )
+        return self._bool(system_stream, keys.STREAM_BOUNDED) or system_is_bounded(self.config, system_stream.system)
 
     def is_reset_offset(self, system_stream: SystemStream) -> bool:
-        return self._bool(system_stream, keys.STREAM_RESET_OFFSET.prop)
+        return self._bool(system_stream, keys.STREAM_RESET_OFFSET)
 
     def priority(self, system_stream: SystemStream) -> int | None:
-        raw = self.get_property(system_stream, keys.STREAM_PRIORITY.prop)
+        raw = self.get_property(system_stream, keys.STREAM_PRIORITY)
         if raw is None or raw.strip() == "":
             return None
         try:
             return int(raw.strip())
         except ValueError:
-            key = self.property_key(system_stream, keys.STREAM_PRIORITY.prop)
+            key = self.property_key(system_stream, keys.STREAM_PRIORITY)
             raise ConfigError(f"config key {key!r} must be an integer, got {raw!r}", key=key) from None
 
     def offset_default(self, system_stream: SystemStream) -> str:
-        raw = self.get_property(system_stream, keys.STREAM_OFFSET_DEFAULT.prop)
+        raw = self.get_property(system_stream, keys.STREAM_OFFSET_DEFAULT)
         if raw is None:
             raw = keys.SYSTEM_OFFSET_DEFAULT.get(self.config, system=system_stream.system)
         if raw not in ("oldest", "upcoming"):
-            key = self.property_key(system_stream, keys.STREAM_OFFSET_DEFAULT.prop)
+            key = self.property_key(system_stream, keys.STREAM_OFFSET_DEFAULT)
             raise ConfigError(f"config key {key!r} must be oldest or upcoming, got {raw!r}", key=key)
         return raw
 

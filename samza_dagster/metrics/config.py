@@ -31,10 +31,6 @@ SAMZA_CLASSES = {
 DEFAULT_INTERVAL_S = float(keys.METRICS_REPORTER_INTERVAL.default)
 
 
-def reporter_key(name: str, field: str) -> str:
-    return f"metrics.reporter.{name}.{field}"
-
-
 @dataclass(frozen=True, slots=True)
 class ReporterConfig:
     """One configured reporter: ``kind`` is ``snapshot``, ``prometheus`` or ``custom`` (then
@@ -83,7 +79,7 @@ def metrics_config(config: Config) -> MetricsConfig:
     reporters = []
     for reporter in parsed:
         if reporter.kind == PROMETHEUS and reporter.stream is None:
-            key = reporter_key(reporter.name, "stream")
+            key = keys.METRICS_REPORTER_STREAM.key(name=reporter.name)
             if len(set(snapshot_streams)) != 1:
                 raise ConfigError(
                     f"config key {key!r} is not set: a prometheus reporter reads the containers' snapshots from "
@@ -97,7 +93,7 @@ def metrics_config(config: Config) -> MetricsConfig:
 
 
 def _reporter(config: Config, name: str) -> ReporterConfig:
-    class_key = reporter_key(name, "class")
+    class_key = keys.METRICS_REPORTER_CLASS.key(name=name)
     raw_class = (config.get_str(class_key) or "").strip()
     if not raw_class:
         raise ConfigError(
@@ -122,7 +118,7 @@ def _reporter(config: Config, name: str) -> ReporterConfig:
 
 
 def _stream(config: Config, name: str, kind: str) -> SystemStream | None:
-    key = reporter_key(name, "stream")
+    key = keys.METRICS_REPORTER_STREAM.key(name=name)
     raw = (config.get_str(key) or "").strip()
     if not raw:
         if kind == SNAPSHOT:
@@ -139,14 +135,14 @@ def _stream(config: Config, name: str, kind: str) -> SystemStream | None:
         known = ", ".join(sorted(systems)) or "none"
         raise ConfigError(
             f"config key {key!r}: the metrics stream {raw!r} is on system {system!r}, which is not configured "
-            f"(systems.{system}.samza.factory; configured: {known})",
+            f"({keys.SYSTEM_FACTORY.key(system=system)}; configured: {known})",
             key=key,
         )
     return SystemStream(system, stream)
 
 
 def _interval(config: Config, name: str) -> float:
-    key = reporter_key(name, "interval")
+    key = keys.METRICS_REPORTER_INTERVAL.key(name=name)
     raw = config.get_str(key)
     if raw is None or not raw.strip():
         return DEFAULT_INTERVAL_S

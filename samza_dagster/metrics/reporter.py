@@ -156,5 +156,5 @@ def container_reporters(metrics: MetricsConfig, config: Config, container_name: 
 def _custom(
     reporter: ReporterConfig, config: Config, container_name: str, load_class: Callable[[str, str], type]
 ) -> Any:
-    cls = load_class(reporter.class_path or "", f"metrics.reporter.{reporter.name}.class")
+    cls = load_class(reporter.class_path or "", keys.METRICS_REPORTER_CLASS.key(name=reporter.name))
     return cls(reporter.name, container_name, config)

@@ -45,10 +45,12 @@ from samza_dagster.application.specs import (
 from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.container import SamzaContainer
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.model import StreamSpec, SystemStream
 from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
 from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
+from samza_dagster.planner.plan import Stage
 from samza_dagster.serde.serdes import JsonSerde
 from samza_dagster.system.factories import system_factory
 
@@ -56,6 +58,12 @@ STAGE_KEY = keys.APP_STAGE.name
 ORIGINAL_JOB_NAME_KEY = keys.APP_STAGE_JOB_NAME.name
 #: serde of the operators' own stores (window, join, table state) unless stores.<s>.*.serde names one
 OPERATOR_STORE_SERDE = "msgpack"
+#: how every intermediate stream is read: its bytes as written, from the oldest offset
+_INTERMEDIATE_READ: tuple[tuple[keys.ConfigKey[str | None], str], ...] = (
+    (keys.STREAM_MSG_SERDE, "bytes"),
+    (keys.STREAM_KEY_SERDE, "bytes"),
+    (keys.STREAM_OFFSET_DEFAULT, "oldest"),
+)
 
 
 @dataclass
@@ -105,7 +113,7 @@ class PreparedApplication:
                 out.setdefault(SystemStream(o.system, o.physical_name), set()).update(self.upstream.get(spec.op_id, ()))
         return out
 
-    def own_producer_counts(self, job_model: Any) -> dict[SystemStream, int]:
+    def own_producer_counts(self, job_model: JobModel) -> dict[SystemStream, int]:
         """Producer task count of every intermediate stream this job writes: the tasks of
         the job consuming a stream upstream of its partition_by (Samza's rule)."""
         ids = {sid: SystemStream(s.system, s.physical_name) for sid, s in self.descriptor.input_operators.items()}
@@ -120,7 +128,7 @@ class PreparedApplication:
             counts[stream] = n
         return counts
 
-    def producer_task_counts(self, job_model: Any) -> dict[SystemStream, int]:
+    def producer_task_counts(self, job_model: JobModel) -> dict[SystemStream, int]:
         """Known producer counts of the intermediate streams this job reads: those it also
         writes. Others (a stage run on its own) learn theirs from the control messages."""
         return self.own_producer_counts(job_model)
@@ -140,7 +148,7 @@ class PreparedApplication:
                     raise ConfigError(
                         f"intermediate stream {spec.system}.{spec.physical_name} has {actual} partitions, "
                         f"the plan needs {spec.partition_count}",
-                        key="job.intermediate.stream.partitions",
+                        key=keys.JOB_INTERMEDIATE_STREAM_PARTITIONS.name,
                     )
             finally:
                 stop = getattr(admin, "stop", None)
@@ -148,7 +156,7 @@ class PreparedApplication:
                     stop()
 
 
-def _select_stage(plan: ExecutionPlan, raw: str) -> Any:
+def _select_stage(plan: ExecutionPlan, raw: str) -> Stage:
     stages = plan.jobs[0].stages
     wanted = raw.strip()
     if wanted.isdigit():
@@ -161,98 +169,140 @@ def _select_stage(plan: ExecutionPlan, raw: str) -> Any:
 
 
 def prepare_application(config: Config | Mapping[str, Any], *, create_streams: bool = True) -> PreparedApplication:
+    """Plan the application, choose what this job runs (one stage or all), and return it with
+    the run config the operator runtime needs; the intermediate streams are created unless
+    ``create_streams`` is false (a caller that only inspects the plan)."""
     cfg = config if isinstance(config, Config) else Config(config)
+    plan, descriptor = _plan(cfg)
+    stage_id, op_ids = _stage_to_run(cfg, plan, descriptor)
+    side_tables = _side_input_tables(descriptor, op_ids)
+    job_name = descriptor.job_name
+    run_name = f"{job_name}-{stage_id}" if stage_id else job_name
+    default_system = cfg.get_str(keys.JOB_DEFAULT_SYSTEM.name) or descriptor.default_system  # unset: the descriptor's
+    specs, overrides = _intermediate_streams(plan)
+    overrides.update(_descriptor_serde_overrides(cfg, descriptor, default_system))
+    overrides.update(_operator_store_overrides(cfg, descriptor, op_ids, default_system, run_name))
+    overrides.update(_side_input_store_overrides(side_tables))
+    if not cfg.get_str(keys.TASK_WINDOW_MS.name):
+        overrides[keys.TASK_WINDOW_MS.name] = str(keys.TASK_WATERMARK_INTERVAL_MS.get(cfg))
+    if stage_id:
+        overrides[keys.JOB_NAME.name] = run_name
+        overrides[ORIGINAL_JOB_NAME_KEY] = job_name
+    prepared = PreparedApplication(
+        config=cfg.with_overrides(overrides),
+        plan=plan,
+        descriptor=descriptor,
+        stage=stage_id,
+        op_ids=op_ids,
+        input_streams=_input_streams(plan, descriptor, op_ids),
+        side_inputs=[
+            SystemStream(t.side_input_systems[s], t.side_input_physical_names[s])
+            for t in side_tables
+            for s in t.side_inputs
+        ],
+        stream_specs=specs,
+        upstream=upstream_inputs(descriptor),
+        order=topological(descriptor.all_operator_specs()),
+        side_input_tables=side_tables,
+        join_event_time=keys.APP_JOIN_TIME.get(cfg) == "event",
+    )
+    prepared.task_factory = OperatorTaskFactory(prepared)
+    if create_streams:
+        prepared.create_streams()
+    return prepared
+
+
+def _plan(cfg: Config) -> tuple[ExecutionPlan, StreamApplicationDescriptor]:
+    """The application's plan. A stage's config runs under ``<job.name>-stage-<n>``, but its
+    streams are named after the application's own job name, so the plan is made with that."""
     original = cfg.get_str(ORIGINAL_JOB_NAME_KEY)
-    plan_cfg = cfg.with_overrides({"job.name": original}) if original else cfg
-    plan = plan_from_config(plan_cfg)
-    descriptor = plan.descriptor
-    if descriptor is None:
+    plan = plan_from_config(cfg.with_overrides({keys.JOB_NAME.name: original}) if original else cfg)
+    if plan.descriptor is None:
         raise ConfigError(
             f"config key {keys.APP_CLASS.name!r} is not set: the operator runtime runs high-level applications",
             key=keys.APP_CLASS.name,
         )
-    all_ids = {s.op_id for s in descriptor.input_operators.values()} | set(descriptor.operators)
-    stage_raw = cfg.get_str(STAGE_KEY)
-    stage_id = None
-    op_ids = all_ids
-    if stage_raw:
-        stage = _select_stage(plan, stage_raw)
-        stage_id = stage.id
-        op_ids = set(stage.operators)
+    return plan, plan.descriptor
 
-    input_streams: dict[SystemStream, int] = {}
-    for spec in descriptor.input_operators.values():
-        if spec.op_id in op_ids:
-            input_streams[SystemStream(spec.system, spec.physical_name)] = plan.streams[spec.stream_id].partitions or 1
-    side_tables = [
+
+def _stage_to_run(
+    cfg: Config, plan: ExecutionPlan, descriptor: StreamApplicationDescriptor
+) -> tuple[str | None, set[str]]:
+    """``(stage id, operator ids)`` this job runs: with ``app.stage`` one stage's operators,
+    else (no stage) every operator of the application."""
+    stage_raw = cfg.get_str(STAGE_KEY)
+    if not stage_raw:
+        return None, {s.op_id for s in descriptor.input_operators.values()} | set(descriptor.operators)
+    stage = _select_stage(plan, stage_raw)
+    return stage.id, set(stage.operators)
+
+
+def _input_streams(
+    plan: ExecutionPlan, descriptor: StreamApplicationDescriptor, op_ids: set[str]
+) -> dict[SystemStream, int]:
+    """The inputs of the operators this job runs, with their planned partition counts (the
+    JobModel groups their partitions into tasks)."""
+    return {
+        SystemStream(spec.system, spec.physical_name): plan.streams[spec.stream_id].partitions or 1
+        for spec in descriptor.input_operators.values()
+        if spec.op_id in op_ids
+    }
+
+
+def _side_input_tables(descriptor: StreamApplicationDescriptor, op_ids: set[str]) -> list[TableSpec]:
+    """Tables filled from side inputs that an operator of this job reads: their streams are
+    kept out of the tasks' inputs and read by the container's side-inputs manager."""
+    return [
         t
         for t in descriptor.tables.values()
         if t.side_inputs
         and any(getattr(s, "table_spec", None) is t and s.op_id in op_ids for s in descriptor.operators.values())
     ]
-    side_inputs = [
-        SystemStream(t.side_input_systems[s], t.side_input_physical_names[s])
-        for t in side_tables
-        for s in t.side_inputs
-    ]
 
-    job_name = descriptor.job_name
-    run_name = f"{job_name}-{stage_id}" if stage_id else job_name
-    default_system = cfg.get_str(keys.JOB_DEFAULT_SYSTEM.name) or descriptor.default_system  # unset: the descriptor's
-    overrides: dict[str, str] = {}
+
+def _intermediate_streams(plan: ExecutionPlan) -> tuple[list[StreamSpec], dict[str, str]]:
+    """The intermediate streams to create, and the config overrides for reading them. The
+    partition_by writes final bytes (intermediate-message framing): no configured serde may
+    touch them, whichever key (stream id first) a user set one under; they are read from the
+    oldest offset, so nothing the upstream stage wrote before this job started is skipped."""
     specs: list[StreamSpec] = []
+    overrides: dict[str, str] = {}
     for sid, count in plan.intermediate_streams.items():
         info = plan.streams[sid]
         specs.append(StreamSpec(sid, info.physical_name, info.system, count))
-        # the partition_by writes final bytes (intermediate-message framing): no configured
-        # serde may touch them, whichever key (stream id first) a user set one under
-        for prefix in (f"systems.{info.system}.streams.{info.physical_name}.", f"streams.{sid}."):
-            overrides[prefix + "samza.msg.serde"] = "bytes"
-            overrides[prefix + "samza.key.serde"] = "bytes"
-            overrides[prefix + "samza.offset.default"] = "oldest"
-    overrides.update(_descriptor_serde_overrides(cfg, descriptor, default_system))
+        overrides.update({d.system_stream_key(info.system, info.physical_name): v for d, v in _INTERMEDIATE_READ})
+        overrides.update({d.key(stream_id=sid): v for d, v in _INTERMEDIATE_READ})
+    return specs, overrides
+
+
+def _operator_store_overrides(
+    cfg: Config, descriptor: StreamApplicationDescriptor, op_ids: set[str], default_system: str, run_name: str
+) -> dict[str, str]:
+    """The stores of this job's windows, joins and tables: ``app.store.factory``, a serde that
+    never runs code named by the bytes it reads (msgpack, never pickle) unless the user names
+    one, and a changelog per logged store, named after the job that runs it (a stage's own)."""
     factory = keys.APP_STORE_FACTORY.get(cfg)
+    overrides: dict[str, str] = {}
     for name, logged in operator_stores(descriptor, op_ids).items():
-        overrides[f"stores.{name}.factory"] = factory
-        # the operators' own state: typed JSON, never pickle (which runs code named by the bytes
-        # it reads) unless the user names a serde for the store
-        for kind in ("key", "msg"):
-            overrides[f"stores.{name}.{kind}.serde"] = (
-                cfg.get_str(f"stores.{name}.{kind}.serde") or OPERATOR_STORE_SERDE
-            )
+        overrides[keys.STORE_FACTORY.key(store=name)] = factory
+        for definition in (keys.STORE_KEY_SERDE, keys.STORE_MSG_SERDE):
+            key = definition.key(store=name)
+            overrides[key] = cfg.get_str(key) or OPERATOR_STORE_SERDE
         if logged:
-            overrides[f"stores.{name}.changelog"] = f"{default_system}.{run_name}-{descriptor.job_id}-{name}-changelog"
-    for table in side_tables:  # filled and followed by the container's side-inputs manager
-        overrides[f"stores.{store_name('table-' + table.table_id)}.side.inputs"] = ",".join(
+            changelog = f"{default_system}.{run_name}-{descriptor.job_id}-{name}-changelog"
+            overrides[keys.STORE_CHANGELOG.key(store=name)] = changelog
+    return overrides
+
+
+def _side_input_store_overrides(side_tables: list[TableSpec]) -> dict[str, str]:
+    """``stores.<table store>.side.inputs`` of each side-input table: the container's
+    side-inputs manager fills the store from them and follows them while the job runs."""
+    return {
+        keys.STORE_SIDE_INPUTS.key(store=store_name("table-" + table.table_id)): ",".join(
             f"{table.side_input_systems[s]}.{table.side_input_physical_names[s]}" for s in table.side_inputs
         )
-    if not cfg.get_str(keys.TASK_WINDOW_MS.name):
-        overrides[keys.TASK_WINDOW_MS.name] = str(keys.TASK_WATERMARK_INTERVAL_MS.get(cfg))
-    if stage_id:
-        overrides["job.name"] = run_name
-        overrides[ORIGINAL_JOB_NAME_KEY] = job_name
-    join_time = keys.APP_JOIN_TIME.get(cfg)
-    run_config = cfg.with_overrides(overrides)
-    specs_all = descriptor.all_operator_specs()
-    prepared = PreparedApplication(
-        run_config,
-        plan,
-        descriptor,
-        stage_id,
-        op_ids,
-        input_streams,
-        side_inputs,
-        specs,
-        upstream_inputs(descriptor),
-        topological(specs_all),
-        side_tables,
-        join_time == "event",
-    )
-
-    prepared.task_factory = OperatorTaskFactory(prepared)
-    if create_streams:
-        prepared.create_streams()
-    return prepared
+        for table in side_tables
+    }
 
 
 def _descriptor_serde_overrides(
@@ -268,13 +318,12 @@ def _descriptor_serde_overrides(
     descs += [o for o in descriptor.output_streams.values() if not o.is_intermediate]
     for d in descs:
         ss = SystemStream(d.system, d.physical_name)
-        for kind, serde in (("msg", d.serde), ("key", d.key_serde)):
+        for definition, serde in ((keys.STREAM_MSG_SERDE, d.serde), (keys.STREAM_KEY_SERDE, d.key_serde)):
             if serde is None:
                 continue
-            prop = f"samza.{kind}.serde"
             for sid in {d.stream_id, *streams.stream_ids_for(ss, default_system)}:
-                out[f"streams.{sid}.{prop}"] = ""
-            out[f"systems.{ss.system}.streams.{ss.stream}.{prop}"] = ""
+                out[definition.key(stream_id=sid)] = ""
+            out[definition.system_stream_key(ss.system, ss.stream)] = ""
     return out
 
 

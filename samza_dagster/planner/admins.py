@@ -121,7 +121,8 @@ def low_level_plan(config: Config, partitions: Mapping[SystemStream, int] | None
     job = JobConfig(config)
     inputs = TaskConfig(config).inputs
     if not inputs:
-        raise ConfigError("config key 'task.inputs' lists no input streams (system.stream,...)", key="task.inputs")
+        key = keys.TASK_INPUTS.name
+        raise ConfigError(f"config key {key!r} lists no input streams (system.stream,...)", key=key)
     counts = dict(partitions) if partitions is not None else partition_counts(config, inputs)
     streams_config = StreamConfig(config)
     legacy = TaskConfig(config).legacy_priorities()

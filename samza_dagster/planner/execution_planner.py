@@ -124,18 +124,18 @@ class _Builder:
                 info.tables.add(table.table_id)
         self._chooser_settings()
 
-    def _property(self, info: StreamInfo, prop: str) -> tuple[str | None, str]:
+    def _property(self, info: StreamInfo, definition: keys.ConfigKey[object]) -> tuple[str | None, str]:
         """A stream property and the key it came from. The descriptor tells the stream id's
         system, so ``streams.<id>.<prop>`` applies even without ``streams.<id>.samza.system``."""
-        key = f"streams.{info.id}.{prop}"
+        key = definition.key(stream_id=info.id)
         value = self.config.get_str(key)
         if value is not None:
             return value, key
         ss = SystemStream(info.system, info.physical_name)
-        return self.stream_config.get_property(ss, prop), self.stream_config.property_key(ss, prop)
+        return self.stream_config.get_property(ss, definition), self.stream_config.property_key(ss, definition)
 
-    def _bool_property(self, info: StreamInfo, prop: str) -> bool:
-        value, key = self._property(info, prop)
+    def _bool_property(self, info: StreamInfo, definition: keys.ConfigKey[object]) -> bool:
+        value, key = self._property(info, definition)
         if value is None or not value.strip():
             return False
         return Config({key: value}).get_bool(key)
@@ -144,12 +144,10 @@ class _Builder:
         legacy = TaskConfig(self.config).legacy_priorities()
         explicit: dict[str, int] = {}
         for info in self.streams.values():
-            info.bootstrap = self._bool_property(info, keys.STREAM_BOOTSTRAP.prop)
-            info.bounded = self._bool_property(info, keys.STREAM_BOUNDED.prop) or system_is_bounded(
-                self.config, info.system
-            )
+            info.bootstrap = self._bool_property(info, keys.STREAM_BOOTSTRAP)
+            info.bounded = self._bool_property(info, keys.STREAM_BOUNDED) or system_is_bounded(self.config, info.system)
             if info.roles - {"output"}:
-                raw, key = self._property(info, keys.STREAM_PRIORITY.prop)
+                raw, key = self._property(info, keys.STREAM_PRIORITY)
                 priority = Config({key: raw}).get_int(key) if raw is not None else None
                 if priority is None:
                     priority = legacy.get(SystemStream(info.system, info.physical_name))

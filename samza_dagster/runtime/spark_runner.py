@@ -213,10 +213,11 @@ class SparkJobRunner(JobRunner):
         if master.startswith("local"):
             slots = sc.defaultParallelism
             if containers > slots:
+                key = keys.JOB_CONTAINER_COUNT.name
                 raise ConfigError(
-                    f"job.container.count={containers} needs {containers} concurrent Spark tasks (a barrier "
+                    f"{key}={containers} needs {containers} concurrent Spark tasks (a barrier "
                     f"stage runs all containers at once) but spark.master={master} has {slots} slots",
-                    key="job.container.count",
+                    key=key,
                 )
 
     # -- running ------------------------------------------------------------------------------

@@ -38,6 +38,11 @@ BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
     "msgpack": MsgpackSerde,
     "pickle": PickleSerde,
 }
+#: 'msg' / 'key' → (the stream property, the system's key) naming that field's serde
+_SERDE_KEYS = {
+    "msg": (keys.STREAM_MSG_SERDE, keys.SYSTEM_MSG_SERDE),
+    "key": (keys.STREAM_KEY_SERDE, keys.SYSTEM_KEY_SERDE),
+}
 
 
 def load_class(path: str, key: str) -> type:
@@ -97,12 +102,12 @@ class SerdeRegistry:
 
     def _stream_serde(self, system_stream: SystemStream, kind: str) -> Serde | None:
         """kind is 'msg' or 'key'. Stream-level setting first, then the system's."""
-        prop = f"samza.{kind}.serde"
+        stream_key, system_key = _SERDE_KEYS[kind]
         streams = StreamConfig(self._config)
-        name = streams.get_property(system_stream, prop)
-        key = streams.property_key(system_stream, prop)
+        name = streams.get_property(system_stream, stream_key)
+        key = streams.property_key(system_stream, stream_key)
         if name is None:
-            key = f"systems.{system_stream.system}.samza.{kind}.serde"
+            key = system_key.key(system=system_stream.system)
             name = self._config.get_str(key)
         if not name:
             return None

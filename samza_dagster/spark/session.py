@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from samza_dagster.config import keys
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -73,7 +75,7 @@ def get_or_create_spark(
     settings.setdefault("spark.master", f"local[{os.cpu_count() or 1}]")
     job_name = None
     if config_or_dict is not None and hasattr(config_or_dict, "get"):
-        job_name = config_or_dict.get("job.name")
+        job_name = config_or_dict.get(keys.JOB_NAME.name)
     if settings["spark.master"].startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings["spark.app.name"] = app_name or settings.get("spark.app.name") or job_name or DEFAULT_APP_NAME

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import StreamSpec
@@ -44,7 +45,7 @@ def check_transactional_system(config: Config, system: str, asked_by: str) -> No
     (``asked_by`` names what asked for exactly-once: an option or a config key)."""
     if isinstance(system_factory(config, system), LogSystemFactory):
         return
-    key = f"systems.{system}.samza.factory"
+    key = keys.SYSTEM_FACTORY.key(system=system)
     factory = (config.get_str(key) or "log").strip()
     raise ConfigError(
         f"{asked_by} asks for an exactly-once write to system {system!r}, whose factory is {factory!r} "

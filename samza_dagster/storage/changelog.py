@@ -3,6 +3,7 @@ counts) when it exists with another count."""
 
 from __future__ import annotations
 
+from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import StreamSpec
 from samza_dagster.storage.specs import StoreSpec
@@ -29,7 +30,7 @@ def prepare_changelogs(specs: list[StoreSpec], admins: dict, partition_count: in
             continue
         admin = admins.get(spec.changelog.system)
         if admin is None:
-            key = f"stores.{spec.name}.changelog"
+            key = keys.STORE_CHANGELOG.key(store=spec.name)
             raise ConfigError(f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key)
         stream = spec.changelog.stream
         try:
@@ -43,9 +44,9 @@ def prepare_changelogs(specs: list[StoreSpec], admins: dict, partition_count: in
         metadata = admin.get_system_stream_metadata([stream])[stream]
         actual = metadata.partition_count
         if actual != partition_count:
+            key = keys.STORE_CHANGELOG.key(store=spec.name)
             raise ChangelogPartitionMismatchError(
                 f"store {spec.name!r}: changelog stream {spec.changelog.system}.{stream} has {actual} partitions, "
-                f"but the job has {partition_count} tasks needing one changelog partition each "
-                f"(stores.{spec.name}.changelog)",
-                key=f"stores.{spec.name}.changelog",
+                f"but the job has {partition_count} tasks needing one changelog partition each ({key})",
+                key=key,
             )

@@ -55,9 +55,10 @@ def store_specs(config: Config, default_system: str) -> list[StoreSpec]:
         cache_sizes = _cache_sizes(config, name)
         if storage.side_inputs(name):
             if changelog is not None:
-                key = f"stores.{name}.changelog"
+                key = keys.STORE_CHANGELOG.key(store=name)
                 raise ConfigError(
-                    f"config key {key!r}: store {name!r} has side inputs (stores.{name}.side.inputs), which are its "
+                    f"config key {key!r}: store {name!r} has side inputs ({keys.STORE_SIDE_INPUTS.key(store=name)}), "
+                    "which are its "
                     "changelog already; remove one of the two",
                     key=key,
                 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry
@@ -59,7 +60,7 @@ class TaskStores:
             if spec.changelog is not None:
                 producer = producers.get(spec.changelog.system)
                 if producer is None:
-                    key = f"stores.{spec.name}.changelog"
+                    key = keys.STORE_CHANGELOG.key(store=spec.name)
                     raise ConfigError(
                         f"config key {key!r}: system {spec.changelog.system!r} is not configured", key=key
                     )
@@ -71,8 +72,8 @@ class TaskStores:
             self.stores[spec.name] = SerializedKeyValueStore(
                 spec.name,
                 inner,
-                serdes.get(spec.key_serde, f"stores.{spec.name}.key.serde"),
-                serdes.get(spec.msg_serde, f"stores.{spec.name}.msg.serde"),
+                serdes.get(spec.key_serde, keys.STORE_KEY_SERDE.key(store=spec.name)),
+                serdes.get(spec.msg_serde, keys.STORE_MSG_SERDE.key(store=spec.name)),
             )
 
     def refuse_pickled_state(self) -> None:

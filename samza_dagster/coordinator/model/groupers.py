@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import SystemStreamPartition
 
@@ -51,10 +52,9 @@ def ssp_grouper(name: str) -> SspGrouper:
     try:
         return SSP_GROUPERS[name]
     except KeyError:
+        key = keys.JOB_GROUPER.name
         raise ConfigError(
-            f"config key 'job.systemstreampartition.grouper.factory' names unknown grouper {name!r}; "
-            f"known: {', '.join(SSP_GROUPERS)}",
-            key="job.systemstreampartition.grouper.factory",
+            f"config key {key!r} names unknown grouper {name!r}; known: {', '.join(SSP_GROUPERS)}", key=key
         ) from None
 
 
@@ -79,13 +79,13 @@ def group_tasks_into_containers(task_names: Iterable[str], container_count: int)
     As in Samza, more containers than tasks is an error (a container would have nothing to do).
     """
     names = sorted_task_names(task_names)
+    key = keys.JOB_CONTAINER_COUNT.name
     if container_count < 1:
-        raise ConfigError(f"job.container.count must be at least 1, got {container_count}", key="job.container.count")
+        raise ConfigError(f"{key} must be at least 1, got {container_count}", key=key)
     if names and container_count > len(names):
         raise ConfigError(
-            f"job.container.count is {container_count} but the job has only {len(names)} tasks; "
-            f"a container cannot run without tasks",
-            key="job.container.count",
+            f"{key} is {container_count} but the job has only {len(names)} tasks; a container cannot run without tasks",
+            key=key,
         )
     containers: dict[str, list[str]] = {str(i): [] for i in range(container_count)}
     for index, name in enumerate(names):

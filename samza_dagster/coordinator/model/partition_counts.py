@@ -34,7 +34,7 @@ class InputPartitionCountChangedError(ConfigError):
             "the state their stores hold. To accept the change and start the state over, relaunch with "
             f"--force-reset ({FORCE_RESET_KEY}=true) and delete the job's changelog streams and local state "
             "(docs/operations.md, 'Changing what must not change')",
-            key=f"streams.{stream}.partitions",
+            key=keys.STREAM_PARTITIONS.key(stream_id=stream),
         )
         self.stream, self.old, self.new = stream, old, new
 

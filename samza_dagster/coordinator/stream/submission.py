@@ -29,7 +29,7 @@ from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 SOURCE = "job-submission"
 GROUPER_KEY = keys.JOB_GROUPER.name
 #: Keys (glob patterns) that may only be set once for a stateful job.
-SET_ONCE_PATTERNS = (GROUPER_KEY, "stores.*.changelog", "streams.*.partitions")
+SET_ONCE_PATTERNS = (GROUPER_KEY, keys.STORE_CHANGELOG.glob, keys.STREAM_PARTITIONS.glob)
 #: Defaults a missing set-once key stands for, so "unset" → "the default" is no change.
 SET_ONCE_DEFAULTS = {GROUPER_KEY: GROUPERS[0]}
 

@@ -50,8 +50,8 @@ def system_whereabouts(config: Config, system: str) -> str:
     if factory == "log":
         return f"the embedded log at {os.path.abspath(os.path.expanduser(keys.LOG_PATH.get(config, system=system)))}"
     if factory == "kafka":
-        servers = config.get_str(f"systems.{system}.consumer.bootstrap.servers") or config.get_str(
-            f"systems.{system}.producer.bootstrap.servers"
+        servers = config.get_str(keys.prefix(keys.SYSTEM_CONSUMER_KEYS, system=system) + "bootstrap.servers") or (
+            config.get_str(keys.prefix(keys.SYSTEM_PRODUCER_KEYS, system=system) + "bootstrap.servers")
         )
         return f"Kafka at {servers}"
     return f"system factory {factory}"

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.system.errors import WrongSystemError
@@ -60,7 +61,7 @@ class FilesSystemProducer:
     def __init__(self, system_name: str, config: Config) -> None:
         self.system_name = system_name
         self.files_config = FilesSystemConfig.from_config(system_name, config)
-        self.root: FileRoot = open_root(self.files_config.root, f"systems.{system_name}.files.root")
+        self.root: FileRoot = open_root(self.files_config.root, keys.FILES_ROOT.key(system=system_name))
         self._writer_id = uuid.uuid4().hex[:8]
         self._outputs: dict[tuple[str, str], _Output] = {}
         self.files_written = 0

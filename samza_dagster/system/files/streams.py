@@ -26,9 +26,9 @@ class FilesStreams:
         return partition_files(self.root, self.files_config, stream)
 
     def format(self, stream: str, entry: FileEntry) -> str:
-        configured = self._streams.get_property(SystemStream(self.system, stream), keys.STREAM_FILES_FORMAT.prop)
+        configured = self._streams.get_property(SystemStream(self.system, stream), keys.STREAM_FILES_FORMAT)
         if configured:  # checked like every typed key: parquet, jsonl or csv
-            key = self._streams.property_key(SystemStream(self.system, stream), keys.STREAM_FILES_FORMAT.prop)
+            key = self._streams.property_key(SystemStream(self.system, stream), keys.STREAM_FILES_FORMAT)
             configured = keys.STREAM_FILES_FORMAT.read(Config({key: configured}), key)
         return format_of(entry.name, configured, self.where(stream))
 

@@ -33,7 +33,7 @@ class IcebergSystemConfig:
 
     @classmethod
     def from_config(cls, system: str, config: Config) -> IcebergSystemConfig:
-        props = dict(config.subset(f"systems.{system}.iceberg.catalog.").items())
+        props = dict(config.subset(keys.prefix(keys.ICEBERG_CATALOG_KEYS, system=system)).items())
         return cls(
             system=system,
             namespace=keys.ICEBERG_NAMESPACE.get(config, system=system),

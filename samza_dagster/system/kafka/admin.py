@@ -44,7 +44,7 @@ class KafkaSystemAdmin:
     def __init__(self, system_name: str, config: Config, clients: KafkaClientConfigs) -> None:
         self.system_name = system_name
         self._clients = clients
-        prefix = f"systems.{system_name}.default.stream."
+        prefix = keys.prefix(keys.SYSTEM_DEFAULT_STREAM_KEYS, system=system_name)
         # unset: the cluster's own default.replication.factor (and its topic defaults below), so
         # changelog and checkpoint topics are as durable as the cluster's operators made its topics
         replication = keys.SYSTEM_REPLICATION_FACTOR.get(config, system=system_name)

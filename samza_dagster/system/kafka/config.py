@@ -119,21 +119,23 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
     # kafka-python's DEBUG records show its settings and the bytes it moves (the coordinator
     # stream holds the whole config): every secret of this config is masked in them
     kafka_python_fixes.mask_in_logs(secrets_of(config).values())
-    prefix = f"systems.{system}."
+    consumer_prefix = keys.prefix(keys.SYSTEM_CONSUMER_KEYS, system=system)
+    producer_prefix = keys.prefix(keys.SYSTEM_PRODUCER_KEYS, system=system)
     strict = kafka_client(system, config) == "kafka-python"
-    consumer = _convert(config.subset(prefix + "consumer."), KafkaConsumer.DEFAULT_CONFIG, prefix + "consumer.", strict)
-    producer = _convert(config.subset(prefix + "producer."), KafkaProducer.DEFAULT_CONFIG, prefix + "producer.", strict)
+    consumer = _convert(config.subset(consumer_prefix), KafkaConsumer.DEFAULT_CONFIG, consumer_prefix, strict)
+    producer = _convert(config.subset(producer_prefix), KafkaProducer.DEFAULT_CONFIG, producer_prefix, strict)
     bootstrap = consumer.get("bootstrap_servers") or producer.get("bootstrap_servers")
     if not bootstrap:
-        key = prefix + "consumer.bootstrap.servers"
-        raise ConfigError(f"Kafka system {system!r} needs {key!r} (or {prefix}producer.bootstrap.servers)", key=key)
+        key = consumer_prefix + "bootstrap.servers"
+        raise ConfigError(f"Kafka system {system!r} needs {key!r} (or {producer_prefix}bootstrap.servers)", key=key)
     consumer.setdefault("bootstrap_servers", bootstrap)
     producer.setdefault("bootstrap_servers", producer.get("bootstrap_servers") or bootstrap)
 
     # The admin connects like the consumer: same servers, security and timeouts.
     admin_defaults = KafkaAdminClient.DEFAULT_CONFIG
     admin = {k: v for k, v in consumer.items() if k in admin_defaults}
-    admin.update(_convert(config.subset(prefix + "admin."), admin_defaults, prefix + "admin."))
+    admin_prefix = keys.prefix(keys.SYSTEM_ADMIN_KEYS, system=system)
+    admin.update(_convert(config.subset(admin_prefix), admin_defaults, admin_prefix))
 
     for role, kwargs, defaults in (
         ("consumer", consumer, CONSUMER_DEFAULTS),

@@ -45,6 +45,8 @@ _ALGORITHMS = {"true": "https", "false": "none", "https": "https", "none": "none
 #: this system, not passed to librdkafka (kafka-python's name, which the Dagster resource sets)
 BOOTSTRAP_TIMEOUT = keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.name.split(".consumer.", 1)[1]
 DEFAULT_BOOTSTRAP_TIMEOUT_MS: int = keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.default
+#: "consumer" / "producer" → the namespace of that client's settings
+_CLIENT_KEYS = {"consumer": keys.SYSTEM_CONSUMER_KEYS, "producer": keys.SYSTEM_PRODUCER_KEYS}
 #: keys of the Java or kafka-python clients that mean nothing to librdkafka: ignored with a warning
 IGNORED = frozenset(
     {
@@ -114,19 +116,20 @@ class ConfluentConfigs:
 
 
 def confluent_configs(system: str, config: Config) -> ConfluentConfigs:
-    prefix = f"systems.{system}."
+    consumer_prefix = keys.prefix(keys.SYSTEM_CONSUMER_KEYS, system=system)
+    producer_prefix = keys.prefix(keys.SYSTEM_PRODUCER_KEYS, system=system)
     consumer_sources: dict[str, str] = {}
     producer_sources: dict[str, str] = {}
-    consumer = _translate(config.subset(prefix + "consumer."), prefix + "consumer.", consumer_sources)
-    producer = _translate(config.subset(prefix + "producer."), prefix + "producer.", producer_sources)
+    consumer = _translate(config.subset(consumer_prefix), consumer_prefix, consumer_sources)
+    producer = _translate(config.subset(producer_prefix), producer_prefix, producer_sources)
     bootstrap = consumer.get("bootstrap.servers") or producer.get("bootstrap.servers")
     if not bootstrap:
-        key = prefix + "consumer.bootstrap.servers"
-        raise ConfigError(f"Kafka system {system!r} needs {key!r} (or {prefix}producer.bootstrap.servers)", key=key)
+        key = consumer_prefix + "bootstrap.servers"
+        raise ConfigError(f"Kafka system {system!r} needs {key!r} (or {producer_prefix}bootstrap.servers)", key=key)
     consumer.setdefault("bootstrap.servers", bootstrap)
     producer.setdefault("bootstrap.servers", bootstrap)
-    timeout_ms = config.get_int(prefix + "consumer." + BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_MS)
-    timeout_ms = config.get_int(prefix + "producer." + BOOTSTRAP_TIMEOUT, timeout_ms) or DEFAULT_BOOTSTRAP_TIMEOUT_MS
+    timeout_ms = config.get_int(consumer_prefix + BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_MS)
+    timeout_ms = config.get_int(producer_prefix + BOOTSTRAP_TIMEOUT, timeout_ms) or DEFAULT_BOOTSTRAP_TIMEOUT_MS
     for conf, defaults in ((consumer, CONSUMER_DEFAULTS), (producer, PRODUCER_DEFAULTS)):
         for key, value in defaults.items():
             conf.setdefault(key, value)
@@ -189,7 +192,8 @@ def config_error(exc: BaseException, sources: dict[str, str], what: str) -> Conf
     for marker in ("No such configuration property: ", "Invalid value", "Configuration property "):
         if marker in text:
             name = next((n for n in sources if f'"{n}"' in text), None)
-            key = sources.get(name, f"systems.*.{what}.*") if name else f"systems.*.{what}.*"
+            anywhere = keys.prefix(_CLIENT_KEYS[what], system="*") + "*"  # the client's namespace, any system
+            key = sources.get(name, anywhere) if name else anywhere
             return ConfigError(
                 f"config key {key!r}: librdkafka (kafka.client=confluent) refused it: {_reason(text)}", key=key
             )

@@ -66,20 +66,19 @@ class LogSystemConfig:
 
     @classmethod
     def from_config(cls, system: str, config: Config) -> LogSystemConfig:
-        prefix = f"systems.{system}.log."
-        path = config.get_str(prefix + "path") or DEFAULT_PATH
-        sync_key = prefix + "synchronous"
+        path = config.get_str(keys.LOG_PATH.key(system=system)) or DEFAULT_PATH
+        sync_key = keys.LOG_SYNCHRONOUS.key(system=system)
         synchronous = (config.get_str(sync_key) or DEFAULT_SYNCHRONOUS).strip().upper()
         if synchronous not in ("FULL", "NORMAL", "OFF"):
             raise ConfigError(f"config key {sync_key!r} must be FULL, NORMAL or OFF, got {synchronous!r}", key=sync_key)
         check_config(config, system)
-        interval_key = prefix + "cleaner.interval.ms"
+        interval_key = keys.LOG_CLEANER_INTERVAL_MS.key(system=system)
         interval = config.get_int(interval_key, DEFAULT_CLEANER_INTERVAL_MS)
         if interval is None or interval < 0:
             raise ConfigError(
                 f"config key {interval_key!r} must be an integer >= 0, got {interval!r}", key=interval_key
             )
-        linger_key = prefix + "linger.ms"
+        linger_key = keys.LOG_LINGER_MS.key(system=system)
         linger = config.get_int(linger_key, DEFAULT_LINGER_MS)
         if linger is None or linger < 0:
             raise ConfigError(f"config key {linger_key!r} must be an integer >= 0, got {linger!r}", key=linger_key)
@@ -90,10 +89,11 @@ class LogSystemConfig:
         return cls(
             system=system,
             path=os.path.abspath(os.path.expanduser(path)),
-            batch_size=_positive(config, prefix + "batch.size", DEFAULT_BATCH_SIZE),
-            fetch_size=_positive(config, prefix + "fetch.size", DEFAULT_FETCH_SIZE),
+            batch_size=_positive(config, keys.LOG_BATCH_SIZE.key(system=system), DEFAULT_BATCH_SIZE),
+            fetch_size=_positive(config, keys.LOG_FETCH_SIZE.key(system=system), DEFAULT_FETCH_SIZE),
             synchronous=synchronous,
-            busy_timeout_s=_positive(config, prefix + "busy.timeout.ms", DEFAULT_BUSY_TIMEOUT_MS) / 1000.0,
+            busy_timeout_s=_positive(config, keys.LOG_BUSY_TIMEOUT_MS.key(system=system), DEFAULT_BUSY_TIMEOUT_MS)
+            / 1000.0,
             cleaner_interval_s=interval / 1000.0,
             linger_s=linger / 1000.0,
             read_committed=isolation == "read_committed",

@@ -111,17 +111,18 @@ def stream_properties(config: Config, system: str, stream: str, requested: Mappi
     system_stream = SystemStream(system, stream)
     default_system = JobConfig(config).default_system
     for key in DEFAULTS:
+        definition = keys.stream_property(key)
         explicit = None
         for sid in streams.stream_ids_for(system_stream, default_system):
-            explicit = config.get_str(f"streams.{sid}.{key}")
+            explicit = config.get_str(definition.key(stream_id=sid))
             if explicit is not None:
                 break
         if explicit is None:
-            explicit = config.get_str(f"systems.{system}.streams.{stream}.{key}")
+            explicit = config.get_str(definition.system_stream_key(system, stream))
         if explicit is not None:
             result[key] = explicit
         elif key not in result:
-            fallback = config.get_str(f"systems.{system}.default.stream.{key}")
+            fallback = config.get_str(definition.system_default_key(system))
             if fallback is not None:
                 result[key] = fallback
     CleanupPolicy.from_properties(result, f"stream {system}.{stream}: ")  # fails naming a bad value
@@ -130,14 +131,15 @@ def stream_properties(config: Config, system: str, stream: str, requested: Mappi
 
 def check_config(config: Config, system: str) -> None:
     """ConfigError naming the first bad cleanup key set for ``system`` (per stream or default)."""
-    prefix = f"systems.{system}."
+    prefix = keys.prefix(keys.SYSTEM_KEYS, system=system)
     for full_key in config:
         if not full_key.startswith(prefix):
             continue
         # longest first: "delete.retention.ms" also ends with ".retention.ms"
         for key in sorted(DEFAULTS, key=len, reverse=True):
             if full_key.endswith("." + key) and (
-                full_key == f"{prefix}default.stream.{key}" or full_key.startswith(prefix + "streams.")
+                full_key == keys.stream_property(key).system_default_key(system)
+                or full_key.startswith(prefix + "streams.")
             ):
                 where = full_key[: -len(key)]
                 CleanupPolicy.from_properties({key: config.get_str(full_key) or ""}, where)
