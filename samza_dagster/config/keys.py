@@ -277,6 +277,13 @@ JOB_CONTAINER_SWITCH_INTERVAL_US = define(
     500,
     "lowers the interpreter's thread switch interval in a container to this many µs (0: leave Python's own)",
 )
+JOB_CONTAINER_GC_THRESHOLD = define(
+    "job.container.gc.threshold",
+    _int(0),
+    50_000,
+    "raises the garbage collector's young-generation threshold in a container to this many allocations "
+    "(0: leave Python's own, 700)",
+)
 JOB_COORDINATOR_HTTP_HOST = define(
     "job.coordinator.http.host",
     STR,

@@ -40,6 +40,7 @@ from samza_dagster.config.system_config import StreamConfig, SystemConfig
 from samza_dagster.container.assembly import ContainerPlan, side_inputs_manager
 from samza_dagster.container.dead_letter import DeadLetterSender, ensure_dead_letter_stream
 from samza_dagster.container.exactly_once import NonTransactionalProducer, check_exactly_once, transactional_id
+from samza_dagster.container.gc_threshold import apply_gc_threshold
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
@@ -228,6 +229,7 @@ class SamzaContainer:
         metadata, checkpoints, stores (restored from changelogs), side inputs (read to their
         head), task instances (initialised), consumers from the starting offsets, the run loop."""
         apply_switch_interval(self.config)
+        apply_gc_threshold(self.config)
         plan = ContainerPlan.of(self.config, self.container_model, self.task_factory)
         self._exactly_once = plan.job.exactly_once
         check_exactly_once(self.config)
