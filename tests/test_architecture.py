@@ -371,3 +371,57 @@ def test_the_engine_raises_samza_errors_not_builtins():
     assert not bad, (
         "raise a SamzaError subclass naming what was wrong (or allow the builtin, saying why):\n" + "\n".join(bad)
     )
+
+
+# -- scheduling state changes only through its owners' named methods ----------------------------
+
+#: (owning module, class): the attributes of these change only inside their own module
+_OWNED_STATE = {
+    "samza_dagster.container.task_worker": "TaskWorker",
+    "samza_dagster.task.coordinator": "ContainerRequests",
+}
+
+
+def _slots_of(module: str, cls: str) -> set[str]:
+    return set(getattr(importlib.import_module(module), cls).__slots__)
+
+
+def outside_writes(sources: dict[str, Source], owned: dict[str, set[str]]) -> list[str]:
+    """``module:line: .attr`` for every assignment (plain, augmented, or a delete) to one of the
+    ``owned`` attributes in a module other than its owner's. By name: a same-named attribute of
+    another class is flagged too — rename it rather than explain it."""
+    found = []
+    for module, source in sources.items():
+        names = {attr for owner, attrs in owned.items() if owner != module for attr in attrs}
+        for node in ast.walk(ast.parse(source.text)):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign | ast.Delete):
+                targets = list(node.targets)
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                targets = [node.target]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr in names
+                    and not (isinstance(target.value, ast.Name) and target.value.id == "self")
+                ):
+                    found.append(f"{module}:{target.lineno}: .{target.attr}")
+    return found
+
+
+def test_an_outside_write_to_owned_state_is_found():
+    sources = _synthetic(
+        **{
+            "a.loop": "def f(w):\n    w.commit_due = True\n    w.other = 1\n",
+            "a.worker": "def g(w):\n    w.commit_due = False\n",
+        }
+    )
+    assert outside_writes(sources, {"a.worker": {"commit_due"}}) == ["a.loop:2: .commit_due"]
+
+
+def test_task_scheduling_state_and_container_requests_change_only_through_their_methods():
+    owned = {module: _slots_of(module, cls) for module, cls in _OWNED_STATE.items()}
+    assert not outside_writes(_engine(), owned), (
+        "change TaskWorker / ContainerRequests state through their named methods (need_commit, "
+        "start_process, ask, notice, ...):\n" + "\n".join(outside_writes(_engine(), owned))
+    )

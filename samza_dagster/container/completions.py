@@ -16,18 +16,6 @@ from samza_dagster.model import SystemStreamPartition
 from samza_dagster.task.callback import TaskCallback
 
 
-def complete(w: TaskWorker, ssp: SystemStreamPartition, entry: InFlight) -> None:
-    """Mark ``entry`` done; the partition's processed offset advances over the completed prefix
-    only, so a checkpoint never covers a message still in flight before it."""
-    entry.completed = True
-    w.in_flight -= 1
-    queue = w.in_flight_offsets[ssp]
-    last = None
-    while queue and queue[0].completed:
-        last = queue.popleft().offset
-    w.ti.completed(ssp, last)
-
-
 class Settler(Protocol):
     """What settling a completion needs of the run loop."""
 
@@ -50,7 +38,7 @@ class ProcessDone:
             loop._forget_callback(self.callback)
         if self.error is not None:
             raise self.error
-        complete(self.w, self.ssp, self.entry)
+        self.w.done_process(self.ssp, self.entry)
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,7 +49,7 @@ class WindowDone:
     error: BaseException | None = None
 
     def settle(self, loop: Settler) -> None:
-        self.w.exclusive_running = False
+        self.w.done_window()
         if self.error is not None:
             raise self.error
 

@@ -146,7 +146,7 @@ class RunLoop(ScheduledMode):
     def request_stop(self) -> None:
         """Graceful stop: finish in-flight work, commit, return SHUTDOWN."""
         self._stop = True
-        self.requests.pending = True
+        self.requests.notice()
         self._wakeup.set()
 
     # -- entry ---------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ class RunLoop(ScheduledMode):
                     offset = env.offset
                     if offset == eos:
                         task_for[ssp].mark_end_of_stream(ssp)
-                        requests.pending = True
+                        requests.notice()
                     else:
                         f = fast_get(ssp)
                         if f is None:
@@ -267,7 +267,7 @@ class RunLoop(ScheduledMode):
                         chosen += 1
                         if env.offset == eos:
                             ti.mark_end_of_stream(ssp)
-                            requests.pending = True
+                            requests.notice()
                         else:
                             ti.process_inline(env)
                         if requests.pending or monotonic() >= self._next_deadline:
@@ -311,7 +311,7 @@ class RunLoop(ScheduledMode):
                     counts[ssp] += done
                 if end_of_stream:
                     ti.mark_end_of_stream(ssp)
-                    requests.pending = True
+                    requests.notice()
                     status = self._housekeeping(monotonic())
                     if status is not None:
                         return status
@@ -347,7 +347,7 @@ class RunLoop(ScheduledMode):
                         ti.process_run(run)
                     if end_of_stream:
                         ti.mark_end_of_stream(ssp)
-                        requests.pending = True
+                        requests.notice()
                 if requests.pending or monotonic() >= self._next_deadline:
                     status = self._housekeeping(monotonic())
                     if status is not None:
@@ -363,7 +363,7 @@ class RunLoop(ScheduledMode):
         batch: see ``_commit``), and the commits of tasks that reached end of stream wait up to
         ``ENDED_COMMIT_DELAY_S`` to join others — the partitions of a bounded input end within
         moments of each other, and one commit for all of them costs what one commit costs."""
-        self.requests.pending = False
+        self.requests.looked()
         commits: list[TaskWorker] = []
         for w in self._fire_timers(now):
             if not w.done:
@@ -396,30 +396,26 @@ class RunLoop(ScheduledMode):
         if now >= self._next_window:
             for w in self.workers.values():
                 if w.ti.is_windowable and not w.done:
-                    w.window_due = True
+                    w.need_window()
             self._next_window = now + (self.window_s or float("inf"))  # only due when window_s is set
             everyone = True
         if now >= self._next_commit:
             for w in self.workers.values():
                 if not w.done:
-                    w.commit_due = True
+                    w.need_commit()
             self._next_commit = now + (self.commit_s or float("inf"))  # only due when commit_s is set
             everyone = True
         self._next_deadline = self._compute_deadline()
         req = self.requests
-        if req.commit_all:
-            req.commit_all = False
+        if req.take_commit_all():
             for w in self.workers.values():
-                w.commit_due = True
+                w.need_commit()
             everyone = True
-        asking = req.asking
-        names = asking[:]
-        del asking[: len(names)]  # what a task thread appends meanwhile stays for the next look
         tasks = self.workers
-        asked = [tasks[name] for name in dict.fromkeys(names)]
+        asked = [tasks[name] for name in dict.fromkeys(req.take_asking())]
         for w in asked:
             if w.ti.coordinator.take_commit_request():
-                w.commit_due = True
+                w.need_commit()
         return tasks.values() if everyone else asked
 
     def _run_due(self, w: TaskWorker, commits: list[TaskWorker]) -> bool:
@@ -427,13 +423,14 @@ class RunLoop(ScheduledMode):
         is appended to ``commits``, for the caller to make with the others due at the same time
         before the task processes anything more. True if something ran (or was started in the
         pool) or a commit is due."""
-        if w.in_flight or w.exclusive_running:
+        if w.busy:
             return False
         ran = False
         if w.window_due:
-            w.window_due = False
-            if self._pool is not None and not w.ti.is_async:
-                w.exclusive_running = True
+            in_pool = self._pool is not None and not w.ti.is_async
+            w.start_window(in_pool=in_pool)
+            if in_pool:
+                assert self._pool is not None
                 self._pool.submit(self._window_in_pool, w)
                 return True
             w.ti.window()
@@ -441,11 +438,11 @@ class RunLoop(ScheduledMode):
         if w.end_of_stream_due:
             w.ti.end_of_stream()
             commits.append(w)
-            w.done = True
+            w.finish()
             self._done_count += 1
             return True
         if w.commit_due:
-            w.commit_due = False
+            w.start_commit()
             commits.append(w)
             ran = True
         return ran

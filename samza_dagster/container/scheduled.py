@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from samza_dagster.container.completions import CallbackFailed, Completion, ProcessDone, WindowDone, complete
+from samza_dagster.container.completions import CallbackFailed, Completion, ProcessDone, WindowDone
 from samza_dagster.container.errors import CallbackTimeoutError, ContainerError, TaskProcessError, coordinates
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.task_instance import TaskInstance
@@ -43,7 +43,7 @@ class _Pass:
     #: something started or ran: pass again before choosing
     progress: bool = False
     #: messages in flight plus windows running, over all tasks
-    in_flight: int = 0
+    running: int = 0
     #: no task's queue is full (and the loop is not stopping)
     can_choose: bool = True
 
@@ -83,7 +83,7 @@ class ScheduledMode:
                 self._drain_completions()
             now = time.monotonic()
             if self.requests.pending or now >= self._next_deadline:
-                self.requests.pending = False
+                self.requests.looked()
                 self._fire_timers(now)
                 if (self._stop or self.requests.shutdown_all) and stopping_since is None:
                     stopping_since = now
@@ -101,7 +101,7 @@ class ScheduledMode:
     # -- step 2: shutdown -----------------------------------------------------------------------
     def _enforce_shutdown_timeout(self, stopping_for_s: float) -> None:
         if stopping_for_s > self.shutdown_s:
-            busy = {w.ti.task_name: w.in_flight for w in self.workers.values() if w.in_flight or w.exclusive_running}
+            busy = {w.ti.task_name: w.in_flight for w in self.workers.values() if w.busy}
             raise ContainerError(
                 f"tasks did not finish their in-flight work within task.shutdown.ms={int(self.shutdown_s * 1000)} "
                 f"of a shutdown request (in flight per task: {busy}); nothing was committed for them"
@@ -114,18 +114,11 @@ class ScheduledMode:
         for w in self.workers.values():
             if w.done:
                 continue
-            if w.window_due or w.commit_due or w.end_of_stream_due:
+            if w.has_due:
                 due = len(commits)
                 if self._run_due(w, commits):
                     step.progress = True
-                if (
-                    len(commits) > due
-                    or w.done
-                    or w.exclusive_running
-                    or w.window_due
-                    or w.commit_due
-                    or w.end_of_stream_due
-                ):
+                if len(commits) > due or w.done or w.exclusive_running or w.has_due:
                     # due work waits for in-flight messages, and a task committing starts nothing
                     # before its commit (made below with the others due in this pass)
                     self._count(w, step)
@@ -140,8 +133,8 @@ class ScheduledMode:
         """Start queued messages while the task has capacity; True if anything started (or its
         end of stream became due and can run on the next pass)."""
         started = False
-        while w.pending and w.in_flight < self.max_concurrency and not w.exclusive_running:
-            env = w.pending.popleft()
+        while w.can_start(self.max_concurrency):
+            env = w.next_pending()
             if env.offset == END_OF_STREAM_OFFSET:
                 w.ti.mark_end_of_stream(env.ssp)
                 if w.end_of_stream_due:
@@ -152,21 +145,20 @@ class ScheduledMode:
         return started or (w.end_of_stream_due and not w.in_flight)
 
     def _count(self, w: TaskWorker, step: _Pass) -> None:
-        step.in_flight += w.in_flight + w.exclusive_running
+        step.running += w.in_flight + w.exclusive_running
         if len(w.pending) >= self.pending_limit:
             step.can_choose = False
 
     # -- step 4: finishing ----------------------------------------------------------------------
     def _finish(self, step: _Pass, *, stopping: bool) -> str | None:
         tasks = self.workers.values()
-        if stopping and step.in_flight == 0 and not any(w.exclusive_running for w in tasks):
+        if stopping and step.running == 0 and not any(w.exclusive_running for w in tasks):
             self._stop = True  # so the check below commits every task and reports the shutdown
             return self._check_finished()
         if all(w.done for w in tasks):
             return self._check_finished()  # completed
         if all(w.done or w.ti.coordinator.shutdown_requested for w in tasks):
-            self.requests.shutdown_all = True
-            self.requests.pending = True
+            self.requests.ask_shutdown_all()
         return None
 
     # -- step 5: choosing or blocking -----------------------------------------------------------
@@ -176,7 +168,7 @@ class ScheduledMode:
             metrics.blocked_waits += 1
             self._wakeup.wait(min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic())))
             return
-        if step.in_flight:
+        if step.running:
             env = self.consumers.choose(0.0)
             if env is None:  # work is running: wait for its completion rather than poll
                 metrics.blocked_waits += 1
@@ -186,7 +178,7 @@ class ScheduledMode:
             env = self.consumers.choose(min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic())))
         if env is not None:
             metrics.chooses += 1
-            self._worker_for[env.ssp].pending.append(env)
+            self._worker_for[env.ssp].enqueue(env)
         else:
             metrics.null_chooses += 1
 
@@ -195,18 +187,16 @@ class ScheduledMode:
         """Start processing ``envelope``: deserialize on the loop thread, then process inline
         (no pool), in the pool (sync task) or via process_async (async task)."""
         ssp = envelope.ssp
-        entry = InFlight(envelope.offset)
-        w.in_flight_offsets[ssp].append(entry)
-        w.in_flight += 1
+        entry = w.start_process(ssp, envelope.offset)
         try:  # prepare marks the task uncommitted
             env = w.ti.prepare(envelope)
         except Exception:
-            w.in_flight -= 1
+            w.abandon_process()
             raise
         if env is None or env.offset == END_OF_STREAM_OFFSET:
             if env is not None:
                 w.ti.mark_end_of_stream(env.ssp)
-            complete(w, ssp, entry)
+            w.done_process(ssp, entry)
             return
         if w.ti.is_async:
             callback = TaskCallback(w.ti.task_name, env, self._make_on_done(w, ssp, entry), time.monotonic())
@@ -224,7 +214,7 @@ class ScheduledMode:
             except Exception as exc:
                 raise w.ti.process_error(env, exc) from exc
             w.ti.metrics.process_s += time.perf_counter() - t0
-            complete(w, ssp, entry)
+            w.done_process(ssp, entry)
 
     # -- other threads: hand work back ----------------------------------------------------------
     def _process_in_pool(

@@ -379,8 +379,7 @@ class TaskInstance:
             self.metrics.end_of_stream_ssps += 1
             if len(self.end_of_stream_ssps) >= len(self.ssps):
                 self.all_ended = True
-                self._container_requests.asking.append(self.task_name)
-                self._container_requests.pending = True
+                self._container_requests.ask(self.task_name)
 
     # -- window / end of stream ----------------------------------------------------------------
     def window(self) -> None:

@@ -29,11 +29,10 @@ class TaskCoordinator:
 
     def commit(self, scope: RequestScope = RequestScope.CURRENT_TASK) -> None:
         if scope is RequestScope.ALL_TASKS_IN_CONTAINER:
-            self._container_requests.commit_all = True
+            self._container_requests.ask_commit_all()
         else:
             self.commit_requested = True
-            self._container_requests.asking.append(self.task_name)
-        self._container_requests.pending = True
+            self._container_requests.ask(self.task_name)
 
     def take_commit_request(self) -> bool:
         """The run loop's: whether the task asked for a commit since the last look (and forget it)."""
@@ -44,17 +43,18 @@ class TaskCoordinator:
 
     def shutdown(self, scope: RequestScope = RequestScope.CURRENT_TASK) -> None:
         if scope is RequestScope.ALL_TASKS_IN_CONTAINER:
-            self._container_requests.shutdown_all = True
+            self._container_requests.ask_shutdown_all()
         else:
             self.shutdown_requested = True
-            self._container_requests.asking.append(self.task_name)
-            self._container_requests.shutdowns += 1
-        self._container_requests.pending = True
+            self._container_requests.ask(self.task_name, shutdown=True)
 
 
 class ContainerRequests:
     """Container-wide flags shared by every TaskCoordinator of a container; ``pending`` lets
-    the run loop test one attribute per message instead of every task's flags."""
+    the run loop test one attribute per message instead of every task's flags. Its attributes are
+    read anywhere and changed only through the methods below: the ``ask*`` ones by tasks (from
+    any thread: each write is one attribute, and a request seen one message late is still
+    honoured), ``notice``/``looked``/``take_commit_all`` by the run loop."""
 
     __slots__ = ("pending", "commit_all", "shutdown_all", "asking", "shutdowns")
 
@@ -68,3 +68,43 @@ class ContainerRequests:
         self.asking: list[str] = []
         #: how many times a task asked to shut down (whether all have is only checked after one did)
         self.shutdowns = 0
+
+    # -- tasks ask (any thread) --------------------------------------------------------------
+    def ask(self, task_name: str, *, shutdown: bool = False) -> None:
+        """Task ``task_name`` asked for something (a commit, a shutdown, or it reached end of
+        stream): the run loop looks at it."""
+        self.asking.append(task_name)
+        if shutdown:
+            self.shutdowns += 1
+        self.pending = True
+
+    def ask_commit_all(self) -> None:
+        self.commit_all = True
+        self.pending = True
+
+    def ask_shutdown_all(self) -> None:
+        self.shutdown_all = True
+        self.pending = True
+
+    # -- the run loop -----------------------------------------------------------------------
+    def notice(self) -> None:
+        """Something the run loop must look at next (a partition ended, a stop was asked)."""
+        self.pending = True
+
+    def looked(self) -> None:
+        """The run loop is looking at what is pending now."""
+        self.pending = False
+
+    def take_asking(self) -> list[str]:
+        """The names of the tasks that asked since the last look, in order (and forget them)."""
+        asking = self.asking
+        names = asking[:]
+        del asking[: len(names)]  # what a task thread appends meanwhile stays for the next look
+        return names
+
+    def take_commit_all(self) -> bool:
+        """Whether a task asked every task to commit since the last look (and forget it)."""
+        if self.commit_all:
+            self.commit_all = False
+            return True
+        return False
