@@ -232,3 +232,61 @@ def test_stop_event_stops_an_unbounded_container_gracefully():
     assert container.summary.messages_processed == 20
     cps = read_checkpoints(config)
     assert cps["Partition 1"].offsets[("mem", "input", 1)] == "9"
+
+
+class ManualClock:
+    """A monotonic clock that moves only when the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_windows_and_commits_follow_the_run_loops_clock_not_the_wall():
+    """task.window.ms and task.commit.ms are read off the clock the container is given: with the
+    clock held, no window and no timed commit happens however long the job runs; each move past
+    a period fires exactly one — no sleeping for real periods."""
+    config = _config(
+        **{
+            "systems.mem.streams.input.samza.bounded": "false",
+            "task.class": "tests.apps.tasks:NoOpTask",
+            "task.window.ms": "10000",
+            "task.commit.ms": "30000",
+        }
+    )
+    _setup(config, 1, 10)
+    recorder = Recorder()
+    clock = ManualClock()
+    stop = threading.Event()
+    factory = FnTaskFactory(lambda name: RecordingTask(name, recorder))
+    container = SamzaContainer("0", job_model(config), task_factory=factory, stop_event=stop, clock=clock)
+    t = threading.Thread(target=container.run)
+    t.start()
+
+    def passes_after(before: int, n: int = 3) -> None:  # the loop looked at its timers again
+        wait_until(lambda: container.metrics.null_chooses >= before + n, what=f"{n} idle run-loop passes")
+
+    try:
+        wait_until(
+            lambda: sum(ti.metrics.envelopes_processed for ti in list(container.tasks.values())) == 10,
+            what="every message processed",
+        )
+        (ti,) = container.tasks.values()
+        passes_after(container.metrics.null_chooses)
+        assert ti.metrics.window_count == 0 and ti.metrics.commit_count == 0
+        clock.now += 9.999
+        passes_after(container.metrics.null_chooses)
+        assert ti.metrics.window_count == 0
+        clock.now += 0.002  # past 10 s: one window
+        wait_until(lambda: ti.metrics.window_count == 1, what="the window after 10 s")
+        passes_after(container.metrics.null_chooses)
+        assert ti.metrics.window_count == 1 and ti.metrics.commit_count == 0
+        clock.now += 20.0  # 30 s: the second window and the timed commit
+        wait_until(lambda: ti.metrics.window_count == 2 and ti.metrics.commit_count == 1, what="window 2 and a commit")
+        assert read_checkpoints(config)["Partition 0"].offsets[("mem", "input", 0)] == "9"
+    finally:
+        stop.set()
+        t.join(10)
+    assert not t.is_alive()

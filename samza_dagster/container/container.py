@@ -47,6 +47,7 @@ from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out
 from samza_dagster.container.output_checkpoints import commit_outputs, newest_checkpoints
 from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
+from samza_dagster.container.run_loop_config import RunLoopConfig
 from samza_dagster.container.side_inputs import SideInputsManager
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.container.task_instance import TaskInstance
@@ -84,6 +85,7 @@ class SamzaContainer:
         stop_event: threading.Event | None = None,
         system_factory: Callable[[Config, str], SystemFactory] = default_system_factory,
         job_model_watcher: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         container_id = str(container_id)
         if container_id not in job_model.containers:
@@ -97,6 +99,8 @@ class SamzaContainer:
         self.stop_event = stop_event or threading.Event()
         self._system_factory = system_factory
         self._watcher = job_model_watcher
+        #: the run loop's clock for windows, commits and timeouts (tests pass one they move)
+        self._clock = clock
         self.metrics = ContainerMetrics(container_id)
         #: the container's MetricsRegistry and the reporters of ``metrics.reporters``
         self.reporting = ContainerReporting(self.config, container_id)
@@ -405,20 +409,14 @@ class SamzaContainer:
         return consumers
 
     def _create_run_loop(self, plan: ContainerPlan, consumers: SystemConsumers) -> RunLoop:
-        task_cfg = plan.task
         return RunLoop(
             self.tasks,
             consumers,
             commit=self._commit,
             requests=self.requests,
-            window_ms=task_cfg.window_ms,
-            commit_ms=task_cfg.commit_ms,
-            thread_pool_size=plan.job.thread_pool_size,
-            max_concurrency=task_cfg.max_concurrency,
-            callback_timeout_ms=task_cfg.callback_timeout_ms,
+            config=RunLoopConfig.from_config(self.config),
             metrics=self.metrics,
-            timer_enabled=keys.METRICS_TIMER_ENABLED.get(self.config),
-            shutdown_ms=task_cfg.shutdown_ms,
+            clock=self._clock,
         )
 
     def _input_config(self, plan: ContainerPlan) -> Config:

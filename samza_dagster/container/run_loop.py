@@ -39,6 +39,7 @@ from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.container.completions import Completion
 from samza_dagster.container.metrics import ContainerMetrics
+from samza_dagster.container.run_loop_config import RunLoopConfig
 from samza_dagster.container.scheduled import ScheduledMode
 from samza_dagster.container.task_instance import InlineBinding, TaskInstance
 from samza_dagster.container.task_worker import TaskWorker
@@ -68,6 +69,10 @@ def check_batch_task_settings(thread_pool_size: int, max_concurrency: int) -> No
         )
 
 
+#: the run loop's settings when none are given (a container passes its job's: RunLoopConfig.from_config)
+DEFAULTS = RunLoopConfig()
+
+
 class RunLoopStatus:
     COMPLETED = "completed"  # every task reached end of stream
     SHUTDOWN = "shutdown"  # a task asked, or the container was told to stop
@@ -87,33 +92,26 @@ class RunLoop(ScheduledMode):
         *,
         commit: Callable[[list[TaskInstance]], None],
         requests: ContainerRequests,
-        window_ms: int = -1,
-        commit_ms: int = 60_000,
-        thread_pool_size: int = 0,
-        max_concurrency: int = 1,
-        callback_timeout_ms: int = -1,
-        poll_timeout_s: float = 0.05,
-        pending_limit: int = 256,
+        config: RunLoopConfig = DEFAULTS,
         metrics: ContainerMetrics | None = None,
-        timer_enabled: bool = True,
-        shutdown_ms: int = 30_000,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.tasks = tasks
         self.consumers = consumers
         self._commit_task = commit
         self.requests = requests
-        self.window_s = window_ms / 1000.0 if window_ms and window_ms > 0 else None
-        self.commit_s = commit_ms / 1000.0 if commit_ms and commit_ms > 0 else None
-        self.pool_size = thread_pool_size
-        self.max_concurrency = max(1, max_concurrency)
-        self.callback_timeout_s = (
-            callback_timeout_ms / 1000.0 if callback_timeout_ms and callback_timeout_ms > 0 else None
-        )
-        self.poll_timeout_s = poll_timeout_s
-        #: ``metrics.timer.enabled`` (as Samza): time each process() call
-        self.timer_enabled = timer_enabled
-        self.shutdown_s = shutdown_ms / 1000.0 if shutdown_ms and shutdown_ms > 0 else float("inf")
-        self.pending_limit = max(pending_limit, self.max_concurrency)
+        self.config = config
+        #: what the timers read: monotonic seconds (a test passes a clock it moves by hand)
+        self.clock = clock
+        self.window_s = config.window_s
+        self.commit_s = config.commit_s
+        self.pool_size = config.thread_pool_size
+        self.max_concurrency = config.max_concurrency
+        self.callback_timeout_s = config.callback_timeout_s
+        self.poll_timeout_s = config.poll_timeout_s
+        self.timer_enabled = config.timer_enabled
+        self.shutdown_s = config.shutdown_s
+        self.pending_limit = config.pending_limit
         self.metrics = metrics or ContainerMetrics("?")
         #: the run loop's state of each task (its own: TaskInstance holds none of it)
         self.workers = {name: TaskWorker(ti) for name, ti in tasks.items()}
@@ -123,11 +121,11 @@ class RunLoop(ScheduledMode):
         self._worker_for: dict[SystemStreamPartition, TaskWorker] = {
             ssp: w for w in self.workers.values() for ssp in w.ti.ssps
         }
-        self.scheduled = thread_pool_size > 1 or self.max_concurrency > 1 or any(ti.is_async for ti in tasks.values())
+        self.scheduled = config.scheduled_by_settings or any(ti.is_async for ti in tasks.values())
         #: the tasks take batches (``process_batch``): inline mode hands them whole runs
         self.batches = any(ti.is_batch for ti in tasks.values())
         if self.batches:
-            check_batch_task_settings(thread_pool_size, max_concurrency)
+            check_batch_task_settings(config.thread_pool_size, config.max_concurrency)
         self._stop = False
         self._pool: ThreadPoolExecutor | None = None
         self._completions: deque[Completion] = deque()
@@ -137,7 +135,7 @@ class RunLoop(ScheduledMode):
         #: tasks that reached end of stream whose commit waits (inline mode) until ``_ended_by``
         self._ended: list[TaskWorker] = []
         self._ended_by = float("inf")
-        now = time.monotonic()
+        now = clock()
         self._next_window = now + self.window_s if self.window_s else float("inf")
         self._next_commit = now + self.commit_s if self.commit_s else float("inf")
         self._next_deadline = self._compute_deadline()
@@ -184,7 +182,7 @@ class RunLoop(ScheduledMode):
         task_for = self._task_for
         fast_get = self._fast_paths().get
         requests = self.requests
-        monotonic = time.monotonic
+        monotonic = self.clock
         perf_counter = time.perf_counter
         timed = self.timer_enabled
         poll_timeout = self.poll_timeout_s
@@ -241,7 +239,7 @@ class RunLoop(ScheduledMode):
         task_for = self._task_for
         fast_get = self._fast_paths().get
         requests = self.requests
-        monotonic = time.monotonic
+        monotonic = self.clock
         perf_counter = time.perf_counter
         timed = self.timer_enabled
         poll_timeout = self.poll_timeout_s
@@ -326,7 +324,7 @@ class RunLoop(ScheduledMode):
         choose_run = self.consumers.choose_run
         task_for = self._task_for
         requests = self.requests
-        monotonic = time.monotonic
+        monotonic = self.clock
         poll_timeout = self.poll_timeout_s
         metrics = self.metrics
         eos = END_OF_STREAM_OFFSET

@@ -61,6 +61,7 @@ class ScheduledMode:
     poll_timeout_s: float
     shutdown_s: float
     callback_timeout_s: float | None
+    clock: Callable[[], float]
     _task_for: dict[SystemStreamPartition, TaskInstance]
     _worker_for: dict[SystemStreamPartition, TaskWorker]
     _stop: bool
@@ -81,7 +82,7 @@ class ScheduledMode:
             self._wakeup.clear()
             if self._completions:
                 self._drain_completions()
-            now = time.monotonic()
+            now = self.clock()
             if self.requests.pending or now >= self._next_deadline:
                 self.requests.looked()
                 self._fire_timers(now)
@@ -166,7 +167,7 @@ class ScheduledMode:
         metrics = self.metrics
         if not step.can_choose:
             metrics.blocked_waits += 1
-            self._wakeup.wait(min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic())))
+            self._wakeup.wait(min(self.poll_timeout_s, max(0.0, self._next_deadline - self.clock())))
             return
         if step.running:
             env = self.consumers.choose(0.0)
@@ -175,7 +176,7 @@ class ScheduledMode:
                 self._wakeup.wait(0.002)
                 return
         else:
-            env = self.consumers.choose(min(self.poll_timeout_s, max(0.0, self._next_deadline - time.monotonic())))
+            env = self.consumers.choose(min(self.poll_timeout_s, max(0.0, self._next_deadline - self.clock())))
         if env is not None:
             metrics.chooses += 1
             self._worker_for[env.ssp].enqueue(env)
@@ -199,7 +200,7 @@ class ScheduledMode:
             w.done_process(ssp, entry)
             return
         if w.ti.is_async:
-            callback = TaskCallback(w.ti.task_name, env, self._make_on_done(w, ssp, entry), time.monotonic())
+            callback = TaskCallback(w.ti.task_name, env, self._make_on_done(w, ssp, entry), self.clock())
             self._callbacks.add(callback)
             try:
                 w.ti.call_process(env, callback)
