@@ -166,7 +166,7 @@ class RunLoop(ScheduledMode):
                 self._pool.shutdown(wait=True, cancel_futures=True)
 
     # -- inline mode ---------------------------------------------------------------------------
-    def _fast_paths(self) -> dict[SystemStreamPartition, tuple]:
+    def _fast_paths(self) -> dict[SystemStreamPartition, InlineBinding]:
         """Per input partition that needs no deserialization, what processing one envelope
         touches, pre-bound: the loop then does one dict lookup per envelope."""
         fast: dict[SystemStreamPartition, InlineBinding] = {}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.config.config import Config
@@ -55,18 +55,20 @@ from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
 
 _perf_counter = time.perf_counter
 
-#: what the inline run loop binds per input partition that needs no deserialization (see
-#: :meth:`TaskInstance.inline_binding`): the instance, its process, collector and coordinator, its
-#: processed offsets and counts, its metrics
-InlineBinding = tuple[
-    "TaskInstance",
-    Callable[..., Any],
-    MessageCollector,
-    TaskCoordinator,
-    dict[SystemStreamPartition, str],
-    dict[SystemStreamPartition, int],
-    TaskMetrics,
-]
+class InlineBinding(NamedTuple):
+    """What the inline run loop binds per input partition that needs no deserialization (see
+    :meth:`TaskInstance.inline_binding`). A NamedTuple: the hot path unpacks it positionally as
+    cheaply as a tuple, and everywhere else its fields have names."""
+
+    ti: TaskInstance
+    process: Callable[..., Any]
+    collector: MessageCollector
+    coordinator: TaskCoordinator
+    #: the task's processed offset per partition (what its checkpoint records)
+    last_processed: dict[SystemStreamPartition, str]
+    #: the task's processed count per partition
+    counts: dict[SystemStreamPartition, int]
+    metrics: TaskMetrics
 
 
 def _no_process(*_args: object) -> None:
@@ -208,7 +210,7 @@ class TaskInstance:
         per envelope). None when ``ssp`` needs deserializing (:meth:`process_inline` then)."""
         if self._decoders.get(ssp) is not None:
             return None
-        return (
+        return InlineBinding(
             self,
             self._process,
             self.collector,
