@@ -366,8 +366,12 @@ class SystemConsumers:
         if before and self._run_length is not None:
             count = self._run_length(envelope, before)
             if count:
-                popleft = buffer.popleft
-                run.extend([popleft() for _ in range(count)])
+                if count == before:  # the whole buffer (the common case): copied in C, not popped one by one
+                    run.extend(buffer)
+                    buffer.clear()
+                else:
+                    popleft = buffer.popleft
+                    run.extend([popleft() for _ in range(count)])
                 self._take_run(run[-1], count)  # type: ignore[misc]
         st.chosen += len(run)
         if buffer:
