@@ -126,6 +126,37 @@ class ReprocessingBackfill:
     schedule: "dg.ScheduleDefinition | UnresolvedPartitionedAssetScheduleDefinition"
     partitions_def: dg.DailyPartitionsDefinition
 
+    @classmethod
+    def of(
+        cls,
+        application: str,
+        source: StreamInfo,
+        batch: StreamInfo,
+        asset: dg.AssetsDefinition,
+        partitions_def: dg.DailyPartitionsDefinition,
+        *,
+        job_name: str,
+        description: str,
+        hour_of_day: int | None = None,
+        minute_of_hour: int | None = None,
+    ) -> "ReprocessingBackfill":
+        """A daily backfill asset with its job (``job_name``) and its daily schedule
+        (``<job_name>_schedule``, STOPPED until turned on) — what every backfill factory returns."""
+        job = dg.define_asset_job(
+            job_name,
+            selection=dg.AssetSelection.assets(asset),
+            description=description,
+            tags={"samza/application": application},
+        )
+        schedule = dg.build_schedule_from_partitioned_job(
+            job,
+            hour_of_day=hour_of_day,
+            minute_of_hour=minute_of_hour,
+            name=f"{job_name}_schedule",
+            default_status=dg.DefaultScheduleStatus.STOPPED,
+        )
+        return cls(application, source, batch, asset, job, schedule, partitions_def)
+
     @property
     def key(self) -> dg.AssetKey:
         return self.asset.key
@@ -270,20 +301,17 @@ def reprocessing_backfill(
     group = _group_name(application)
     asset_name = name or f"reprocess_{_group_name(what.batch.id)}"
     asset = _reprocessing_asset(what, partitions_def, asset_name, days_per_run)
-    job = dg.define_asset_job(
-        f"{group}_{asset_name}",
-        selection=dg.AssetSelection.assets(asset),
+    return ReprocessingBackfill.of(
+        application,
+        what.source,
+        what.batch,
+        asset,
+        partitions_def,
+        job_name=f"{group}_{asset_name}",
         description=f"Re-sends past days of {what.source.id} into {what.batch.id} (one run per day)",
-        tags={"samza/application": application},
-    )
-    schedule = dg.build_schedule_from_partitioned_job(
-        job,
         hour_of_day=schedule_hour,
         minute_of_hour=schedule_minute,
-        name=f"{group}_{asset_name}_schedule",
-        default_status=dg.DefaultScheduleStatus.STOPPED,
     )
-    return ReprocessingBackfill(application, what.source, what.batch, asset, job, schedule, partitions_def)
 
 
 def _resolve(

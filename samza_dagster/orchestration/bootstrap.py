@@ -23,6 +23,7 @@ import dagster as dg
 from samza_dagster.config import Config
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration import results
+from samza_dagster.orchestration.metadata import Metadata
 from samza_dagster.orchestration.observation import StreamObservation, checkpointed_offsets, offset_int
 from samza_dagster.runtime.result import JobResult
 
@@ -104,9 +105,9 @@ class BootstrapOutcome:
             "messages_behind": self.messages_behind,
         }
 
-    def metadata(self) -> dict[str, dg.MetadataValue | bool]:
+    def metadata(self) -> Metadata:
         """What the stream's observation after the run says of its bootstrap."""
-        md: dict[str, dg.MetadataValue | bool] = {"bootstrap_reached_head": self.caught_up}
+        md: Metadata = {"bootstrap_reached_head": self.caught_up}
         if self.time_to_head_s is not None:
             md["bootstrap_time_to_head_s"] = dg.MetadataValue.float(round(float(self.time_to_head_s), 3))
         if self.messages_behind is not None:

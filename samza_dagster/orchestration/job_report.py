@@ -19,13 +19,11 @@ import dagster as dg
 from samza_dagster.orchestration import results
 from samza_dagster.orchestration.bootstrap import BootstrapOutcome, final_bootstrap
 from samza_dagster.orchestration.job_metrics import JobMetrics
+from samza_dagster.orchestration.metadata import Metadata
 from samza_dagster.orchestration.observation import StreamObservation, offset_int
 from samza_dagster.orchestration.supervision import Supervision
 from samza_dagster.orchestration.tables import RunCommits, run_commits
 from samza_dagster.runtime.result import JobResult
-
-#: Dagster metadata as the op hands it over: plain values or ``dg.MetadataValue``s by name
-Metadata = dict[str, dg.MetadataValue | str | int | float | None]
 
 
 @dataclass(frozen=True, slots=True)

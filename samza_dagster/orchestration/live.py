@@ -15,7 +15,8 @@ from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 from samza_dagster.orchestration import bootstrap, checks
 from samza_dagster.orchestration.assets import StreamAssets, in_dependency_order
 from samza_dagster.orchestration.job_metrics import JobMetrics, follow_job_metrics
-from samza_dagster.orchestration.job_report import Metadata, WrittenSince, metrics_metadata
+from samza_dagster.orchestration.job_report import WrittenSince, metrics_metadata
+from samza_dagster.orchestration.metadata import Metadata
 from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.tables import table_materialization
