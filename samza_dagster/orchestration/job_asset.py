@@ -301,8 +301,7 @@ def _supervised_run(
     spark: SparkResource | None,
 ) -> _Finished:
     """Runs the job under a :class:`JobSupervisor` (graceful stop, progress lines, live
-    materializations) until it stops; a failed job — an exception, or a container that failed —
-    fails the run with its error."""
+    materializations) until it stops (:func:`_succeeded` fails the run of a failed job)."""
     cfg, job_name = launch.cfg, launch.job_name
     for line in bootstrap.live_progress(cfg, before.bootstrap_inputs):
         context.log.info(f"job {job_name}: before the run, {line.line()}")
@@ -322,6 +321,12 @@ def _supervised_run(
     finally:
         if follower is not None:
             follower.stop()
+    return _Finished(_succeeded(job_name, outcome), outcome, runner_start, time.monotonic() - started)
+
+
+def _succeeded(job_name: str, outcome: Supervision) -> JobResult:
+    """The result of a job that did not fail; a failed one — the runner raised, or a container
+    failed — fails the run with the job's error (and, from the containers, what they processed)."""
     if outcome.error is not None:
         failed = outcome.error
         raise dg.Failure(description=f"job {job_name} failed: {type(failed).__name__}: {failed}") from failed
@@ -335,7 +340,7 @@ def _supervised_run(
             description=f"job {job_name} failed: {error}",
             metadata={"job_status": results.status(result), "messages_processed": sum(processed.values())},
         )
-    return _Finished(result, outcome, runner_start, time.monotonic() - started)
+    return result
 
 
 def _conclude(
