@@ -66,7 +66,7 @@ def coordinator_stream_sensor(
     """A sensor reconfiguring the Samza job ``job_name``: ``job`` is the Dagster job running it,
     whose op is ``op_name`` with :class:`SamzaJobRunConfig`; ``assets`` (its stream assets) get
     the observation of a change a live run applies."""
-    watch = CoordinatorStreamWatch(job_name, op_name, assets.written_keys if assets is not None else [])
+    watch = CoordinatorStreamWatch(job_name, op_name, assets)
 
     @dg.sensor(
         name=name or f"{_identifier(job_name)}_coordinator_stream_sensor",
@@ -102,8 +102,8 @@ class CoordinatorStreamWatch:
 
     job_name: str
     op_name: str
-    #: the written streams' assets, which get the observation of a change a live run applies
-    written_keys: list[dg.AssetKey]
+    #: the job's stream assets: its written streams get the observation of a change a live run applies
+    assets: StreamAssets | None
 
     def tick(self, context: dg.SensorEvaluationContext, cfg: Config) -> SensorOutcome:
         cursor = context.cursor or None
@@ -190,7 +190,7 @@ class CoordinatorStreamWatch:
                     "applied_by_run": dg.MetadataValue.dagster_run(run.run_id),
                 },
             )
-            for key in self.written_keys
+            for key in (self.assets.written_keys if self.assets is not None else [])
         ]
         return dg.SensorResult(asset_events=events, cursor=next_offset)
 
