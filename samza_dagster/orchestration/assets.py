@@ -16,6 +16,7 @@ metadata. Lineage is the plan's ``upstream`` edges.
 
 from __future__ import annotations
 
+import graphlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -101,6 +102,20 @@ class StreamAssets:
 
     def written_streams(self) -> list[StreamInfo]:
         return [s for s in self.streams.values() if is_written(s)]
+
+
+def in_dependency_order(streams: list[StreamInfo]) -> list[StreamInfo]:
+    """Written streams upstream first (Dagster takes a multi-asset's outputs in dependency
+    order: an intermediate stream before the output computed from it); ties by id."""
+    by_id = {s.id: s for s in streams}
+    sorter = graphlib.TopologicalSorter({s.id: {u for u in s.upstream if u in by_id and u != s.id} for s in streams})
+    sorter.prepare()
+    ordered: list[StreamInfo] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        ordered.extend(by_id[sid] for sid in ready)
+        sorter.done(*ready)
+    return ordered
 
 
 def stream_key(application: str, stream_id: str) -> dg.AssetKey:

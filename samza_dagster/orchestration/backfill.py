@@ -69,8 +69,8 @@ both fail — launch again — and nothing is written twice).
 
 import datetime as dt
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,11 +93,14 @@ from samza_dagster.spark.transactional import check_transactional_system
 if TYPE_CHECKING:  # Dagster's own names for them; not exported at the top level
     from dagster._core.definitions.partitioned_schedule import UnresolvedPartitionedAssetScheduleDefinition
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
 #: (source DataFrame, window start ms, window end ms) → the rows of that window
-RowSelector = Callable[[Any, int, int], Any]
+RowSelector = Callable[["DataFrame", int, int], "DataFrame"]
+#: the day's rows → the batch stream's messages (a ``value`` column, maybe ``key`` and ``timestamp``)
+RowPreparer = Callable[["DataFrame"], "DataFrame"]
 
 
 class ReprocessingConfig(dg.Config):
@@ -123,12 +126,131 @@ class ReprocessingBackfill:
     schedule: "dg.ScheduleDefinition | UnresolvedPartitionedAssetScheduleDefinition"
     partitions_def: dg.DailyPartitionsDefinition
 
+    @classmethod
+    def of(
+        cls,
+        application: str,
+        source: StreamInfo,
+        batch: StreamInfo,
+        asset: dg.AssetsDefinition,
+        partitions_def: dg.DailyPartitionsDefinition,
+        *,
+        job_name: str,
+        description: str,
+        hour_of_day: int | None = None,
+        minute_of_hour: int | None = None,
+    ) -> "ReprocessingBackfill":
+        """A daily backfill asset with its job (``job_name``) and its daily schedule
+        (``<job_name>_schedule``, STOPPED until turned on) — what every backfill factory returns."""
+        job = dg.define_asset_job(
+            job_name,
+            selection=dg.AssetSelection.assets(asset),
+            description=description,
+            tags={"samza/application": application},
+        )
+        schedule = dg.build_schedule_from_partitioned_job(
+            job,
+            hour_of_day=hour_of_day,
+            minute_of_hour=minute_of_hour,
+            name=f"{job_name}_schedule",
+            default_status=dg.DefaultScheduleStatus.STOPPED,
+        )
+        return cls(application, source, batch, asset, job, schedule, partitions_def)
+
     @property
     def key(self) -> dg.AssetKey:
         return self.asset.key
 
     def definitions(self) -> dg.Definitions:
         return dg.Definitions(assets=[self.asset], jobs=[self.job], schedules=[self.schedule])
+
+
+@dataclass(frozen=True, slots=True)
+class SentRecords:
+    """Records one write put into the batch stream: in all, and per partition of it."""
+
+    total: int = 0
+    partitions: Mapping[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, Any]) -> "SentRecords":
+        return cls(int(counts["total"]), {int(p): int(n) for p, n in counts["partitions"].items()})
+
+
+@dataclass(frozen=True, slots=True)
+class ResendSummary:
+    """What a re-send of a window did (:func:`resend_window`): the records it sent, and for an
+    exactly-once re-send its write id and whether that write had been committed already — by an
+    earlier launch, or by another launch while this one ran — with what that write sent and when."""
+
+    sent: SentRecords
+    already_written: bool = False
+    #: the exactly-once write's idempotence key; None for an at-least-once re-send
+    write_id: str | None = None
+    #: the committed write's records, when ``already_written``
+    written: SentRecords | None = None
+    written_at_ms: int | None = None
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, Any]) -> "ResendSummary":
+        """From :func:`samza_dagster.spark.resend_to_batch_stream`'s summary (a JSON-shaped dict,
+        as the Spark writer's report file carries it)."""
+        written = summary.get("written")
+        written_at = summary.get("written_at_ms")
+        return cls(
+            sent=SentRecords.from_counts(summary),
+            already_written=bool(summary.get("already_written")),
+            write_id=summary.get("write_id"),
+            written=SentRecords.from_counts(written) if written is not None else None,
+            written_at_ms=int(written_at) if written_at is not None else None,
+        )
+
+    @property
+    def written_at(self) -> dt.datetime | None:
+        """When the committed write was committed (UTC), when ``already_written``."""
+        if self.written_at_ms is None:
+            return None
+        return dt.datetime.fromtimestamp(self.written_at_ms / 1000, tz=dt.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reprocessing:
+    """A backfill's what and where, resolved once when the definitions are built: the source and
+    batch streams, how a day's rows are chosen and shaped, and, for an exactly-once job, the
+    prefix of every write id — so the asset's body only has a day to re-send."""
+
+    application: str
+    cfg: Config
+    job_name: str
+    source: StreamInfo
+    batch: StreamInfo
+    selector: RowSelector
+    prepare: RowPreparer | None
+    key_column: str | None
+    keep_event_time: bool
+    #: the metadata's ``timestamp``: which time puts a record in a day
+    timestamp: str
+    #: ``backfill/<job.name>-<job.id>/<system>.<batch stream>`` when the job is exactly-once, else None
+    write_prefix: str | None
+
+    @property
+    def priority(self) -> int:
+        return self.batch.priority if self.batch.priority is not None else 0
+
+    @property
+    def source_name(self) -> str:
+        return f"{self.source.system}.{self.source.physical_name}"
+
+    @property
+    def batch_name(self) -> str:
+        return f"{self.batch.system}.{self.batch.physical_name}"
+
+    def write_id(self, days: str, generation: int) -> str | None:
+        """The exactly-once write's idempotence key for ``days`` (None at-least-once): each
+        generation of a day is its own write."""
+        if self.write_prefix is None:
+            return None
+        return f"{self.write_prefix}/{days}" + (f"#g{generation}" if generation else "")
 
 
 def reprocessing_backfill(
@@ -142,7 +264,7 @@ def reprocessing_backfill(
     timezone: str = "UTC",
     timestamp_field: str | None = None,
     select_rows: RowSelector | None = None,
-    prepare: Callable[[Any], Any] | None = None,
+    prepare: RowPreparer | None = None,
     key_column: str | None = "key",
     keep_event_time: bool = True,
     schedule_hour: int = 1,
@@ -164,6 +286,50 @@ def reprocessing_backfill(
     if timestamp_field is not None and select_rows is not None:
         raise OrchestrationError("reprocessing_backfill: pass timestamp_field or select_rows, not both")
     cfg = config if isinstance(config, Config) else Config.from_properties(config)
+    what = _resolve(
+        application,
+        cfg,
+        source_stream,
+        batch_stream,
+        selector=select_rows or _time_filter(timestamp_field),
+        prepare=prepare,
+        key_column=key_column,
+        keep_event_time=keep_event_time,
+        timestamp=timestamp_field or ("custom select_rows" if select_rows else "record timestamp"),
+    )
+    partitions_def = dg.DailyPartitionsDefinition(start_date=start_date, end_date=end_date, timezone=timezone)
+    group = _group_name(application)
+    asset_name = name or f"reprocess_{_group_name(what.batch.id)}"
+    asset = _reprocessing_asset(what, partitions_def, asset_name, days_per_run)
+    return ReprocessingBackfill.of(
+        application,
+        what.source,
+        what.batch,
+        asset,
+        partitions_def,
+        job_name=f"{group}_{asset_name}",
+        description=f"Re-sends past days of {what.source.id} into {what.batch.id} (one run per day)",
+        hour_of_day=schedule_hour,
+        minute_of_hour=schedule_minute,
+    )
+
+
+def _resolve(
+    application: str,
+    cfg: Config,
+    source_stream: str,
+    batch_stream: str,
+    *,
+    selector: RowSelector,
+    prepare: RowPreparer | None,
+    key_column: str | None,
+    keep_event_time: bool,
+    timestamp: str,
+) -> _Reprocessing:
+    """The streams of the backfill, checked where a mistake would otherwise show only when a day
+    runs: the batch stream must be an input of the job (warned when it does not yield to the
+    real-time inputs), and an exactly-once job's batch stream must be on a system that writes
+    transactionally."""
     plan = configured_plan(cfg)
     source = _stream(cfg, plan.streams, source_stream, "source_stream")
     batch = _stream(cfg, plan.streams, batch_stream, "batch_stream")
@@ -173,125 +339,144 @@ def reprocessing_backfill(
             f"input of job {plan.job_name}; add it to its inputs (task.inputs) at a low priority"
         )
     _check_priority(plan.job_name, batch, plan.streams.values())
-    job_config = JobConfig(cfg)
-    exactly_once = job_config.exactly_once
-    write_prefix = f"backfill/{job_config.name}-{job_config.id}/{batch.system}.{batch.physical_name}"
-    if exactly_once:
+    job = JobConfig(cfg)
+    write_prefix = None
+    if job.exactly_once:
         _check_exactly_once(cfg, batch)
-    partitions_def = dg.DailyPartitionsDefinition(start_date=start_date, end_date=end_date, timezone=timezone)
-    group = _group_name(application)
-    asset_name = name or f"reprocess_{_group_name(batch.id)}"
-    selector = select_rows or _time_filter(timestamp_field)
-    priority = batch.priority if batch.priority is not None else 0
+        write_prefix = f"backfill/{job.name}-{job.id}/{batch.system}.{batch.physical_name}"
+    return _Reprocessing(
+        application,
+        cfg,
+        plan.job_name,
+        source,
+        batch,
+        selector,
+        prepare,
+        key_column,
+        keep_event_time,
+        timestamp,
+        write_prefix,
+    )
+
+
+def _reprocessing_asset(
+    what: _Reprocessing, partitions_def: dg.DailyPartitionsDefinition, asset_name: str, days_per_run: int
+) -> dg.AssetsDefinition:
+    """The daily-partitioned asset; its body is :func:`_reprocess`."""
 
     @dg.asset(
-        key=dg.AssetKey([application, asset_name]),
-        deps=[stream_key(application, source.id)],
+        key=dg.AssetKey([what.application, asset_name]),
+        deps=[stream_key(what.application, what.source.id)],
         partitions_def=partitions_def,
-        group_name=f"{group}_reprocessing",
+        group_name=f"{_group_name(what.application)}_reprocessing",
         kinds={"spark", "samza"},
         description=(
-            f"Re-sends one day of {source.system}.{source.physical_name} into the batch stream "
-            f"{batch.system}.{batch.physical_name}, which job {plan.job_name} reads at priority {priority}"
+            f"Re-sends one day of {what.source_name} into the batch stream "
+            f"{what.batch_name}, which job {what.job_name} reads at priority {what.priority}"
         ),
         metadata={
-            "source_stream": f"{source.system}.{source.physical_name}",
-            "batch_stream": f"{batch.system}.{batch.physical_name}",
-            "batch_priority": dg.MetadataValue.int(priority),
-            "processing_guarantee": job_config.processing_guarantee,
-            "timestamp": timestamp_field or ("custom select_rows" if select_rows else "record timestamp"),
+            "source_stream": what.source_name,
+            "batch_stream": what.batch_name,
+            "batch_priority": dg.MetadataValue.int(what.priority),
+            "processing_guarantee": JobConfig(what.cfg).processing_guarantee,
+            "timestamp": what.timestamp,
         },
         tags={"samza/role": "backfill"},
-        owners=list(DagsterSettings.from_config(cfg).owners) or None,
+        owners=list(DagsterSettings.from_config(what.cfg).owners) or None,
         # Dagster marks backfill_policy beta (it warns for a value that is not None): only set it
         # when asked for more than a day per run
         backfill_policy=dg.BackfillPolicy.multi_run(days_per_run) if days_per_run > 1 else None,
     )
-    def _reprocess(
+    def _reprocess_asset(
         context: dg.AssetExecutionContext,
         config: ReprocessingConfig,
         samza_systems: SamzaSystemsResource,
         spark: SparkResource,
     ) -> dg.MaterializeResult:
-        window = context.partition_time_window  # one day, or several with days_per_run
-        keys = context.partition_key_range
-        days = keys.start if keys.start == keys.end else f"{keys.start}..{keys.end}"
-        start_ms, end_ms = int(window.start.timestamp() * 1000), int(window.end.timestamp() * 1000)
-        job_cfg = samza_systems.apply(cfg)
-        write_id = None
-        if exactly_once:
-            _check_exactly_once(job_cfg, batch)  # the deployment may have moved the system
-            write_id = f"{write_prefix}/{days}" + (f"#g{config.generation}" if config.generation else "")
-        sent = resend_window(
-            spark.get_session(),
-            job_cfg,
-            source,
-            batch,
-            start_ms,
-            end_ms,
-            selector=selector,
-            prepare=prepare,
-            key_column=key_column,
-            keep_event_time=keep_event_time,
-            transactional_id=write_id,
-        )
-        exactly = {} if write_id is None else {"write_id": write_id, "already_written": sent["already_written"]}
-        if sent["already_written"]:
-            written = sent["written"]
-            written_at = dt.datetime.fromtimestamp(sent["written_at_ms"] / 1000, tz=dt.UTC)
-            context.log.info(
-                f"{days} was re-sent into {batch.system}.{batch.physical_name} already ({written['total']} records, "
-                f"committed {written_at.isoformat()}, write id {write_id}): nothing sent again; raise the run "
-                "config's generation to re-send it"
-            )
-            exactly.update(
-                written_records=dg.MetadataValue.int(written["total"]),
-                written_at=dg.MetadataValue.timestamp(written_at),
-            )
-        elif sent["total"]:
-            context.log.info(
-                f"re-sent {sent['total']} records of {source.system}.{source.physical_name} from "
-                f"{days} into {batch.system}.{batch.physical_name} (priority {priority}): "
-                f"per partition {sent['partitions']}"
-            )
-        else:
-            context.log.info(
-                f"nothing to reprocess for {days}: {source.system}.{source.physical_name} has no record of that time"
-            )
-        observed = observe_streams(job_cfg, [batch], with_lag=False)[batch.id]
-        context.log_event(observed.to_event(stream_key(application, batch.id), f"after re-sending {days}"))
-        return dg.MaterializeResult(
-            metadata={
-                "records_resent": dg.MetadataValue.int(sent["total"]),
-                "resent_per_partition": dg.MetadataValue.json(
-                    {str(p): n for p, n in sorted(sent["partitions"].items())}
-                ),
-                "nothing_to_reprocess": sent["total"] == 0 and not sent["already_written"],
-                "window_start": dg.MetadataValue.timestamp(window.start),
-                "window_end": dg.MetadataValue.timestamp(window.end),
-                "batch_stream_messages": dg.MetadataValue.int(observed.messages),
-                **exactly,
-            }
-        )
+        return _reprocess(context, what, config, samza_systems, spark)
 
-    job = dg.define_asset_job(
-        f"{group}_{asset_name}",
-        selection=dg.AssetSelection.assets(_reprocess),
-        description=f"Re-sends past days of {source.id} into {batch.id} (one run per day)",
-        tags={"samza/application": application},
+    return _reprocess_asset
+
+
+def _reprocess(
+    context: dg.AssetExecutionContext,
+    what: _Reprocessing,
+    config: ReprocessingConfig,
+    samza_systems: SamzaSystemsResource,
+    spark: SparkResource,
+) -> dg.MaterializeResult:
+    """One run: the partition's window (one day, or several with ``days_per_run``) re-sent
+    into the batch stream, logged, and the batch stream observed after it."""
+    window = context.partition_time_window
+    keys = context.partition_key_range
+    days = keys.start if keys.start == keys.end else f"{keys.start}..{keys.end}"
+    job_cfg = samza_systems.apply(what.cfg)
+    write_id = what.write_id(days, config.generation)
+    if write_id is not None:
+        _check_exactly_once(job_cfg, what.batch)  # the deployment may have moved the system
+    sent = resend_window(
+        spark.get_session(),
+        job_cfg,
+        what.source,
+        what.batch,
+        int(window.start.timestamp() * 1000),
+        int(window.end.timestamp() * 1000),
+        selector=what.selector,
+        prepare=what.prepare,
+        key_column=what.key_column,
+        keep_event_time=what.keep_event_time,
+        transactional_id=write_id,
     )
-    schedule = dg.build_schedule_from_partitioned_job(
-        job,
-        hour_of_day=schedule_hour,
-        minute_of_hour=schedule_minute,
-        name=f"{group}_{asset_name}_schedule",
-        default_status=dg.DefaultScheduleStatus.STOPPED,
+    context.log.info(_outcome_line(what, days, sent))
+    observed = observe_streams(job_cfg, [what.batch], with_lag=False)[what.batch.id]
+    context.log_event(observed.to_event(stream_key(what.application, what.batch.id), f"after re-sending {days}"))
+    return dg.MaterializeResult(
+        metadata={
+            "records_resent": dg.MetadataValue.int(sent.sent.total),
+            "resent_per_partition": dg.MetadataValue.json({str(p): n for p, n in sorted(sent.sent.partitions.items())}),
+            "nothing_to_reprocess": sent.sent.total == 0 and not sent.already_written,
+            "window_start": dg.MetadataValue.timestamp(window.start),
+            "window_end": dg.MetadataValue.timestamp(window.end),
+            "batch_stream_messages": dg.MetadataValue.int(observed.messages),
+            **_exactly_once_metadata(sent),
+        }
     )
-    return ReprocessingBackfill(application, source, batch, _reprocess, job, schedule, partitions_def)
+
+
+def _outcome_line(what: _Reprocessing, days: str, sent: ResendSummary) -> str:
+    """The run log's line: already written (and how to re-send anyway), re-sent, or nothing to."""
+    if sent.already_written:
+        written = sent.written or SentRecords()
+        when = sent.written_at.isoformat() if sent.written_at is not None else "at an unknown time"
+        return (
+            f"{days} was re-sent into {what.batch_name} already ({written.total} records, "
+            f"committed {when}, write id {sent.write_id}): nothing sent again; raise the run "
+            "config's generation to re-send it"
+        )
+    if sent.sent.total:
+        return (
+            f"re-sent {sent.sent.total} records of {what.source_name} from {days} into {what.batch_name} "
+            f"(priority {what.priority}): per partition {dict(sent.sent.partitions)}"
+        )
+    return f"nothing to reprocess for {days}: {what.source_name} has no record of that time"
+
+
+def _exactly_once_metadata(sent: ResendSummary) -> dict[str, dg.MetadataValue | str | bool]:
+    """An exactly-once re-send's write id and whether it had been written already (then what
+    that write sent, and when); nothing for an at-least-once re-send."""
+    if sent.write_id is None:
+        return {}
+    md: dict[str, dg.MetadataValue | str | bool] = {"write_id": sent.write_id, "already_written": sent.already_written}
+    if sent.already_written:
+        if sent.written is not None:
+            md["written_records"] = dg.MetadataValue.int(sent.written.total)
+        if sent.written_at is not None:
+            md["written_at"] = dg.MetadataValue.timestamp(sent.written_at)
+    return md
 
 
 def resend_window(
-    spark: Any,
+    spark: "SparkSession",
     config: Config,
     source: StreamInfo,
     batch: StreamInfo,
@@ -299,14 +484,15 @@ def resend_window(
     end_ms: int,
     *,
     selector: RowSelector,
-    prepare: Callable[[Any], Any] | None = None,
+    prepare: RowPreparer | None = None,
     key_column: str | None = "key",
     keep_event_time: bool = True,
     transactional_id: str | None = None,
-) -> dict[str, Any]:
+) -> ResendSummary:
     """The Spark half, usable without Dagster: read ``source`` whole, keep the rows of
-    ``[start_ms, end_ms)``, re-send them into ``batch`` (created if missing). Returns
-    :func:`resend_to_batch_stream`'s summary; ``transactional_id`` makes it exactly-once."""
+    ``[start_ms, end_ms)``, re-send them into ``batch`` (created if missing). Returns what
+    :func:`resend_to_batch_stream` sent, as a :class:`ResendSummary`; ``transactional_id`` makes
+    it exactly-once."""
     # the spark package pulls in pyspark: loaded only for a Spark re-send
     from samza_dagster.spark import read_options, resend_to_batch_stream
 
@@ -325,7 +511,7 @@ def resend_window(
         c for c in dict.fromkeys([key, "value", "timestamp" if keep_event_time else None]) if c and c in rows.columns
     ]
     _ensure_stream(config, batch)
-    return resend_to_batch_stream(
+    summary = resend_to_batch_stream(
         rows.select(*wanted),
         system=batch.system,
         stream=batch.physical_name,
@@ -333,10 +519,14 @@ def resend_window(
         key_column=key,
         transactional_id=transactional_id,
     )
+    return ResendSummary.from_summary(summary)
 
 
 def _time_filter(timestamp_field: str | None) -> RowSelector:
-    def select(df: Any, start_ms: int, end_ms: int) -> Any:
+    """The rows whose time is in ``[start_ms, end_ms)``: the record's timestamp, or the JSON
+    value's ``timestamp_field`` (epoch milliseconds)."""
+
+    def select(df: "DataFrame", start_ms: int, end_ms: int) -> "DataFrame":
         # pyspark (and its JVM gateway) loads only where Spark runs
         from pyspark.sql import functions as F
 
@@ -378,10 +568,11 @@ def _check_exactly_once(config: Config, batch: StreamInfo) -> None:
     )
 
 
-def _check_priority(job_name: str, batch: StreamInfo, streams: Any) -> None:
-    others = [s for s in streams if "input" in s.roles and s.id != batch.id and s.priority is not None]
+def _check_priority(job_name: str, batch: StreamInfo, streams: Iterable[StreamInfo]) -> None:
+    """Warns when the batch stream would not yield to every real-time input."""
+    others = [(s, s.priority) for s in streams if "input" in s.roles and s.id != batch.id and s.priority is not None]
     mine = batch.priority or 0
-    competing = [s for s in others if not s.bootstrap and s.priority <= mine]
+    competing = [s for s, priority in others if not s.bootstrap and priority <= mine]
     if competing:
         log.warning(
             "job %s: batch stream %s has priority %s, not below every real-time input (%s): re-sent records will "
@@ -389,7 +580,7 @@ def _check_priority(job_name: str, batch: StreamInfo, streams: Any) -> None:
             job_name,
             batch.id,
             mine,
-            ", ".join(f"{s.id}={s.priority}" for s in others),
+            ", ".join(f"{s.id}={priority}" for s, priority in others),
             batch.system,
             batch.physical_name,
         )

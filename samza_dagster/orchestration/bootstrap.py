@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.orchestration import results
+from samza_dagster.orchestration.metadata import Metadata
 from samza_dagster.orchestration.observation import StreamObservation, checkpointed_offsets, offset_int
 from samza_dagster.runtime.result import JobResult
 
@@ -70,27 +70,73 @@ def _progress(obs: StreamObservation, processed: Mapping[SystemStreamPartition, 
     return BootstrapProgress(f"{obs.system}.{obs.physical_name}", done, total)
 
 
-def final_bootstrap(result: JobResult) -> dict[str, dict[str, Any]]:
-    """ "system.stream" → ``{"caught_up", "time_to_head_s", "messages_behind"}`` merged over the
-    containers' chooser metrics (empty when no container had a bootstrap stream)."""
-    merged: dict[str, dict[str, Any]] = {}
+@dataclass(frozen=True, slots=True)
+class BootstrapOutcome:
+    """How one bootstrap stream ended, over every container that read it: it reached its head when
+    it did in each of them, its time to head is the slowest one's, and what is still behind is the
+    sum (unknown when one container did not say)."""
+
+    caught_up: bool = True
+    #: seconds to reach the head; None when it was at its head when the job started
+    time_to_head_s: float | None = None
+    messages_behind: int | None = 0
+
+    def merged(self, entry: Mapping[str, object]) -> BootstrapOutcome:
+        """This outcome with one more container's chooser snapshot of the stream folded in."""
+        took = entry.get("time_to_head_s")
+        behind = entry.get("messages_behind")
+        return BootstrapOutcome(
+            caught_up=self.caught_up and bool(entry.get("caught_up")),
+            time_to_head_s=max(took, self.time_to_head_s or 0.0)
+            if isinstance(took, int | float)
+            else self.time_to_head_s,
+            messages_behind=(
+                None
+                if not isinstance(behind, int | float) or self.messages_behind is None
+                else self.messages_behind + int(behind)
+            ),
+        )
+
+    def as_json(self) -> dict[str, object]:
+        """The stream's entry of the run's ``bootstrap`` metadata (the chooser's own names)."""
+        return {
+            "caught_up": self.caught_up,
+            "time_to_head_s": self.time_to_head_s,
+            "messages_behind": self.messages_behind,
+        }
+
+    def metadata(self) -> Metadata:
+        """What the stream's observation after the run says of its bootstrap."""
+        md: Metadata = {"bootstrap_reached_head": self.caught_up}
+        if self.time_to_head_s is not None:
+            md["bootstrap_time_to_head_s"] = dg.MetadataValue.float(round(float(self.time_to_head_s), 3))
+        if self.messages_behind is not None:
+            md["bootstrap_messages_behind"] = dg.MetadataValue.int(int(self.messages_behind))
+        return md
+
+    def line(self, job_name: str, stream: str) -> str:
+        """The run log's line for the stream when the job has stopped."""
+        if self.caught_up:
+            took = self.time_to_head_s
+            when = f" in {took:.3f} s" if took is not None else " (it was at head when the job started)"
+            return f"job {job_name}: bootstrap stream {stream} reached its head{when}"
+        behind = self.messages_behind
+        return f"job {job_name}: bootstrap stream {stream} did not reach its head ({behind if behind is not None else '?'} messages behind)"
+
+
+def final_bootstrap(result: JobResult) -> dict[str, BootstrapOutcome]:
+    """ "system.stream" → its :class:`BootstrapOutcome`, merged over the containers' chooser
+    metrics (empty when no container had a bootstrap stream)."""
+    merged: dict[str, BootstrapOutcome] = {}
     for summary in results.summaries(result):
         boot = _chooser_bootstrap(summary.metrics)
         streams = boot.get("streams") if isinstance(boot, dict) else None
         for name, entry in (streams or {}).items():
-            into = merged.setdefault(name, {"caught_up": True, "time_to_head_s": None, "messages_behind": 0})
-            into["caught_up"] = into["caught_up"] and bool(entry.get("caught_up"))
-            took = entry.get("time_to_head_s")
-            if isinstance(took, int | float):
-                into["time_to_head_s"] = max(took, into["time_to_head_s"] or 0.0)
-            behind = entry.get("messages_behind")
-            into["messages_behind"] = (
-                None if behind is None or into["messages_behind"] is None else into["messages_behind"] + behind
-            )
+            merged[name] = merged.get(name, BootstrapOutcome()).merged(entry)
     return merged
 
 
-def _chooser_bootstrap(metrics: Any) -> Any:
+def _chooser_bootstrap(metrics: object) -> object:
     """The chooser's bootstrap snapshot: SystemConsumers nests the chooser's metrics in its own
     (``metrics["system-consumers"]["chooser"]``); a container may also report it at the top."""
     if not isinstance(metrics, dict):
@@ -98,21 +144,3 @@ def _chooser_bootstrap(metrics: Any) -> Any:
     consumers = metrics.get("system-consumers")
     chooser = consumers.get("chooser") if isinstance(consumers, dict) else metrics.get("chooser")
     return chooser.get("bootstrap") if isinstance(chooser, dict) else None
-
-
-def final_metadata(entry: Mapping[str, Any]) -> dict[str, Any]:
-    md: dict[str, Any] = {"bootstrap_reached_head": bool(entry["caught_up"])}
-    if entry.get("time_to_head_s") is not None:
-        md["bootstrap_time_to_head_s"] = dg.MetadataValue.float(round(float(entry["time_to_head_s"]), 3))
-    if entry.get("messages_behind") is not None:
-        md["bootstrap_messages_behind"] = dg.MetadataValue.int(int(entry["messages_behind"]))
-    return md
-
-
-def final_line(job_name: str, stream: str, entry: Mapping[str, Any]) -> str:
-    if entry["caught_up"]:
-        took = entry.get("time_to_head_s")
-        when = f" in {took:.3f} s" if isinstance(took, int | float) else " (it was at head when the job started)"
-        return f"job {job_name}: bootstrap stream {stream} reached its head{when}"
-    behind = entry.get("messages_behind")
-    return f"job {job_name}: bootstrap stream {stream} did not reach its head ({behind if behind is not None else '?'} messages behind)"

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+import dagster as dg
 
 from samza_dagster.config import Config
 from samza_dagster.coordinator.job_coordinator import SOURCE as COORDINATOR_SOURCE
@@ -109,7 +110,9 @@ def overwritten_by_launch(messages: Messages, launch: Mapping[str, str]) -> list
 REPLACED_TAG = "samza/replaced-coordinator-config"
 
 
-def keep_coordinator_stream_config(context: Any, cfg: Config, job_name: str, explicit: Mapping[str, str]) -> Config:
+def keep_coordinator_stream_config(
+    context: dg.AssetExecutionContext, cfg: Config, job_name: str, explicit: Mapping[str, str]
+) -> Config:
     """The config a launch submits. Values set on the coordinator stream from outside the job (a
     reconfiguration with ``coordinator-stream-writer`` or the resource) are kept over the
     .properties, so a relaunch — a queued run starting after Terminate — never silently reverts a

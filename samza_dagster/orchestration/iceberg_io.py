@@ -151,11 +151,11 @@ class IcebergIOManager(dg.ConfigurableIOManager):
         return ref.system, iceberg.catalog_properties
 
 
-def _upstream(context: dg.InputContext, key: str) -> Any:
+def _upstream(context: dg.InputContext, key: str) -> object:
     """A definition metadata value of the upstream asset (a MetadataValue's own value), or None."""
     upstream = context.upstream_output.definition_metadata if context.upstream_output is not None else {}
     value = upstream.get(key)
-    return getattr(value, "value", value)
+    return value.value if isinstance(value, dg.MetadataValue) else value
 
 
 def _wants_arrow(context: dg.InputContext) -> bool:

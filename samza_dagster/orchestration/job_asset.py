@@ -19,44 +19,53 @@ does. Values set there from outside the job (``coordinator-stream-writer``) are 
 key explicitly; that replacement is logged as a warning and tagged on the run.
 """
 
-import graphlib
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass, replace
 
 import dagster as dg
 
 from samza_dagster.config import Config, keys
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 from samza_dagster.model import StreamSpec
 from samza_dagster.orchestration import bootstrap, checks, results
-from samza_dagster.orchestration.assets import StreamAssets
+from samza_dagster.orchestration.assets import StreamAssets, in_dependency_order
 from samza_dagster.orchestration.coordinator_changes import keep_coordinator_stream_config
 from samza_dagster.orchestration.errors import OrchestrationError
-from samza_dagster.orchestration.job_metrics import JobMetrics, follow_job_metrics
+from samza_dagster.orchestration.job_report import JobReport, RunnerStart, WrittenSince, input_metadata
 from samza_dagster.orchestration.launch_check import check_launch_config
-from samza_dagster.orchestration.observation import (
-    DATA_VERSION_TAG,
-    StreamObservation,
-    observe_streams,
-    offset_int,
-    system_admin,
-)
+from samza_dagster.orchestration.live import LiveMaterializations, ProgressLine, follow_metrics
+from samza_dagster.orchestration.observation import StreamObservation, observe_streams, system_admin
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
-from samza_dagster.orchestration.supervision import JobSupervisor
-from samza_dagster.orchestration.tables import RunCommits, run_commits, table_materialization
+from samza_dagster.orchestration.supervision import JobSupervisor, SupervisedRunner, Supervision
+from samza_dagster.orchestration.tables import RunCommits, table_materialization
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.runtime import create_runner
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.system.errors import SystemUnavailableError
 
+__all__ = [
+    "SYSTEMS_RESOURCE_KEY",
+    "RunnerFactory",
+    "SamzaJobRunConfig",
+    "in_dependency_order",
+    "is_bounded_job",
+    "job_config",
+    "op_name",
+    "run_samza_job",
+    "runner_for",
+    "samza_job_asset",
+    "uses_spark_resource",
+]
+
 #: the resource keys the ops, sensors and backfills take their typed resources under
 SYSTEMS_RESOURCE_KEY = "samza_systems"
 #: builds the runner of a job's config (``samza_dagster.runtime.create_runner`` by default)
-RunnerFactory = Callable[[Config], Any]
+RunnerFactory = Callable[[Config], SupervisedRunner]
+#: what the job's op yields: a materialization per written stream and its checks' results
+JobEvent = dg.MaterializeResult | dg.AssetCheckResult
 
 
 class SamzaJobRunConfig(dg.Config):
@@ -66,10 +75,10 @@ class SamzaJobRunConfig(dg.Config):
     reason: str = ""
 
 
-def runner_for(spark: SparkResource | None, config: Config) -> tuple[Any, dict[str, Any]]:
-    """The job's runner and metadata about how it was made: a job whose ``job.factory.class`` is
-    ``spark`` (the product default) runs on the ``spark`` resource's session, so every Spark job
-    of one Dagster process shares one session."""
+def runner_for(spark: SparkResource | None, config: Config) -> tuple[SupervisedRunner, RunnerStart]:
+    """The job's runner and how it was made: a job whose ``job.factory.class`` is ``spark`` (the
+    product default) runs on the ``spark`` resource's session, so every Spark job of one Dagster
+    process shares one session."""
     if JobConfig(config).factory == "spark":
         if spark is not None:
             # pyspark (and its JVM gateway) loads only where Spark runs
@@ -78,11 +87,13 @@ def runner_for(spark: SparkResource | None, config: Config) -> tuple[Any, dict[s
             reused = SparkContext._active_spark_context is not None  # noqa: SLF001 - pyspark's own "is a session up"
             started = time.monotonic()
             session = spark.get_session()
-            md: dict[str, Any] = {"spark_session": "reused" if reused else "started by this run"}
-            if not reused:
-                md["spark_startup_s"] = dg.MetadataValue.float(round(time.monotonic() - started, 3))
-            return create_runner(config, spark=session), md
-    return create_runner(config), {}
+            start = (
+                RunnerStart("reused")
+                if reused
+                else RunnerStart("started by this run", spark_startup_s=time.monotonic() - started)
+            )
+            return create_runner(config, spark=session), start
+    return create_runner(config), RunnerStart()
 
 
 def op_name(assets: StreamAssets) -> str:
@@ -133,7 +144,7 @@ def samza_job_asset(
             config: SamzaJobRunConfig,
             samza_systems: SamzaSystemsResource,
             spark: SparkResource,
-        ) -> Iterator[Any]:
+        ) -> Iterator[JobEvent]:
             yield from run_samza_job(
                 context, assets, base, config, runner_factory, settings, bounded, samza_systems, spark
             )
@@ -142,7 +153,7 @@ def samza_job_asset(
 
     def _samza_job(
         context: dg.AssetExecutionContext, config: SamzaJobRunConfig, samza_systems: SamzaSystemsResource
-    ) -> Iterator[Any]:
+    ) -> Iterator[JobEvent]:
         yield from run_samza_job(context, assets, base, config, runner_factory, settings, bounded, samza_systems, None)
 
     return asset(_samza_job)
@@ -168,16 +179,104 @@ def run_samza_job(
     bounded: bool,
     systems: SamzaSystemsResource,
     spark: SparkResource | None,
-) -> Iterator[Any]:
+) -> Iterator[JobEvent]:
+    """The op's body, in the order a launch happens: the job's config and its one live instance
+    (:func:`_launch`), its streams before it starts (:func:`_streams_before`), the run under
+    supervision (:func:`_supervised_run`), what it did (:func:`_conclude`: the :class:`JobReport`
+    and the inputs' observations), then per written stream its materialization and checks."""
+    launch = _launch(context, assets, base, run_config, settings, systems)
+    before = _streams_before(context, assets, launch)
+    launch = launch.keeping_coordinator_stream(context, run_config.overrides)
+    finished = _supervised_run(context, assets, launch, before, runner_factory, spark)
+    end = _conclude(context, assets, launch, before, finished)
+    for stream in in_dependency_order(before.written):
+        key = assets.keys[stream.id]
+        yield _materialization(context, launch, assets, stream, before, end)
+        yield checks.lag_result(key, end.final_inputs, launch.settings, end.metrics_lag)
+        if bounded:
+            yield checks.end_of_stream_result(key, end.report.status, end.report.stopped_by)
+
+
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """A launch of the job as the op resolved it: its config (deployment, overrides, the
+    coordinator stream's outside changes kept), its name and the settings checked against it."""
+
+    cfg: Config
+    job_name: str
+    settings: DagsterSettings
+
+    def keeping_coordinator_stream(self, context: dg.AssetExecutionContext, overrides: dict[str, str]) -> "_Launch":
+        """The launch with the values set on the coordinator stream from outside the job kept
+        over the deployed config (a relaunch never reverts a live reconfiguration), except where
+        the run config's ``overrides`` name the key."""
+        return replace(self, cfg=keep_coordinator_stream_config(context, self.cfg, self.job_name, overrides))
+
+
+@dataclass(frozen=True, slots=True)
+class _Before:
+    """The job's streams as they stood before it started: the offsets every "since the run
+    started" count is measured from."""
+
+    read: list[StreamInfo]
+    written: list[StreamInfo]
+    inputs: dict[str, StreamObservation]
+    written_before: dict[str, StreamObservation]
+    bootstrap_inputs: list[StreamObservation]
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    """The supervised run when the job stopped without failing."""
+
+    result: JobResult
+    outcome: Supervision
+    runner_start: RunnerStart
+    #: the op's own measure of the run, for a result that carries no time
+    wall_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _End:
+    """The job's streams and report when it has stopped: what the materializations and checks
+    are made of."""
+
+    report: JobReport
+    #: the written streams now
+    written_after: dict[str, StreamObservation]
+    #: the inputs now, with their lag (empty when they could not be observed)
+    final_inputs: dict[str, StreamObservation]
+    #: input stream id → lag, as the containers' metrics last reported it
+    metrics_lag: dict[str, int]
+
+
+def _launch(
+    context: dg.AssetExecutionContext,
+    assets: StreamAssets,
+    base: Config,
+    run_config: SamzaJobRunConfig,
+    settings: DagsterSettings,
+    systems: SamzaSystemsResource,
+) -> _Launch:
+    """The job's config for this run, and the claim to be its one live instance — first, so a
+    second launch fails (or waits) before it touches a stream."""
     cfg = job_config(systems, base, run_config)
     job_name = keys.JOB_NAME.get(cfg) or assets.application
     claim_job_instance(context, cfg, job_name)
     if run_config.overrides:
         context.log.info(f"job {job_name}: config overrides {run_config.overrides} {run_config.reason}".strip())
     settings = check_launch_config(context, cfg, job_name, run_config.overrides, settings)
+    return _Launch(cfg, job_name, settings)
+
+
+def _streams_before(context: dg.AssetExecutionContext, assets: StreamAssets, launch: _Launch) -> _Before:
+    """The inputs observed (one batched lookup per system: an unreachable system or a missing
+    input fails the run here, fast, naming it), the outputs created where missing and observed,
+    and then the coordinator stream's outside changes kept in the launch's config."""
+    job_name = launch.job_name
     read, written = assets.read_streams(), assets.written_streams()
     try:
-        inputs = observe_streams(cfg, read, with_lag=True)
+        inputs = observe_streams(launch.cfg, read, with_lag=True)
         missing = sorted(sid for sid, o in inputs.items() if not o.exists)
         if missing:
             raise dg.Failure(
@@ -186,144 +285,83 @@ def run_samza_job(
             )
         for sid, obs in inputs.items():
             context.log_event(obs.to_event(assets.keys[sid], f"offsets seen by {job_name} before it started"))
-        _create_outputs(cfg, written)
-        before = observe_streams(cfg, written, with_lag=False)
+        _create_outputs(launch.cfg, written)
+        written_before = observe_streams(launch.cfg, written, with_lag=False)
     except SystemUnavailableError as exc:
         raise dg.Failure(description=f"job {job_name}: {exc}") from exc
-    cfg = keep_coordinator_stream_config(context, cfg, job_name, run_config.overrides)
+    return _Before(read, written, inputs, written_before, [inputs[s.id] for s in read if s.bootstrap])
 
-    bootstrap_inputs = [inputs[s.id] for s in read if s.bootstrap]
-    for line in bootstrap.live_progress(cfg, bootstrap_inputs):
+
+def _supervised_run(
+    context: dg.AssetExecutionContext,
+    assets: StreamAssets,
+    launch: _Launch,
+    before: _Before,
+    runner_factory: RunnerFactory | None,
+    spark: SparkResource | None,
+) -> _Finished:
+    """Runs the job under a :class:`JobSupervisor` (graceful stop, progress lines, live
+    materializations) until it stops (:func:`_succeeded` fails the run of a failed job)."""
+    cfg, job_name = launch.cfg, launch.job_name
+    for line in bootstrap.live_progress(cfg, before.bootstrap_inputs):
         context.log.info(f"job {job_name}: before the run, {line.line()}")
     started = time.monotonic()
-    runner_md: dict[str, Any]
     if runner_factory is not None:
-        runner, runner_md = runner_factory(cfg), {}
+        runner, runner_start = runner_factory(cfg), RunnerStart()
     else:
-        runner, runner_md = runner_for(spark, cfg)
-    watch = _Progress(cfg, written, before, bootstrap_inputs)
-    follower = _follow_metrics(context, cfg, job_name)
-    live = _LiveMaterializations(context, assets, cfg, read, written, before, job_name, follower, settings)
+        runner, runner_start = runner_for(spark, cfg)
+    watch = ProgressLine(cfg, before.written, before.written_before, before.bootstrap_inputs)
+    follower = follow_metrics(context, cfg, job_name)
+    live = LiveMaterializations(
+        context, assets, cfg, before.read, before.written, before.written_before, job_name, follower, launch.settings
+    )
     context.log.info(f"job {job_name}: starting ({JobConfig(cfg).factory} runner)")
     try:
-        outcome = JobSupervisor(context, runner, job_name, settings, watch.progress, live.emit).run()
+        outcome = JobSupervisor(context, runner, job_name, launch.settings, watch.progress, live.emit).run()
     finally:
         if follower is not None:
             follower.stop()
+    return _Finished(_succeeded(job_name, outcome), outcome, runner_start, time.monotonic() - started)
+
+
+def _succeeded(job_name: str, outcome: Supervision) -> JobResult:
+    """The result of a job that did not fail; a failed one — the runner raised, or a container
+    failed — fails the run with the job's error (and, from the containers, what they processed)."""
     if outcome.error is not None:
         failed = outcome.error
         raise dg.Failure(description=f"job {job_name} failed: {type(failed).__name__}: {failed}") from failed
-    result: JobResult | None = outcome.result
+    result = outcome.result
     if result is None:  # a runner returns a JobResult or raises; this is a runner bug
         raise dg.Failure(description=f"job {job_name}: its runner ended without a result")
-    elapsed = results.elapsed_s(result, time.monotonic() - started)
     error = results.failure(result)
-    processed = results.messages_per_stream(result)
-    status = results.status(result)
     if error is not None:
+        processed = results.messages_per_stream(result)
         raise dg.Failure(
             description=f"job {job_name} failed: {error}",
-            metadata={"job_status": status, "messages_processed": sum(processed.values())},
+            metadata={"job_status": results.status(result), "messages_processed": sum(processed.values())},
         )
-    after = observe_streams(cfg, written, with_lag=False)
-    job_md: dict[str, Any] = {
-        "job_status": status,
-        "job_elapsed_s": dg.MetadataValue.float(round(elapsed, 3)),
-        "messages_processed": dg.MetadataValue.int(sum(processed.values())),
-        "messages_processed_per_stream": dg.MetadataValue.json(processed),
-        "runner": JobConfig(cfg).factory,
-        **runner_md,
-    }
-    if outcome.stopped_by:
-        job_md["stopped_by"] = outcome.stopped_by
-    if outcome.model_changes:
-        job_md["job_model_changes"] = dg.MetadataValue.json(
-            [{"version": v, "changed": keys} for v, keys in outcome.model_changes]
-        )
-    final_metrics = JobMetrics.from_result(result)
-    if final_metrics:
-        job_md.update(_metrics_metadata(final_metrics))
-        job_md["process_envelopes_per_s"] = dg.MetadataValue.float(
-            round(final_metrics.process_envelopes / elapsed, 1) if elapsed > 0 else 0.0
-        )
-    spark_startup = results.spark_startup_s(result)
-    if spark_startup is not None:
-        job_md["spark_startup_s"] = dg.MetadataValue.float(round(spark_startup, 3))
-    # the chooser also holds real-time streams to their start-time head (the restart guarantee)
-    # and reports them beside the bootstrap streams: only a bootstrap stream is reported as one
-    bootstrap_names = {f"{inputs[s.id].system}.{inputs[s.id].physical_name}" for s in read if s.bootstrap}
-    boot = {name: entry for name, entry in bootstrap.final_bootstrap(result).items() if name in bootstrap_names}
-    if boot:
-        job_md["bootstrap"] = dg.MetadataValue.json(boot)
-    finals = results.final_offsets(result)
-    final_inputs = _observe_quietly(context, cfg, read, job_name)
-    metrics_lag = final_metrics.lag_per_input(inputs.values())
-    for sid, obs in inputs.items():
-        progress = _input_progress(obs, processed, finals, assets.streams[sid].bootstrap)
-        entry = boot.get(f"{obs.system}.{obs.physical_name}")
-        if entry is not None:
-            progress.update(bootstrap.final_metadata(entry))
-            context.log.info(bootstrap.final_line(job_name, f"{obs.system}.{obs.physical_name}", entry))
-        final = final_inputs.get(sid)
-        if sid in metrics_lag:
-            progress["lag"] = dg.MetadataValue.int(metrics_lag[sid])
-        elif final is not None and final.lag is not None:
-            progress["lag"] = dg.MetadataValue.int(sum(final.lag.values()))
-        context.log_event(
-            dg.AssetObservation(asset_key=assets.keys[sid], description=f"processed by {job_name}", metadata=progress)
-        )
-    context.log.info(
-        f"job {job_name} {status} in {elapsed:.2f} s: {sum(processed.values())} messages processed"
-        + (f" ({outcome.stopped_by})" if outcome.stopped_by else "")
+    return result
+
+
+def _conclude(
+    context: dg.AssetExecutionContext, assets: StreamAssets, launch: _Launch, before: _Before, finished: _Finished
+) -> _End:
+    """The run's :class:`JobReport`, the streams observed after it, an observation per input and
+    the run log's last line about the job."""
+    written_after = observe_streams(launch.cfg, before.written, with_lag=False)
+    report = JobReport.of(
+        finished.result,
+        finished.outcome,
+        runner=JobConfig(launch.cfg).factory,
+        runner_start=finished.runner_start,
+        bootstrap_streams={f"{o.system}.{o.physical_name}" for o in before.bootstrap_inputs},
+        wall_s=finished.wall_s,
     )
-    commits = run_commits(s.metrics for s in (*result.earlier_summaries, *result.summaries))
-    for stream in in_dependency_order(written):
-        key = assets.keys[stream.id]
-        md = {**_written_metadata(before[stream.id], after[stream.id]), **job_md}
-        version = after[stream.id].data_version
-        table = assets.tables.get(stream.id)
-        if table is not None:
-            table_md, table_version = table_materialization(
-                cfg, table, commits.get(table.name, RunCommits()), context.log.warning
-            )
-            md.update(table_md)
-            version = table_version or version
-        yield dg.MaterializeResult(asset_key=key, metadata=md, data_version=dg.DataVersion(version))
-        yield checks.lag_result(key, final_inputs, settings, metrics_lag)
-        if bounded:
-            yield checks.end_of_stream_result(key, status, outcome.stopped_by)
-
-
-def in_dependency_order(streams: list[StreamInfo]) -> list[StreamInfo]:
-    """Written streams upstream first (Dagster takes a multi-asset's outputs in dependency
-    order: an intermediate stream before the output computed from it); ties by id."""
-    by_id = {s.id: s for s in streams}
-    sorter = graphlib.TopologicalSorter({s.id: {u for u in s.upstream if u in by_id and u != s.id} for s in streams})
-    sorter.prepare()
-    ordered: list[StreamInfo] = []
-    while sorter.is_active():
-        ready = sorted(sorter.get_ready())
-        ordered.extend(by_id[sid] for sid in ready)
-        sorter.done(*ready)
-    return ordered
-
-
-def _follow_metrics(context: dg.AssetExecutionContext, cfg: Config, job_name: str) -> MetricsStreamFollower | None:
-    """The job's metrics stream followed while it runs (live materializations read it); without a
-    snapshot reporter, or when the stream cannot be read, live materializations go without."""
-    try:
-        return follow_job_metrics(cfg)
-    except Exception as exc:  # noqa: BLE001 - metrics must not keep a job from running
-        context.log.warning(f"job {job_name}: its metrics stream cannot be followed: {exc}")
-        return None
-
-
-def _metrics_metadata(metrics: JobMetrics) -> dict[str, Any]:
-    """The containers' metrics Dagster plots across materializations (Samza's names)."""
-    return {
-        "process_envelopes": dg.MetadataValue.int(metrics.process_envelopes),
-        "process_ns": dg.MetadataValue.float(metrics.process_ns),
-    }
+    final_inputs = _observe_quietly(context, launch.cfg, before.read, launch.job_name)
+    metrics_lag = report.metrics.lag_per_input(before.inputs.values())
+    _report_inputs(context, assets, launch.job_name, before, report, finished.result, final_inputs, metrics_lag)
+    context.log.info(report.line(launch.job_name))
+    return _End(report, written_after, final_inputs, metrics_lag)
 
 
 def _observe_quietly(
@@ -337,142 +375,60 @@ def _observe_quietly(
         return {}
 
 
-class _LiveMaterializations:
-    """While an unbounded job runs: an AssetMaterialization per written stream (messages written
-    since the run started and in the last interval, throughput, lag per input), the ``consumer_lag``
-    check's evaluation on it, and an observation per input (its lag), so the asset pages, their
-    plots and their checks follow the live job. Every count is since the run started, across
-    container restarts (a reconfiguration restarts the containers, whose own counters start
-    again): the containers' ``process_envelopes`` beside ``messages_written`` never go back."""
-
-    def __init__(
-        self,
-        context: dg.AssetExecutionContext,
-        assets: StreamAssets,
-        cfg: Config,
-        read: list[StreamInfo],
-        written: list[StreamInfo],
-        before: dict[str, StreamObservation],
-        job_name: str,
-        metrics: MetricsStreamFollower | None = None,
-        settings: DagsterSettings | None = None,
-    ) -> None:
-        self.context, self.assets, self.cfg = context, assets, cfg
-        self.settings = settings or DagsterSettings.from_config(cfg)
-        self.read, self.written, self.before, self.job_name = read, written, before, job_name
-        self.last: dict[str, int] = {sid: 0 for sid in before}
-        self.warned = False
-        self.metrics = metrics
-        self.last_processed = 0
-
-    def emit(self, interval_s: float) -> None:
-        try:
-            now = observe_streams(self.cfg, self.written, with_lag=False)
-            inputs = observe_streams(self.cfg, self.read, with_lag=True)
-        except Exception as exc:  # noqa: BLE001 - a live report must not fail the job
-            if not self.warned:
-                self.context.log.warning(f"job {self.job_name}: live materialization skipped: {exc}")
-                self.warned = True
-            return
-        lag = checks.lag_per_input(inputs)
-        metrics_lag: dict[str, int] | None = None
-        metrics_md: dict[str, Any] = {}
-        if self.metrics is not None:
-            live = JobMetrics.from_follower(self.metrics)
-            if live:  # the containers' own numbers win: lag, throughput, process-ns
-                metrics_lag = live.lag_per_input(inputs.values()) or None
-                lag = metrics_lag or lag
-                processed = live.process_envelopes
-                recent, self.last_processed = processed - self.last_processed, processed
-                metrics_md = {
-                    **_metrics_metadata(live),
-                    "process_envelopes_per_s": dg.MetadataValue.float(
-                        round(max(0, recent) / interval_s, 1) if interval_s else 0.0
-                    ),
-                }
-        lag_md = {f"lag_{sid}": dg.MetadataValue.int(n) for sid, n in lag.items()}
-        for stream in in_dependency_order(self.written):
-            md = _written_metadata(self.before[stream.id], now[stream.id])
-            total = md["messages_written"].value
-            recent = total - self.last[stream.id]
-            self.last[stream.id] = total
-            version = now[stream.id].data_version
-            table = self.assets.tables.get(stream.id)
-            if table is not None:
-                table_md, table_version = table_materialization(self.cfg, table, None, self.context.log.warning)
-                md.update(table_md)
-                version = table_version or version
-            self.context.log_event(
-                dg.AssetMaterialization(
-                    asset_key=self.assets.keys[stream.id],
-                    description=f"written by the live job {self.job_name}",
-                    metadata={
-                        **md,
-                        "throughput_msgs_per_s": dg.MetadataValue.float(
-                            round(recent / interval_s, 1) if interval_s else 0.0
-                        ),
-                        "lag": dg.MetadataValue.int(sum(lag.values())),
-                        **lag_md,
-                        **metrics_md,
-                        "job_status": "running",
-                    },
-                    tags={DATA_VERSION_TAG: version},
-                )
+def _report_inputs(
+    context: dg.AssetExecutionContext,
+    assets: StreamAssets,
+    job_name: str,
+    before: _Before,
+    report: JobReport,
+    result: JobResult,
+    final_inputs: dict[str, StreamObservation],
+    metrics_lag: dict[str, int],
+) -> None:
+    """An observation per input after the run — what it processed, how far it got against what
+    there was at the start, its lag now (the containers' own figure when they report one) — and
+    a log line for each bootstrap stream saying whether it reached its head."""
+    finals = results.final_offsets(result)
+    for sid, obs in before.inputs.items():
+        name = f"{obs.system}.{obs.physical_name}"
+        outcome = report.bootstrap.get(name)
+        if outcome is not None:
+            context.log.info(outcome.line(job_name, name))
+        final = final_inputs.get(sid)
+        lag = metrics_lag.get(sid)
+        if lag is None and final is not None and final.lag is not None:
+            lag = sum(final.lag.values())
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=assets.keys[sid],
+                description=f"processed by {job_name}",
+                metadata=input_metadata(obs, report, finals, bootstrap=assets.streams[sid].bootstrap, lag=lag),
             )
-            # the check as of now: without it the live run's check reads "not evaluated" until
-            # the run ends, while the sensor's evaluations pile up in its history
-            self.context.log_event(
-                checks.lag_evaluation(self.assets.keys[stream.id], inputs, self.settings, metrics_lag)
-            )
-        for sid, obs in inputs.items():
-            self.context.log_event(obs.to_event(self.assets.keys[sid], f"lag of the live job {self.job_name}"))
+        )
 
 
-class _Progress:
-    """What a progress line says: messages written so far, and how far each bootstrap stream is."""
-
-    def __init__(
-        self,
-        cfg: Config,
-        written: list[StreamInfo],
-        before: dict[str, StreamObservation],
-        bootstrap_inputs: list[StreamObservation],
-    ) -> None:
-        self.cfg, self.written, self.before = cfg, written, before
-        self.bootstrap_inputs = bootstrap_inputs
-        self.at_head: set[str] = set()
-
-    def progress(self) -> tuple[list[str], int]:
-        """The line's parts, and a mark that grows while the job makes progress."""
-        line, mark = _written_progress(self.cfg, self.written, self.before)
-        out = [line]
-        try:
-            progress = bootstrap.live_progress(self.cfg, self.bootstrap_inputs)
-        except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job
-            return [*out, f"(bootstrap progress unavailable: {exc})"], mark
-        for p in progress:
-            mark += p.done
-            if p.stream in self.at_head:
-                continue
-            if p.at_head:
-                self.at_head.add(p.stream)  # said once; from then on it is ordinary traffic
-            out.append(p.line())
-        return out, mark
-
-
-def _written_progress(cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]) -> tuple[str, int]:
-    """ "written: <stream> +n, ..." and the messages written in all."""
-    try:
-        now = observe_streams(cfg, written, with_lag=False)
-    except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job
-        return f"(progress unavailable: {exc})", -1
-    parts, total = [], 0
-    for sid, obs in sorted(now.items()):
-        start = before[sid].upcoming()
-        n = sum(n - start.get(p, 0) for p, n in obs.upcoming().items())
-        total += n
-        parts.append(f"{sid} +{n}")
-    return "written: " + (", ".join(parts) or "nothing yet"), total
+def _materialization(
+    context: dg.AssetExecutionContext,
+    launch: _Launch,
+    assets: StreamAssets,
+    stream: StreamInfo,
+    before: _Before,
+    end: _End,
+) -> dg.MaterializeResult:
+    """A written stream's final materialization: what the run wrote to it, the job's report, and
+    for an Iceberg table the snapshot, rows and schema the run left (its data version the
+    snapshot's)."""
+    after = end.written_after[stream.id]
+    md = {**WrittenSince.of(before.written_before[stream.id], after).metadata(), **end.report.metadata()}
+    version = after.data_version
+    table = assets.tables.get(stream.id)
+    if table is not None:
+        table_md, table_version = table_materialization(
+            launch.cfg, table, end.report.table_commits.get(table.name, RunCommits()), context.log.warning
+        )
+        md.update(table_md)
+        version = table_version or version
+    return dg.MaterializeResult(asset_key=assets.keys[stream.id], metadata=md, data_version=dg.DataVersion(version))
 
 
 def _create_outputs(cfg: Config, written: list[StreamInfo]) -> None:
@@ -486,43 +442,3 @@ def _create_outputs(cfg: Config, written: list[StreamInfo]) -> None:
         with system_admin(cfg, system) as admin:
             for s in streams:
                 admin.create_stream(StreamSpec(s.id, s.physical_name, s.system, s.partitions or 1))
-
-
-def _written_metadata(before: StreamObservation, after: StreamObservation) -> dict[str, Any]:
-    start = before.upcoming()
-    md: dict[str, Any] = {
-        "partitions": dg.MetadataValue.int(len(after.partitions)),
-        "messages": dg.MetadataValue.int(after.messages),
-    }
-    total = 0
-    for p, upcoming in sorted(after.upcoming().items()):
-        written = upcoming - start.get(p, 0)
-        total += written
-        md[f"partition_{p}_upcoming_offset"] = dg.MetadataValue.int(upcoming)
-        md[f"partition_{p}_messages_written"] = dg.MetadataValue.int(written)
-    md["messages_written"] = dg.MetadataValue.int(total)
-    return md
-
-
-def _input_progress(
-    obs: StreamObservation, processed: dict[str, int], finals: dict[tuple[str, int], str], bootstrap: bool
-) -> dict[str, Any]:
-    """Messages of the stream this run processed and, against the messages there were when it
-    started, how far it got (a bootstrap stream's progress)."""
-    name = f"{obs.system}.{obs.physical_name}"
-    available = caught_up = 0
-    for p, m in obs.partitions.items():
-        oldest, upcoming = offset_int(m.oldest_offset), offset_int(m.upcoming_offset)
-        available += upcoming - oldest
-        done = finals.get((name, p))
-        if done is not None:
-            caught_up += max(0, min(offset_int(done) + 1, upcoming) - oldest)
-    md: dict[str, Any] = {
-        "processed_by_run": dg.MetadataValue.int(processed.get(name, 0)),
-        "messages_at_start": dg.MetadataValue.int(available),
-        "checkpointed_through": dg.MetadataValue.int(caught_up),
-    }
-    md["bootstrap_progress" if bootstrap else "progress"] = dg.MetadataValue.float(
-        round(caught_up / available, 4) if available else 1.0
-    )
-    return md

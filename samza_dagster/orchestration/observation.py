@@ -17,6 +17,7 @@ import dagster as dg
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
 from samza_dagster.config import Config, keys
 from samza_dagster.model import SystemStreamPartition, SystemStreamPartitionMetadata
+from samza_dagster.orchestration.metadata import Metadata
 from samza_dagster.planner.admins import fetch_metadata as fetch_stream_metadata  # the planner's batched lookup
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.errors import StreamNotFoundError
@@ -53,8 +54,8 @@ class StreamObservation:
     def upcoming(self) -> dict[int, int]:
         return {p: offset_int(m.upcoming_offset) for p, m in self.partitions.items()}
 
-    def metadata(self) -> dict[str, Any]:
-        md: dict[str, Any] = {
+    def metadata(self) -> Metadata:
+        md: Metadata = {
             "exists": self.exists,
             "partitions": dg.MetadataValue.int(len(self.partitions)),
             "messages": dg.MetadataValue.int(self.messages),

@@ -158,18 +158,15 @@ def rewind_backfill(
             }
         )
 
-    job = dg.define_asset_job(
-        f"{group}_{asset_name}",
-        selection=dg.AssetSelection.assets(_rewind),
+    return ReprocessingBackfill.of(
+        application,
+        info,
+        info,
+        _rewind,
+        partitions_def,
+        job_name=f"{group}_{asset_name}",
         description=f"Rewinds {info.id} to a past day's first offset",
-        tags={"samza/application": application},
     )
-    schedule = dg.build_schedule_from_partitioned_job(
-        job,
-        name=f"{group}_{asset_name}_schedule",
-        default_status=dg.DefaultScheduleStatus.STOPPED,
-    )
-    return ReprocessingBackfill(application, info, info, _rewind, job, schedule, partitions_def)
 
 
 def _by_partition(offsets: dict[SystemStreamPartition, str]) -> dict[str, str]:

@@ -22,8 +22,9 @@ retried at the next tick.
 """
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 import dagster as dg
 
@@ -31,24 +32,31 @@ from samza_dagster.config import Config
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamLocation, CoordinatorStreamReader
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.checks import lag_evaluation, lag_per_input
-from samza_dagster.orchestration.coordinator_changes import changes_after
+from samza_dagster.orchestration.coordinator_changes import ConfigChanges, Messages, changes_after
 from samza_dagster.orchestration.observation import observe_streams
 from samza_dagster.orchestration.resources import SamzaSystemsResource
 from samza_dagster.orchestration.settings import DagsterSettings
-from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, LIVE_STATUSES, job_instance, live_runs
+from samza_dagster.orchestration.single_run import JOB_INSTANCE_TAG, LIVE_STATUSES, LiveRun, job_instance, live_runs
 from samza_dagster.system.errors import StreamNotFoundError
+
+if TYPE_CHECKING:  # Dagster's own name for an asset job before Definitions resolve it
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 OFFSET_TAG = "samza/coordinator-offset"
 CHANGED_TAG = "samza/changed-keys"
 #: the cursor of a sensor whose job had no coordinator stream yet: read it from its beginning
 FROM_START = "start"
+#: what a sensor tick returns: events, run requests and the new cursor, or why it skipped
+SensorOutcome = dg.SensorResult | dg.SkipReason
+#: the Dagster job a sensor launches or watches (an asset job is resolved when Definitions are built)
+SensorJob: TypeAlias = "dg.JobDefinition | UnresolvedAssetJobDefinition"
 
 
 def coordinator_stream_sensor(
     job_name: str,
     config: Config,
     *,
-    job: Any,
+    job: SensorJob,
     op_name: str,
     assets: StreamAssets | None = None,
     name: str | None = None,
@@ -58,6 +66,7 @@ def coordinator_stream_sensor(
     """A sensor reconfiguring the Samza job ``job_name``: ``job`` is the Dagster job running it,
     whose op is ``op_name`` with :class:`SamzaJobRunConfig`; ``assets`` (its stream assets) get
     the observation of a change a live run applies."""
+    watch = CoordinatorStreamWatch(job_name, op_name, assets)
 
     @dg.sensor(
         name=name or f"{_identifier(job_name)}_coordinator_stream_sensor",
@@ -67,45 +76,43 @@ def coordinator_stream_sensor(
         description=f"Reconfigures {job_name} when its coordinator stream changes its config: the live run "
         "applies the change, or one run is launched when none is live",
     )
-    def _sensor(
-        context: dg.SensorEvaluationContext, samza_systems: SamzaSystemsResource
-    ) -> dg.SensorResult | dg.SkipReason:
-        cfg = samza_systems.apply(config)
-        cursor = context.cursor or None
-        try:
-            with CoordinatorStreamReader(cfg) as reader:
-                messages, next_offset = reader.read(None)  # the whole (compacted) stream: the state before the cursor
-                compare = reader.admin.offset_comparator
-        except StreamNotFoundError:
-            return dg.SensorResult(
-                skip_reason=f"job {job_name} has no coordinator stream yet; its first change will be read from the start",
-                cursor=cursor or FROM_START,
-            )
-        except Exception as exc:  # noqa: BLE001 - a sensor must survive a bad or unreachable stream
-            where = CoordinatorStreamLocation.from_config(cfg)
-            context.log.warning(
-                f"cannot read the coordinator stream {where.system}.{where.stream} of job {job_name}: "
-                f"{type(exc).__name__}: {exc}; retrying at the next tick"
-            )
-            return dg.SkipReason(f"coordinator stream of {job_name} unreadable: {exc}")
-        if cursor is None:
-            return dg.SensorResult(
-                skip_reason=f"baseline: the coordinator stream of {job_name} up to offset {next_offset}; "
-                "changes after it reconfigure the job",
-                cursor=next_offset,
-            )
-        start = None if cursor == FROM_START else cursor
-        if start is not None and compare(next_offset, start) <= 0:
-            return dg.SkipReason(f"no new coordinator stream messages after offset {start}")
+    def _sensor(context: dg.SensorEvaluationContext, samza_systems: SamzaSystemsResource) -> SensorOutcome:
+        return watch.tick(context, samza_systems.apply(config))
 
-        deployed = cfg.to_dict()
-        changes = changes_after(messages, start, deployed, compare)
-        if not changes.changed or changes.trigger is None:
-            return dg.SensorResult(
-                skip_reason=f"messages up to offset {next_offset} leave the config of {job_name} unchanged",
-                cursor=next_offset,
-            )
-        keys = ", ".join(changes.changed)
+    return _sensor
+
+
+@dataclass(frozen=True, slots=True)
+class _StreamRead:
+    """The coordinator stream as one tick read it: all of it (compacted: the state before the
+    cursor is needed to tell a change from a repeat), the offset after it, and how its system
+    orders offsets."""
+
+    messages: Messages
+    next_offset: str
+    compare: Callable[[str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorStreamWatch:
+    """One tick of :func:`coordinator_stream_sensor`, in its steps: read the stream
+    (:meth:`read`), find the changes past the cursor (:meth:`changes`), then either record that
+    the live run applies them (:meth:`applied_by_live_run`) or launch a run with them
+    (:meth:`launch`). A class rather than one closure so each step is named and testable."""
+
+    job_name: str
+    op_name: str
+    #: the job's stream assets: its written streams get the observation of a change a live run applies
+    assets: StreamAssets | None
+
+    def tick(self, context: dg.SensorEvaluationContext, cfg: Config) -> SensorOutcome:
+        cursor = context.cursor or None
+        read = self.read(context, cfg, cursor)
+        if not isinstance(read, _StreamRead):
+            return read
+        changes = self.changes(read, cursor, cfg)
+        if not isinstance(changes, ConfigChanges):
+            return changes
         instance_id = job_instance(cfg)
         # a run that is stopping applies nothing more: the change is launched (the run queue holds
         # the new run until the stopping one has ended)
@@ -115,35 +122,92 @@ def coordinator_stream_sensor(
             if r.status is not dg.DagsterRunStatus.CANCELING
         ]
         if live:
-            run = live[0]
-            context.log.info(
-                f"job {job_name}: coordinator stream changed {keys} at offset {changes.trigger}; "
-                f"the live {run.describe()} applies it (its job coordinator restarts the containers on the new "
-                "JobModel) — no new run"
+            return self.applied_by_live_run(context, live[0], changes, read.next_offset)
+        return self.launch(context, instance_id, changes, read.next_offset)
+
+    def read(self, context: dg.SensorEvaluationContext, cfg: Config, cursor: str | None) -> _StreamRead | SensorOutcome:
+        """The stream, or why this tick reads nothing: the stream does not exist yet (the cursor
+        then starts at its beginning), or cannot be read (one warning; the next tick retries)."""
+        try:
+            with CoordinatorStreamReader(cfg) as reader:
+                messages, next_offset = reader.read(None)  # the whole (compacted) stream: the state before the cursor
+                return _StreamRead(messages, next_offset, reader.admin.offset_comparator)
+        except StreamNotFoundError:
+            return dg.SensorResult(
+                skip_reason=f"job {self.job_name} has no coordinator stream yet; its first change will be read from "
+                "the start",
+                cursor=cursor or FROM_START,
             )
-            events = [
-                dg.AssetObservation(
-                    asset_key=key,
-                    description=f"configuration change at coordinator stream offset {changes.trigger}, applied by "
-                    f"the live run {run.run_id}",
-                    metadata={
-                        "coordinator_offset": changes.trigger,
-                        "changed_keys": keys,
-                        "new_values": dg.MetadataValue.json(changes.values),
-                        "applied_by_run": dg.MetadataValue.dagster_run(run.run_id),
-                    },
-                )
-                for key in (assets.written_keys if assets is not None else [])
-            ]
-            return dg.SensorResult(asset_events=events, cursor=next_offset)
+        except Exception as exc:  # noqa: BLE001 - a sensor must survive a bad or unreachable stream
+            where = CoordinatorStreamLocation.from_config(cfg)
+            context.log.warning(
+                f"cannot read the coordinator stream {where.system}.{where.stream} of job {self.job_name}: "
+                f"{type(exc).__name__}: {exc}; retrying at the next tick"
+            )
+            return dg.SkipReason(f"coordinator stream of {self.job_name} unreadable: {exc}")
+
+    def changes(self, read: _StreamRead, cursor: str | None, cfg: Config) -> ConfigChanges | SensorOutcome:
+        """The config changes written after the cursor, or why there are none: the first tick
+        takes the stream as it stands as the baseline; nothing new; or nothing that changes the
+        job's effective config."""
+        if cursor is None:
+            return dg.SensorResult(
+                skip_reason=f"baseline: the coordinator stream of {self.job_name} up to offset {read.next_offset}; "
+                "changes after it reconfigure the job",
+                cursor=read.next_offset,
+            )
+        start = None if cursor == FROM_START else cursor
+        if start is not None and read.compare(read.next_offset, start) <= 0:
+            return dg.SkipReason(f"no new coordinator stream messages after offset {start}")
+        changes = changes_after(read.messages, start, cfg.to_dict(), read.compare)
+        if not changes.changed or changes.trigger is None:
+            return dg.SensorResult(
+                skip_reason=f"messages up to offset {read.next_offset} leave the config of {self.job_name} unchanged",
+                cursor=read.next_offset,
+            )
+        return changes
+
+    def applied_by_live_run(
+        self, context: dg.SensorEvaluationContext, run: LiveRun, changes: ConfigChanges, next_offset: str
+    ) -> dg.SensorResult:
+        """A live run's job coordinator applies the change itself (it restarts the containers on
+        the new JobModel): no run is launched, the change is recorded on the written streams."""
+        keys = ", ".join(changes.changed)
         context.log.info(
-            f"job {job_name}: config changed at offset {changes.trigger}: {keys}; no live run, launching one"
+            f"job {self.job_name}: coordinator stream changed {keys} at offset {changes.trigger}; "
+            f"the live {run.describe()} applies it (its job coordinator restarts the containers on the new "
+            "JobModel) — no new run"
+        )
+        events = [
+            dg.AssetObservation(
+                asset_key=key,
+                description=f"configuration change at coordinator stream offset {changes.trigger}, applied by "
+                f"the live run {run.run_id}",
+                metadata={
+                    "coordinator_offset": changes.trigger,
+                    "changed_keys": keys,
+                    "new_values": dg.MetadataValue.json(changes.values),
+                    "applied_by_run": dg.MetadataValue.dagster_run(run.run_id),
+                },
+            )
+            for key in (self.assets.written_keys if self.assets is not None else [])
+        ]
+        return dg.SensorResult(asset_events=events, cursor=next_offset)
+
+    def launch(
+        self, context: dg.SensorEvaluationContext, instance_id: str, changes: ConfigChanges, next_offset: str
+    ) -> dg.SensorResult:
+        """No run is live: one run with the stream's values as overrides, keyed by the job and the
+        change's offset so the same change never launches twice."""
+        keys = ", ".join(changes.changed)
+        context.log.info(
+            f"job {self.job_name}: config changed at offset {changes.trigger}: {keys}; no live run, launching one"
         )
         request = dg.RunRequest(
             run_key=f"{instance_id}@{changes.trigger}",
             run_config={
                 "ops": {
-                    op_name: {
+                    self.op_name: {
                         "config": {
                             "overrides": changes.overrides,
                             "reason": f"(coordinator stream offset {changes.trigger}; changed {keys})",
@@ -152,15 +216,13 @@ def coordinator_stream_sensor(
                 }
             },
             tags={
-                OFFSET_TAG: changes.trigger,
+                OFFSET_TAG: str(changes.trigger),
                 CHANGED_TAG: keys.replace(" ", "")[:1000],
-                "samza/job": job_name,
+                "samza/job": self.job_name,
                 JOB_INSTANCE_TAG: instance_id,
             },
         )
         return dg.SensorResult(run_requests=[request], cursor=next_offset)
-
-    return _sensor
 
 
 def stream_observation_sensor(
@@ -201,7 +263,9 @@ def stream_observation_sensor(
         changed = [sid for sid in sorted(observed) if seen.get(sid) != versions[sid]]
         if not changed and seen.get("lag") == versions["lag"]:
             return dg.SkipReason("no new messages in the input streams and no change of the job's lag")
-        events: list[Any] = [observed[sid].to_event(assets.keys[sid]) for sid in changed]
+        events: list[dg.AssetObservation | dg.AssetCheckEvaluation] = [
+            observed[sid].to_event(assets.keys[sid]) for sid in changed
+        ]
         if lag:
             events.extend(lag_evaluation(key, observed, settings) for key in assets.written_keys)
         return dg.SensorResult(asset_events=events, cursor=json.dumps(versions, sort_keys=True))
@@ -216,7 +280,7 @@ def _identifier(name: str) -> str:
 def samza_job_failure_sensor(
     assets: StreamAssets,
     *,
-    job: Any,
+    job: SensorJob,
     name: str | None = None,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
 ) -> dg.SensorDefinition:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import dagster as dg
 
@@ -82,14 +81,10 @@ def older_live_run(instance: dg.DagsterInstance, instance_id: str, run_id: str) 
     return None
 
 
-def claim_job_instance(context: Any, cfg: Config, job_name: str) -> None:
+def claim_job_instance(context: dg.AssetExecutionContext, cfg: Config, job_name: str) -> None:
     """Tag this run with its Samza job and make sure no older run of that job is live. An older
     run that is stopping is waited for; a running one fails this launch, naming it."""
-    instance = getattr(context, "instance", None)
-    run = getattr(context, "run", None)
-    run_id = run.run_id if run is not None else None
-    if instance is None or run_id is None:
-        return
+    instance, run_id = context.instance, context.run.run_id
     instance_id = job_instance(cfg)
     run = instance.get_run_by_id(run_id)
     if run is not None and run.tags.get(JOB_INSTANCE_TAG) != instance_id:

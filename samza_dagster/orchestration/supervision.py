@@ -25,11 +25,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 import dagster as dg
 
 from samza_dagster.coordinator.errors import CoordinatorNotStartedError
+from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.runtime.result import JobResult
 
@@ -64,6 +65,34 @@ def _plain_sigint() -> Callable[[], None]:
     return restore
 
 
+@runtime_checkable
+class SupervisedRunner(Protocol):
+    """What the supervisor needs of a runner (every ``JobRunner``, or what a test's runner
+    factory makes): run the job to its end in the worker thread, and be asked from the op's
+    thread to stop it gracefully."""
+
+    def run(self) -> JobResult: ...
+
+    def stop(self) -> None: ...
+
+
+class ServesJobModels(Protocol):
+    """A job coordinator as the supervisor reads it: the JobModel it serves now (raising
+    ``CoordinatorNotStartedError`` before it has one)."""
+
+    @property
+    def job_model(self) -> JobModel: ...
+
+
+@runtime_checkable
+class CoordinatedRunner(Protocol):
+    """A runner with a job coordinator (every ``JobRunner``; None until it started one): the
+    supervisor logs the JobModels it moves to. A runner without one is still supervised, its
+    reconfigurations not reported."""
+
+    coordinator: ServesJobModels | None
+
+
 @dataclass
 class Supervision:
     """What happened while the job ran."""
@@ -84,8 +113,8 @@ class JobSupervisor:
 
     def __init__(
         self,
-        context: Any,
-        runner: Any,
+        context: dg.AssetExecutionContext,
+        runner: SupervisedRunner,
         job_name: str,
         settings: DagsterSettings,
         progress: Callable[[], tuple[list[str], int]],
@@ -185,26 +214,17 @@ class JobSupervisor:
     def _tag_run(self, why: str) -> None:
         """``samza/stopped-by`` on the run: the runs list tells a terminated streaming run (which
         ends successfully) from one that ended by itself."""
-        instance = getattr(self.context, "instance", None)
-        run = getattr(self.context, "run", None)
-        if instance is None or run is None:
-            return
         try:
-            instance.add_run_tags(run.run_id, {STOPPED_BY_TAG: why})
+            self.context.instance.add_run_tags(self.context.run.run_id, {STOPPED_BY_TAG: why})
         except Exception as exc:  # noqa: BLE001 - a tag must not keep the job from stopping
             self.context.log.warning(f"job {self.job_name}: could not tag the run {STOPPED_BY_TAG}: {exc}")
 
     def _cancel_requested(self) -> bool:
-        instance = getattr(self.context, "instance", None)
-        run = getattr(self.context, "run", None)
-        run_id = run.run_id if run is not None else None
-        if instance is None or run_id is None:
-            return False
-        run = instance.get_run_by_id(run_id)
+        run = self.context.instance.get_run_by_id(self.context.run.run_id)
         return run is not None and run.status in (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
 
     def _check_model(self) -> None:
-        coordinator = getattr(self.runner, "coordinator", None)
+        coordinator = self.runner.coordinator if isinstance(self.runner, CoordinatedRunner) else None
         if coordinator is None:
             return
         try:

@@ -24,6 +24,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
 from samza_dagster.config import Config, keys
+from samza_dagster.orchestration.metadata import Metadata
 from samza_dagster.planner.plan import StreamInfo
 from samza_dagster.system.iceberg.config import IcebergSystemConfig
 
@@ -77,10 +78,10 @@ class IcebergSystems:
         namespace = self.namespaces.get(stream.system)
         return None if namespace is None else TableRef(stream.system, namespace, stream.physical_name)
 
-    def spec_metadata(self, ref: TableRef) -> dict[str, Any]:
+    def spec_metadata(self, ref: TableRef) -> Metadata:
         """What a reader of the table needs on its asset: the table's name, its system and the
         job's .properties, which name the system's catalog."""
-        md: dict[str, Any] = {TABLE_NAME: ref.name, SYSTEM_METADATA: ref.system}
+        md: Metadata = {TABLE_NAME: ref.name, SYSTEM_METADATA: ref.system}
         if self.config_path is not None:
             md[CONFIG_PATH_METADATA] = dg.MetadataValue.path(self.config_path)
         return md
@@ -112,12 +113,12 @@ def table_schema(schema: Schema) -> dg.TableSchema:
     )
 
 
-def table_state(table: Table) -> tuple[dict[str, Any], str]:
+def table_state(table: Table) -> tuple[Metadata, str]:
     """The table as it stands: snapshot id, row count, schema (metadata) and its data version."""
     snapshot = table.current_snapshot()
     summary = snapshot.summary if snapshot is not None else None
     rows = int(summary.get("total-records") or 0) if summary is not None else 0
-    md: dict[str, Any] = {
+    md: Metadata = {
         "snapshot_id": dg.MetadataValue.int(snapshot.snapshot_id) if snapshot is not None else "none",
         COLUMN_SCHEMA: dg.MetadataValue.table_schema(table_schema(table.schema())),
         ROW_COUNT: dg.MetadataValue.int(rows),
@@ -134,7 +135,7 @@ class RunCommits:
     rows: int = 0
     data_files: int = 0
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> Metadata:
         return {
             "rows_added": dg.MetadataValue.int(self.rows),
             "table_commits": dg.MetadataValue.int(self.commits),
@@ -157,13 +158,13 @@ def run_commits(container_metrics: Iterable[Mapping[str, Any]]) -> dict[str, Run
 
 
 def table_materialization(
-    config: Config, ref: TableRef, commits: RunCommits | None, warn: Callable[[str], Any]
-) -> tuple[dict[str, Any], str | None]:
+    config: Config, ref: TableRef, commits: RunCommits | None, warn: Callable[[str], object]
+) -> tuple[Metadata, str | None]:
     """Metadata of a table's materialization — what ``commits`` added (None: a live report, whose
     rows are the offsets' difference) and the table now — and its data version (None: the table
     does not exist yet, the job wrote no row). A catalog that cannot be read now is a ``warn``ing,
     not a failed run: the job has committed what it wrote."""
-    md: dict[str, Any] = {TABLE_NAME: ref.name}
+    md: Metadata = {TABLE_NAME: ref.name}
     if commits is not None:
         md.update(commits.metadata())
     try:
