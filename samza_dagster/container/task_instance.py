@@ -55,6 +55,7 @@ from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
 
 _perf_counter = time.perf_counter
 
+
 class InlineBinding(NamedTuple):
     """What the inline run loop binds per input partition that needs no deserialization (see
     :meth:`TaskInstance.inline_binding`). A NamedTuple: the hot path unpacks it positionally as
