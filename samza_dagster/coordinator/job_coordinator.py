@@ -32,6 +32,7 @@ from samza_dagster.coordinator.model.partition_counts import (
     check_input_partitions,
     record_input_partitions,
 )
+from samza_dagster.coordinator.serving import serve_in_thread, stop_serving
 from samza_dagster.coordinator.stream.messages import SET_CHANGELOG, SET_INPUT_PARTITIONS, CoordinatorStreamMessage
 from samza_dagster.coordinator.stream.reader_writer import CoordinatorStreamReader, CoordinatorStreamWriter, close_admin
 from samza_dagster.coordinator.stream.state import CoordinatorStreamState
@@ -99,6 +100,8 @@ class JobCoordinator:
         self._server: CoordinatorHttpServer | None = None
         self._metrics: Any = None  # a MetricsStreamFollower when the job has a prometheus reporter
         self._threads: list[threading.Thread] = []
+        #: the thread serving ``_server`` (None before start and after stop)
+        self._serving: threading.Thread | None = None
         self._stopping = threading.Event()
         self.url: str | None = None
 
@@ -128,15 +131,8 @@ class JobCoordinator:
         self.port = bound_port
         self.url = f"http://{_url_host(self.host, str(bound_host))}:{bound_port}"
         self._stopping.clear()
-        self._threads = [
-            threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.2},
-                name="job-coordinator-http",
-                daemon=True,
-            ),
-            threading.Thread(target=self._monitor, name="job-coordinator-monitor", daemon=True),
-        ]
+        self._serving = serve_in_thread(self._server, "job-coordinator-http")
+        self._threads = [threading.Thread(target=self._monitor, name="job-coordinator-monitor", daemon=True)]
         for thread in self._threads:
             thread.start()
         log.info("job coordinator serving JobModel version %s at %s", self.job_model.version, self.url)
@@ -145,10 +141,8 @@ class JobCoordinator:
     def stop(self) -> None:
         self._stopping.set()
         if self._server is not None:
-            # shutdown() waits for serve_forever to notice; it would wait forever if it never ran.
-            if any(t.name == "job-coordinator-http" and t.is_alive() for t in self._threads):
-                self._server.shutdown()
-            self._server.server_close()
+            stop_serving(self._server, self._serving)
+            self._serving = None
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads = []

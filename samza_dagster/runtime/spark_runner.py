@@ -45,6 +45,7 @@ from samza_dagster.config.secrets import scrub, secrets_of
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.http import TOKEN_KEY
+from samza_dagster.coordinator.serving import serve_in_thread, stop_serving
 from samza_dagster.errors import SamzaError
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
@@ -142,15 +143,10 @@ class _ControlServer:
         self._server.daemon_threads = True
         port = self._server.server_address[1]
         self.url = f"http://{host}:{port}/"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="spark-runner-control", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(self._server, "spark-runner-control")
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        stop_serving(self._server, self._thread)
 
 
 # -- the runner -------------------------------------------------------------------------------
