@@ -70,7 +70,8 @@ class BenchCopyTask(StreamTask, InitableTask, ClosableTask):
             path = os.path.join(self.sched_dir, f"sched-{self.key[0]}-{self.key[1]}.json")
             with open(path, "w") as f:  # every task of the container writes; the last close wins
                 json.dump(
-                    {"wall_s": wall, "cpu_s": cpu, "runq_s": runq, "off_cpu_s": wall - cpu - runq, "pid": os.getpid()}, f
+                    {"wall_s": wall, "cpu_s": cpu, "runq_s": runq, "off_cpu_s": wall - cpu - runq, "pid": os.getpid()},
+                    f,
                 )
 
     def process(self, envelope, collector, coordinator):
