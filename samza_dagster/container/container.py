@@ -478,7 +478,8 @@ class SamzaContainer:
             pm = md.partitions.get(ssp.partition) if md is not None else None
             if pm is None:
                 raise ConfigError(
-                    f"input {ssp.system}.{ssp.stream} has no partition {ssp.partition} (task.inputs)", key="task.inputs"
+                    f"input {ssp.system}.{ssp.stream} has no partition {ssp.partition} ({keys.TASK_INPUTS.name})",
+                    key=keys.TASK_INPUTS.name,
                 )
             result[ssp] = pm.upcoming_offset if streams.offset_default(ss) == "upcoming" else pm.oldest_offset
         after: dict[SystemStreamPartition, str] = {}

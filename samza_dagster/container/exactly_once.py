@@ -57,7 +57,7 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
     if not job.exactly_once:
         return
     system = checkpoint_system(config)
-    factory_key = f"systems.{system}.samza.factory"
+    factory_key = keys.SYSTEM_FACTORY.key(system=system)
     factory = system_factory(config, system)
     supports = getattr(factory, "supports_transactions", None)
     if not callable(supports) or not supports(system, config):
@@ -70,7 +70,7 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
     for spec in store_specs(config, job.default_system):
         if spec.changelog is not None and spec.changelog.system != system:
             raise _problem(
-                f"stores.{spec.name}.changelog",
+                keys.STORE_CHANGELOG.key(store=spec.name),
                 f"store {spec.name!r} logs to system {spec.changelog.system!r}, not to the checkpoint system "
                 f"{system!r} whose transactions cover the job's writes",
             )
@@ -78,7 +78,7 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
     for spec in store_specs(config, job.default_system):
         if own and spec.changelog is not None:
             raise _problem(
-                f"stores.{spec.name}.changelog",
+                keys.STORE_CHANGELOG.key(store=spec.name),
                 f"store {spec.name!r} has a changelog and system {own[0]!r} commits its tables on its own, "
                 "before the checkpoint system's transaction: a crash between the two would keep the table's "
                 "rows and lose the changelog's; write the state to the table instead, or run at-least-once",
@@ -90,20 +90,20 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
         )
     if job.thread_pool_size > 1:
         raise _problem(
-            "job.container.thread.pool.size",
+            keys.JOB_CONTAINER_THREAD_POOL_SIZE.name,
             f"a thread pool of {job.thread_pool_size} runs tasks while others commit, so a commit could take in "
             "outputs of messages still in flight; use 0 or 1",
         )
     task = TaskConfig(config)
     if task.max_concurrency > 1:
         raise _problem(
-            "task.max.concurrency",
+            keys.TASK_MAX_CONCURRENCY.name,
             f"{task.max_concurrency} messages in flight per task could put outputs of unfinished messages in a "
             "commit; use 1",
         )
     if task_is_async:
         raise _problem(
-            "task.class",
+            keys.TASK_CLASS.name,
             "an AsyncStreamTask completes messages on other threads, so its commits (its own or the "
             "container's) could take in outputs of messages still in flight; use a StreamTask",
         )

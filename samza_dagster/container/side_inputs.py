@@ -88,7 +88,7 @@ def processor_from_config(config: Config, store: str) -> SideInputsProcessor | N
 
 
 def side_input_streams(config: Config, store: str, default_system: str) -> list[SystemStream]:
-    key = f"stores.{store}.side.inputs"
+    key = keys.STORE_SIDE_INPUTS.key(store=store)
     streams = []
     for raw in config.get_list(key):
         system, sep, stream = raw.partition(".")

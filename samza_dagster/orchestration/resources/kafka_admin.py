@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from samza_dagster.config import Config, ConfigError
+from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.model import StreamSpec, SystemStreamMetadata
 from samza_dagster.orchestration.observation import system_admin
 
@@ -48,14 +48,15 @@ class KafkaAdminResource(dg.ConfigurableResource):
         return servers
 
     def system_config(self) -> Config:
-        prefix = f"systems.{self.system_name}."
+        system = self.system_name
         servers = self.resolved_bootstrap_servers()
+        admin = keys.prefix(keys.SYSTEM_ADMIN_KEYS, system=system)  # the Kafka admin client's own settings
         return Config(
             {
-                prefix + "samza.factory": "kafka",
-                prefix + "consumer.bootstrap.servers": servers,
-                prefix + "admin.bootstrap.timeout.ms": str(self.bootstrap_timeout_ms),
-                prefix + "admin.request.timeout.ms": str(self.request_timeout_ms),
+                keys.SYSTEM_FACTORY.key(system=system): "kafka",
+                keys.prefix(keys.SYSTEM_CONSUMER_KEYS, system=system) + "bootstrap.servers": servers,
+                admin + "bootstrap.timeout.ms": str(self.bootstrap_timeout_ms),
+                admin + "request.timeout.ms": str(self.request_timeout_ms),
             }
         )
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import dagster as dg
 from pydantic import Field
 
-from samza_dagster.config import Config
+from samza_dagster.config import Config, keys
 from samza_dagster.config.deployment import apply_deployment, log_root
 
 KAFKA_BOOTSTRAP_ENV = "SAMZA_KAFKA_BOOTSTRAP_SERVERS"
@@ -59,14 +59,16 @@ class SamzaSystemsResource(dg.ConfigurableResource):
         servers = self.resolved_kafka_bootstrap_servers()
         if not servers:
             return {}
-        kafka = f"systems.{self.kafka_system}."
+        system = self.kafka_system
+        consumer = keys.prefix(keys.SYSTEM_CONSUMER_KEYS, system=system)  # the Kafka clients' settings
+        producer = keys.prefix(keys.SYSTEM_PRODUCER_KEYS, system=system)
         timeout = str(self.kafka_bootstrap_timeout_ms)
         return {
-            kafka + "samza.factory": "kafka",
-            kafka + "consumer.bootstrap.servers": servers,
-            kafka + "producer.bootstrap.servers": servers,
-            kafka + "consumer.bootstrap.timeout.ms": timeout,
-            kafka + "producer.bootstrap.timeout.ms": timeout,
+            keys.SYSTEM_FACTORY.key(system=system): "kafka",
+            consumer + "bootstrap.servers": servers,
+            producer + "bootstrap.servers": servers,
+            keys.SYSTEM_BOOTSTRAP_TIMEOUT_MS.key(system=system): timeout,
+            producer + "bootstrap.timeout.ms": timeout,  # the same definition's producer form
         }
 
     def apply(self, config: Mapping[str, object]) -> Config:
