@@ -411,7 +411,7 @@ def _prepare(workdir: Path, messages: int, log) -> dict[str, Any]:
     return {"broker": broker, "topic": topic}
 
 
-def b2_b3_sections(
+def b2_b3_sections(  # noqa: C901 - one report over both benchmarks' shared runs; split when it next changes
     messages: int,
     repetitions: int,
     workdir: Path,

@@ -204,7 +204,7 @@ class _Kafka:
         self.producer.flush(10)
 
 
-def child_latency(
+def child_latency(  # noqa: C901 - one measured run's set-up, traffic and teardown in order; split when it next changes
     system: str,
     seconds: float,
     rate: int = RATE,

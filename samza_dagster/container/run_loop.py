@@ -228,7 +228,7 @@ class RunLoop(ScheduledMode):
         finally:
             metrics.chooses += chosen
 
-    def _run_inline_runs(self) -> str:
+    def _run_inline_runs(self) -> str:  # noqa: C901 - the hot path: a helper per branch would cost a call per envelope
         """Inline mode when the chooser offers runs (``task.consumer.batch.size`` > 1): one
         chooser decision hands over a run of one partition's envelopes (SystemConsumers.choose_run),
         processed back to back. After every envelope the same checks as :meth:`_run_inline`:

@@ -34,7 +34,7 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def split_stages(app: StreamApplicationDescriptor) -> tuple[list[Stage], dict[str, str]]:
+def split_stages(app: StreamApplicationDescriptor) -> tuple[list[Stage], dict[str, str]]:  # noqa: C901 - one graph walk; split when it next changes
     """Stages in data-flow order, and operator id → stage id."""
     specs = app.all_operator_specs()
     index = {id(spec): i for i, spec in enumerate(specs)}
