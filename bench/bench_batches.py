@@ -180,24 +180,18 @@ def runner_section(messages: int, transform_messages: int, repetitions: int, wor
 
     noop_root = str(workdir / "b15-noop")
     isolated("bench.bench_container:child_prepare", root=noop_root, messages=messages)
+
+    def engine(task_class: str):  # one repetition of a no-op container over B1's data
+        return lambda rep: isolated(
+            "bench.bench_batches:child_noop", root=noop_root, messages=messages, task_class=task_class, run=rep
+        )
+
     noop = alternate(
         repetitions,
         {
             "raw": lambda rep: isolated("bench.bench_container:child_raw", root=noop_root, messages=messages),
-            "batch": lambda rep: isolated(
-                "bench.bench_batches:child_noop",
-                root=noop_root,
-                messages=messages,
-                task_class="support.tasks:NoOpBatchTask",
-                run=rep,
-            ),
-            "stream": lambda rep: isolated(
-                "bench.bench_batches:child_noop",
-                root=noop_root,
-                messages=messages,
-                task_class="support.tasks:NoOpTask",
-                run=rep,
-            ),
+            "batch": engine("support.tasks:NoOpBatchTask"),
+            "stream": engine("support.tasks:NoOpTask"),
         },
         log,
     )

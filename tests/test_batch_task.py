@@ -18,9 +18,9 @@ from samza_dagster.model import IncomingMessageEnvelope, OutgoingMessageEnvelope
 from samza_dagster.runtime.preflight import check_job_values
 from samza_dagster.serde import JsonSerde
 from samza_dagster.serde.registry import SerdeRegistry
-from samza_dagster.system.factories import system_factory
 from samza_dagster.task import DEFAULT_BATCH_TASK_RUN, BatchStreamTask
 from samza_dagster.task.coordinator import ContainerRequests
+from support.log_reading import read_partition
 from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
 
 OUT = SystemStream("log", "out")
@@ -76,22 +76,6 @@ def _run(config: Config, make) -> tuple[SamzaContainer, FnTaskFactory]:
     return container, factory
 
 
-def _read_out(config: Config) -> list[dict]:
-    consumer = system_factory(config, "log").get_consumer("log", config)
-    ssp = SystemStreamPartition("log", "out", 0)
-    consumer.register(ssp, "0")
-    consumer.start()
-    out: list[dict] = []
-    try:
-        while True:
-            got = consumer.poll([ssp], 0.2).get(ssp, [])
-            if not got:
-                return out
-            out.extend(got)
-    finally:
-        consumer.stop()
-
-
 def test_every_batch_is_one_partitions_run_in_offset_order_and_each_message_is_processed_once(log_config):
     config = _config(log_config, **{"job.container.count": "1", "systems.log.streams.input.partitions": "2"})
     config = config.with_overrides({"job.systemstreampartition.grouper.factory": "group-by-system-stream-partition"})
@@ -106,7 +90,7 @@ def test_every_batch_is_one_partitions_run_in_offset_order_and_each_message_is_p
         assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))  # contiguous, ascending
         per_partition.setdefault(partition, []).extend(offsets)
     assert per_partition == {0: list(range(3000)), 1: list(range(3000))}
-    assert len(_read_out(config)) == 6000
+    assert len(read_partition(config, "log", "out", 0, "0")) == 6000
 
 
 def test_a_batch_task_without_a_batch_size_gets_batches_of_the_default_run_not_of_one(log_config):
