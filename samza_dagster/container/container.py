@@ -59,7 +59,15 @@ from samza_dagster.system.chooser import DefaultChooser
 from samza_dagster.system.chooser.base import MessageChooser, chooser_from_factory, load_chooser_factory
 from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
 from samza_dagster.system.factories import system_factory as default_system_factory
-from samza_dagster.system.protocols import SystemAdmin, SystemConsumer, SystemFactory, SystemProducer
+from samza_dagster.system.protocols import (
+    CheckpointCommittingSystemFactory,
+    ReportsMetrics,
+    StoppableAdmin,
+    SystemAdmin,
+    SystemConsumer,
+    SystemFactory,
+    SystemProducer,
+)
 from samza_dagster.system.ssp_metadata import ssp_metadata
 from samza_dagster.task.api import DEFAULT_BATCH_TASK_RUN
 from samza_dagster.task.coordinator import ContainerRequests
@@ -275,16 +283,17 @@ class SamzaContainer:
             for name in self.container_model.tasks:
                 producer.register(name)
             self.producers[system] = producer
-            snapshot = getattr(producer, "metrics_snapshot", None)
-            if callable(snapshot):  # a system producer's own counters (the Kafka one's librdkafka totals)
-                self._consumer_metrics[f"producer-{system}"] = snapshot
+            if isinstance(producer, ReportsMetrics):  # its own counters (the Kafka one's librdkafka totals)
+                self._consumer_metrics[f"producer-{system}"] = producer.metrics_snapshot
         for producer in self.producers.values():
             producer.start()
             self._started_producers.append(producer)
         if self._exactly_once:  # only the checkpoint system's producer runs the transactions
             for system, producer in self.producers.items():
-                commits_own = getattr(self._factory(system), "commits_with_checkpoints", None)
-                if callable(commits_own) and commits_own(system, self.config):
+                factory = self._factory(system)
+                if isinstance(factory, CheckpointCommittingSystemFactory) and factory.commits_with_checkpoints(
+                    system, self.config
+                ):
                     continue  # its commits carry the checkpoints (Iceberg): exactly-once on its own
                 if system != plan.checkpoint_system:
                     self.producers[system] = NonTransactionalProducer(system, plan.checkpoint_system, producer)
@@ -386,9 +395,8 @@ class SamzaContainer:
         input_config = self._input_config(plan)
         for system in plan.input_systems:
             consumer = self._consumers_by_system[system] = self._new_consumer(system, input_config)
-            snapshot = getattr(consumer, "metrics_snapshot", None)
-            if callable(snapshot):  # a system consumer's own counters (the Kafka one's parking, librdkafka's fetches)
-                self._consumer_metrics[f"consumer-{system}"] = snapshot
+            if isinstance(consumer, ReportsMetrics):  # its own counters (the Kafka one's parking, librdkafka's fetches)
+                self._consumer_metrics[f"consumer-{system}"] = consumer.metrics_snapshot
         kwargs: dict[str, Any] = {}
         buffer = keys.CONTAINER_BUFFER_CAPACITY.get(input_config)
         if buffer:
@@ -622,9 +630,8 @@ class SamzaContainer:
         if self.startpoints is not None:
             attempt(self.startpoints.close)
         for admin in self.admins.values():
-            stop = getattr(admin, "stop", None)
-            if callable(stop):
-                attempt(stop)
+            if isinstance(admin, StoppableAdmin):
+                attempt(admin.stop)
         return first if clean else None
 
     def _summarize(

@@ -35,6 +35,7 @@ from samza_dagster.container.dead_letter import DLQ_KEY, dead_letter_stream
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.storage import store_specs
 from samza_dagster.system.factories import system_factory
+from samza_dagster.system.protocols import CheckpointCommittingSystemFactory, TransactionalSystemFactory
 
 GUARANTEE_KEY = keys.JOB_PROCESSING_GUARANTEE.name
 
@@ -59,8 +60,7 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
     system = checkpoint_system(config)
     factory_key = keys.SYSTEM_FACTORY.key(system=system)
     factory = system_factory(config, system)
-    supports = getattr(factory, "supports_transactions", None)
-    if not callable(supports) or not supports(system, config):
+    if not isinstance(factory, TransactionalSystemFactory) or not factory.supports_transactions(system, config):
         name = (config.get_str(factory_key) or "log").strip()
         raise _problem(
             factory_key,
@@ -115,8 +115,7 @@ def _systems_committing_checkpoints(config: Config) -> list[str]:
     found = []
     for system in SystemConfig(config).system_names():
         factory = system_factory(config, system)
-        own = getattr(factory, "commits_with_checkpoints", None)
-        if callable(own) and own(system, config):
+        if isinstance(factory, CheckpointCommittingSystemFactory) and factory.commits_with_checkpoints(system, config):
             found.append(system)
     return found
 

@@ -69,7 +69,7 @@ from samza_dagster.errors import SamzaError
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
 from samza_dagster.system.errors import ConsumerSetupError, SystemClientError
-from samza_dagster.system.protocols import SystemConsumer
+from samza_dagster.system.protocols import LimitsFetch, ReportsMetrics, SystemConsumer
 
 log = logging.getLogger(__name__)
 
@@ -292,14 +292,13 @@ class SystemConsumers:
             st.bound(capacity)
             if threshold.bytes is not None:
                 st.bytes_share = threshold.bytes // n
-        limit_fetch = getattr(consumer, "limit_fetch", None)
-        if callable(limit_fetch):  # a top-up at low water then fills a buffer to its capacity, not past it
+        if isinstance(consumer, LimitsFetch):  # a top-up at low water then fills a buffer to its capacity, not past it
             room = min(st.capacity - st.low_water for st in states)
             if threshold.bytes is not None:
                 # sizes are unknown until the first batches: read few, then as many as fit
                 room = min(room, MIN_BUFFER_PER_SSP)
-            limit_fetch(room)
-            self._fetch_limits[system] = [limit_fetch, room]
+            consumer.limit_fetch(room)
+            self._fetch_limits[system] = [consumer.limit_fetch, room]
 
     def stop(self) -> None:
         if self._stopped:
@@ -602,7 +601,6 @@ class SystemConsumers:
             "buffered": {str(ssp): len(st.buffer) for ssp, st in self._states.items()},
             "buffered_total": sum(len(st.buffer) for st in self._states.values()),
         }
-        chooser_metrics = getattr(self._chooser, "metrics_snapshot", None)
-        if callable(chooser_metrics):
-            snapshot["chooser"] = chooser_metrics()
+        if isinstance(self._chooser, ReportsMetrics):
+            snapshot["chooser"] = self._chooser.metrics_snapshot()
         return snapshot

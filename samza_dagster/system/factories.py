@@ -11,7 +11,7 @@ from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.serde.registry import load_class
-from samza_dagster.system.protocols import SystemFactory
+from samza_dagster.system.protocols import ListsStreams, SystemFactory
 
 #: Built-in factories, imported lazily so kafka-python is only loaded when Kafka is used.
 BUILTIN_FACTORIES: dict[str, str] = {
@@ -62,8 +62,9 @@ def system_admin(config: Config, system: str) -> Iterator[Any]:
 def nearest_stream(admin: Any, name: str) -> str | None:
     """The existing stream whose name is closest to ``name`` (a typo), if the system can list its
     streams; the engine's own streams (``__samza_...``) are never suggested."""
-    lister = getattr(admin, "list_streams", None)
-    if lister is None:
+    if not isinstance(admin, ListsStreams):
         return None
-    close = difflib.get_close_matches(name, [n for n in lister() if not n.startswith("__")], n=1, cutoff=0.75)
+    close = difflib.get_close_matches(
+        name, [n for n in admin.list_streams() if not n.startswith("__")], n=1, cutoff=0.75
+    )
     return close[0] if close else None

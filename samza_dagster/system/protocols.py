@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from samza_dagster.config.config import Config
 from samza_dagster.model import (
@@ -77,3 +77,52 @@ class SystemFactory(Protocol):
     def get_consumer(self, system_name: str, config: Config) -> SystemConsumer: ...
 
     def get_producer(self, system_name: str, config: Config) -> SystemProducer: ...
+
+
+# -- optional capabilities ------------------------------------------------------------------------
+# A system (or chooser) may offer more than the protocols above; the engine asks with isinstance
+# against these rather than probing attribute names, so each capability is named and typed once.
+
+
+@runtime_checkable
+class ReportsMetrics(Protocol):
+    """A producer, consumer or chooser with counters of its own, added to the container's metrics."""
+
+    def metrics_snapshot(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class LimitsFetch(Protocol):
+    """A consumer told how many envelopes one fetch of a partition may bring, so that a top-up at
+    low water fills a buffer to its capacity and not past it."""
+
+    def limit_fetch(self, envelopes: int) -> None: ...
+
+
+@runtime_checkable
+class StoppableAdmin(Protocol):
+    """An admin holding connections or threads that the container stops at shutdown."""
+
+    def stop(self) -> None: ...
+
+
+@runtime_checkable
+class ListsStreams(Protocol):
+    """An admin that can list its streams (used to suggest the stream a typo meant)."""
+
+    def list_streams(self) -> list[str]: ...
+
+
+@runtime_checkable
+class TransactionalSystemFactory(Protocol):
+    """A system that can run a job's transactions (exactly-once: the checkpoint system's)."""
+
+    def supports_transactions(self, system_name: str, config: Config) -> bool: ...
+
+
+@runtime_checkable
+class CheckpointCommittingSystemFactory(Protocol):
+    """A system whose own commits carry the job's checkpoints (Iceberg): exactly-once without the
+    job's transactions."""
+
+    def commits_with_checkpoints(self, system_name: str, config: Config) -> bool: ...
