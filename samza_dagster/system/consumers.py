@@ -199,8 +199,8 @@ class SystemConsumers:
         self._chooser = chooser
         self._chooser_update = chooser.update
         self._chooser_choose = chooser.choose
-        self._run_length = chooser.run_length if supports_runs(chooser) else None  # type: ignore[attr-defined]
-        self._take_run = chooser.take_run if supports_runs(chooser) else None  # type: ignore[attr-defined]
+        self._run_length = chooser.run_length if supports_runs(chooser) else None
+        self._take_run = chooser.take_run if supports_runs(chooser) else None
         self._consumers = dict(consumers)
         self._capacity = buffer_capacity_per_ssp
         self._thresholds = dict(fetch_thresholds or {})

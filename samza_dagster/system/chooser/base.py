@@ -25,7 +25,7 @@ poller threads could have produced anyway. A chooser without the two methods nev
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
@@ -71,8 +71,18 @@ class MessageChooserFactory:
         raise NotImplementedError
 
 
-def supports_runs(chooser: object) -> bool:
-    """True when ``chooser`` offers runs (``run_length`` and ``take_run``, see the module doc)."""
+class RunChooser(Protocol):
+    """A chooser that offers runs (the module doc)."""
+
+    def run_length(self, envelope: IncomingMessageEnvelope, available: int) -> int: ...
+
+    def take_run(self, last: IncomingMessageEnvelope, count: int) -> None: ...
+
+
+def supports_runs(chooser: object) -> TypeGuard[RunChooser]:
+    """True when ``chooser`` offers runs (``run_length`` and ``take_run``, see the module doc).
+    Not an isinstance check against RunChooser: a wrapper holds None in their place when what it
+    wraps offers none, so whether they are callable is what counts."""
     return callable(getattr(chooser, "run_length", None)) and callable(getattr(chooser, "take_run", None))
 
 

@@ -137,9 +137,10 @@ class BootstrappingChooser(MessageChooser):
         self._started = False
         self._wrapped_update = wrapped.update
         self._wrapped_choose = wrapped.choose
-        runs = supports_runs(wrapped)
-        self.run_length = self._run_length if runs else None
-        self.take_run = self._take_run if runs else None
+        #: the wrapped chooser when it offers runs (chooser/base.py); then this one offers them too
+        self._wrapped_runs = wrapped if supports_runs(wrapped) else None
+        self.run_length = self._run_length if self._wrapped_runs is not None else None
+        self.take_run = self._take_run if self._wrapped_runs is not None else None
 
     # -- lifecycle -------------------------------------------------------------------------
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
@@ -245,13 +246,15 @@ class BootstrappingChooser(MessageChooser):
 
     # -- runs (chooser/base.py): offered when the wrapped chooser offers them ----------------
     def _run_length(self, envelope: IncomingMessageEnvelope, available: int) -> int:
-        return self._wrapped.run_length(envelope, available)  # type: ignore[attr-defined]
+        assert self._wrapped_runs is not None  # offered only then
+        return self._wrapped_runs.run_length(envelope, available)
 
     def _take_run(self, last: IncomingMessageEnvelope, count: int) -> None:
         """As if ``last`` had been updated and then chosen: the envelopes before it in the run
         leave the bookkeeping as they found it, and offsets only grow within a partition, so
         ``last`` alone decides whether the partition reached its head."""
-        self._wrapped.take_run(last, count)  # type: ignore[attr-defined]
+        assert self._wrapped_runs is not None  # offered only then
+        self._wrapped_runs.take_run(last, count)
         lagging = self._partitions.get(last.ssp)
         if lagging is not None:
             stream = lagging.stream

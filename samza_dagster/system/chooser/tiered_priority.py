@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
-from samza_dagster.system.chooser.base import MessageChooser, check_chooser, supports_runs
+from samza_dagster.system.chooser.base import MessageChooser, RunChooser, check_chooser, supports_runs
 from samza_dagster.system.chooser.errors import ChooserError
 
 
@@ -66,7 +66,7 @@ class TieredPriorityChooser(MessageChooser):
         self._by_ssp: dict[SystemStreamPartition, Callable[[IncomingMessageEnvelope], None]] = {}
         # Runs (chooser/base.py) pass through to the tier of the run's partition: that tier was the
         # highest with an envelope when it chose, and no other partition is updated during a run.
-        self._runs_by_ssp: dict[SystemStreamPartition, MessageChooser | None] = {}
+        self._runs_by_ssp: dict[SystemStreamPartition, RunChooser | None] = {}
         runs = any(supports_runs(c) for c in tiers)
         self.run_length = self._tier_run_length if runs else None
         self.take_run = self._tier_take_run if runs else None
@@ -112,9 +112,9 @@ class TieredPriorityChooser(MessageChooser):
 
     def _tier_run_length(self, envelope: IncomingMessageEnvelope, available: int) -> int:
         tier = self._runs_by_ssp.get(envelope.ssp)
-        return 0 if tier is None else tier.run_length(envelope, available)  # type: ignore[attr-defined]
+        return 0 if tier is None else tier.run_length(envelope, available)
 
     def _tier_take_run(self, last: IncomingMessageEnvelope, count: int) -> None:
         tier = self._runs_by_ssp[last.ssp]
         assert tier is not None, f"a run of {last.ssp} that its tier did not offer"
-        tier.take_run(last, count)  # type: ignore[attr-defined]
+        tier.take_run(last, count)
