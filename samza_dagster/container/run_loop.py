@@ -445,11 +445,8 @@ class RunLoop:
             w.ti.metrics.commit_count += 1
             w.ti.metrics.commit_s += share
 
-    def _check_finished(self, stopped: bool = False) -> str | None:
-        """COMPLETED, SHUTDOWN (after committing every task), or None while the run goes on.
-        ``stopped``: the scheduled loop is stopping with nothing in flight — a shutdown."""
-        if stopped:
-            self._stop = True
+    def _check_finished(self) -> str | None:
+        """COMPLETED, SHUTDOWN (after committing every task), or None while the run goes on."""
         req = self.requests
         tasks = self.workers.values()
         if self._done_count == len(self.tasks):

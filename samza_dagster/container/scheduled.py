@@ -53,9 +53,8 @@ class RunLoopSteps:
     run_due: Callable[[TaskWorker, list[TaskWorker]], bool]
     #: commit these tasks in one batch
     commit: Callable[[list[TaskWorker]], None]
-    #: the run's status once it is over, else None; called with True when stopping with nothing in
-    #: flight, so that every task commits and the run reports the shutdown
-    check_finished: Callable[[bool], str | None]
+    #: the run's status once it is over (a shutdown after committing every task), else None
+    check_finished: Callable[[], str | None]
     #: a stop was requested (``RunLoop.request_stop``)
     stop_requested: Callable[[], bool]
     #: when the next timer falls due, on the loop's clock
@@ -224,9 +223,11 @@ class ScheduledLoop:
     def _finish(self, step: _Pass, *, stopping: bool) -> str | None:
         tasks = self.workers.values()
         if stopping and step.running == 0 and not any(w.exclusive_running for w in tasks):
-            return self.steps.check_finished(True)  # every task commits; the shutdown is reported
+            # stopping is a stop request or a shutdown of all tasks (neither is ever withdrawn):
+            # the check commits every task and reports the shutdown
+            return self.steps.check_finished()
         if all(w.done for w in tasks):
-            return self.steps.check_finished(False)  # completed
+            return self.steps.check_finished()  # completed
         if all(w.done or w.ti.coordinator.shutdown_requested for w in tasks):
             self.requests.ask_shutdown_all()
         return None
