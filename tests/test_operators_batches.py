@@ -76,3 +76,14 @@ def test_an_unknown_batch_format_is_refused_when_the_application_is_described():
     words = app.get_input_stream(SystemDescriptor("log").input("words"))
     with pytest.raises(ApplicationError, match=r"'bf-1-map_batches-0'.*batch_format must be one of pandas, pyarrow"):
         words.map_batches(lambda f: f, batch_format="polars")
+
+
+@pytest.mark.parametrize(("key", "value"), [("job.container.thread.pool.size", "4"), ("task.max.concurrency", "2")])
+def test_a_batch_map_with_settings_off_the_inline_loop_is_refused_before_the_job_starts(tmp_path, key, value):
+    from samza_dagster.config import ConfigError
+    from samza_dagster.runtime.preflight import check_job_values
+
+    with pytest.raises(ConfigError) as info:
+        check_job_values(base(tmp_path, "bc", "BatchTwoStageCountApp", **{key: value}))
+    assert info.value.key == key and "process_batch" in str(info.value)
+    check_job_values(base(tmp_path, "tc", "TwoStageCountApp", **{key: value}))  # no batch map: allowed

@@ -58,7 +58,8 @@ def check_batch_task_settings(thread_pool_size: int, max_concurrency: int) -> No
     if thread_pool_size > 1 or max_concurrency > 1:
         key = keys.TASK_MAX_CONCURRENCY.name if max_concurrency > 1 else keys.JOB_CONTAINER_THREAD_POOL_SIZE.name
         raise ConfigError(
-            f"config key {key!r}: a task that processes batches (process_batch) runs on the single-threaded "
+            f"config key {key!r}: a task that processes batches (process_batch, or an application's "
+            "map_batches) runs on the single-threaded "
             f"run loop; set {keys.JOB_CONTAINER_THREAD_POOL_SIZE.name} to 0 or 1 and "
             f"{keys.TASK_MAX_CONCURRENCY.name} to 1 (got {thread_pool_size} and {max_concurrency})",
             key=key,

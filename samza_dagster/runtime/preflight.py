@@ -8,6 +8,8 @@ nothing reads gets one WARNING naming the key it most likely meant."""
 
 from __future__ import annotations
 
+from samza_dagster.application import StreamApplicationDescriptor
+from samza_dagster.application.specs import BatchMapOperatorSpec
 from samza_dagster.config import Config, ConfigError, keys
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.keys import SERDE
@@ -50,14 +52,24 @@ def check_job_values(config: Config) -> None:
         )
     check_serde_names(config)
     task_is_async = False
+    pool, concurrency = JobConfig(config).thread_pool_size, TaskConfig(config).max_concurrency
+    off_the_inline_loop = pool > 1 or concurrency > 1
     if keys.APP_CLASS.get(config):
-        load_application(config)
+        app = load_application(config)
+        # describing the graph runs user code: only when the settings would refuse a batch map
+        if off_the_inline_loop and _has_batch_map(StreamApplicationDescriptor.of(app, config)):
+            check_batch_task_settings(pool, concurrency)
     elif task_class := TaskConfig(config).task_class:
         cls = load_class(task_class, keys.TASK_CLASS.name)
         task_is_async = is_async_task(cls)
         if is_batch_task(cls):
-            check_batch_task_settings(JobConfig(config).thread_pool_size, TaskConfig(config).max_concurrency)
+            check_batch_task_settings(pool, concurrency)
     check_exactly_once(config, task_is_async)
+
+
+def _has_batch_map(descriptor: StreamApplicationDescriptor) -> bool:
+    """Whether the application's graph holds a ``map_batches`` (its tasks then process batches)."""
+    return any(isinstance(spec, BatchMapOperatorSpec) for spec in descriptor.all_operator_specs())
 
 
 def check_serde_names(config: Config) -> None:

@@ -1,0 +1,192 @@
+"""Candidate table layouts for the embedded log's next format, in plain sqlite3, at 4 and 1,024 partitions.
+
+    python -m bench.bench_log_layouts [--messages N] [--seal-rows R] [--repetitions K]
+
+Groundwork for log format 3 (docs/decisions.md, "Log format 3: the layouts measured"): today's
+format 2 keeps each partition's rows contiguous, so a producer batch spread over 1,024 partitions
+dirties about one b-tree leaf page per row, and SQLite's WAL writes every dirty page whole at each
+commit. Each layout here takes the same rows (100-byte values, round robin over P partitions) in
+transactions of ``log.batch.size`` rows (1,000) with WAL and ``synchronous=FULL``, as the log
+producer writes them, then reads them back the way a consumer would, partition by partition in
+fetches of 250 (``arrival`` reads in arrival order: it has no per-partition access at all).
+
+* ``format2`` — the current layout: rowid ``partition << 40 | offset``.
+* ``arrival+index`` — rows in arrival order (rowid = append sequence) and a UNIQUE index on
+  (partition, offset) that reads go through.
+* ``arrival`` — rows in arrival order, no index: the floor of any append-only layout.
+* ``head+seal`` — writes go to an arrival-ordered head table (with a (partition, offset) index
+  for reads of the tail); every ``--seal-rows`` rows one transaction moves the head into the
+  format-2 table in partition order (an LSM's flush). Reads are not measured: they would read the
+  format-2 table, then the head.
+* ``head+seal, no index`` — as above without the head's index (readers would scan the head).
+
+Every measurement runs in this one process, layouts in turn, so the figures compare with each
+other only; the ratio column (1,024 over 4 partitions, by CPU time) is what issue 38's target (≥ 0.8)
+is about, and the read columns say what a layout costs readers (format 2's read rate must not drop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+
+from samza_dagster.system.log.config import DEFAULT_BATCH_SIZE
+
+Row = tuple[int, int, bytes | None, bytes, int]
+Insert = Callable[[list[Row]], None]
+VALUE = b"x" * 100
+FETCH = 250
+WIDTHS = (4, 1024)
+_TABLE = "(seq INTEGER PRIMARY KEY, p INTEGER, o INTEGER, k BLOB, v BLOB, t INTEGER)"
+_FORMAT2 = "CREATE TABLE m (id INTEGER PRIMARY KEY, p INTEGER, o INTEGER, k BLOB, v BLOB, t INTEGER)"
+
+
+def _format2(conn: sqlite3.Connection, _seal_rows: int) -> Insert:
+    conn.execute(_FORMAT2)
+
+    def insert(rows: list[Row]) -> None:
+        conn.executemany("INSERT INTO m VALUES (?,?,?,?,?,?)", [(p << 40 | o, p, o, k, v, t) for p, o, k, v, t in rows])
+
+    return insert
+
+
+def _arrival(indexed: bool) -> Callable[[sqlite3.Connection, int], Insert]:
+    def layout(conn: sqlite3.Connection, _seal_rows: int) -> Insert:
+        conn.execute("CREATE TABLE m " + _TABLE)
+        if indexed:
+            conn.execute("CREATE UNIQUE INDEX m_partition_offset ON m (p, o)")
+
+        def insert(rows: list[Row]) -> None:
+            conn.executemany("INSERT INTO m (p, o, k, v, t) VALUES (?,?,?,?,?)", rows)
+
+        return insert
+
+    return layout
+
+
+def _head_and_seal(indexed: bool) -> Callable[[sqlite3.Connection, int], Insert]:
+    def layout(conn: sqlite3.Connection, seal_rows: int) -> Insert:
+        conn.execute(_FORMAT2)
+        conn.execute("CREATE TABLE h " + _TABLE)
+        if indexed:
+            conn.execute("CREATE UNIQUE INDEX h_partition_offset ON h (p, o)")
+        unsealed = [0]
+
+        def insert(rows: list[Row]) -> None:
+            conn.executemany("INSERT INTO h (p, o, k, v, t) VALUES (?,?,?,?,?)", rows)
+            unsealed[0] += len(rows)
+            if unsealed[0] >= seal_rows:  # inside the caller's transaction, as a producer would
+                conn.execute("INSERT INTO m SELECT (p << 40) | o, p, o, k, v, t FROM h ORDER BY p, o")
+                conn.execute("DELETE FROM h")
+                unsealed[0] = 0
+
+        return insert
+
+    return layout
+
+
+LAYOUTS: dict[str, Callable[[sqlite3.Connection, int], Insert]] = {
+    "format2": _format2,
+    "arrival+index": _arrival(indexed=True),
+    "arrival": _arrival(indexed=False),
+    "head+seal": _head_and_seal(indexed=True),
+    "head+seal, no index": _head_and_seal(indexed=False),
+}
+
+
+def _batches(messages: int, partitions: int) -> Iterator[list[Row]]:
+    next_offset = [0] * partitions
+    for start in range(0, messages, DEFAULT_BATCH_SIZE):
+        rows: list[Row] = []
+        for i in range(start, min(messages, start + DEFAULT_BATCH_SIZE)):
+            p = i % partitions
+            rows.append((p, next_offset[p], None, VALUE, 0))
+            next_offset[p] += 1
+        yield rows
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _read_per_cpu_second(conn: sqlite3.Connection, layout: str, partitions: int, messages: int) -> float | None:
+    """Rows per CPU second read back in fetches of ``FETCH``, round robin over the partitions."""
+    if layout == "arrival":
+        sql, position, total, start = "SELECT seq, k, v, t FROM m WHERE seq > ? ORDER BY seq LIMIT ?", 0, 0, _cpu()
+        while rows := conn.execute(sql, (position, FETCH)).fetchall():
+            total, position = total + len(rows), rows[-1][0]
+    elif layout in ("format2", "arrival+index"):
+        if layout == "format2":
+            sql = "SELECT o, k, v, t FROM m WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
+            args: Callable[[int, int], tuple] = lambda p, o: ((p << 40) + o, (p + 1) << 40, FETCH)  # noqa: E731
+        else:
+            sql = "SELECT o, k, v, t FROM m WHERE p = ? AND o >= ? ORDER BY o LIMIT ?"
+            args = lambda p, o: (p, o, FETCH)  # noqa: E731
+        positions, active, total, start = [0] * partitions, list(range(partitions)), 0, _cpu()
+        while active:
+            still = []
+            for p in active:
+                if rows := conn.execute(sql, args(p, positions[p])).fetchall():
+                    total, positions[p] = total + len(rows), rows[-1][0] + 1
+                    still.append(p)
+            active = still
+    else:
+        return None
+    if total != messages:
+        raise RuntimeError(f"{layout}: read {total} of {messages} rows")
+    return messages / (_cpu() - start)
+
+
+def measure(layout: str, partitions: int, messages: int, seal_rows: int) -> tuple[float, float, float | None]:
+    """(msgs/s, msgs per CPU second) of the appends, and read rows per CPU second."""
+    root = tempfile.mkdtemp(prefix="log-layout-")
+    try:
+        conn = sqlite3.connect(os.path.join(root, "stream.db"), isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        insert = LAYOUTS[layout](conn, seal_rows)
+        batches = list(_batches(messages, partitions))
+        cpu0, t0 = _cpu(), time.perf_counter()
+        for rows in batches:
+            conn.execute("BEGIN IMMEDIATE")
+            insert(rows)
+            conn.execute("COMMIT")
+        elapsed, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        read = _read_per_cpu_second(conn, layout, partitions, messages)
+        conn.close()
+        return messages / elapsed, messages / cpu, read
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--seal-rows", type=int, default=32_000, help="rows per head+seal move")
+    parser.add_argument("--repetitions", type=int, default=3)
+    args = parser.parse_args(argv)
+    print(
+        f"{args.messages:,} rows of 100 bytes, transactions of {DEFAULT_BATCH_SIZE:,}, WAL, synchronous=FULL; "
+        f"median of {args.repetitions}; SQLite {sqlite3.sqlite_version}\n"
+    )
+    print("| layout | append msgs/CPU-s at 4 | at 1,024 | 1,024 / 4 | read rows/CPU-s at 4 | at 1,024 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for layout in LAYOUTS:
+        runs = {p: [measure(layout, p, args.messages, args.seal_rows) for _ in range(args.repetitions)] for p in WIDTHS}
+        cpu = {p: statistics.median(r[1] for r in runs[p]) for p in WIDTHS}
+        reads = {p: [r[2] for r in runs[p] if r[2] is not None] for p in WIDTHS}
+        read = [f"{statistics.median(reads[p]):,.0f}" if reads[p] else "—" for p in WIDTHS]
+        print(f"| {layout} | {cpu[4]:,.0f} | {cpu[1024]:,.0f} | {cpu[1024] / cpu[4]:.2f} | {read[0]} | {read[1]} |")
+
+
+if __name__ == "__main__":
+    main()
