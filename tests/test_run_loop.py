@@ -86,6 +86,9 @@ def test_window_runs_only_when_no_process_is_pending_and_blocks_new_ones(pool):
     windows = _by_task(rec.of("window"))
     processes = _by_task(rec.of("process"))
     assert sum(len(w) for w in windows.values()) >= 2
+    # as Samza's AsyncRunLoop: with a pool, a sync task's window runs there, not on the loop's thread
+    window_threads = {w[2] for ws in windows.values() for w in ws}
+    assert (threading.get_ident() in window_threads) == (pool == "0")
     for name, ws in windows.items():
         for w in ws:
             for p in processes[name]:

@@ -19,7 +19,7 @@ from samza_dagster.task.callback import TaskCallback
 class Settler(Protocol):
     """What settling a completion needs of the run loop."""
 
-    def _forget_callback(self, callback: TaskCallback) -> None: ...
+    def forget_callback(self, callback: TaskCallback) -> None: ...
 
 
 @dataclass(slots=True, frozen=True)
@@ -35,7 +35,7 @@ class ProcessDone:
 
     def settle(self, loop: Settler) -> None:
         if self.callback is not None:
-            loop._forget_callback(self.callback)
+            loop.forget_callback(self.callback)
         if self.error is not None:
             raise self.error
         self.w.done_process(self.ssp, self.entry)

@@ -12,7 +12,8 @@ Two modes share the scheduling rules:
   (``task.consumer.batch.size`` > 1) the loop takes runs of one partition's envelopes per chooser
   decision (SystemConsumers.choose_run) and still checks requests and timers after every one.
 * **scheduled** (``job.container.thread.pool.size > 1``, an AsyncStreamTask, or
-  ``task.max.concurrency > 1``; :mod:`samza_dagster.container.scheduled`): as Samza's AsyncRunLoop, each task keeps a queue of chosen
+  ``task.max.concurrency > 1``; a :class:`~samza_dagster.container.scheduled.ScheduledLoop` the run
+  loop builds, which calls back the steps both modes share): as Samza's AsyncRunLoop, each task keeps a queue of chosen
   envelopes (``TaskWorker.pending``, task_worker.py) and starts one when it has capacity; synchronous
   process/window run in the thread pool, async tasks complete through callbacks from any
   thread. Completions come back through a deque drained on the loop's thread, which alone
@@ -29,23 +30,18 @@ envelopes, which bounds memory; other tasks keep running what they already have.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.container.completions import Completion
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.run_loop_config import RunLoopConfig
-from samza_dagster.container.scheduled import ScheduledMode
+from samza_dagster.container.scheduled import RunLoopSteps, ScheduledLoop
 from samza_dagster.container.task_instance import InlineBinding, TaskInstance
 from samza_dagster.container.task_worker import TaskWorker
 from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
 from samza_dagster.system.consumers import SystemConsumers
-from samza_dagster.task.callback import TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
 
 log = logging.getLogger(__name__)
@@ -79,11 +75,12 @@ class RunLoopStatus:
     SHUTDOWN = "shutdown"  # a task asked, or the container was told to stop
 
 
-class RunLoop(ScheduledMode):
+class RunLoop:
     """The event loop of one container over its TaskInstances (module docstring): ``run()`` chooses,
     processes, windows and commits until every task reaches end-of-stream (``COMPLETED``) or a
     stop is asked (``request_stop``, a task's ``coordinator.shutdown``: ``SHUTDOWN``). Inline mode
-    is here; the scheduled mode's methods come from :class:`ScheduledMode`. Only the loop's thread
+    is here, with the steps both modes share (timers, due work, commits, finishing); the scheduled
+    mode is a :class:`ScheduledLoop` built here and given those steps. Only the loop's thread
     changes scheduling state."""
 
     def __init__(
@@ -106,21 +103,13 @@ class RunLoop(ScheduledMode):
         self.clock = clock
         self.window_s = config.window_s
         self.commit_s = config.commit_s
-        self.pool_size = config.thread_pool_size
-        self.max_concurrency = config.max_concurrency
-        self.callback_timeout_s = config.callback_timeout_s
         self.poll_timeout_s = config.poll_timeout_s
         self.timer_enabled = config.timer_enabled
-        self.shutdown_s = config.shutdown_s
-        self.pending_limit = config.pending_limit
         self.metrics = metrics or ContainerMetrics("?")
         #: the run loop's state of each task (its own: TaskInstance holds none of it)
         self.workers = {name: TaskWorker(ti) for name, ti in tasks.items()}
         self._task_for: dict[SystemStreamPartition, TaskInstance] = {
             ssp: ti for ti in tasks.values() for ssp in ti.ssps
-        }
-        self._worker_for: dict[SystemStreamPartition, TaskWorker] = {
-            ssp: w for w in self.workers.values() for ssp in w.ti.ssps
         }
         self.scheduled = config.scheduled_by_settings or any(ti.is_async for ti in tasks.values())
         #: the tasks take batches (``process_batch``): inline mode hands them whole runs
@@ -128,10 +117,6 @@ class RunLoop(ScheduledMode):
         if self.batches:
             check_batch_task_settings(config.thread_pool_size, config.max_concurrency)
         self._stop = False
-        self._pool: ThreadPoolExecutor | None = None
-        self._completions: deque[Completion] = deque()
-        self._wakeup = threading.Event()
-        self._callbacks: set[TaskCallback] = set()
         self._done_count = 0  # tasks that reached end of stream (``done``)
         #: tasks that reached end of stream whose commit waits (inline mode) until ``_ended_by``
         self._ended: list[TaskWorker] = []
@@ -140,31 +125,40 @@ class RunLoop(ScheduledMode):
         self._next_window = now + self.window_s if self.window_s else float("inf")
         self._next_commit = now + self.commit_s if self.commit_s else float("inf")
         self._next_deadline = self._compute_deadline()
+        #: the scheduled mode, when the settings or an async task call for it
+        self._scheduled: ScheduledLoop | None = None
+        if self.scheduled:
+            steps = RunLoopSteps(
+                fire_timers=self._fire_timers,
+                run_due=self._run_due,
+                commit=self._commit,
+                check_finished=self._check_finished,
+                stop_requested=lambda: self._stop,
+                next_deadline=lambda: self._next_deadline,
+            )
+            self._scheduled = ScheduledLoop(
+                self.workers, consumers, requests, config=config, metrics=self.metrics, clock=clock, steps=steps
+            )
 
     # -- control from other threads ------------------------------------------------------------
     def request_stop(self) -> None:
         """Graceful stop: finish in-flight work, commit, return SHUTDOWN."""
         self._stop = True
         self.requests.notice()
-        self._wakeup.set()
+        if self._scheduled is not None:
+            self._scheduled.wake()
 
     # -- entry ---------------------------------------------------------------------------------
     def run(self) -> str:
         if not self.tasks:
             return RunLoopStatus.COMPLETED
-        if self.scheduled and self.pool_size > 1:
-            self._pool = ThreadPoolExecutor(max_workers=self.pool_size, thread_name_prefix="samza-task")
-        try:
-            if self.scheduled:
-                return self._run_scheduled()
-            if self.batches:
-                return self._run_inline_batches()
-            if getattr(self.consumers, "supports_runs", False):
-                return self._run_inline_runs()
-            return self._run_inline()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._scheduled is not None:
+            return self._scheduled.run()
+        if self.batches:
+            return self._run_inline_batches()
+        if getattr(self.consumers, "supports_runs", False):
+            return self._run_inline_runs()
+        return self._run_inline()
 
     # -- inline mode ---------------------------------------------------------------------------
     def _fast_paths(self) -> dict[SystemStreamPartition, InlineBinding]:
@@ -418,20 +412,15 @@ class RunLoop(ScheduledMode):
         return tasks.values() if everyone else asked
 
     def _run_due(self, w: TaskWorker, commits: list[TaskWorker]) -> bool:
-        """Window, end of stream and commit for a task with nothing in flight; a commit it needs
-        is appended to ``commits``, for the caller to make with the others due at the same time
-        before the task processes anything more. True if something ran (or was started in the
-        pool) or a commit is due."""
+        """Window (on the loop's thread: the scheduled loop starts a pool's windows itself), end of
+        stream and commit for a task with nothing in flight; a commit it needs is appended to
+        ``commits``, for the caller to make with the others due at the same time before the task
+        processes anything more. True if something ran or a commit is due."""
         if w.busy:
             return False
         ran = False
         if w.window_due:
-            in_pool = self._pool is not None and not w.ti.is_async
-            w.start_window(in_pool=in_pool)
-            if in_pool:
-                assert self._pool is not None
-                self._pool.submit(self._window_in_pool, w)
-                return True
+            w.start_window(in_pool=False)
             w.ti.window()
             ran = True
         if w.end_of_stream_due:
@@ -458,6 +447,7 @@ class RunLoop(ScheduledMode):
             w.ti.metrics.commit_s += share
 
     def _check_finished(self) -> str | None:
+        """COMPLETED, SHUTDOWN (after committing every task), or None while the run goes on."""
         req = self.requests
         tasks = self.workers.values()
         if self._done_count == len(self.tasks):

@@ -1,19 +1,24 @@
 """The run loop's scheduled mode (Samza's AsyncRunLoop), used with a thread pool, async tasks or
-``task.max.concurrency`` > 1; :class:`samza_dagster.container.run_loop.RunLoop` mixes it in.
+``task.max.concurrency`` > 1: a :class:`ScheduledLoop` that
+:class:`samza_dagster.container.run_loop.RunLoop` builds and runs in place of its inline loop.
 
-Each pass of :meth:`ScheduledMode._run_scheduled` is a sequence of named steps:
+Each pass of :meth:`ScheduledLoop.run` is a sequence of named steps:
 
 1. settle the completions other threads handed back (:mod:`samza_dagster.container.completions`);
 2. fire due timers and requests, note a stop request, enforce ``task.shutdown.ms`` while stopping
    and ``task.callback.timeout.ms`` for async callbacks;
-3. schedule every task (:meth:`ScheduledMode._schedule`): due window/end-of-stream/commit first
+3. schedule every task (:meth:`ScheduledLoop._schedule`): due window/end-of-stream/commit first
    (only with nothing in flight), else start queued messages up to ``task.max.concurrency``;
 4. finish when stopping and nothing is in flight, or when every task is done;
 5. choose the next envelope into its task's queue — or block until a completion when nothing
    can be chosen.
 
-Only the loop's thread changes scheduling state; other threads append completions and set
-``_wakeup``.
+Who owns what: the run loop owns what both modes share — the timers, the stop request, the tasks'
+due work and their commits — and lends it to the scheduled loop as bound steps
+(:class:`RunLoopSteps`); the scheduled loop owns what only this mode keeps
+(:class:`ScheduledState`: the completions handed back, the wake-up event, the async callbacks not
+yet completed, the thread pool). Only the loop's thread changes scheduling state; other threads
+append completions and set the wake-up event.
 """
 
 from __future__ import annotations
@@ -23,17 +28,53 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from samza_dagster.container.completions import CallbackFailed, Completion, ProcessDone, WindowDone
 from samza_dagster.container.errors import CallbackTimeoutError, ContainerError, TaskProcessError, coordinates
 from samza_dagster.container.metrics import ContainerMetrics
-from samza_dagster.container.task_instance import TaskInstance
+from samza_dagster.container.run_loop_config import RunLoopConfig
 from samza_dagster.container.task_worker import InFlight, TaskWorker
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.callback import CallbackError, TaskCallback
 from samza_dagster.task.coordinator import ContainerRequests
+
+
+@dataclass(frozen=True, slots=True)
+class RunLoopSteps:
+    """What the scheduled loop calls back on the run loop: the steps both modes share, bound to
+    the RunLoop, which owns the timers, the stop request and the commits."""
+
+    #: flag what the timers and the tasks' requests made due; the tasks that may now have something due
+    fire_timers: Callable[[float], Iterable[TaskWorker]]
+    #: a task's due window (on the loop's thread), end of stream and commit, once nothing is in
+    #: flight; a commit is appended to the list, to be made with the others due in the same pass
+    run_due: Callable[[TaskWorker, list[TaskWorker]], bool]
+    #: commit these tasks in one batch
+    commit: Callable[[list[TaskWorker]], None]
+    #: the run's status once it is over (a shutdown after committing every task), else None
+    check_finished: Callable[[], str | None]
+    #: a stop was requested (``RunLoop.request_stop``)
+    stop_requested: Callable[[], bool]
+    #: when the next timer falls due, on the loop's clock
+    next_deadline: Callable[[], float]
+
+
+@dataclass(slots=True)
+class ScheduledState:
+    """What only the scheduled mode keeps. The loop's thread alone acts on it; other threads only
+    append to ``completions`` and set ``wakeup``."""
+
+    #: ``job.container.thread.pool.size`` > 1: the threads sync tasks' process and window run on
+    #: (no thread starts before the first submit; shut down when the loop returns)
+    pool: ThreadPoolExecutor | None
+    #: work that ended on another thread, settled on the loop's thread in arrival order
+    completions: deque[Completion] = field(default_factory=deque)
+    #: set when a completion arrives or a stop is requested: the loop stops waiting
+    wakeup: threading.Event = field(default_factory=threading.Event)
+    #: async tasks' callbacks not completed yet, checked against ``task.callback.timeout.ms``
+    callbacks: set[TaskCallback] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -48,49 +89,65 @@ class _Pass:
     can_choose: bool = True
 
 
-class ScheduledMode:
-    """Scheduled-mode state and steps; the attributes below are the run loop's."""
+class ScheduledLoop:
+    """The scheduled mode over the run loop's TaskWorkers (module docstring): the RunLoop builds it
+    with what it needs and calls :meth:`run` in place of its inline loop."""
 
-    tasks: dict[str, TaskInstance]
-    workers: dict[str, TaskWorker]
-    consumers: SystemConsumers
-    requests: ContainerRequests
-    metrics: ContainerMetrics
-    max_concurrency: int
-    pending_limit: int
-    poll_timeout_s: float
-    shutdown_s: float
-    callback_timeout_s: float | None
-    clock: Callable[[], float]
-    _task_for: dict[SystemStreamPartition, TaskInstance]
-    _worker_for: dict[SystemStreamPartition, TaskWorker]
-    _stop: bool
-    _next_deadline: float
-    _pool: ThreadPoolExecutor | None
-    _completions: deque[Completion]
-    _wakeup: threading.Event
-    _callbacks: set[TaskCallback]
-    # shared with the inline mode, defined by RunLoop
-    _fire_timers: Callable[[float], Iterable[TaskWorker]]
-    _run_due: Callable[[TaskWorker, list[TaskWorker]], bool]
-    _commit: Callable[[list[TaskWorker]], None]
-    _check_finished: Callable[[], str | None]
+    def __init__(
+        self,
+        workers: dict[str, TaskWorker],
+        consumers: SystemConsumers,
+        requests: ContainerRequests,
+        *,
+        config: RunLoopConfig,
+        metrics: ContainerMetrics,
+        clock: Callable[[], float],
+        steps: RunLoopSteps,
+    ) -> None:
+        self.workers = workers
+        self.consumers = consumers
+        self.requests = requests
+        self.config = config
+        self.metrics = metrics
+        self.clock = clock
+        self.steps = steps
+        #: the task each chosen envelope is queued for
+        self._worker_for: dict[SystemStreamPartition, TaskWorker] = {
+            ssp: w for w in workers.values() for ssp in w.ti.ssps
+        }
+        pool = None
+        if config.thread_pool_size > 1:
+            pool = ThreadPoolExecutor(max_workers=config.thread_pool_size, thread_name_prefix="samza-task")
+        self.state = ScheduledState(pool)
 
-    def _run_scheduled(self) -> str:
+    def wake(self) -> None:
+        """Stop waiting now (any thread): a stop was requested."""
+        self.state.wakeup.set()
+
+    def run(self) -> str:
+        """Pass after pass until the run is over; its status (``RunLoopStatus``)."""
+        try:
+            return self._passes()
+        finally:
+            if self.state.pool is not None:
+                self.state.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _passes(self) -> str:
+        state, steps = self.state, self.steps
         stopping_since: float | None = None
         while True:
-            self._wakeup.clear()
-            if self._completions:
+            state.wakeup.clear()
+            if state.completions:
                 self._drain_completions()
             now = self.clock()
-            if self.requests.pending or now >= self._next_deadline:
+            if self.requests.pending or now >= steps.next_deadline():
                 self.requests.looked()
-                self._fire_timers(now)
-                if (self._stop or self.requests.shutdown_all) and stopping_since is None:
+                steps.fire_timers(now)
+                if (steps.stop_requested() or self.requests.shutdown_all) and stopping_since is None:
                     stopping_since = now
             if stopping_since is not None:
                 self._enforce_shutdown_timeout(now - stopping_since)
-            if self._callbacks and self.callback_timeout_s is not None:
+            if state.callbacks and self.config.callback_timeout_s is not None:
                 self._check_callback_timeouts(now)
             step = self._schedule(stopping=stopping_since is not None)
             status = self._finish(step, stopping=stopping_since is not None)
@@ -101,10 +158,11 @@ class ScheduledMode:
 
     # -- step 2: shutdown -----------------------------------------------------------------------
     def _enforce_shutdown_timeout(self, stopping_for_s: float) -> None:
-        if stopping_for_s > self.shutdown_s:
+        shutdown_s = self.config.shutdown_s
+        if stopping_for_s > shutdown_s:
             busy = {w.ti.task_name: w.in_flight for w in self.workers.values() if w.busy}
             raise ContainerError(
-                f"tasks did not finish their in-flight work within task.shutdown.ms={int(self.shutdown_s * 1000)} "
+                f"tasks did not finish their in-flight work within task.shutdown.ms={int(shutdown_s * 1000)} "
                 f"of a shutdown request (in flight per task: {busy}); nothing was committed for them"
             )
 
@@ -127,14 +185,25 @@ class ScheduledMode:
             if not stopping and self._start_pending(w):
                 step.progress = True
             self._count(w, step)
-        self._commit(commits)
+        self.steps.commit(commits)
         return step
+
+    def _run_due(self, w: TaskWorker, commits: list[TaskWorker]) -> bool:
+        """The run loop's due work for ``w`` (``RunLoopSteps.run_due``), except that with a pool a
+        sync task's window runs there, alone for its task until its :class:`WindowDone`."""
+        pool = self.state.pool
+        if pool is not None and w.window_due and not w.busy and not w.ti.is_async:
+            w.start_window(in_pool=True)
+            pool.submit(self._window_in_pool, w)
+            return True
+        return self.steps.run_due(w, commits)
 
     def _start_pending(self, w: TaskWorker) -> bool:
         """Start queued messages while the task has capacity; True if anything started (or its
         end of stream became due and can run on the next pass)."""
         started = False
-        while w.can_start(self.max_concurrency):
+        max_concurrency = self.config.max_concurrency
+        while w.can_start(max_concurrency):
             env = w.next_pending()
             if env.offset == END_OF_STREAM_OFFSET:
                 w.ti.mark_end_of_stream(env.ssp)
@@ -147,36 +216,38 @@ class ScheduledMode:
 
     def _count(self, w: TaskWorker, step: _Pass) -> None:
         step.running += w.in_flight + w.exclusive_running
-        if len(w.pending) >= self.pending_limit:
+        if len(w.pending) >= self.config.pending_limit:
             step.can_choose = False
 
     # -- step 4: finishing ----------------------------------------------------------------------
     def _finish(self, step: _Pass, *, stopping: bool) -> str | None:
         tasks = self.workers.values()
         if stopping and step.running == 0 and not any(w.exclusive_running for w in tasks):
-            self._stop = True  # so the check below commits every task and reports the shutdown
-            return self._check_finished()
+            # stopping is a stop request or a shutdown of all tasks (neither is ever withdrawn):
+            # the check commits every task and reports the shutdown
+            return self.steps.check_finished()
         if all(w.done for w in tasks):
-            return self._check_finished()  # completed
+            return self.steps.check_finished()  # completed
         if all(w.done or w.ti.coordinator.shutdown_requested for w in tasks):
             self.requests.ask_shutdown_all()
         return None
 
     # -- step 5: choosing or blocking -----------------------------------------------------------
     def _choose_or_block(self, step: _Pass) -> None:
-        metrics = self.metrics
+        metrics, wakeup = self.metrics, self.state.wakeup
+        poll_timeout_s = self.config.poll_timeout_s
         if not step.can_choose:
             metrics.blocked_waits += 1
-            self._wakeup.wait(min(self.poll_timeout_s, max(0.0, self._next_deadline - self.clock())))
+            wakeup.wait(min(poll_timeout_s, max(0.0, self.steps.next_deadline() - self.clock())))
             return
         if step.running:
             env = self.consumers.choose(0.0)
             if env is None:  # work is running: wait for its completion rather than poll
                 metrics.blocked_waits += 1
-                self._wakeup.wait(0.002)
+                wakeup.wait(0.002)
                 return
         else:
-            env = self.consumers.choose(min(self.poll_timeout_s, max(0.0, self._next_deadline - self.clock())))
+            env = self.consumers.choose(min(poll_timeout_s, max(0.0, self.steps.next_deadline() - self.clock())))
         if env is not None:
             metrics.chooses += 1
             self._worker_for[env.ssp].enqueue(env)
@@ -201,13 +272,13 @@ class ScheduledMode:
             return
         if w.ti.is_async:
             callback = TaskCallback(w.ti.task_name, env, self._make_on_done(w, ssp, entry), self.clock())
-            self._callbacks.add(callback)
+            self.state.callbacks.add(callback)
             try:
                 w.ti.call_process(env, callback)
             except Exception as exc:
                 raise w.ti.process_error(env, exc) from exc
-        elif self._pool is not None:
-            self._pool.submit(self._process_in_pool, w, env, ssp, entry)
+        elif self.state.pool is not None:
+            self.state.pool.submit(self._process_in_pool, w, env, ssp, entry)
         else:
             t0 = time.perf_counter()
             try:
@@ -229,8 +300,8 @@ class ScheduledMode:
             exc = w.ti.process_error(env, e)
             exc.__cause__ = e
         w.ti.metrics.process_s += time.perf_counter() - t0
-        self._completions.append(ProcessDone(w, ssp, entry, exc))
-        self._wakeup.set()
+        self.state.completions.append(ProcessDone(w, ssp, entry, exc))
+        self.state.wakeup.set()
 
     def _window_in_pool(self, w: TaskWorker) -> None:
         exc: BaseException | None = None
@@ -238,13 +309,13 @@ class ScheduledMode:
             w.ti.window()
         except BaseException as e:  # noqa: BLE001 - reported on the loop thread
             exc = e
-        self._completions.append(WindowDone(w, exc))
-        self._wakeup.set()
+        self.state.completions.append(WindowDone(w, exc))
+        self.state.wakeup.set()
 
     def _make_on_done(
         self, w: TaskWorker, ssp: SystemStreamPartition, entry: InFlight
     ) -> Callable[[TaskCallback, BaseException | None], None]:
-        completions, wakeup = self._completions, self._wakeup
+        completions, wakeup = self.state.completions, self.state.wakeup
 
         def on_done(callback: TaskCallback, exc: BaseException | None) -> None:
             if isinstance(exc, CallbackError):
@@ -261,17 +332,18 @@ class ScheduledMode:
 
     # -- step 1: the loop's thread settles them -------------------------------------------------
     def _drain_completions(self) -> None:
-        completions = self._completions
+        completions = self.state.completions
         while completions:
             completions.popleft().settle(self)
 
-    def _forget_callback(self, callback: TaskCallback) -> None:
-        self._callbacks.discard(callback)
+    def forget_callback(self, callback: TaskCallback) -> None:
+        """``callback`` completed: no longer checked against ``task.callback.timeout.ms``."""
+        self.state.callbacks.discard(callback)
 
     def _check_callback_timeouts(self, now: float) -> None:
-        limit = self.callback_timeout_s
+        limit = self.config.callback_timeout_s
         assert limit is not None
-        for cb in list(self._callbacks):
+        for cb in list(self.state.callbacks):
             if now - cb.started_at > limit and cb.expire():
                 raise CallbackTimeoutError(
                     f"task {cb.task_name!r} did not complete the message at {coordinates(cb.envelope)} within "
