@@ -31,7 +31,7 @@ from samza_dagster.planner.admins import fetch_metadata
 from samza_dagster.runtime.provision import DeclaredStream
 from samza_dagster.runtime.result import per_second
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import stop_admin, system_factory
 
 TTY_INTERVAL_S = 1.0
 PLAIN_INTERVAL_S = 10.0
@@ -104,9 +104,7 @@ class JobWatch:
     def _admin(self, system: str) -> Any:
         if system not in self._admins:
             admin = system_factory(self.config, system).get_admin(system, self.config)
-            close = getattr(admin, "stop", None) or getattr(admin, "close", None)
-            if callable(close):
-                self._stack.callback(close)
+            self._stack.callback(stop_admin, admin)
             self._admins[system] = admin
         return self._admins[system]
 

@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
+from functools import partial
 from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
@@ -58,11 +59,11 @@ from samza_dagster.storage import TaskStores, prepare_changelogs, restore_stores
 from samza_dagster.system.chooser import DefaultChooser
 from samza_dagster.system.chooser.base import MessageChooser, chooser_from_factory, load_chooser_factory
 from samza_dagster.system.consumers import FetchThreshold, SystemConsumers
+from samza_dagster.system.factories import stop_admin
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.system.protocols import (
     CheckpointCommittingSystemFactory,
     ReportsMetrics,
-    StoppableAdmin,
     SystemAdmin,
     SystemConsumer,
     SystemFactory,
@@ -630,8 +631,7 @@ class SamzaContainer:
         if self.startpoints is not None:
             attempt(self.startpoints.close)
         for admin in self.admins.values():
-            if isinstance(admin, StoppableAdmin):
-                attempt(admin.stop)
+            attempt(partial(stop_admin, admin))
         return first if clean else None
 
     def _summarize(

@@ -20,8 +20,8 @@ from samza_dagster.metrics.groups import (
     partition_metric,
 )
 from samza_dagster.metrics.registry import MetricsRegistry
-from samza_dagster.metrics.stream_reader import close_admin
 from samza_dagster.model import SystemStreamPartition
+from samza_dagster.system.factories import stop_admin
 
 
 class TaskMetrics:
@@ -369,5 +369,5 @@ class ConsumerLag:
     def close(self) -> None:
         self._closed = True
         for admin in self._admins.values():
-            close_admin(admin)
+            stop_admin(admin)
         self._admins.clear()

@@ -7,14 +7,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.metrics.errors import MetricsError
 from samza_dagster.metrics.snapshot import MetricsSnapshot, MetricsSnapshotError
 from samza_dagster.model import StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import stop_admin, system_factory
 
 log = logging.getLogger(__name__)
 
@@ -122,22 +121,13 @@ class MetricsStreamReader:
         try:
             self._consumer.stop()
         finally:
-            close_admin(self.admin)
+            stop_admin(self.admin)
 
     def __enter__(self) -> MetricsStreamReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def close_admin(admin: Any) -> None:
-    """Release an admin: whichever of ``close()`` (Kafka) or ``stop()`` (log) it has."""
-    for name in ("close", "stop"):
-        method = getattr(admin, name, None)
-        if callable(method):
-            method()
-            return
 
 
 def ensure_metrics_stream(config: Config, stream: SystemStream) -> None:
@@ -149,7 +139,7 @@ def ensure_metrics_stream(config: Config, stream: SystemStream) -> None:
         except StreamNotFoundError:
             admin.create_stream(StreamSpec(stream.stream, stream.stream, stream.system, 1))
     finally:
-        close_admin(admin)
+        stop_admin(admin)
 
 
 def latest_snapshots(config: Config, stream: SystemStream) -> LatestSnapshots:

@@ -52,7 +52,7 @@ from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
 from samza_dagster.planner.plan import Stage
 from samza_dagster.serde.serdes import JsonSerde
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import stop_admin, system_factory
 
 STAGE_KEY = keys.APP_STAGE.name
 ORIGINAL_JOB_NAME_KEY = keys.APP_STAGE_JOB_NAME.name
@@ -151,9 +151,7 @@ class PreparedApplication:
                         key=keys.JOB_INTERMEDIATE_STREAM_PARTITIONS.name,
                     )
             finally:
-                stop = getattr(admin, "stop", None)
-                if callable(stop):
-                    stop()
+                stop_admin(admin)
 
 
 def _select_stage(plan: ExecutionPlan, raw: str) -> Stage:

@@ -22,7 +22,7 @@ from samza_dagster.planner.execution_planner import ExecutionPlanner
 from samza_dagster.planner.plan import ExecutionPlan, JobInfo, Stage, StreamInfo
 from samza_dagster.serde.registry import load_class
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import stop_admin, system_factory
 
 
 def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[SystemStream, int]:
@@ -41,9 +41,7 @@ def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[Sy
         try:
             metadata = fetch_metadata(admin, system, names)
         finally:
-            stop = getattr(admin, "stop", None)
-            if callable(stop):
-                stop()
+            stop_admin(admin)
         for name in names:
             md = metadata.get(name)
             if md is not None and md.partitions:

@@ -71,7 +71,7 @@ from samza_dagster.spark.options import (
 )
 from samza_dagster.spark.transactional import STATE_STREAM, SparkWriteTransaction
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import stop_admin, system_factory
 from samza_dagster.system.log.two_phase import LedgerRecord, PreparedTransaction
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
 
@@ -89,9 +89,7 @@ def _stream_metadata(system: str, stream: str, config: Any) -> Any:
     except StreamNotFoundError as exc:
         raise SamzaDataSourceError(f"samza data source: {exc}") from None
     finally:
-        stop = getattr(admin, "stop", None)
-        if callable(stop):
-            stop()
+        stop_admin(admin)
     if metadata is None or not metadata.partitions:
         raise SamzaDataSourceError(f"samza data source: stream {stream!r} does not exist on system {system!r}")
     return metadata

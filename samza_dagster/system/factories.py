@@ -11,7 +11,7 @@ from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.serde.registry import load_class
-from samza_dagster.system.protocols import ListsStreams, SystemFactory
+from samza_dagster.system.protocols import ClosableAdmin, ListsStreams, StoppableAdmin, SystemFactory
 
 #: Built-in factories, imported lazily so kafka-python is only loaded when Kafka is used.
 BUILTIN_FACTORIES: dict[str, str] = {
@@ -54,9 +54,16 @@ def system_admin(config: Config, system: str) -> Iterator[Any]:
     try:
         yield admin
     finally:
-        close = getattr(admin, "stop", None) or getattr(admin, "close", None)
-        if callable(close):
-            close()
+        stop_admin(admin)
+
+
+def stop_admin(admin: object) -> None:
+    """Release an admin's connections and threads: its ``stop()`` (Samza's name; every built-in
+    admin has it), else its ``close()``; an admin with neither holds nothing to release."""
+    if isinstance(admin, StoppableAdmin):
+        admin.stop()
+    elif isinstance(admin, ClosableAdmin):
+        admin.close()
 
 
 def nearest_stream(admin: Any, name: str) -> str | None:

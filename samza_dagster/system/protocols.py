@@ -107,6 +107,14 @@ class StoppableAdmin(Protocol):
 
 
 @runtime_checkable
+class ClosableAdmin(Protocol):
+    """An admin released by ``close()`` rather than Samza's ``stop()`` (a user's, written to a
+    client library's naming)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
 class ListsStreams(Protocol):
     """An admin that can list its streams (used to suggest the stream a typo meant)."""
 

@@ -28,7 +28,7 @@ from samza_dagster.model import (
     SystemStreamPartition,
 )
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import system_factory
+from samza_dagster.system.factories import stop_admin, system_factory
 from samza_dagster.system.protocols import SystemAdmin, SystemConsumer
 
 log = logging.getLogger(__name__)
@@ -66,16 +66,11 @@ class CoordinatorStreamLocation:
 
 
 def close_admin(admin: object) -> None:
-    """Release an admin's connections. Not part of the SystemAdmin protocol, so whichever of
-    ``close()`` (Kafka) or ``stop()`` (log) the admin has is called."""
-    for name in ("close", "stop"):
-        method = getattr(admin, name, None)
-        if callable(method):
-            try:
-                method()
-            except Exception:  # noqa: BLE001 - best effort at shutdown
-                log.debug("closing admin %r failed", admin, exc_info=True)
-            return
+    """Release an admin's connections (``stop_admin``), best effort: a failure is logged at DEBUG."""
+    try:
+        stop_admin(admin)
+    except Exception:  # noqa: BLE001 - best effort at shutdown
+        log.debug("closing admin %r failed", admin, exc_info=True)
 
 
 def create_coordinator_stream(config: Config, admin: SystemAdmin | None = None) -> bool:
