@@ -35,6 +35,7 @@ from samza_dagster.system import (
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import nearest_stream, system_admin
 from samza_dagster.system.positions import position_reached
+from samza_dagster.system.protocols import CleansStreams, ListsStreams
 
 TAIL_TIMEOUT_S = 30.0
 #: a read_committed tail gives up on a partition that returned nothing this long: an open
@@ -115,10 +116,10 @@ def create(config: Config, target: SystemStream, partitions: int) -> int:
 
 def list_streams(config: Config, system: str) -> int:
     with _admin(config, system) as admin:
-        lister = getattr(admin, "list_streams", None)
+        lister = admin if isinstance(admin, ListsStreams) else None
         if lister is None:
             raise UsageError(f"system {system!r} cannot list its streams; describe one by name instead")
-        names = sorted(n for n in lister() if not n.startswith("__"))
+        names = sorted(n for n in lister.list_streams() if not n.startswith("__"))
         metadata = admin.get_system_stream_metadata(names) if names else {}
     for name in names:
         md = metadata[name]
@@ -159,14 +160,13 @@ def clean(config: Config, target: SystemStream) -> int:
     """One retention/compaction pass now, by the policy stored in the stream's file (the log's
     producers run them in the background; a stream nobody writes any more is cleaned here)."""
     with _admin(config, target.system) as admin:
-        cleaner = getattr(admin, "clean_stream", None)
-        if cleaner is None:
+        if not isinstance(admin, CleansStreams):
             raise UsageError(
                 f"system {target.system!r} applies its own retention (a Kafka broker does); "
                 "streams clean is for the embedded log"
             )
         _metadata(admin, target)
-        stats = cleaner(target.stream)
+        stats = admin.clean_stream(target.stream)
     print(
         f"{target.system}.{target.stream}: removed {stats.deleted} messages, "
         f"gave {stats.vacuumed_pages} pages back to the file system"

@@ -25,6 +25,7 @@ from typing import Any
 
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.system.protocols import ReportsCleanupPolicy
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +82,8 @@ def out_of_range_start(
 
 def admin_cleanup_policy(admin: Any, stream: str) -> str | None:
     """The stream's ``cleanup.policy`` where the system's admin can tell (the log's can), else None."""
-    lookup = getattr(admin, "cleanup_policy", None)
     try:
-        return None if lookup is None else lookup(stream)
+        return admin.cleanup_policy(stream) if isinstance(admin, ReportsCleanupPolicy) else None
     except ValueError:  # a corrupt stored policy: the cleaner says so; here it only words a warning
         return None
 

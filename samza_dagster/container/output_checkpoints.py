@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
+from samza_dagster.system.protocols import CheckpointCarryingProducer
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +50,9 @@ def newest_checkpoints(
     result = dict(last)
     names = list(tasks)
     for producer in producers:
-        held = getattr(producer, "last_checkpoints", None)
-        if not callable(held):
+        if not isinstance(producer, CheckpointCarryingProducer):
             continue
-        for task, found in held(names).items():
+        for task, found in producer.last_checkpoints(names).items():
             for where, raw in found:
                 checkpoint = Checkpoint.from_bytes(raw, task, f"the checkpoint {where} holds")
                 if ahead(checkpoint, result.get(task), admin_for):
@@ -71,9 +71,8 @@ def commit_outputs(producers: Iterable[Any], container_id: str, checkpoints: Map
     made: list[Any] = []
     encoded: dict[str, bytes] | None = None
     for producer in producers:
-        commit = getattr(producer, "commit_checkpoints", None)
-        if callable(commit):
+        if isinstance(producer, CheckpointCarryingProducer):
             if encoded is None:
                 encoded = {task: checkpoint.to_bytes() for task, checkpoint in checkpoints.items()}
-            made.extend(commit(container_id, encoded))
+            made.extend(producer.commit_checkpoints(container_id, encoded))
     return made

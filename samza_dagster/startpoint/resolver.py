@@ -22,6 +22,7 @@ from samza_dagster.startpoint.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
+from samza_dagster.system.protocols import OffsetsForTimes
 
 
 def format_timestamp(ms: int) -> str:
@@ -67,13 +68,12 @@ def resolve_startpoints(
             raise StartpointError(f"unknown startpoint {startpoint!r} for {ssp}")
     for system, timestamps in by_time.items():
         admin = admin_for(system)
-        lookup = getattr(admin, "offsets_for_times", None)
-        if lookup is None:
+        if not isinstance(admin, OffsetsForTimes):
             raise StartpointError(
                 f"system {system!r} ({type(admin).__name__}) has no offsets_for_times: timestamp startpoints "
                 f"cannot be resolved on it (for {', '.join(str(s) for s in sorted(timestamps))})"
             )
-        found = lookup(timestamps)
+        found = admin.offsets_for_times(timestamps)
         for ssp, ts in sorted(timestamps.items()):
             offset = found.get(ssp)
             if offset is None:

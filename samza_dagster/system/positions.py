@@ -14,13 +14,13 @@ a message) are never reported as done here: the envelope at the newest offset en
 from __future__ import annotations
 
 from samza_dagster.model import SystemStreamPartition
+from samza_dagster.system.protocols import ReportsPosition
 
 
 def position_reached(consumer: object, ssp: SystemStreamPartition, upcoming_offset: int) -> bool:
     """Whether ``consumer``'s fetch position in ``ssp`` is at or past ``upcoming_offset``
     (integer offsets: the systems whose consumers have a position)."""
-    position = getattr(consumer, "position", None)
-    if position is None:
+    if not isinstance(consumer, ReportsPosition):
         return False
-    at = position(ssp)
+    at = consumer.position(ssp)
     return at is not None and int(at) >= upcoming_offset

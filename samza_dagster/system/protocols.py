@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from samza_dagster.config.config import Config
@@ -12,6 +12,7 @@ from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
     SystemStreamPartition,
+    SystemStreamPartitionMetadata,
 )
 
 
@@ -134,3 +135,54 @@ class CheckpointCommittingSystemFactory(Protocol):
     job's transactions."""
 
     def commits_with_checkpoints(self, system_name: str, config: Config) -> bool: ...
+
+
+@runtime_checkable
+class CleansStreams(Protocol):
+    """An admin that applies retention and compaction itself (the embedded log): ``streams clean``."""
+
+    def clean_stream(self, stream: str) -> Any: ...
+
+
+@runtime_checkable
+class ReportsCleanupPolicy(Protocol):
+    """An admin that knows a stream's ``cleanup.policy`` (what may have removed messages from it)."""
+
+    def cleanup_policy(self, stream: str) -> str: ...
+
+
+@runtime_checkable
+class OffsetsForTimes(Protocol):
+    """An admin that finds, per partition, the earliest offset at or after a timestamp (ms)
+    (Kafka's ``offsetsForTimes``): timestamp startpoints need it."""
+
+    def offsets_for_times(
+        self, timestamps: dict[SystemStreamPartition, int]
+    ) -> dict[SystemStreamPartition, str | None]: ...
+
+
+@runtime_checkable
+class SspMetadataAdmin(Protocol):
+    """An admin that answers for the asked partitions only (Samza's ``getSSPMetadata``)."""
+
+    def get_ssp_metadata(
+        self, ssps: Iterable[SystemStreamPartition]
+    ) -> dict[SystemStreamPartition, SystemStreamPartitionMetadata]: ...
+
+
+@runtime_checkable
+class ReportsPosition(Protocol):
+    """A consumer whose fetch position in a partition is known (None before its first fetch):
+    past a transaction's commit marker, the end of a range holds no message to read."""
+
+    def position(self, ssp: SystemStreamPartition) -> str | None: ...
+
+
+@runtime_checkable
+class CheckpointCarryingProducer(Protocol):
+    """A producer whose commits carry the job's checkpoints (Iceberg): it commits them with its
+    output and reports the newest it holds per task."""
+
+    def commit_checkpoints(self, container_id: str, checkpoints: Mapping[str, bytes]) -> list[Any]: ...
+
+    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, list[tuple[str, bytes]]]: ...

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from samza_dagster.model import SystemStreamPartition, SystemStreamPartitionMetadata
+from samza_dagster.system.protocols import SspMetadataAdmin
 
 
 def ssp_metadata(
@@ -26,9 +27,8 @@ def ssp_metadata(
     result: dict[SystemStreamPartition, SystemStreamPartitionMetadata] = {}
     for system, wanted in by_system.items():
         admin = admin_for(system)
-        batched = getattr(admin, "get_ssp_metadata", None)
-        if callable(batched):
-            result.update(batched(wanted))
+        if isinstance(admin, SspMetadataAdmin):
+            result.update(admin.get_ssp_metadata(wanted))
             continue
         metadata = admin.get_system_stream_metadata(sorted({ssp.stream for ssp in wanted}))
         for ssp in wanted:
