@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import pytest
 
@@ -13,6 +14,7 @@ from samza_dagster.container import (
     SamzaContainer,
     TaskProcessError,
 )
+from samza_dagster.model import SystemStreamPartition
 from samza_dagster.system import inmemory
 from samza_dagster.task import StreamTask
 from support.waiting import wait_until
@@ -54,7 +56,7 @@ def _run(config: Config, make) -> tuple[SamzaContainer, FnTaskFactory]:
 def _by_task(events):
     out: dict[str, list] = {}
     for e in events:
-        out.setdefault(e[1], []).append(e)
+        out.setdefault(e.task, []).append(e)
     return out
 
 
@@ -68,10 +70,10 @@ def test_max_concurrency_one_each_process_completes_before_the_next_starts_in_a_
     assert len(per_task) == 4
     threads = set()
     for name, events in per_task.items():
-        assert [int(e[5]) for e in events] == list(range(15)), "in order within the partition"
+        assert [int(e.offset) for e in events] == list(range(15)), "in order within the partition"
         for prev, nxt in zip(events, events[1:], strict=False):
-            assert prev[4] <= nxt[3], f"{name}: a process started before the previous one completed"
-        threads |= {e[2] for e in events}
+            assert prev.end <= nxt.start, f"{name}: a process started before the previous one completed"
+        threads |= {e.thread for e in events}
     assert threading.get_ident() not in threads, "sync tasks ran in the pool"
     assert len(threads) > 1
 
@@ -89,8 +91,19 @@ def test_window_runs_only_when_no_process_is_pending_and_blocks_new_ones(pool):
     for name, ws in windows.items():
         for w in ws:
             for p in processes[name]:
-                overlap = p[3] < w[4] and w[3] < p[4]
-                assert not overlap, f"{name}: window {w[3]:.4f}-{w[4]:.4f} overlaps process {p[3]:.4f}-{p[4]:.4f}"
+                overlap = p.start < w.end and w.start < p.end
+                assert not overlap, (
+                    f"{name}: window {w.start:.4f}-{w.end:.4f} overlaps process {p.start:.4f}-{p.end:.4f}"
+                )
+
+
+class _CommitSeen(NamedTuple):
+    """A task at the moment the container committed it."""
+
+    task: str
+    in_flight: int
+    offsets: dict[SystemStreamPartition, str]
+    completed: set[str | None]
 
 
 class _CommitWatchingContainer(SamzaContainer):
@@ -100,14 +113,13 @@ class _CommitWatchingContainer(SamzaContainer):
     def __init__(self, *args, recorder: Recorder, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.recorder = recorder
-        self.commits: list[tuple] = []
+        self.commits: list[_CommitSeen] = []
 
     def _commit(self, tasks) -> None:
         for ti in tasks:
-            completed = {e[4] for e in self.recorder.of("complete") if e[1] == ti.task_name}
-            self.commits.append(
-                (ti.task_name, self.run_loop.workers[ti.task_name].in_flight, dict(ti.last_processed), completed)
-            )
+            completed = {e.offset for e in self.recorder.of("complete") if e.task == ti.task_name}
+            in_flight = self.run_loop.workers[ti.task_name].in_flight
+            self.commits.append(_CommitSeen(ti.task_name, in_flight, dict(ti.last_processed), completed))
         super()._commit(tasks)
 
 
@@ -120,17 +132,17 @@ def test_async_out_of_order_completion_commit_covers_only_a_completed_prefix():
     container.run()
     assert container.summary.status is ContainerStatus.COMPLETED
     assert len(container.commits) >= 3
-    for _task, in_flight, offsets, completed in container.commits:
-        assert in_flight == 0, "commit ran while a message was in flight"
-        for _ssp, offset in offsets.items():
+    for commit in container.commits:
+        assert commit.in_flight == 0, "commit ran while a message was in flight"
+        for offset in commit.offsets.values():
             covered = {str(i) for i in range(int(offset) + 1)}
-            assert covered <= completed, f"checkpoint {offset} covers a message not completed"
+            assert covered <= commit.completed, f"checkpoint {offset} covers a message not completed"
     # completions really were out of order and on other threads
-    starts = [e for e in rec.of("start")]
-    completes = [e[4] for e in rec.of("complete")]
+    starts = rec.of("start")
+    completes = [e.offset for e in rec.of("complete")]
     assert completes != sorted(completes, key=int)
-    assert {e[2] for e in starts} == {container_thread for container_thread in {starts[0][2]}}
-    assert {e[2] for e in rec.of("complete")}.isdisjoint({starts[0][2]})
+    assert {e.thread for e in starts} == {starts[0].thread}
+    assert {e.thread for e in rec.of("complete")}.isdisjoint({starts[0].thread})
     assert read_checkpoints(config)["Partition 0"].offsets == {("mem", "input", 0): "59"}
 
 
