@@ -6,6 +6,7 @@ nothing they should not, and the settings that would schedule a batch task elsew
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import pytest
 
@@ -49,19 +50,26 @@ def _fill(config: Config, partitions: int, per_partition: int) -> None:
     )
 
 
+class Batch(NamedTuple):
+    """One ``process_batch`` call as the task saw it."""
+
+    partition: int
+    offsets: list[int]
+
+
 class RecordingBatchTask(BatchStreamTask):
-    """Records every batch as (partition, [offsets]) and forwards each message to ``log.out``;
+    """Records every :class:`Batch` and forwards each message to ``log.out``;
     asks for a commit after its second batch and fails on the batch holding ``fail_at``."""
 
     def __init__(self, fail_at: int | None = None) -> None:
-        self.batches: list[tuple[int, list[int]]] = []
+        self.batches: list[Batch] = []
         self.fail_at = fail_at
 
     def process_batch(self, envelopes, collector, coordinator) -> None:
         offsets = [int(e.offset) for e in envelopes]
         if self.fail_at is not None and self.fail_at in offsets:
             raise ValueError("bad batch")
-        self.batches.append((envelopes[0].ssp.partition, offsets))
+        self.batches.append(Batch(envelopes[0].ssp.partition, offsets))
         for e in envelopes:
             collector.send(OutgoingMessageEnvelope(OUT, e.message))
         if len(self.batches) == 2:
@@ -84,11 +92,11 @@ def test_every_batch_is_one_partitions_run_in_offset_order_and_each_message_is_p
     _, factory = _run(config, lambda name: RecordingBatchTask())
     batches = [b for task in factory.tasks.values() for b in task.batches]
     # how many a batch holds also depends on what the poller had buffered: at most the batch size
-    assert all(len(offsets) <= 500 for _, offsets in batches)
+    assert all(len(b.offsets) <= 500 for b in batches)
     per_partition: dict[int, list[int]] = {}
-    for partition, offsets in batches:
-        assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))  # contiguous, ascending
-        per_partition.setdefault(partition, []).extend(offsets)
+    for b in batches:
+        assert b.offsets == list(range(b.offsets[0], b.offsets[0] + len(b.offsets)))  # contiguous, ascending
+        per_partition.setdefault(b.partition, []).extend(b.offsets)
     assert per_partition == {0: list(range(3000)), 1: list(range(3000))}
     assert len(read_partition(config, "log", "out", 0, "0")) == 6000
 
@@ -98,7 +106,7 @@ def test_a_batch_task_without_a_batch_size_gets_batches_of_the_default_run_not_o
     _fill(config, 1, 5000)
     _, factory = _run(config, lambda name: RecordingBatchTask())
     (task,) = factory.tasks.values()
-    sizes = [len(offsets) for _, offsets in task.batches]
+    sizes = [len(b.offsets) for b in task.batches]
     assert sum(sizes) == 5000
     # bounded by DEFAULT_BATCH_TASK_RUN and by what the partition's buffer held, which the
     # log's default fetch (250 a poll) would have capped
@@ -115,7 +123,7 @@ def test_a_commit_asked_for_inside_a_batch_covers_that_whole_batch_and_a_failing
     assert "failed processing the batch of" in text and "log.input partition 0 offset" in text
     assert "ValueError: bad batch" in text
     (task,) = factory.tasks.values()
-    second_batch_end = task.batches[1][1][-1]
+    second_batch_end = task.batches[1].offsets[-1]
     checkpoint = read_checkpoints(config)["Partition 0"].offsets[("log", "input", 0)]
     # the commit asked for during the second batch ran after it, covering the batch whole; the
     # failure commits nothing more, so none of the failing batch (which holds 450) is covered
@@ -124,7 +132,7 @@ def test_a_commit_asked_for_inside_a_batch_covers_that_whole_batch_and_a_failing
     # a restart from the checkpoint processes everything after it, the failing batch included
     _, again = _run(config, lambda name: RecordingBatchTask())
     (task,) = again.tasks.values()
-    redone = [o for _, offsets in task.batches for o in offsets]
+    redone = [o for b in task.batches for o in b.offsets]
     assert redone == list(range(int(checkpoint) + 1, 1000))
 
 
