@@ -13,8 +13,9 @@ from samza_dagster.runtime.thread_runner import ThreadJobRunner
 from samza_dagster.storage import ChangelogPartitionMismatchError
 from samza_dagster.system import inmemory
 from support.waiting import wait_until
-from tests.apps.harness import FnTaskFactory, create_stream, inmemory_config, job_model, produce
+from tests.apps.harness import FnTaskFactory, ManualClock, create_stream, inmemory_config, job_model, produce
 from tests.apps.tasks import Recorder, ThreadedAsyncTask
+from tests.kill_points import ThreadedRun
 
 
 @pytest.fixture(autouse=True)
@@ -80,28 +81,30 @@ def test_thread_runner_stop_is_graceful(tmp_path):
 
 
 def test_shutdown_timeout_fails_when_in_flight_work_never_completes():
-    config = inmemory_config("stuck", **{"task.shutdown.ms": "200", "systems.mem.streams.input.samza.bounded": "false"})
+    """``task.shutdown.ms`` is measured on the container's clock: ten minutes passing on it after
+    a stop fail the stuck task at once, with no real waiting."""
+    config = inmemory_config(
+        "stuck", **{"task.shutdown.ms": "600000", "systems.mem.streams.input.samza.bounded": "false"}
+    )
     create_stream(config, "mem", "input", 1)
     produce(config, "mem", "input", [(0, None, 1)])
     rec = Recorder()
-    container = SamzaContainer(
-        "0", job_model(config), task_factory=FnTaskFactory(lambda n: ThreadedAsyncTask(n, rec, never_complete=True))
-    )
-    box = {}
-
-    def run():
-        try:
-            container.run()
-        except BaseException as exc:  # noqa: BLE001
-            box["e"] = exc
-
-    t = threading.Thread(target=run)
-    t.start()
+    clock = ManualClock()
+    factory = FnTaskFactory(lambda n: ThreadedAsyncTask(n, rec, never_complete=True))
+    container = SamzaContainer("0", job_model(config), task_factory=factory, clock=clock)
+    run = ThreadedRun(container.run)
     wait_until(lambda: rec.of("start"), what="the task started its message")
     container.stop()
-    t.join(10)
-    assert isinstance(box.get("e"), ContainerError)
-    assert "task.shutdown.ms=200" in str(box["e"]) and "Partition 0" in str(box["e"])
+    assert run.running(), "the container stopped with a message in flight"
+
+    def ten_minutes_later() -> bool:
+        # moved again on every look: the first move may come before the loop saw the stop
+        clock.now += 600.001
+        return not run.running()
+
+    wait_until(ten_minutes_later, timeout_s=10, what="the shutdown timeout on the moved clock")
+    assert isinstance(run.error, ContainerError), run.error
+    assert "task.shutdown.ms=600000" in str(run.error) and "Partition 0" in str(run.error)
 
 
 def test_thread_runner_restarts_containers_on_a_new_job_model_without_reprocessing(tmp_path):

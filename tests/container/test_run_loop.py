@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import NamedTuple
 
@@ -18,8 +19,9 @@ from samza_dagster.model import SystemStreamPartition
 from samza_dagster.system import inmemory
 from samza_dagster.task import StreamTask
 from support.waiting import wait_until
-from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
+from tests.apps.harness import FnTaskFactory, ManualClock, create_stream, job_model, produce, read_checkpoints
 from tests.apps.tasks import Recorder, RecordingTask, ThreadedAsyncTask
+from tests.kill_points import ThreadedRun
 
 
 @pytest.fixture(autouse=True)
@@ -175,13 +177,25 @@ def test_callback_completed_twice_fails_the_job_clearly():
     assert container.summary.status is ContainerStatus.FAILED
 
 
-def test_callback_timeout_names_task_and_offset():
-    config = _config(**{"task.callback.timeout.ms": "50"})
+def test_callback_timeout_is_read_off_the_run_loops_clock_and_names_task_and_offset():
+    """A ten-minute ``task.callback.timeout.ms`` fails the message as soon as ten minutes pass on
+    the container's clock — no real waiting."""
+    config = _config(**{"task.callback.timeout.ms": "600000"})
     _setup(config, 1, 3)
     rec = Recorder()
+    clock = ManualClock()
     factory = FnTaskFactory(lambda name: ThreadedAsyncTask(name, rec, never_complete=True))
-    with pytest.raises(CallbackTimeoutError, match=r"'Partition 0'.*offset 0.*task.callback.timeout.ms=50"):
-        SamzaContainer("0", job_model(config), task_factory=factory).run()
+    container = SamzaContainer("0", job_model(config), task_factory=factory, clock=clock)
+    run = ThreadedRun(container.run, stop=container.stop)
+    try:
+        wait_until(lambda: rec.of("start"), what="the task started its first message")
+        assert run.running(), "the timeout fired before its clock moved"
+        clock.now += 600.001
+        run.wait(10)
+    finally:
+        run.abandon()
+    assert isinstance(run.error, CallbackTimeoutError), run.error
+    assert re.search(r"'Partition 0'.*offset 0.*task.callback.timeout.ms=600000", str(run.error)), run.error
 
 
 def test_async_failure_fails_the_job_with_coordinates():
@@ -246,16 +260,6 @@ def test_stop_event_stops_an_unbounded_container_gracefully():
     assert cps["Partition 1"].offsets[("mem", "input", 1)] == "9"
 
 
-class ManualClock:
-    """A monotonic clock that moves only when the test moves it."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_windows_and_commits_follow_the_run_loops_clock_not_the_wall():
     """task.window.ms and task.commit.ms are read off the clock the container is given: with the
     clock held, no window and no timed commit happens however long the job runs; each move past
@@ -264,8 +268,8 @@ def test_windows_and_commits_follow_the_run_loops_clock_not_the_wall():
         **{
             "systems.mem.streams.input.samza.bounded": "false",
             "task.class": "tests.apps.tasks:NoOpTask",
-            "task.window.ms": "10000",
-            "task.commit.ms": "30000",
+            "task.window.ms": "600000",
+            "task.commit.ms": "1200000",
         }
     )
     _setup(config, 1, 10)
@@ -288,14 +292,14 @@ def test_windows_and_commits_follow_the_run_loops_clock_not_the_wall():
         (ti,) = container.tasks.values()
         passes_after(container.metrics.null_chooses)
         assert ti.metrics.window_count == 0 and ti.metrics.commit_count == 0
-        clock.now += 9.999
+        clock.now += 599.999
         passes_after(container.metrics.null_chooses)
         assert ti.metrics.window_count == 0
-        clock.now += 0.002  # past 10 s: one window
-        wait_until(lambda: ti.metrics.window_count == 1, what="the window after 10 s")
+        clock.now += 0.002  # past 10 minutes: one window
+        wait_until(lambda: ti.metrics.window_count == 1, what="the window after 10 minutes")
         passes_after(container.metrics.null_chooses)
         assert ti.metrics.window_count == 1 and ti.metrics.commit_count == 0
-        clock.now += 20.0  # 30 s: the second window and the timed commit
+        clock.now += 600.0  # 20 minutes: the second window and the timed commit
         wait_until(lambda: ti.metrics.window_count == 2 and ti.metrics.commit_count == 1, what="window 2 and a commit")
         assert read_checkpoints(config)["Partition 0"].offsets[("mem", "input", 0)] == "9"
     finally:
