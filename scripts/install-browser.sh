@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Debian's headless Chromium for the UI test (tests/test_ui_dagster.py), which drives it
+# Installs Debian's headless Chromium for the UI test (tests/orchestration/test_ui_dagster.py), which drives it
 # with the PyPI `playwright` package through executable_path=/usr/bin/chromium.
 # Never `playwright install`: it downloads its own browser builds; Debian's package is what CI has.
 # Idempotent: does nothing when /usr/bin/chromium already exists (~40 s otherwise).

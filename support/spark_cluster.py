@@ -1,6 +1,6 @@
 """A real Spark standalone cluster on 127.0.0.1 from the pip-installed pyspark (no download): one
 master and one worker started with ``bin/spark-class``, as an operator would start them, and
-stopped (with every executor they launched) when done. Used by tests/test_runner_spark_cluster.py;
+stopped (with every executor they launched) when done. Used by tests/runtime/test_runner_spark_cluster.py;
 the recipe is in docs/operations.md, "Running on a Spark standalone cluster"."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The processes of tests/test_reliability_log.py: log writers appending until killed, and
+"""The processes of tests/reliability/test_reliability_log.py: log writers appending until killed, and
 readers checking what they see. Started as ``python -c`` by the test, so this module imports
 only what they need (not pytest): each of the test's 24 restarts pays for these imports."""
 

@@ -5,7 +5,7 @@ is the int the job runs with (the default when the key is unset or blank), and a
 :class:`ConfigError` naming the key. The typed views (``JobConfig``, ``TaskConfig``, ...) and the
 modules that read a key of their own read it through its definition here, so a name, a default
 or a meaning is written once; ``docs/reference.md`` lists every definition and
-``tests/test_config_keys.py`` checks the two agree.
+``tests/config/test_config_keys.py`` checks the two agree.
 
 Names with ``<...>`` parts are patterns: ``stores.<store>.factory`` is one key per store.
 A stream property (:data:`STREAM_PROPERTIES`) may be set three ways, as in Samza:
@@ -806,7 +806,7 @@ ENGINE_PREFIXES = ("job.", "task.", "systems.", "streams.", "stores.", "serializ
 
 
 def markdown_table() -> str:
-    """The table of every definition docs/reference.md carries (``tests/test_config_keys.py``
+    """The table of every definition docs/reference.md carries (``tests/config/test_config_keys.py``
     keeps the two equal and prints this table when they differ)."""
     rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
     for key in KEYS.values():

@@ -81,3 +81,14 @@ def inmemory_config(name: str, partitions: int = 1, **extra: Any) -> Config:
     }
     entries.update({k.replace("__", "."): str(v) for k, v in extra.items()})
     return Config(entries)
+
+
+class ManualClock:
+    """A monotonic clock that moves only when the test moves it (``SamzaContainer(clock=...)``):
+    windows, commits and timeouts of the run loop then fire without real waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now

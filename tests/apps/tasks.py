@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import NamedTuple
 
-from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.task import (
     AsyncStreamTask,
     ClosableTask,
@@ -69,20 +70,40 @@ class EndOfStreamCountingTask(StreamTask, EndOfStreamListenerTask, InitableTask,
         pass
 
 
+class Event(NamedTuple):
+    """One thing a recording task saw or did. ``kind`` is ``process`` or ``window`` (a call, from
+    ``start`` to ``end``), ``start`` or ``complete`` (an asynchronous message begun or completed:
+    an instant, ``start == end``) or ``violation`` (what went wrong in ``detail``)."""
+
+    kind: str
+    task: str
+    thread: int = 0
+    start: float = 0.0
+    end: float = 0.0
+    offset: str | None = None
+    ssp: SystemStreamPartition | None = None
+    detail: str = ""
+
+
 class Recorder:
-    """Shared, thread-safe log of (kind, task, thread id, start, end, detail) events."""
+    """Shared, thread-safe log of the :class:`Event` s of every task given it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.events: list[tuple] = []
+        self.events: list[Event] = []
 
-    def add(self, *event) -> None:
+    def add(self, event: Event) -> None:
         with self.lock:
             self.events.append(event)
 
-    def of(self, kind: str) -> list[tuple]:
+    def at(self, kind: str, task: str, offset: str | None = None) -> None:
+        """An instant on this thread (``start``/``complete`` of an asynchronous message)."""
+        now = time.perf_counter()
+        self.add(Event(kind, task, threading.get_ident(), now, now, offset))
+
+    def of(self, kind: str) -> list[Event]:
         with self.lock:
-            return [e for e in self.events if e[0] == kind]
+            return [e for e in self.events if e.kind == kind]
 
 
 class RecordingTask(StreamTask, WindowableTask):
@@ -101,7 +122,7 @@ class RecordingTask(StreamTask, WindowableTask):
         with self.lock:
             self.active += 1
             if self.active > 1 and kind == "window":
-                self.recorder.add("violation", self.name, kind)
+                self.recorder.add(Event("violation", self.name, detail=kind))
 
     def process(self, envelope, collector, coordinator):
         start = time.perf_counter()
@@ -111,20 +132,22 @@ class RecordingTask(StreamTask, WindowableTask):
         with self.lock:
             self.active -= 1
         self.recorder.add(
-            "process", self.name, threading.get_ident(), start, time.perf_counter(), envelope.offset, envelope.ssp
+            Event(
+                "process", self.name, threading.get_ident(), start, time.perf_counter(), envelope.offset, envelope.ssp
+            )
         )
 
     def window(self, collector, coordinator):
         start = time.perf_counter()
         with self.lock:
             if self.active:
-                self.recorder.add("violation", self.name, "window during process")
+                self.recorder.add(Event("violation", self.name, detail="window during process"))
             self.active += 1
         if self.window_sleep_s:
             time.sleep(self.window_sleep_s)
         with self.lock:
             self.active -= 1
-        self.recorder.add("window", self.name, threading.get_ident(), start, time.perf_counter())
+        self.recorder.add(Event("window", self.name, threading.get_ident(), start, time.perf_counter()))
 
 
 class ThreadedAsyncTask(AsyncStreamTask):
@@ -152,7 +175,7 @@ class ThreadedAsyncTask(AsyncStreamTask):
         self.second_error: list[BaseException] = []
 
     def process_async(self, envelope, collector, coordinator, callback):
-        self.recorder.add("start", self.name, threading.get_ident(), time.perf_counter(), envelope.offset)
+        self.recorder.at("start", self.name, envelope.offset)
         if self.never_complete:
             return
         delay = self.delay_s
@@ -161,7 +184,7 @@ class ThreadedAsyncTask(AsyncStreamTask):
 
         def finish():
             time.sleep(delay)
-            self.recorder.add("complete", self.name, threading.get_ident(), time.perf_counter(), envelope.offset)
+            self.recorder.at("complete", self.name, envelope.offset)
             if self.fail_offset is not None and envelope.offset == self.fail_offset:
                 callback.failure(RuntimeError(f"async failure at {envelope.offset}"))
                 return

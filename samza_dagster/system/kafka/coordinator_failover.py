@@ -9,7 +9,7 @@ coordinator's node was already chosen. The request is lost: a partition new to t
 never added to it, its batches are never sent (the Sender spins, asking nothing), and they expire
 after ``delivery.timeout.ms`` (120 s) — an exactly-once job whose coordinator's broker died fails
 two minutes later instead of going on once Kafka elected a new coordinator (about 11 s). Seen in
-``tests/test_reliability_kafka_failover.py``; librdkafka has no such problem.
+``tests/reliability/test_reliability_kafka_failover.py``; librdkafka has no such problem.
 
 The fix: the Sender's client answers ``await_ready`` as the Sender expects — False for a node
 that is not ready, after the client's retry back-off (what the Java client waits before asking
