@@ -156,7 +156,7 @@ class RunLoop:
             return self._scheduled.run()
         if self.batches:
             return self._run_inline_batches()
-        if getattr(self.consumers, "supports_runs", False):
+        if self.consumers.supports_runs:
             return self._run_inline_runs()
         return self._run_inline()
 
