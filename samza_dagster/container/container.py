@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
 from samza_dagster.checkpoint.manager import CheckpointManager
@@ -77,6 +77,13 @@ from samza_dagster.task.factory import TaskFactory
 log = logging.getLogger(__name__)
 
 
+class JobModelNotice(Protocol):
+    """What the container reads of a job-model watcher (``coordinator.client.JobModelWatcher``):
+    a flag its own thread sets once the coordinator serves a newer JobModel."""
+
+    new_version_available: bool
+
+
 class SamzaContainer:
     """One container of a job: the tasks its JobModel assigns to ``container_id``, their stores,
     consumers, producers and RunLoop. ``run()`` starts them in the order of the module docstring,
@@ -93,7 +100,7 @@ class SamzaContainer:
         task_factory: TaskFactory | None = None,
         stop_event: threading.Event | None = None,
         system_factory: Callable[[Config, str], SystemFactory] = default_system_factory,
-        job_model_watcher: Any = None,
+        job_model_watcher: JobModelNotice | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         container_id = str(container_id)
@@ -197,7 +204,7 @@ class SamzaContainer:
                 raise self.side_inputs.error
             if result == RunLoopStatus.COMPLETED:
                 status = ContainerStatus.COMPLETED
-            elif self._watcher is not None and getattr(self._watcher, "new_version_available", False):
+            elif self._watcher is not None and self._watcher.new_version_available:
                 status = ContainerStatus.NEW_JOB_MODEL
             else:
                 status = ContainerStatus.SHUTDOWN
@@ -594,7 +601,7 @@ class SamzaContainer:
         while not self._finished:
             if self.stop_event.wait(0.1):
                 break
-            if self._watcher is not None and getattr(self._watcher, "new_version_available", False):
+            if self._watcher is not None and self._watcher.new_version_available:
                 break
             if self.side_inputs is not None and self.side_inputs.error is not None:
                 break  # run() raises it once the run loop has stopped
