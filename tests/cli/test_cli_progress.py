@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -74,10 +73,7 @@ def test_plain_lines_when_not_a_terminal(tmp_path):
     produce(config, "in", ((None, b"x", None) for _ in range(7)))
     out = io.StringIO()  # not a terminal
     with show_progress("progress", config, streams, out=out, interval_s=0.05):
-        deadline = time.monotonic() + 30
-        while "progress: 0 processed" not in out.getvalue():
-            assert time.monotonic() < deadline, out.getvalue()
-            time.sleep(0.05)
+        wait_until(lambda: "progress: 0 processed" in out.getvalue(), 30, "the first progress line", poll_s=0.05)
     assert "lag 7, 0 written" in out.getvalue()
 
 

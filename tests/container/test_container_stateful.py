@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from samza_dagster.config import Config
 from samza_dagster.container import ContainerStatus, SamzaContainer
 from samza_dagster.serde import LongSerde, StringSerde
 from samza_dagster.storage import RocksDBRawStore
+from support.waiting import wait_until
 from tests.apps.harness import create_stream, job_model, produce, read_checkpoints
 
 PARTITIONS = 4
@@ -60,14 +60,16 @@ def _run_until(config: Config, processed_at_least: int) -> SamzaContainer:
     container = SamzaContainer("0", job_model(config))
     thread = threading.Thread(target=container.run)
     thread.start()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done = sum(ti.metrics.envelopes_processed for ti in list(container.tasks.values()))
-        if done >= processed_at_least:
-            break
-        time.sleep(0.01)
-    container.stop()
-    thread.join(30)
+    try:
+        wait_until(
+            lambda: sum(ti.metrics.envelopes_processed for ti in list(container.tasks.values())) >= processed_at_least,
+            60,
+            f"{processed_at_least} messages processed",
+            poll_s=0.01,
+        )
+    finally:
+        container.stop()
+        thread.join(30)
     assert not thread.is_alive()
     return container
 

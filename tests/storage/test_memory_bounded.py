@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 
 import pytest
 
@@ -20,6 +19,7 @@ from samza_dagster.config import Config, ConfigError
 from samza_dagster.container import SamzaContainer
 from samza_dagster.storage import BlockCache, RocksDBRawStore, store_specs
 from samza_dagster.storage.kv import DEFAULT_BLOCK_CACHE_BYTES
+from support.waiting import wait_until
 from tests.apps.harness import create_stream, job_model, produce
 
 KEYS = [f"word{i:04d}".encode() for i in range(1000)]
@@ -107,14 +107,13 @@ def test_container_tasks_share_one_bounded_block_cache(tmp_path):
     thread.start()
 
     def stores_when_processed(count: int) -> list[RocksDBRawStore]:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            tasks = list(container.tasks.values())
-            if tasks and sum(t.metrics.envelopes_processed for t in tasks) >= count:
-                return [t.task_stores.raw["counts"] for t in tasks]
+        def processed() -> bool:
             assert thread.is_alive(), container.summary
-            time.sleep(0.01)
-        raise AssertionError(f"the container did not process {count} messages in 60 s")
+            tasks = list(container.tasks.values())
+            return bool(tasks) and sum(t.metrics.envelopes_processed for t in tasks) >= count
+
+        wait_until(processed, 60, f"{count} messages processed", poll_s=0.01)
+        return [t.task_stores.raw["counts"] for t in container.tasks.values()]
 
     try:
         usage = []
