@@ -19,6 +19,9 @@ fetches of 250 (``arrival`` reads in arrival order: it has no per-partition acce
   format-2 table in partition order (an LSM's flush). Reads are not measured: they would read the
   format-2 table, then the head.
 * ``head+seal, no index`` — as above without the head's index (readers would scan the head).
+* ``runs+merge`` — every batch a run sorted by (partition, offset) appended at the b-tree's right
+  edge, with a span directory; every ``--seal-rows`` rows the new runs merged into one (an LSM's
+  compaction). Reads go partition by partition through the spans.
 
 Every measurement runs in this one process, layouts in turn, so the figures compare with each
 other only; the ratio column (1,024 over 4 partitions, by CPU time) is what issue 38's target (≥ 0.8)
@@ -92,12 +95,62 @@ def _head_and_seal(indexed: bool) -> Callable[[sqlite3.Connection, int], Insert]
     return layout
 
 
+_SPAN = "CREATE TABLE span (first_id INTEGER PRIMARY KEY, p INTEGER, first_o INTEGER, n INTEGER)"
+
+
+def _runs_and_merge(conn: sqlite3.Connection, merge_rows: int) -> Insert:
+    """Each batch is written as a *run*: its rows sorted by (partition, offset) and given the next
+    rowids, so the insert only ever touches the b-tree's right edge, plus one ``span`` row per
+    partition in it (where that partition's rows of the run start, and how many) — also appended
+    in rowid order. Every ``merge_rows`` rows the runs written since are merged into one (an LSM's
+    compaction: rows re-appended in (partition, offset) order, the old ids and spans deleted as
+    one contiguous range), so a partition's rows come in spans of ``merge_rows / P`` rows."""
+    conn.execute(_FORMAT2)
+    conn.execute(_SPAN)
+    state = {"next_id": 1, "merge_from": 1}
+
+    def write_run(rows: list[tuple[int, int, bytes | None, bytes, int]]) -> None:
+        first = state["next_id"]
+        conn.executemany("INSERT INTO m VALUES (?,?,?,?,?,?)", [(first + i, *row) for i, row in enumerate(rows)])
+        spans: list[tuple[int, int, int, int]] = []
+        for i, (p, o, *_rest) in enumerate(rows):
+            if spans and spans[-1][1] == p:
+                first_id, _, first_o, n = spans[-1]
+                spans[-1] = (first_id, p, first_o, n + 1)
+            else:
+                spans.append((first + i, p, o, 1))
+        conn.executemany("INSERT INTO span VALUES (?,?,?,?)", spans)
+        state["next_id"] = first + len(rows)
+
+    def insert(rows: list[Row]) -> None:
+        write_run(sorted(rows, key=lambda r: (r[0], r[1])))
+        if state["next_id"] - state["merge_from"] >= merge_rows:
+            low, high = state["merge_from"], state["next_id"]
+            # the merge in SQL alone: rows re-appended in (partition, offset) order after the last
+            # id, spans recomputed from them, then the merged range and its spans deleted
+            conn.execute(
+                "INSERT INTO m SELECT ? + row_number() OVER (ORDER BY p, o) - 1, p, o, k, v, t"
+                " FROM m WHERE id >= ? AND id < ?",
+                (high, low, high),
+            )
+            conn.execute(
+                "INSERT INTO span SELECT min(id), p, min(o), count(*) FROM m WHERE id >= ? GROUP BY p", (high,)
+            )
+            conn.execute("DELETE FROM m WHERE id >= ? AND id < ?", (low, high))
+            conn.execute("DELETE FROM span WHERE first_id >= ? AND first_id < ?", (low, high))
+            state["next_id"] = high + (high - low)
+            state["merge_from"] = state["next_id"]
+
+    return insert
+
+
 LAYOUTS: dict[str, Callable[[sqlite3.Connection, int], Insert]] = {
     "format2": _format2,
     "arrival+index": _arrival(indexed=True),
     "arrival": _arrival(indexed=False),
     "head+seal": _head_and_seal(indexed=True),
     "head+seal, no index": _head_and_seal(indexed=False),
+    "runs+merge": _runs_and_merge,
 }
 
 
@@ -138,11 +191,45 @@ def _read_per_cpu_second(conn: sqlite3.Connection, layout: str, partitions: int,
                     total, positions[p] = total + len(rows), rows[-1][0] + 1
                     still.append(p)
             active = still
+    elif layout == "runs+merge":
+        start = _cpu()
+        total = _read_runs(conn, partitions)
     else:
         return None
     if total != messages:
         raise RuntimeError(f"{layout}: read {total} of {messages} rows")
     return messages / (_cpu() - start)
+
+
+def _read_runs(conn: sqlite3.Connection, partitions: int) -> int:
+    """``runs+merge``'s reads: every span loaded once (a consumer would keep them and read new ones
+    by rowid), then fetches of ``FETCH`` per partition, round robin, each a rowid range scan that
+    continues into the partition's next span when one ends."""
+    spans: list[list[tuple[int, int]]] = [[] for _ in range(partitions)]  # (first_id, n) by offset
+    for first_id, p, n in conn.execute("SELECT first_id, p, n FROM span ORDER BY p, first_o"):
+        spans[p].append((first_id, n))
+    sql = "SELECT id, o, k, v, t FROM m WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
+    cursor = [(0, spans[p][0][0]) if spans[p] else (0, 0) for p in range(partitions)]  # span index, next id
+    active, total = [p for p in range(partitions) if spans[p]], 0
+    while active:
+        still = []
+        for p in active:
+            index, next_id = cursor[p]
+            fetched = 0
+            while fetched < FETCH and index < len(spans[p]):
+                first_id, n = spans[p][index]
+                rows = conn.execute(sql, (next_id, first_id + n, FETCH - fetched)).fetchall()
+                fetched += len(rows)
+                next_id = rows[-1][0] + 1 if rows else first_id + n
+                if next_id >= first_id + n:
+                    index += 1
+                    next_id = spans[p][index][0] if index < len(spans[p]) else next_id
+            total += fetched
+            cursor[p] = (index, next_id)
+            if index < len(spans[p]):
+                still.append(p)
+        active = still
+    return total
 
 
 def measure(layout: str, partitions: int, messages: int, seal_rows: int) -> tuple[float, float, float | None]:
@@ -171,7 +258,9 @@ def measure(layout: str, partitions: int, messages: int, seal_rows: int) -> tupl
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--seal-rows", type=int, default=32_000, help="rows per head+seal move")
+    parser.add_argument(
+        "--seal-rows", type=int, default=32_000, help="rows per head+seal move and per runs+merge merge"
+    )
     parser.add_argument("--repetitions", type=int, default=3)
     args = parser.parse_args(argv)
     print(
