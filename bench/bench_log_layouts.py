@@ -19,6 +19,10 @@ fetches of 250 (``arrival`` reads in arrival order: it has no per-partition acce
   format-2 table in partition order (an LSM's flush). Reads are not measured: they would read the
   format-2 table, then the head.
 * ``head+seal, no index`` — as above without the head's index (readers would scan the head).
+* ``head+runs`` — ``head+seal``'s head, sealed every ``--seal-rows`` rows into a run at the
+  b-tree's right edge with a span directory (``runs+merge``'s reads), never merged again;
+  ``no index``: the head without its (partition, offset) index (tail readers would scan it);
+  ``narrow direct``: a batch with ≥ 16 rows per partition it touches is written as a run at once.
 * ``runs+merge`` — every batch a run sorted by (partition, offset) appended at the b-tree's right
   edge, with a span directory; every ``--seal-rows`` rows the new runs merged into one (an LSM's
   compaction). Reads go partition by partition through the spans.
@@ -38,7 +42,9 @@ import sqlite3
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from samza_dagster.system.log.config import DEFAULT_BATCH_SIZE
 
@@ -144,6 +150,73 @@ def _runs_and_merge(conn: sqlite3.Connection, merge_rows: int) -> Insert:
     return insert
 
 
+def _head_and_runs(indexed: bool, direct_rows_per_partition: int | None) -> Callable[[sqlite3.Connection, int], Insert]:
+    def layout(conn: sqlite3.Connection, seal_rows: int) -> Insert:
+        return _head_and_runs_layout(conn, seal_rows, indexed, direct_rows_per_partition)
+
+    return layout
+
+
+def _head_and_runs_layout(
+    conn: sqlite3.Connection, seal_rows: int, indexed: bool, direct_rows_per_partition: int | None
+) -> Insert:
+    """Writes go to an arrival-ordered head (with a (partition, offset) index when ``indexed``, as
+    ``head+seal``'s); every ``seal_rows`` rows one statement moves the head into a *run* appended at
+    the b-tree's right edge in (partition, offset) order, with one ``span`` row per partition
+    (``runs+merge``'s directory, written once per seal instead of once per batch). Sealed rows are
+    never rewritten, and every insert but the head index's lands at a right edge. The spans come
+    from counts kept as rows arrive (a producer knows each partition's offsets), not from a scan.
+    With ``direct_rows_per_partition`` a batch holding at least that many rows per partition it
+    touches skips the head: it is a run of its own at once (its spans are few and long), so narrow
+    producers write each row once."""
+    conn.execute(_FORMAT2)
+    conn.execute(_SPAN)
+    conn.execute("CREATE TABLE h " + _TABLE)
+    if indexed:
+        conn.execute("CREATE UNIQUE INDEX h_partition_offset ON h (p, o)")
+    state = {"next_id": 1, "unsealed": 0}
+    counts: Counter[int] = Counter()  # rows of each partition in the head
+    last: dict[int, int] = {}  # each partition's last offset in the head
+
+    def write_spans(first_id: int, spans: Counter[int], last_offsets: dict[int, int]) -> int:
+        rows, next_id = [], first_id
+        for p in sorted(spans):
+            rows.append((next_id, p, last_offsets[p] - spans[p] + 1, spans[p]))
+            next_id += spans[p]
+        conn.executemany("INSERT INTO span VALUES (?,?,?,?)", rows)
+        return next_id
+
+    def seal() -> None:
+        # m's id is its rowid: rows inserted without one go to the right edge, in this order
+        conn.execute("INSERT INTO m (p, o, k, v, t) SELECT p, o, k, v, t FROM h ORDER BY p, o")
+        state["next_id"] = write_spans(state["next_id"], counts, last)
+        conn.execute("DELETE FROM h")
+        state["unsealed"] = 0
+        counts.clear()
+        last.clear()
+
+    def add(rows: list[Row], into: Counter[int], last_offsets: dict[int, int]) -> None:
+        into.update(map(itemgetter(0), rows))
+        last_offsets.update(map(itemgetter(0, 1), rows))
+
+    def insert(rows: list[Row]) -> None:
+        if direct_rows_per_partition and len(rows) >= direct_rows_per_partition * len({r[0] for r in rows}):
+            run_counts: Counter[int] = Counter()
+            run_last: dict[int, int] = {}
+            add(rows, run_counts, run_last)
+            conn.executemany("INSERT INTO m (p, o, k, v, t) VALUES (?,?,?,?,?)", sorted(rows, key=itemgetter(0, 1)))
+            state["next_id"] = write_spans(state["next_id"], run_counts, run_last)
+            return
+        conn.executemany("INSERT INTO h (p, o, k, v, t) VALUES (?,?,?,?,?)", rows)
+        add(rows, counts, last)
+        state["unsealed"] += len(rows)
+        if state["unsealed"] >= seal_rows:  # inside the caller's transaction, as a producer would
+            seal()
+
+    insert.seal = seal  # type: ignore[attr-defined]  # the reads seal what is left first
+    return insert
+
+
 LAYOUTS: dict[str, Callable[[sqlite3.Connection, int], Insert]] = {
     "format2": _format2,
     "arrival+index": _arrival(indexed=True),
@@ -151,6 +224,10 @@ LAYOUTS: dict[str, Callable[[sqlite3.Connection, int], Insert]] = {
     "head+seal": _head_and_seal(indexed=True),
     "head+seal, no index": _head_and_seal(indexed=False),
     "runs+merge": _runs_and_merge,
+    "head+runs": _head_and_runs(indexed=True, direct_rows_per_partition=None),
+    "head+runs, narrow direct": _head_and_runs(indexed=True, direct_rows_per_partition=16),
+    "head+runs, no index": _head_and_runs(indexed=False, direct_rows_per_partition=None),
+    "head+runs, no index, narrow direct": _head_and_runs(indexed=False, direct_rows_per_partition=16),
 }
 
 
@@ -191,7 +268,7 @@ def _read_per_cpu_second(conn: sqlite3.Connection, layout: str, partitions: int,
                     total, positions[p] = total + len(rows), rows[-1][0] + 1
                     still.append(p)
             active = still
-    elif layout == "runs+merge":
+    elif layout == "runs+merge" or layout.startswith("head+runs"):
         start = _cpu()
         total = _read_runs(conn, partitions)
     else:
@@ -208,7 +285,8 @@ def _read_runs(conn: sqlite3.Connection, partitions: int) -> int:
     spans: list[list[tuple[int, int]]] = [[] for _ in range(partitions)]  # (first_id, n) by offset
     for first_id, p, n in conn.execute("SELECT first_id, p, n FROM span ORDER BY p, first_o"):
         spans[p].append((first_id, n))
-    sql = "SELECT id, o, k, v, t FROM m WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
+    # format 2's query: a span's rows have consecutive ids, so where a fetch ends is arithmetic
+    sql = "SELECT o, k, v, t FROM m WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
     cursor = [(0, spans[p][0][0]) if spans[p] else (0, 0) for p in range(partitions)]  # span index, next id
     active, total = [p for p in range(partitions) if spans[p]], 0
     while active:
@@ -220,7 +298,7 @@ def _read_runs(conn: sqlite3.Connection, partitions: int) -> int:
                 first_id, n = spans[p][index]
                 rows = conn.execute(sql, (next_id, first_id + n, FETCH - fetched)).fetchall()
                 fetched += len(rows)
-                next_id = rows[-1][0] + 1 if rows else first_id + n
+                next_id = next_id + len(rows) if rows else first_id + n
                 if next_id >= first_id + n:
                     index += 1
                     next_id = spans[p][index][0] if index < len(spans[p]) else next_id
@@ -247,6 +325,10 @@ def measure(layout: str, partitions: int, messages: int, seal_rows: int) -> tupl
             insert(rows)
             conn.execute("COMMIT")
         elapsed, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        if hasattr(insert, "seal"):  # the head's last rows, untimed as head+seal leaves them unsealed
+            conn.execute("BEGIN IMMEDIATE")
+            insert.seal()
+            conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         read = _read_per_cpu_second(conn, layout, partitions, messages)
         conn.close()
@@ -255,11 +337,37 @@ def measure(layout: str, partitions: int, messages: int, seal_rows: int) -> tupl
         shutil.rmtree(root, ignore_errors=True)
 
 
+def tail_scan(partitions: int, rows: int, owned_one_in: int) -> tuple[float, float]:
+    """The tail read ``head+runs, no index`` needs: a consumer scans the unsealed head once in
+    arrival order for every partition it owns (``p IN (...)`` when it owns one in
+    ``owned_one_in``), instead of one query per partition. (owned rows, head rows) per CPU second."""
+    root = tempfile.mkdtemp(prefix="log-layout-")
+    try:
+        conn = sqlite3.connect(os.path.join(root, "stream.db"), isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        insert = LAYOUTS["head+runs, no index"](conn, rows + 1)  # nothing sealed
+        for batch in _batches(rows, partitions):
+            conn.execute("BEGIN IMMEDIATE")
+            insert(batch)
+            conn.execute("COMMIT")
+        owned = ",".join(str(p) for p in range(0, partitions, owned_one_in))
+        where = "" if owned_one_in == 1 else f" AND p IN ({owned})"
+        sql = f"SELECT seq, p, o, k, v, t FROM h WHERE seq > ?{where} ORDER BY seq LIMIT {DEFAULT_BATCH_SIZE}"
+        position, total, start = 0, 0, _cpu()
+        while fetched := conn.execute(sql, (position,)).fetchall():
+            total, position = total + len(fetched), fetched[-1][0]
+        cpu = _cpu() - start
+        conn.close()
+        return total / cpu, rows / cpu
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument(
-        "--seal-rows", type=int, default=32_000, help="rows per head+seal move and per runs+merge merge"
+        "--seal-rows", type=int, default=128_000, help="rows per head+seal move and per runs+merge merge"
     )
     parser.add_argument("--repetitions", type=int, default=3)
     args = parser.parse_args(argv)
@@ -275,6 +383,15 @@ def main(argv: list[str] | None = None) -> None:
         reads = {p: [r[2] for r in runs[p] if r[2] is not None] for p in WIDTHS}
         read = [f"{statistics.median(reads[p]):,.0f}" if reads[p] else "—" for p in WIDTHS]
         print(f"| {layout} | {cpu[4]:,.0f} | {cpu[1024]:,.0f} | {cpu[1024] / cpu[4]:.2f} | {read[0]} | {read[1]} |")
+    head_rows = args.seal_rows - 1
+    print(f"\nTail reads of an unsealed head of {head_rows:,} rows over 1,024 partitions (head+runs, no index):\n")
+    print("| the consumer owns | owned rows/CPU-s | head rows scanned/CPU-s |")
+    print("|---|---:|---:|")
+    for one_in in (1, 4, 16):
+        scans = [tail_scan(1024, head_rows, one_in) for _ in range(args.repetitions)]
+        owned_rate = statistics.median(s[0] for s in scans)
+        head_rate = statistics.median(s[1] for s in scans)
+        print(f"| {'all' if one_in == 1 else f'1 in {one_in}'} | {owned_rate:,.0f} | {head_rate:,.0f} |")
 
 
 if __name__ == "__main__":
