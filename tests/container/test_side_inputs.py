@@ -14,6 +14,7 @@ from samza_dagster.config import Config
 from samza_dagster.container.side_inputs import OFFSETS_FILE
 from samza_dagster.runtime import create_runner, run_job
 from support.hl_harness import read_all
+from support.log_reading import delete_rows_below
 from support.waiting import wait_until
 from tests.apps.harness import create_stream, produce
 
@@ -213,12 +214,9 @@ def test_stored_offsets_that_retention_removed_continue_from_the_oldest_with_a_w
     admin = system_factory(config, "log").get_admin("log", config)
     path = admin.root
     admin.stop()
-    import sqlite3
-
     from samza_dagster.system.log.storage import stream_file
 
-    with sqlite3.connect(stream_file(path, "profiles")) as conn:  # what a retention pass leaves: offsets 3, 4
-        conn.execute('DELETE FROM messages WHERE "offset" < 3')
+    delete_rows_below(stream_file(path, "profiles"), 3)  # what a retention pass leaves: offsets 3, 4
     _user(config, "log", "u1")
     with caplog.at_level("WARNING"):
         result = run_job(config)
@@ -319,7 +317,7 @@ def test_stored_offsets_before_a_compacted_prefix_say_no_live_record_was_skipped
         with sqlite3.connect(stream_file(admin.root, "profiles")) as conn:
             # what compaction leaves of a compacted stream: the superseded u0 values 0-2 are gone
             conn.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('property.cleanup.policy', 'compact')")
-            conn.execute('DELETE FROM messages WHERE "offset" < 3')
+        delete_rows_below(stream_file(admin.root, "profiles"), 3)
     finally:
         admin.stop()
     _store_offsets_file(tmp_path).write_text(json.dumps({"log.profiles.0": "0"}))

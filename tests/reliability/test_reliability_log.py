@@ -30,6 +30,7 @@ import pytest
 
 from samza_dagster.model import StreamSpec
 from samza_dagster.system.log import LogSystemFactory
+from support.log_reading import file_rows
 from support.waiting import wait_until
 from tests import REPO
 from tests.log_crash_workers import BATCH, STREAM, WRITERS, log_config
@@ -91,9 +92,7 @@ def test_killed_writers_never_expose_partial_batches_and_files_stay_sound(tmp_pa
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     totals = {}
     for p in range(WRITERS):
-        rows = conn.execute(
-            'SELECT "offset", value FROM messages WHERE "partition" = ? ORDER BY "offset"', (p,)
-        ).fetchall()
+        rows = [(offset, value) for offset, _key, value, _ts in file_rows(path, p)]
         assert len(rows) % BATCH == 0 and rows, p
         assert [o for o, _ in rows] == list(range(len(rows))), p
         assert all(v.startswith(b"%d:%d:" % (p, o)) for o, v in rows), p

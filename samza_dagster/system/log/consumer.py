@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
@@ -61,6 +62,8 @@ class LogSystemConsumer:
         self._read_committed = self.log_config.read_committed
         #: read_committed: per partition, an offset below which everything is stable (_refresh_stable)
         self._stable: dict[SystemStreamPartition, int] = {}
+        #: per stream, the layout's read state between polls (LogFormat.read_many)
+        self._cursors: defaultdict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
 
     def limit_fetch(self, envelopes: int) -> None:
         """Read at most ``envelopes`` per partition per poll (below ``log.fetch.size``): the
@@ -171,6 +174,7 @@ class LogSystemConsumer:
         result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
         positions, ends, fetch = self._positions, self._ends, self._fetch
         envelope = IncomingMessageEnvelope
+        by_stream: dict[str, list[tuple[SystemStreamPartition, int, int | None]]] = {}
         for ssp in ssps:
             position = positions.get(ssp)
             if position is None:
@@ -181,24 +185,32 @@ class LogSystemConsumer:
                     self._ended.add(ssp)
                     result[ssp] = [envelope.end_of_stream(ssp)]
                 continue
-            conn = self._conn(ssp.stream)
             if stable is not None:
                 below = stable.get(ssp)
                 if below is None or position >= below:
-                    self._refresh_stable(ssp.stream, conn)
+                    self._refresh_stable(ssp.stream, self._conn(ssp.stream))
                     below = stable[ssp]
                     if position >= below:
                         continue  # nothing new, or an open transaction: wait for its commit or abort
                 end = below if end is None else min(end, below)
-            rows = conn.log_format.read(conn, ssp.partition, position, fetch, end)
-            if rows:
-                result[ssp] = [
-                    envelope(ssp, str(offset), key, value, 0 if value is None else len(value), timestamp)
-                    for offset, key, value, timestamp in rows
-                ]
-                positions[ssp] = rows[-1][0] + 1
-            if end is not None and len(rows) < fetch:
-                # everything below the bound is read: step over a gap (compaction, an abort) before
-                # it, so a bounded partition reaches its end even when its last offsets are gone
-                positions[ssp] = end
+            by_stream.setdefault(ssp.stream, []).append((ssp, position, end))
+        for stream, requests in by_stream.items():
+            conn = self._conn(stream)
+            # one call per stream: a layout may read all of them in one pass (format 3's head)
+            read = conn.log_format.read_many(
+                conn, [(ssp.partition, position, end) for ssp, position, end in requests], fetch, self._cursors[stream]
+            )
+            for ssp, _position, end in requests:
+                rows = read[ssp.partition]
+                if rows:
+                    result[ssp] = [
+                        envelope(ssp, str(offset), key, value, 0 if value is None else len(value), timestamp)
+                        for offset, key, value, timestamp in rows
+                    ]
+                    positions[ssp] = rows[-1][0] + 1
+                if end is not None and len(rows) < fetch:
+                    # everything below the bound is read: step over a gap (compaction, an abort)
+                    # before it, so a bounded partition reaches its end even when its last offsets
+                    # are gone
+                    positions[ssp] = end
         return result

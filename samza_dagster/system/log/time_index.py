@@ -39,16 +39,25 @@ SCHEMA = (
     "max_timestamp INTEGER NOT NULL)",
 )
 
-# Per table layout (formats.py): the rows of one partition in an offset range, in offset order.
-# ``lo``/``hi`` are offsets; format 2 addresses rows by id = partition << 40 | offset.
-_RANGE = {
-    2: ("id >= (:p << 40) + :lo AND id < (:p << 40) + :hi", "id"),
-    1: ('"partition" = :p AND "offset" >= :lo AND "offset" < :hi', '"offset"'),
+# Per table layout (formats.py): the rows ("offset", timestamp) of partition :p with :lo <= offset <
+# :hi, and the column that orders them by offset. Format 2 addresses rows by id = partition << 40 |
+# offset; format 3 by its spans (runs_format.py), then its head (where a partition's newest rows
+# are: offsets above every span's).
+_ROWS = {
+    3: (
+        '(SELECT m."offset" AS "offset", m.timestamp AS timestamp FROM spans s JOIN messages m '
+        "ON m.id >= s.first_id + max(:lo - s.first_offset, 0) AND m.id < s.first_id + min(:hi - s.first_offset, s.length) "
+        'WHERE s."partition" = :p AND s.first_offset < :hi AND s.first_offset + s.length > :lo '
+        'UNION ALL SELECT "offset", timestamp FROM head WHERE "partition" = :p AND "offset" >= :lo AND "offset" < :hi)',
+        '"offset"',
+    ),
+    2: ("(SELECT * FROM messages WHERE id >= (:p << 40) + :lo AND id < (:p << 40) + :hi)", "id"),
+    1: ('(SELECT * FROM messages WHERE "partition" = :p AND "offset" >= :lo AND "offset" < :hi)', '"offset"'),
 }
 
 
 def _index_sql(version: int) -> str:
-    where, order = _RANGE[version]
+    rows, order = _ROWS[version]
     # a row enters the index when its timestamp is above every timestamp before it (the carried
     # maximum :carry of earlier chunks, and the window's maximum of the earlier rows of this one)
     return (
@@ -56,14 +65,14 @@ def _index_sql(version: int) -> str:
         'SELECT :p, timestamp, "offset" FROM ('
         f'SELECT "offset", timestamp, MAX(timestamp) OVER (ORDER BY {order} '
         "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before "
-        f"FROM messages WHERE {where}) "
+        f"FROM {rows}) "
         "WHERE timestamp > :carry AND (before IS NULL OR timestamp > before)"
     )
 
 
 def _first_at_or_after_sql(version: int) -> str:
-    where, order = _RANGE[version]
-    return f'SELECT "offset" FROM messages WHERE {where} AND timestamp >= :ts ORDER BY {order} LIMIT 1'
+    rows, order = _ROWS[version]
+    return f'SELECT "offset" FROM {rows} WHERE timestamp >= :ts ORDER BY {order} LIMIT 1'
 
 
 def ensure_schema(conn: StreamConnection) -> None:

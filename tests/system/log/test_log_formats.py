@@ -55,12 +55,12 @@ def _disk_bytes(root: str, stream: str) -> int:
     return sum(os.path.getsize(path + suffix) for suffix in ("", "-wal") if os.path.exists(path + suffix))
 
 
-def test_a_new_stream_is_format_2_and_a_1_kib_message_takes_about_1_kib_of_disk(log):
+def test_a_new_stream_is_format_3_and_a_1_kib_message_takes_about_1_kib_of_disk(log):
     factory, config, root = log
     factory.get_admin("log", config).create_stream(StreamSpec("big", "big", "log", 3))
     _produce(factory, config, "big", 3, 3000, b"v" * 1024)
     conn, _ = storage.open_stream("log", root, "big", "NORMAL", 5.0)
-    assert conn.log_format.version == 2
+    assert conn.log_format.version == 3
     conn.close()
     # format 1 stored each of these in ~4.6 KB (an overflow page per message)
     assert _disk_bytes(root, "big") < 3000 * 1400

@@ -32,6 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from samza_dagster.config import Config
 from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream
 from samza_dagster.system.log import LogSystemFactory
+from samza_dagster.system.log.runs_format import RunsFormat
 from samza_dagster.system.log.transactions import ProducerFencedError
 from support.log_reading import Message, read_partition
 
@@ -267,5 +268,36 @@ class LogOffsetMachine(RuleBasedStateMachine):
         return read_partition(config, SYSTEM, STREAM, partition, str(position))
 
 
+class SealingLogOffsetMachine(LogOffsetMachine):
+    """The same machine on format 3 (runs_format.py) with its thresholds lowered so that every
+    path of that layout runs within a few steps: the head sealed into runs every ``SEAL_ROWS``
+    rows, and batches with ``DIRECT`` rows per partition written as runs of their own (when the
+    head is empty) — retention, compaction, aborts and reads meeting rows in the head, in runs,
+    and across both."""
+
+    SEAL_ROWS, DIRECT = 3, 2
+
+    def __init__(self) -> None:
+        self._thresholds = (RunsFormat.seal_rows, RunsFormat.direct_rows_per_partition)
+        RunsFormat.seal_rows, RunsFormat.direct_rows_per_partition = self.SEAL_ROWS, self.DIRECT
+        super().__init__()
+
+    def teardown(self) -> None:
+        try:
+            super().teardown()
+        finally:
+            RunsFormat.seal_rows, RunsFormat.direct_rows_per_partition = self._thresholds
+
+
+class HeadOnlyLogOffsetMachine(SealingLogOffsetMachine):
+    """Format 3 with every batch through the head (none is narrow enough to skip it)."""
+
+    SEAL_ROWS, DIRECT = 4, 1_000
+
+
 LogOffsetMachine.TestCase.settings = settings(max_examples=120, stateful_step_count=20, deadline=None)
 test_log_offsets_hold_under_any_interleaving = LogOffsetMachine.TestCase
+SealingLogOffsetMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=20, deadline=None)
+test_log_offsets_hold_with_runs_sealed_every_few_rows = SealingLogOffsetMachine.TestCase
+HeadOnlyLogOffsetMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=20, deadline=None)
+test_log_offsets_hold_with_every_batch_through_the_head = HeadOnlyLogOffsetMachine.TestCase

@@ -16,6 +16,7 @@ from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStrea
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.log import LogSystemFactory, storage, time_index
 from samza_dagster.system.log.formats import FORMATS
+from support.log_reading import delete_rows, file_rows
 
 
 @pytest.fixture
@@ -39,10 +40,7 @@ def _produce(factory, config, stream: str, timestamps: list[int], partition: int
 
 
 def _rows(root: str, stream: str, partition: int) -> list[tuple[int, int]]:
-    with sqlite3.connect(storage.stream_file(root, stream)) as conn:
-        return conn.execute(
-            'SELECT "offset", timestamp FROM messages WHERE "partition" = ? ORDER BY "offset"', (partition,)
-        ).fetchall()
+    return [(offset, ts) for offset, _key, _value, ts in file_rows(storage.stream_file(root, stream), partition)]
 
 
 def _expected(rows: list[tuple[int, int]], ts: int) -> str | None:
@@ -100,8 +98,7 @@ def test_rows_removed_after_indexing_are_skipped(log):
     _produce(factory, config, "r", [100, 200, 150, 300, 250, 400, 350, 500])
     _check_all(admin, root, "r", 0, [0, 100, 201, 300, 301, 500])  # indexed
     # retention drops the head, compaction a row in the middle (the index row of 300 among them)
-    with sqlite3.connect(storage.stream_file(root, "r")) as conn:
-        conn.execute('DELETE FROM messages WHERE "offset" IN (0, 1, 3)')
+    delete_rows(storage.stream_file(root, "r"), 0, [0, 1, 3])
     admin.stop()
     _check_all(admin, root, "r", 0, [0, 100, 160, 201, 260, 300, 301, 351, 401, 500, 501])
 

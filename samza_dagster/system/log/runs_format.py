@@ -1,0 +1,429 @@
+"""Format 3: messages appended in arrival order to a *head*, sealed into per-partition *runs*.
+
+Formats 1 and 2 keep each partition's rows contiguous, so a batch spread over many partitions
+dirties about one b-tree page per row and SQLite's WAL writes each of those pages whole at every
+commit: format 2 appends ~0.15–0.2 as fast at 1,024 partitions as at 4 (docs/decisions.md, "Log
+format 3", has the measurements that chose this layout). Format 3 lands every insert at the right
+edge of a b-tree, which SQLite does cheaply, and never rewrites a row twice after it is sealed:
+
+* ``head(seq, partition, offset, key, value, timestamp)`` — a batch touching many partitions is
+  appended here in arrival order, with no per-partition index (an index would dirty a page per
+  partition per commit again). ``head_marks`` gets one row per such batch: each partition's first
+  and last offset in it, packed, so next offsets and seals never scan the head.
+* ``messages(id, partition, offset, key, value, timestamp)`` — sealed rows. Every
+  ``seal_rows`` head rows, one statement moves the whole head here, sorted by (partition, offset),
+  after the table's last id: one *run*. A batch with at least ``direct_rows_per_partition`` rows
+  per partition it touches, written while the head is empty, is a run of its own at once — a
+  narrow producer writes each row once.
+* ``spans(partition, first_offset, first_id, length)`` — where each partition's rows of each run
+  are: offset ``o`` of the span is row ``first_id + o - first_offset`` (holes where an abort or
+  compaction removed a row), so a read of one partition is format 2's range query over ids.
+
+Invariant: a partition's head rows all have offsets above its spans' (the head is sealed whole, and
+a batch skips the head only when the head is empty), so a read looks in the spans, then the head.
+Reads that go on from the spans into the head run in one read transaction: a seal between two
+statements would otherwise move rows out of the head after the spans were read.
+
+Rows still in the head have no per-partition access: ``read_many`` scans the head once for every
+partition asked, in arrival order, and remembers per partition where its scan stopped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from operator import itemgetter
+
+from samza_dagster.system.log.format_base import SIZE_SQL, UPSERT_META, LogFormat, Row, insert_in_chunks
+
+#: ``meta``: the id the next run starts at (ids are never reused, even after retention)
+NEXT_ID_META = "runs.next_id"
+#: head rows read per statement of a head scan
+_HEAD_CHUNK = 2048
+#: a head scan filters partitions in SQL when it asks for at most this many, else in Python
+_FILTER_IN_SQL = 64
+
+_HEAD_INSERT = 'INSERT INTO head ("partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?)'
+_RUN_INSERT = 'INSERT INTO messages (id, "partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?, ?)'
+_SPAN_AT = (
+    'SELECT first_offset, first_id, length FROM spans WHERE "partition" = ? AND first_offset <= ? '
+    "ORDER BY first_offset DESC LIMIT 1"
+)
+_SPAN_AFTER = 'SELECT first_offset FROM spans WHERE "partition" = ? AND first_offset > ? ORDER BY first_offset LIMIT 1'
+_READ_RUN = 'SELECT "offset", key, value, timestamp FROM messages WHERE id >= ? AND id < ? ORDER BY id LIMIT ?'
+
+
+def _pack(values: list[int]) -> bytes:
+    packed = array("q", values)
+    if sys.byteorder == "big":  # stored little-endian, so a file moves between machines
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(blob: bytes) -> array:
+    values = array("q")
+    values.frombytes(blob)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
+
+
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction around several statements (or the caller's, when one is open)."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+class _ChainedCursor:
+    """``scan``'s result: the rows of several statements in turn, in one read snapshot, with the
+    part of the cursor interface the cleaner uses."""
+
+    def __init__(self, conn: sqlite3.Connection, statements: Iterator[sqlite3.Cursor]) -> None:
+        self._own = not conn.in_transaction
+        self._conn = conn
+        if self._own:
+            conn.execute("BEGIN")
+        self._rows = (row for cursor in statements for row in cursor)
+
+    def __iter__(self) -> Iterator[tuple]:
+        return self._rows
+
+    def fetchone(self) -> tuple | None:
+        return next(self._rows, None)
+
+    def close(self) -> None:
+        self._rows.close()
+        if self._own and self._conn.in_transaction:
+            self._conn.execute("COMMIT")
+        self._own = False
+
+
+class RunsFormat(LogFormat):
+    version = 3
+    schema = (
+        'CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, "partition" INTEGER NOT NULL, '
+        '"offset" INTEGER NOT NULL, key BLOB, value BLOB, timestamp INTEGER NOT NULL)',
+        'CREATE TABLE IF NOT EXISTS spans ("partition" INTEGER NOT NULL, first_offset INTEGER NOT NULL, '
+        'first_id INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY ("partition", first_offset)) WITHOUT ROWID',
+        'CREATE TABLE IF NOT EXISTS head (seq INTEGER PRIMARY KEY AUTOINCREMENT, "partition" INTEGER NOT NULL, '
+        '"offset" INTEGER NOT NULL, key BLOB, value BLOB, timestamp INTEGER NOT NULL)',
+        "CREATE TABLE IF NOT EXISTS head_marks (seq INTEGER PRIMARY KEY AUTOINCREMENT, offsets BLOB NOT NULL)",
+    )
+    read_sql = _READ_RUN
+    insert_sql = _HEAD_INSERT
+    #: head rows that trigger a seal (issue 38's probe: 128,000 keeps appends flat up to 1,024
+    #: partitions and a partition's rows of a run long enough for reads at format 2's speed)
+    seal_rows = 128_000
+    #: a batch with at least this many rows per partition it touches is written as a run at once
+    direct_rows_per_partition = 16
+
+    # -- writes ---------------------------------------------------------------------------------
+    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
+        """Inside the caller's write transaction: a run of its own when the batch is narrow and the
+        head empty, else into the head (sealed when it reaches ``seal_rows``)."""
+        rows = rows if isinstance(rows, list) else list(rows)
+        if not rows:
+            return
+        by_partition: dict[int, list[Row]] = {}
+        for row in rows:
+            by_partition.setdefault(row[0], []).append(row)
+        narrow = len(rows) >= self.direct_rows_per_partition * len(by_partition)
+        # the head is empty when it has no marks (rows an abort removed still have theirs: their
+        # offsets belong to the head's range, above every span, until the next seal)
+        if narrow and conn.execute("SELECT 1 FROM head_marks LIMIT 1").fetchone() is None:
+            self._write_run(conn, by_partition)
+            return
+        insert_in_chunks(conn, _HEAD_INSERT, 5, [x for row in rows for x in row])
+        marks = [x for p, part in by_partition.items() for x in (p, part[0][1], part[-1][1])]
+        conn.execute("INSERT INTO head_marks (offsets) VALUES (?)", (_pack(marks),))
+        first, last = conn.execute("SELECT MIN(seq), MAX(seq) FROM head").fetchone()
+        if last is not None and last - first + 1 >= self.seal_rows:
+            self.seal(conn)
+
+    def _write_run(self, conn: sqlite3.Connection, by_partition: dict[int, list[Row]]) -> None:
+        next_id = self._next_id(conn)
+        flat: list = []
+        spans: list[tuple[int, int, int, int]] = []
+        for p in sorted(by_partition):
+            part = by_partition[p]
+            first_offset = part[0][1]
+            base = next_id - first_offset
+            flat.extend(x for _, o, k, v, t in part for x in (base + o, p, o, k, v, t))
+            length = part[-1][1] - first_offset + 1
+            spans.append((p, first_offset, next_id, length))
+            next_id += length
+        insert_in_chunks(conn, _RUN_INSERT, 6, flat)
+        conn.executemany("INSERT INTO spans VALUES (?, ?, ?, ?)", spans)
+        conn.execute(UPSERT_META, (NEXT_ID_META, str(next_id)))
+
+    def seal(self, conn: sqlite3.Connection) -> None:
+        """Move the whole head into one run (inside the caller's write transaction)."""
+        ranges = self._head_ranges(conn)
+        if not ranges:
+            return
+        next_id = self._next_id(conn)
+        spans: list[tuple[int, int, int, int]] = []
+        for p in sorted(ranges):
+            first_offset, last_offset = ranges[p]
+            length = last_offset - first_offset + 1
+            spans.append((p, first_offset, next_id, length))
+            next_id += length
+        conn.execute('CREATE TEMP TABLE IF NOT EXISTS seal_base ("partition" INTEGER PRIMARY KEY, base INTEGER)')
+        conn.execute("DELETE FROM temp.seal_base")
+        conn.executemany("INSERT INTO temp.seal_base VALUES (?, ?)", [(p, i - o) for p, o, i, _ in spans])
+        conn.execute(
+            'INSERT INTO messages (id, "partition", "offset", key, value, timestamp) '
+            'SELECT b.base + h."offset", h."partition", h."offset", h.key, h.value, h.timestamp '
+            'FROM head h JOIN temp.seal_base b ON b."partition" = h."partition" ORDER BY 1'
+        )
+        conn.executemany("INSERT INTO spans VALUES (?, ?, ?, ?)", spans)
+        conn.execute("DELETE FROM head")
+        conn.execute("DELETE FROM head_marks")
+        conn.execute(UPSERT_META, (NEXT_ID_META, str(next_id)))
+
+    def _next_id(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE name = ?", (NEXT_ID_META,)).fetchone()
+        return 1 if row is None else int(row[0])
+
+    def _head_ranges(self, conn: sqlite3.Connection) -> dict[int, tuple[int, int]]:
+        """Each partition's (first, last) offset ever appended to the head since the last seal,
+        from the batches' marks (rows an abort or compaction removed since are holes)."""
+        ranges: dict[int, tuple[int, int]] = {}
+        for (blob,) in conn.execute("SELECT offsets FROM head_marks ORDER BY seq"):
+            values = _unpack(blob)
+            for i in range(0, len(values), 3):
+                p, first, last = values[i], values[i + 1], values[i + 2]
+                known = ranges.get(p)
+                ranges[p] = (first, last) if known is None else (known[0], last)
+        return ranges
+
+    def delete_range(self, conn: sqlite3.Connection, partition: int, start: int, end: int) -> int:
+        removed = 0
+        spans = conn.execute(
+            'SELECT first_offset, first_id, length FROM spans WHERE "partition" = ? AND first_offset < ? '
+            "AND first_offset + length > ?",
+            (partition, end, start),
+        ).fetchall()
+        for first_offset, first_id, length in spans:
+            low = first_id + max(start - first_offset, 0)
+            high = first_id + min(end - first_offset, length)
+            removed += conn.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (low, high)).rowcount
+            if start <= first_offset and first_offset + length <= end:
+                conn.execute('DELETE FROM spans WHERE "partition" = ? AND first_offset = ?', (partition, first_offset))
+        removed += conn.execute(
+            'DELETE FROM head WHERE "partition" = ? AND "offset" >= ? AND "offset" < ?', (partition, start, end)
+        ).rowcount
+        return removed
+
+    def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
+        spans = self._spans(conn, partition)
+        ids: list[tuple[int]] = []
+        in_head: list[int] = []
+        for offset in offsets:
+            span = _span_of(spans, offset)
+            if span is None:
+                in_head.append(offset)
+            else:
+                ids.append((span[1] + offset - span[0],))
+        conn.executemany("DELETE FROM messages WHERE id = ?", ids)
+        if in_head:
+            conn.execute(
+                'DELETE FROM head WHERE "partition" = ? AND "offset" IN (SELECT value FROM json_each(?))',
+                (partition, "[" + ",".join(map(str, in_head)) + "]"),
+            )
+
+    # -- reads ----------------------------------------------------------------------------------
+    def read(
+        self, conn: sqlite3.Connection, partition: int, position: int, limit: int, end: int | None = None
+    ) -> list[tuple]:
+        return self.read_many(conn, [(partition, position, end)], limit, {})[partition]
+
+    def read_many(
+        self,
+        conn: sqlite3.Connection,
+        requests: Sequence[tuple[int, int, int | None]],
+        limit: int,
+        cursors: dict[int, tuple[int, int]],
+    ) -> dict[int, list[tuple]]:
+        """Up to ``limit`` rows ``(offset, key, value, timestamp)`` of each ``(partition, position,
+        end)`` asked, in one read snapshot: from the spans, then — for every partition that reached
+        its newest run — from one scan of the head. ``cursors`` (kept by the caller between calls)
+        remembers per partition the head seq its scan stopped at, for the position it stopped at,
+        so a consumer at the tail scans only rows appended since."""
+        result: dict[int, list[tuple]] = {}
+        wanted: dict[int, list[int | None]] = {}  # partition -> [position, end] of the head's part
+        with _snapshot(conn):
+            for partition, position, end in requests:
+                rows, position, in_head = self._read_runs(conn, partition, position, limit, end)
+                result[partition] = rows
+                if in_head and len(rows) < limit and (end is None or position < end):
+                    wanted[partition] = [position, end]
+            if wanted:
+                self._read_head(conn, wanted, limit, result, cursors)
+        return result
+
+    def _read_runs(
+        self, conn: sqlite3.Connection, partition: int, position: int, limit: int, end: int | None
+    ) -> tuple[list[tuple], int, bool]:
+        """Rows from the spans: (rows, the position after them, whether the head comes next)."""
+        rows: list[tuple] = []
+        while len(rows) < limit and (end is None or position < end):
+            span = conn.execute(_SPAN_AT, (partition, position)).fetchone()
+            if span is not None and position < span[0] + span[2]:
+                first_offset, first_id, length = span
+                high = first_offset + length if end is None else min(first_offset + length, end)
+                want = limit - len(rows)
+                got = conn.execute(
+                    _READ_RUN, (first_id + position - first_offset, first_id + high - first_offset, want)
+                ).fetchall()
+                rows += got
+                position = got[-1][0] + 1 if len(got) == want else high  # short: the span is read to high
+                continue
+            after = conn.execute(_SPAN_AFTER, (partition, position)).fetchone()
+            if after is None:
+                return rows, position, True
+            position = after[0]  # nothing of this partition lies between (retention, holes)
+        return rows, position, False
+
+    def _read_head(
+        self,
+        conn: sqlite3.Connection,
+        wanted: dict[int, list[int | None]],
+        limit: int,
+        result: dict[int, list[tuple]],
+        cursors: dict[int, tuple[int, int]],
+    ) -> None:
+        """One scan of the head in arrival order for every partition in ``wanted`` (partition ->
+        [position, end]). A cursor ``(position, seq)`` says: every head row of the partition up to
+        ``seq`` lies below ``position`` — so the scan starts at the smallest such seq."""
+        start = min(cursors[p][1] if cursors.get(p, (-1,))[0] == wanted[p][0] else 0 for p in wanted)
+        sql = 'SELECT seq, "partition", "offset", key, value, timestamp FROM head WHERE seq > ?'
+        if len(wanted) <= _FILTER_IN_SQL:
+            sql += ' AND "partition" IN (' + ",".join(str(p) for p in wanted) + ")"
+        sql += f" ORDER BY seq LIMIT {_HEAD_CHUNK}"
+        open_ = dict(wanted)
+        stopped: dict[int, int] = {}  # partition -> the seq its part of the scan ended at
+        seq = start
+        while open_:
+            chunk = conn.execute(sql, (seq,)).fetchall()
+            for seq, p, offset, key, value, timestamp in chunk:
+                asked = open_.get(p)
+                if asked is None:
+                    continue
+                position, end = asked
+                if offset < position:  # type: ignore[operator]
+                    continue
+                if end is not None and offset >= end:
+                    del open_[p]  # bounded below end: nothing more to read until end moves,
+                    stopped[p] = seq - 1  # and then from this row on
+                    continue
+                rows = result[p]
+                rows.append((offset, key, value, timestamp))
+                if len(rows) >= limit:
+                    del open_[p]
+                    stopped[p] = seq
+            if len(chunk) < _HEAD_CHUNK:
+                break
+        for p, (asked_position, _end) in wanted.items():
+            rows = result[p]
+            after: int = rows[-1][0] + 1 if rows else asked_position  # type: ignore[assignment]
+            cursors[p] = (after, stopped.get(p, seq))
+
+    def next_offsets(self, conn: sqlite3.Connection, partitions: Iterable[int]) -> dict[int, int]:
+        """The larger of: the recorded floor, the end of the partition's newest span, one past
+        its newest head offset (from the marks: no scan of the head)."""
+        floors = self.recorded_next_offsets(conn)
+        head = self._head_ranges(conn)
+        result = {}
+        for p in partitions:
+            span = conn.execute(
+                'SELECT first_offset + length FROM spans WHERE "partition" = ? ORDER BY first_offset DESC LIMIT 1',
+                (p,),
+            ).fetchone()
+            candidates = [floors.get(p, 0), 0 if span is None else span[0]]
+            if p in head:
+                candidates.append(head[p][1] + 1)
+            result[p] = max(candidates)
+        return result
+
+    def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
+        with _snapshot(conn):
+            ((_, _, newest),) = self.bounds_of(conn, [partition])
+        return newest
+
+    def bounds(self, conn: sqlite3.Connection, partition_count: int) -> Iterator[tuple[int, int | None, int | None]]:
+        return self.bounds_of(conn, list(range(partition_count)))
+
+    def bounds_of(
+        self, conn: sqlite3.Connection, partitions: list[int]
+    ) -> Iterator[tuple[int, int | None, int | None]]:
+        """(partition, oldest, newest) of the rows still held: the head's in one grouped scan,
+        the runs' by the first and last non-empty span of each partition."""
+        head = {
+            p: (low, high)
+            for p, low, high in conn.execute('SELECT "partition", MIN("offset"), MAX("offset") FROM head GROUP BY 1')
+        }
+        rows = []
+        for p in partitions:
+            spans = self._spans(conn, p)
+            oldest = self._edge(conn, spans, "MIN")
+            newest = self._edge(conn, reversed(spans), "MAX")
+            if p in head:
+                oldest = head[p][0] if oldest is None else oldest
+                newest = head[p][1]
+            rows.append((p, oldest, newest))
+        return iter(rows)
+
+    def _edge(self, conn: sqlite3.Connection, spans: Iterable[tuple[int, int, int]], how: str) -> int | None:
+        for first_offset, first_id, length in spans:
+            (found,) = conn.execute(
+                f"SELECT {how}(id) FROM messages WHERE id >= ? AND id < ?", (first_id, first_id + length)
+            ).fetchone()
+            if found is not None:
+                return first_offset + found - first_id
+        return None
+
+    def _spans(self, conn: sqlite3.Connection, partition: int) -> list[tuple[int, int, int]]:
+        return conn.execute(
+            'SELECT first_offset, first_id, length FROM spans WHERE "partition" = ? ORDER BY first_offset', (partition,)
+        ).fetchall()
+
+    def scan(self, conn: sqlite3.Connection, partition: int, descending: bool = False) -> sqlite3.Cursor:
+        order = "DESC" if descending else "ASC"
+        columns = f'"offset", key, value IS NULL, {SIZE_SQL}, timestamp'
+
+        def statements() -> Iterator[sqlite3.Cursor]:
+            spans = self._spans(conn, partition)
+            head = conn.execute(f'SELECT {columns} FROM head WHERE "partition" = ? ORDER BY seq {order}', (partition,))
+            if descending:
+                yield head
+            for _, first_id, length in reversed(spans) if descending else spans:
+                yield conn.execute(
+                    f"SELECT {columns} FROM messages WHERE id >= ? AND id < ? ORDER BY id {order}",
+                    (first_id, first_id + length),
+                )
+            if not descending:
+                yield head
+
+        return _ChainedCursor(conn, statements())  # type: ignore[return-value]
+
+
+def _span_of(spans: list[tuple[int, int, int]], offset: int) -> tuple[int, int, int] | None:
+    """The span (first_offset, first_id, length) holding ``offset``, from a partition's spans in
+    offset order; None when it is past them (in the head)."""
+    i = bisect_right(spans, offset, key=itemgetter(0)) - 1
+    if i < 0:
+        return None
+    span = spans[i]
+    return span if offset < span[0] + span[2] else None
