@@ -63,7 +63,7 @@ class LogSystemConsumer:
         #: read_committed: per partition, an offset below which everything is stable (_refresh_stable)
         self._stable: dict[SystemStreamPartition, int] = {}
         #: per stream, the layout's read state between polls (LogFormat.read_many)
-        self._cursors: defaultdict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
+        self._cursors: defaultdict[str, dict[int, tuple[int, ...]]] = defaultdict(dict)
 
     def limit_fetch(self, envelopes: int) -> None:
         """Read at most ``envelopes`` per partition per poll (below ``log.fetch.size``): the

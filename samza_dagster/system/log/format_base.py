@@ -55,7 +55,7 @@ class LogFormat:
         conn: sqlite3.Connection,
         requests: Sequence[tuple[int, int, int | None]],
         limit: int,
-        cursors: dict[int, tuple[int, int]],
+        cursors: dict[int, tuple[int, ...]],
     ) -> dict[int, list[tuple]]:
         """``read`` of each ``(partition, position, end)``: the consumer's poll of one stream.
         ``cursors`` is state the caller keeps between calls for the layout's use (format 3's head

@@ -1,18 +1,22 @@
-"""The two table layouts of a log stream file, and the statements that read and write each.
+"""The table layouts of a log stream file, and the statements that read and write each.
 
-Both hold ``messages("partition", "offset", key, value, timestamp)``; they differ in the b-tree
-the rows live in.
+Each holds messages ``("partition", "offset", key, value, timestamp)``; they differ in where in
+which b-tree the rows live.
 
-* **Format 2** (every file created now): a rowid table whose ``id`` is
+* **Format 3** (every file created now; runs_format.py): messages appended in arrival order to a
+  head, sealed into per-partition runs with a span directory, so a batch over many partitions
+  costs about what a batch over one does, and a read of one partition is still a range scan.
+* **Format 2** (files written before format 3): a rowid table whose ``id`` is
   ``partition << 40 | offset``. A partition's messages are one contiguous run of the table's
-  b-tree in offset order, so a read is one seek and a sequential scan, as before — and table
-  b-tree pages keep up to a whole page of payload per row in place. Offsets go up to 2^40 per
-  partition.
-* **Format 1** (files written before): ``PRIMARY KEY ("partition", "offset") WITHOUT ROWID``.
-  Its rows live in an index b-tree, where SQLite keeps at most about a quarter of a page of
-  payload in place and spills the rest to overflow pages of its own, so a 1 KiB message took
-  several times its size on disk (numbers: docs/benchmarks.md, "Measurements behind defaults in
-  the code"). Still read and written.
+  b-tree in offset order, so a read is one seek and a sequential scan — but a batch spread over
+  1,024 partitions dirties a page per row (docs/decisions.md, "Log format 3"). Table b-tree pages
+  keep up to a whole page of payload per row in place. Offsets go up to 2^40 per partition.
+  Still read and written.
+* **Format 1** (files written before format 2): ``PRIMARY KEY ("partition", "offset") WITHOUT
+  ROWID``. Its rows live in an index b-tree, where SQLite keeps at most about a quarter of a
+  page of payload in place and spills the rest to overflow pages of its own, so a 1 KiB message
+  took several times its size on disk (numbers: docs/benchmarks.md, "Measurements behind
+  defaults in the code"). Still read and written.
 
 A stream file says its format in ``meta`` (``format``); a file without it is format 1.
 

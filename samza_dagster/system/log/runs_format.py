@@ -53,7 +53,10 @@ _SPAN_AT = (
     'SELECT first_offset, first_id, length FROM spans WHERE "partition" = ? AND first_offset <= ? '
     "ORDER BY first_offset DESC LIMIT 1"
 )
-_SPAN_AFTER = 'SELECT first_offset FROM spans WHERE "partition" = ? AND first_offset > ? ORDER BY first_offset LIMIT 1'
+_SPAN_FROM = (
+    'SELECT first_offset, first_id, length FROM spans WHERE "partition" = ? AND first_offset >= ? '
+    "ORDER BY first_offset LIMIT 1"
+)
 _READ_RUN = 'SELECT "offset", key, value, timestamp FROM messages WHERE id >= ? AND id < ? ORDER BY id LIMIT ?'
 
 
@@ -147,7 +150,8 @@ class RunsFormat(LogFormat):
         insert_in_chunks(conn, _HEAD_INSERT, 5, [x for row in rows for x in row])
         marks = [x for p, part in by_partition.items() for x in (p, part[0][1], part[-1][1])]
         conn.execute("INSERT INTO head_marks (offsets) VALUES (?)", (_pack(marks),))
-        first, last = conn.execute("SELECT MIN(seq), MAX(seq) FROM head").fetchone()
+        # (two subqueries: SQLite seeks for a lone MIN or MAX, but scans for both in one SELECT)
+        first, last = conn.execute("SELECT (SELECT MIN(seq) FROM head), (SELECT MAX(seq) FROM head)").fetchone()
         if last is not None and last - first + 1 >= self.seal_rows:
             self.seal(conn)
 
@@ -254,23 +258,31 @@ class RunsFormat(LogFormat):
         conn: sqlite3.Connection,
         requests: Sequence[tuple[int, int, int | None]],
         limit: int,
-        cursors: dict[int, tuple[int, int]],
+        cursors: dict[int, tuple[int, ...]],
     ) -> dict[int, list[tuple]]:
         """Up to ``limit`` rows ``(offset, key, value, timestamp)`` of each ``(partition, position,
         end)`` asked, in one read snapshot: from the spans, then — for every partition that reached
         its newest run — from one scan of the head. ``cursors`` (kept by the caller between calls)
-        remembers per partition the head seq its scan stopped at, for the position it stopped at,
-        so a consumer at the tail scans only rows appended since."""
+        remembers per partition where its part of the last head scan stopped: ``(position, seq,
+        generation)``, every head row of the partition up to ``seq`` lies below ``position``, as
+        long as no run was written since (``generation``: the next run id then). A consumer at the
+        tail then goes straight to the head and scans only rows appended since."""
         result: dict[int, list[tuple]] = {}
         wanted: dict[int, list[int | None]] = {}  # partition -> [position, end] of the head's part
         with _snapshot(conn):
+            generation = self._next_id(conn)
             for partition, position, end in requests:
-                rows, position, in_head = self._read_runs(conn, partition, position, limit, end)
+                cursor = cursors.get(partition)
+                if cursor is not None and cursor[0] == position and cursor[2] == generation:
+                    rows: list[tuple] = []  # read to the head before, and no run written since
+                    in_head = True
+                else:
+                    rows, position, in_head = self._read_runs(conn, partition, position, limit, end)
                 result[partition] = rows
                 if in_head and len(rows) < limit and (end is None or position < end):
                     wanted[partition] = [position, end]
             if wanted:
-                self._read_head(conn, wanted, limit, result, cursors)
+                self._read_head(conn, wanted, limit, result, cursors, generation)
         return result
 
     def _read_runs(
@@ -278,22 +290,28 @@ class RunsFormat(LogFormat):
     ) -> tuple[list[tuple], int, bool]:
         """Rows from the spans: (rows, the position after them, whether the head comes next)."""
         rows: list[tuple] = []
+        span = conn.execute(_SPAN_AT, (partition, position)).fetchone()
+        if span is None or position >= span[0] + span[2]:
+            span = conn.execute(_SPAN_FROM, (partition, position)).fetchone()
         while len(rows) < limit and (end is None or position < end):
-            span = conn.execute(_SPAN_AT, (partition, position)).fetchone()
-            if span is not None and position < span[0] + span[2]:
-                first_offset, first_id, length = span
-                high = first_offset + length if end is None else min(first_offset + length, end)
-                want = limit - len(rows)
-                got = conn.execute(
-                    _READ_RUN, (first_id + position - first_offset, first_id + high - first_offset, want)
-                ).fetchall()
-                rows += got
-                position = got[-1][0] + 1 if len(got) == want else high  # short: the span is read to high
-                continue
-            after = conn.execute(_SPAN_AFTER, (partition, position)).fetchone()
-            if after is None:
+            if span is None:
                 return rows, position, True
-            position = after[0]  # nothing of this partition lies between (retention, holes)
+            first_offset, first_id, length = span
+            position = max(position, first_offset)  # nothing of the partition lies between
+            span_end = first_offset + length
+            high = span_end if end is None else min(span_end, end)
+            if position >= high:
+                break
+            want = limit - len(rows)
+            got = conn.execute(
+                _READ_RUN, (first_id + position - first_offset, first_id + high - first_offset, want)
+            ).fetchall()
+            rows += got
+            if len(got) == want:
+                return rows, got[-1][0] + 1, False
+            position = high  # read to high: the span's end, or the bound
+            if high == span_end:
+                span = conn.execute(_SPAN_FROM, (partition, position)).fetchone()
         return rows, position, False
 
     def _read_head(
@@ -302,33 +320,34 @@ class RunsFormat(LogFormat):
         wanted: dict[int, list[int | None]],
         limit: int,
         result: dict[int, list[tuple]],
-        cursors: dict[int, tuple[int, int]],
+        cursors: dict[int, tuple[int, ...]],
+        generation: int,
     ) -> None:
         """One scan of the head in arrival order for every partition in ``wanted`` (partition ->
-        [position, end]). A cursor ``(position, seq)`` says: every head row of the partition up to
-        ``seq`` lies below ``position`` — so the scan starts at the smallest such seq."""
-        start = min(cursors[p][1] if cursors.get(p, (-1,))[0] == wanted[p][0] else 0 for p in wanted)
+        [position, end]), from the smallest seq their cursors allow (read_many)."""
+        start = min(
+            cursors[p][1] if p in cursors and cursors[p][0] == asked[0] and cursors[p][2] == generation else 0
+            for p, asked in wanted.items()
+        )
         sql = 'SELECT seq, "partition", "offset", key, value, timestamp FROM head WHERE seq > ?'
         if len(wanted) <= _FILTER_IN_SQL:
             sql += ' AND "partition" IN (' + ",".join(str(p) for p in wanted) + ")"
         sql += f" ORDER BY seq LIMIT {_HEAD_CHUNK}"
-        open_ = dict(wanted)
+        open_ = {p: (position, end, result[p]) for p, (position, end) in wanted.items()}
         stopped: dict[int, int] = {}  # partition -> the seq its part of the scan ended at
         seq = start
+        execute, get = conn.execute, open_.get
         while open_:
-            chunk = conn.execute(sql, (seq,)).fetchall()
+            chunk = execute(sql, (seq,)).fetchall()
             for seq, p, offset, key, value, timestamp in chunk:
-                asked = open_.get(p)
-                if asked is None:
+                asked = get(p)
+                if asked is None or offset < asked[0]:  # type: ignore[operator]
                     continue
-                position, end = asked
-                if offset < position:  # type: ignore[operator]
-                    continue
+                end, rows = asked[1], asked[2]
                 if end is not None and offset >= end:
                     del open_[p]  # bounded below end: nothing more to read until end moves,
                     stopped[p] = seq - 1  # and then from this row on
                     continue
-                rows = result[p]
                 rows.append((offset, key, value, timestamp))
                 if len(rows) >= limit:
                     del open_[p]
@@ -338,7 +357,7 @@ class RunsFormat(LogFormat):
         for p, (asked_position, _end) in wanted.items():
             rows = result[p]
             after: int = rows[-1][0] + 1 if rows else asked_position  # type: ignore[assignment]
-            cursors[p] = (after, stopped.get(p, seq))
+            cursors[p] = (after, stopped.get(p, seq), generation)
 
     def next_offsets(self, conn: sqlite3.Connection, partitions: Iterable[int]) -> dict[int, int]:
         """The larger of: the recorded floor, the end of the partition's newest span, one past

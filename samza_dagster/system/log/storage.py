@@ -2,9 +2,9 @@
 
 ``<root>/<stream>.db`` (the stream name percent-encoded where it is not file-name safe) holds
 
-* ``messages("partition", "offset", key, value, timestamp)``, stored so that each partition's
-  rows are contiguous in offset order and a range read is one b-tree seek then a sequential scan
-  (the table layouts, formats 1 and 2, are in formats.py);
+* the messages ``("partition", "offset", key, value, timestamp)``, stored so that a read of one
+  partition is a b-tree seek then a sequential scan (the table layouts, formats 1 to 3, are in
+  formats.py);
 * ``meta(name, value)``: ``partition_count``, ``format``, the stream's properties
   (``property.<k>``, among them its cleanup policy: retention.py) and where an emptied partition
   continues (``next_offset.<partition>``, formats.py).
