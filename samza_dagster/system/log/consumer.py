@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterable
 
 from samza_dagster.config.config import Config
@@ -62,8 +61,8 @@ class LogSystemConsumer:
         self._read_committed = self.log_config.read_committed
         #: read_committed: per partition, an offset below which everything is stable (_refresh_stable)
         self._stable: dict[SystemStreamPartition, int] = {}
-        #: per stream, the layout's read state between polls (LogFormat.read_many)
-        self._cursors: defaultdict[str, dict[int, tuple[int, ...]]] = defaultdict(dict)
+        #: per stream, the layout's read state between polls (LogFormat.new_read_state)
+        self._read_states: dict[str, object | None] = {}
 
     def limit_fetch(self, envelopes: int) -> None:
         """Read at most ``envelopes`` per partition per poll (below ``log.fetch.size``): the
@@ -197,8 +196,13 @@ class LogSystemConsumer:
         for stream, requests in by_stream.items():
             conn = self._conn(stream)
             # one call per stream: a layout may read all of them in one pass (format 3's head)
+            if stream not in self._read_states:
+                self._read_states[stream] = conn.log_format.new_read_state()
             read = conn.log_format.read_many(
-                conn, [(ssp.partition, position, end) for ssp, position, end in requests], fetch, self._cursors[stream]
+                conn,
+                [(ssp.partition, position, end) for ssp, position, end in requests],
+                fetch,
+                self._read_states[stream],
             )
             for ssp, _position, end in requests:
                 rows = read[ssp.partition]

@@ -50,16 +50,20 @@ class LogFormat:
         count alone would step over gaps that compaction or an abort left, past the bound)."""
         raise NotImplementedError
 
+    def new_read_state(self) -> object | None:
+        """State a reader of one stream keeps between ``read_many`` calls for the layout's use
+        (format 3's place in its head); None for layouts that read a partition with one seek."""
+        return None
+
     def read_many(
         self,
         conn: sqlite3.Connection,
         requests: Sequence[tuple[int, int, int | None]],
         limit: int,
-        cursors: dict[int, tuple[int, ...]],
+        state: object | None = None,
     ) -> dict[int, list[tuple]]:
         """``read`` of each ``(partition, position, end)``: the consumer's poll of one stream.
-        ``cursors`` is state the caller keeps between calls for the layout's use (format 3's head
-        scan); layouts that read a partition with one seek ignore it."""
+        ``state``: what ``new_read_state`` gave the caller for this stream."""
         return {p: self.read(conn, p, position, limit, end) for p, position, end in requests}
 
     def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:

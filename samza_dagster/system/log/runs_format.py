@@ -44,8 +44,6 @@ from samza_dagster.system.log.format_base import SIZE_SQL, UPSERT_META, LogForma
 NEXT_ID_META = "runs.next_id"
 #: head rows read per statement of a head scan
 _HEAD_CHUNK = 2048
-#: a head scan filters partitions in SQL when it asks for at most this many, else in Python
-_FILTER_IN_SQL = 64
 
 _HEAD_INSERT = 'INSERT INTO head ("partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?)'
 _RUN_INSERT = 'INSERT INTO messages (id, "partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?, ?)'
@@ -56,6 +54,10 @@ _SPAN_AT = (
 _SPAN_FROM = (
     'SELECT first_offset, first_id, length FROM spans WHERE "partition" = ? AND first_offset >= ? '
     "ORDER BY first_offset LIMIT 1"
+)
+_READ_HEAD = (
+    'SELECT seq, "partition", "offset", key, value, timestamp FROM head WHERE seq > ? '
+    f'AND "partition" IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT {_HEAD_CHUNK}'
 )
 _READ_RUN = 'SELECT "offset", key, value, timestamp FROM messages WHERE id >= ? AND id < ? ORDER BY id LIMIT ?'
 
@@ -73,6 +75,58 @@ def _unpack(blob: bytes) -> array:
     if sys.byteorder == "big":
         values.byteswap()
     return values
+
+
+def _marks(conn: sqlite3.Connection, after: int) -> Iterator[tuple[int, dict[int, tuple[int, int]]]]:
+    """The head's marks with seq above ``after``, in order: (the batch's first head seq, partition
+    -> (first, last) offset in the batch)."""
+    for _seq, first_seq, blob in conn.execute(
+        "SELECT seq, first_seq, offsets FROM head_marks WHERE seq > ? ORDER BY seq", (after,)
+    ):
+        values = _unpack(blob)
+        yield first_seq, {values[i]: (values[i + 1], values[i + 2]) for i in range(0, len(values), 3)}
+
+
+class HeadReadState:
+    """What a reader of one stream keeps between ``read_many`` calls, valid while no run is written
+    (``generation``: the next run id it was taken at):
+
+    * ``cursors`` — partition -> (position, seq): every head row of the partition up to ``seq``
+      lies below ``position``, so a consumer at the tail scans only rows appended since;
+    * ``marks`` — the head's marks read so far (first head seq of the batch, its ranges), so a
+      partition read in the head for the first time starts its scan at the first batch holding
+      its position, not at the head's first row."""
+
+    __slots__ = ("generation", "cursors", "marks", "marks_seen")
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.cursors: dict[int, tuple[int, int]] = {}
+        self.marks: list[tuple[int, dict[int, tuple[int, int]]]] = []
+        self.marks_seen = 0  # the seq of the last mark in ``marks``
+
+    def renew(self, generation: int) -> None:
+        if generation != self.generation:
+            self.generation = generation
+            self.cursors.clear()
+            self.marks.clear()
+            self.marks_seen = 0
+
+    def start_of(self, conn: sqlite3.Connection, partition: int, position: int) -> int | None:
+        """A head seq to scan from for ``partition`` at ``position`` (every row of it at or before
+        that seq lies below ``position``), or None: the head holds no offset of it that high."""
+        cursor = self.cursors.get(partition)
+        if cursor is not None and cursor[0] == position:
+            return cursor[1]
+        fresh = conn.execute("SELECT seq FROM head_marks ORDER BY seq DESC LIMIT 1").fetchone()
+        if fresh is not None and fresh[0] > self.marks_seen:
+            self.marks.extend(_marks(conn, self.marks_seen))
+            self.marks_seen = fresh[0]
+        for first_seq, batch in self.marks:
+            span = batch.get(partition)
+            if span is not None and span[1] >= position:
+                return first_seq - 1
+        return None
 
 
 @contextmanager
@@ -121,7 +175,8 @@ class RunsFormat(LogFormat):
         'first_id INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY ("partition", first_offset)) WITHOUT ROWID',
         'CREATE TABLE IF NOT EXISTS head (seq INTEGER PRIMARY KEY AUTOINCREMENT, "partition" INTEGER NOT NULL, '
         '"offset" INTEGER NOT NULL, key BLOB, value BLOB, timestamp INTEGER NOT NULL)',
-        "CREATE TABLE IF NOT EXISTS head_marks (seq INTEGER PRIMARY KEY AUTOINCREMENT, offsets BLOB NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS head_marks (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "first_seq INTEGER NOT NULL, offsets BLOB NOT NULL)",
     )
     read_sql = _READ_RUN
     insert_sql = _HEAD_INSERT
@@ -148,11 +203,12 @@ class RunsFormat(LogFormat):
             self._write_run(conn, by_partition)
             return
         insert_in_chunks(conn, _HEAD_INSERT, 5, [x for row in rows for x in row])
-        marks = [x for p, part in by_partition.items() for x in (p, part[0][1], part[-1][1])]
-        conn.execute("INSERT INTO head_marks (offsets) VALUES (?)", (_pack(marks),))
         # (two subqueries: SQLite seeks for a lone MIN or MAX, but scans for both in one SELECT)
         first, last = conn.execute("SELECT (SELECT MIN(seq) FROM head), (SELECT MAX(seq) FROM head)").fetchone()
-        if last is not None and last - first + 1 >= self.seal_rows:
+        marks = [x for p, part in by_partition.items() for x in (p, part[0][1], part[-1][1])]
+        # this batch's rows took the seqs up to last, one each, under the caller's write lock
+        conn.execute("INSERT INTO head_marks (first_seq, offsets) VALUES (?, ?)", (last - len(rows) + 1, _pack(marks)))
+        if last - first + 1 >= self.seal_rows:
             self.seal(conn)
 
     def _write_run(self, conn: sqlite3.Connection, by_partition: dict[int, list[Row]]) -> None:
@@ -204,10 +260,8 @@ class RunsFormat(LogFormat):
         """Each partition's (first, last) offset ever appended to the head since the last seal,
         from the batches' marks (rows an abort or compaction removed since are holes)."""
         ranges: dict[int, tuple[int, int]] = {}
-        for (blob,) in conn.execute("SELECT offsets FROM head_marks ORDER BY seq"):
-            values = _unpack(blob)
-            for i in range(0, len(values), 3):
-                p, first, last = values[i], values[i + 1], values[i + 2]
+        for _first_seq, batch in _marks(conn, 0):
+            for p, (first, last) in batch.items():
                 known = ranges.get(p)
                 ranges[p] = (first, last) if known is None else (known[0], last)
         return ranges
@@ -251,29 +305,31 @@ class RunsFormat(LogFormat):
     def read(
         self, conn: sqlite3.Connection, partition: int, position: int, limit: int, end: int | None = None
     ) -> list[tuple]:
-        return self.read_many(conn, [(partition, position, end)], limit, {})[partition]
+        return self.read_many(conn, [(partition, position, end)], limit)[partition]
+
+    def new_read_state(self) -> HeadReadState:
+        return HeadReadState()
 
     def read_many(
         self,
         conn: sqlite3.Connection,
         requests: Sequence[tuple[int, int, int | None]],
         limit: int,
-        cursors: dict[int, tuple[int, ...]],
+        state: object | None = None,
     ) -> dict[int, list[tuple]]:
         """Up to ``limit`` rows ``(offset, key, value, timestamp)`` of each ``(partition, position,
         end)`` asked, in one read snapshot: from the spans, then — for every partition that reached
-        its newest run — from one scan of the head. ``cursors`` (kept by the caller between calls)
-        remembers per partition where its part of the last head scan stopped: ``(position, seq,
-        generation)``, every head row of the partition up to ``seq`` lies below ``position``, as
-        long as no run was written since (``generation``: the next run id then). A consumer at the
-        tail then goes straight to the head and scans only rows appended since."""
+        its newest run — from one scan of the head, from where ``state`` (a HeadReadState the
+        caller keeps between calls) says the partitions' rows can be."""
+        head_state = state if isinstance(state, HeadReadState) else HeadReadState()
         result: dict[int, list[tuple]] = {}
         wanted: dict[int, list[int | None]] = {}  # partition -> [position, end] of the head's part
         with _snapshot(conn):
-            generation = self._next_id(conn)
+            head_state.renew(self._next_id(conn))
+            cursors = head_state.cursors
             for partition, position, end in requests:
                 cursor = cursors.get(partition)
-                if cursor is not None and cursor[0] == position and cursor[2] == generation:
+                if cursor is not None and cursor[0] == position:
                     rows: list[tuple] = []  # read to the head before, and no run written since
                     in_head = True
                 else:
@@ -282,7 +338,7 @@ class RunsFormat(LogFormat):
                 if in_head and len(rows) < limit and (end is None or position < end):
                     wanted[partition] = [position, end]
             if wanted:
-                self._read_head(conn, wanted, limit, result, cursors, generation)
+                self._read_head(conn, wanted, limit, result, head_state)
         return result
 
     def _read_runs(
@@ -320,25 +376,29 @@ class RunsFormat(LogFormat):
         wanted: dict[int, list[int | None]],
         limit: int,
         result: dict[int, list[tuple]],
-        cursors: dict[int, tuple[int, ...]],
-        generation: int,
+        state: HeadReadState,
     ) -> None:
         """One scan of the head in arrival order for every partition in ``wanted`` (partition ->
-        [position, end]), from the smallest seq their cursors allow (read_many)."""
-        start = min(
-            cursors[p][1] if p in cursors and cursors[p][0] == asked[0] and cursors[p][2] == generation else 0
-            for p, asked in wanted.items()
-        )
-        sql = 'SELECT seq, "partition", "offset", key, value, timestamp FROM head WHERE seq > ?'
-        if len(wanted) <= _FILTER_IN_SQL:
-            sql += ' AND "partition" IN (' + ",".join(str(p) for p in wanted) + ")"
-        sql += f" ORDER BY seq LIMIT {_HEAD_CHUNK}"
-        open_ = {p: (position, end, result[p]) for p, (position, end) in wanted.items()}
+        [position, end]), from the smallest seq the state allows."""
+        starts: dict[int, int] = {}
+        for p, (position, _end) in wanted.items():
+            start_seq = state.start_of(conn, p, position)  # type: ignore[arg-type]
+            if start_seq is not None:
+                starts[p] = start_seq
+            else:  # nothing of it in the head at or past its position yet
+                (newest,) = conn.execute("SELECT MAX(seq) FROM head").fetchone()
+                state.cursors[p] = (position, newest or 0)  # type: ignore[assignment]
+        if not starts:
+            return
+        # rows of partitions not asked for are skipped inside SQLite (an ephemeral index of the
+        # list): they never become Python objects
+        partitions = "[" + ",".join(map(str, starts)) + "]"
+        open_ = {p: (wanted[p][0], wanted[p][1], result[p]) for p in starts}
         stopped: dict[int, int] = {}  # partition -> the seq its part of the scan ended at
-        seq = start
+        seq = min(starts.values())
         execute, get = conn.execute, open_.get
         while open_:
-            chunk = execute(sql, (seq,)).fetchall()
+            chunk = execute(_READ_HEAD, (seq, partitions)).fetchall()
             for seq, p, offset, key, value, timestamp in chunk:
                 asked = get(p)
                 if asked is None or offset < asked[0]:  # type: ignore[operator]
@@ -354,10 +414,10 @@ class RunsFormat(LogFormat):
                     stopped[p] = seq
             if len(chunk) < _HEAD_CHUNK:
                 break
-        for p, (asked_position, _end) in wanted.items():
+        for p in starts:
             rows = result[p]
-            after: int = rows[-1][0] + 1 if rows else asked_position  # type: ignore[assignment]
-            cursors[p] = (after, stopped.get(p, seq), generation)
+            after: int = rows[-1][0] + 1 if rows else wanted[p][0]  # type: ignore[assignment]
+            state.cursors[p] = (after, stopped.get(p, seq))
 
     def next_offsets(self, conn: sqlite3.Connection, partitions: Iterable[int]) -> dict[int, int]:
         """The larger of: the recorded floor, the end of the partition's newest span, one past
