@@ -57,7 +57,7 @@ _SPAN_FROM = (
 )
 _READ_HEAD = (
     'SELECT seq, "partition", "offset", key, value, timestamp FROM head WHERE seq > ? '
-    f'AND "partition" IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT {_HEAD_CHUNK}'
+    'AND "partition" IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?'
 )
 _READ_RUN = 'SELECT "offset", key, value, timestamp FROM messages WHERE id >= ? AND id < ? ORDER BY id LIMIT ?'
 
@@ -97,31 +97,40 @@ class HeadReadState:
       partition read in the head for the first time starts its scan at the first batch holding
       its position, not at the head's first row."""
 
-    __slots__ = ("generation", "cursors", "marks", "marks_seen")
+    __slots__ = ("generation", "cursors", "marks", "marks_seen", "last_offsets")
 
     def __init__(self) -> None:
         self.generation = -1
         self.cursors: dict[int, tuple[int, int]] = {}
         self.marks: list[tuple[int, dict[int, tuple[int, int]]]] = []
         self.marks_seen = 0  # the seq of the last mark in ``marks``
+        #: partition -> its newest offset in the head, as of ``marks``: a scan that reaches it
+        #: stops looking for the partition instead of reading on to the head's end
+        self.last_offsets: dict[int, int] = {}
 
     def renew(self, generation: int) -> None:
         if generation != self.generation:
             self.generation = generation
             self.cursors.clear()
             self.marks.clear()
+            self.last_offsets.clear()
             self.marks_seen = 0
 
-    def start_of(self, conn: sqlite3.Connection, partition: int, position: int) -> int | None:
+    def refresh_marks(self, conn: sqlite3.Connection) -> None:
+        """Read the marks written since the last call; ``last_offsets`` follows them."""
+        fresh = conn.execute("SELECT seq FROM head_marks ORDER BY seq DESC LIMIT 1").fetchone()
+        if fresh is not None and fresh[0] > self.marks_seen:
+            for first_seq, batch in _marks(conn, self.marks_seen):
+                self.marks.append((first_seq, batch))
+                self.last_offsets.update((p, last) for p, (_first, last) in batch.items())
+            self.marks_seen = fresh[0]
+
+    def start_of(self, partition: int, position: int) -> int | None:
         """A head seq to scan from for ``partition`` at ``position`` (every row of it at or before
         that seq lies below ``position``), or None: the head holds no offset of it that high."""
         cursor = self.cursors.get(partition)
         if cursor is not None and cursor[0] == position:
             return cursor[1]
-        fresh = conn.execute("SELECT seq FROM head_marks ORDER BY seq DESC LIMIT 1").fetchone()
-        if fresh is not None and fresh[0] > self.marks_seen:
-            self.marks.extend(_marks(conn, self.marks_seen))
-            self.marks_seen = fresh[0]
         for first_seq, batch in self.marks:
             span = batch.get(partition)
             if span is not None and span[1] >= position:
@@ -180,9 +189,11 @@ class RunsFormat(LogFormat):
     )
     read_sql = _READ_RUN
     insert_sql = _HEAD_INSERT
-    #: head rows that trigger a seal (issue 38's probe: 128,000 keeps appends flat up to 1,024
-    #: partitions and a partition's rows of a run long enough for reads at format 2's speed)
-    seal_rows = 128_000
+    #: head rows that trigger a seal. Appends stay flat up to 1,024 partitions from 32,000 on; a
+    #: bigger head costs readers of a backlog at width (each read of a few partitions scans the
+    #: head's other partitions' rows too), a smaller one shortens each partition's rows of a run.
+    #: docs/decisions.md, "Log format 3", has the measurements.
+    seal_rows = 32_000
     #: a batch with at least this many rows per partition it touches is written as a run at once
     direct_rows_per_partition = 16
 
@@ -380,9 +391,10 @@ class RunsFormat(LogFormat):
     ) -> None:
         """One scan of the head in arrival order for every partition in ``wanted`` (partition ->
         [position, end]), from the smallest seq the state allows."""
+        state.refresh_marks(conn)
         starts: dict[int, int] = {}
         for p, (position, _end) in wanted.items():
-            start_seq = state.start_of(conn, p, position)  # type: ignore[arg-type]
+            start_seq = state.start_of(p, position)  # type: ignore[arg-type]
             if start_seq is not None:
                 starts[p] = start_seq
             else:  # nothing of it in the head at or past its position yet
@@ -396,9 +408,12 @@ class RunsFormat(LogFormat):
         open_ = {p: (wanted[p][0], wanted[p][1], result[p]) for p in starts}
         stopped: dict[int, int] = {}  # partition -> the seq its part of the scan ended at
         seq = min(starts.values())
-        execute, get = conn.execute, open_.get
+        execute, get, lasts = conn.execute, open_.get, state.last_offsets
         while open_:
-            chunk = execute(_READ_HEAD, (seq, partitions)).fetchall()
+            # as many rows as the open partitions still take: a longer chunk would make SQLite
+            # walk the head past where every one of them is served
+            size = min(_HEAD_CHUNK, max(sum(limit - len(asked[2]) for asked in open_.values()), 16))
+            chunk = execute(_READ_HEAD, (seq, partitions, size)).fetchall()
             for seq, p, offset, key, value, timestamp in chunk:
                 asked = get(p)
                 if asked is None or offset < asked[0]:  # type: ignore[operator]
@@ -409,10 +424,10 @@ class RunsFormat(LogFormat):
                     stopped[p] = seq - 1  # and then from this row on
                     continue
                 rows.append((offset, key, value, timestamp))
-                if len(rows) >= limit:
-                    del open_[p]
+                if len(rows) >= limit or offset >= lasts.get(p, offset + 1):
+                    del open_[p]  # full, or its newest row in the head as the marks say
                     stopped[p] = seq
-            if len(chunk) < _HEAD_CHUNK:
+            if len(chunk) < size:
                 break
         for p in starts:
             rows = result[p]
