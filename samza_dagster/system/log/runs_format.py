@@ -4,7 +4,7 @@ Formats 1 and 2 keep each partition's rows contiguous, so a batch spread over ma
 dirties about one b-tree page per row and SQLite's WAL writes each of those pages whole at every
 commit: format 2 appends ~0.15–0.2 as fast at 1,024 partitions as at 4 (docs/decisions.md, "Log
 format 3", has the measurements that chose this layout). Format 3 lands every insert at the right
-edge of a b-tree, which SQLite does cheaply, and never rewrites a row twice after it is sealed:
+edge of a b-tree, which SQLite does cheaply, and a sealed row is never written again:
 
 * ``head(seq, partition, offset, key, value, timestamp)`` — a batch touching many partitions is
   appended here in arrival order, with no per-partition index (an index would dirty a page per
@@ -42,7 +42,7 @@ from samza_dagster.system.log.format_base import SIZE_SQL, UPSERT_META, LogForma
 
 #: ``meta``: the id the next run starts at (ids are never reused, even after retention)
 NEXT_ID_META = "runs.next_id"
-#: head rows read per statement of a head scan
+#: the most head rows one statement of a head scan returns
 _HEAD_CHUNK = 2048
 
 _HEAD_INSERT = 'INSERT INTO head ("partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?)'
@@ -290,9 +290,14 @@ class RunsFormat(LogFormat):
             removed += conn.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (low, high)).rowcount
             if start <= first_offset and first_offset + length <= end:
                 conn.execute('DELETE FROM spans WHERE "partition" = ? AND first_offset = ?', (partition, first_offset))
-        removed += conn.execute(
-            'DELETE FROM head WHERE "partition" = ? AND "offset" >= ? AND "offset" < ?', (partition, start, end)
-        ).rowcount
+        newest_span = conn.execute(
+            'SELECT first_offset + length FROM spans WHERE "partition" = ? ORDER BY first_offset DESC LIMIT 1',
+            (partition,),
+        ).fetchone()
+        if newest_span is None or newest_span[0] < end:  # else the range ends below the head's rows
+            removed += conn.execute(
+                'DELETE FROM head WHERE "partition" = ? AND "offset" >= ? AND "offset" < ?', (partition, start, end)
+            ).rowcount
         return removed
 
     def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
@@ -497,18 +502,20 @@ class RunsFormat(LogFormat):
         order = "DESC" if descending else "ASC"
         columns = f'"offset", key, value IS NULL, {SIZE_SQL}, timestamp'
 
+        def head() -> sqlite3.Cursor:  # run only when reached: it scans the whole head
+            return conn.execute(f'SELECT {columns} FROM head WHERE "partition" = ? ORDER BY seq {order}', (partition,))
+
         def statements() -> Iterator[sqlite3.Cursor]:
             spans = self._spans(conn, partition)
-            head = conn.execute(f'SELECT {columns} FROM head WHERE "partition" = ? ORDER BY seq {order}', (partition,))
             if descending:
-                yield head
+                yield head()
             for _, first_id, length in reversed(spans) if descending else spans:
                 yield conn.execute(
                     f"SELECT {columns} FROM messages WHERE id >= ? AND id < ? ORDER BY id {order}",
                     (first_id, first_id + length),
                 )
             if not descending:
-                yield head
+                yield head()
 
         return _ChainedCursor(conn, statements())  # type: ignore[return-value]
 
