@@ -442,8 +442,9 @@ class RunsFormat(LogFormat):
     def next_offsets(self, conn: sqlite3.Connection, partitions: Iterable[int]) -> dict[int, int]:
         """The larger of: the recorded floor, the end of the partition's newest span, one past
         its newest head offset (from the marks: no scan of the head)."""
+        partitions = list(partitions)
         floors = self.recorded_next_offsets(conn)
-        head = self._head_ranges(conn)
+        head = self._head_last_offsets(conn, set(partitions))
         result = {}
         for p in partitions:
             span = conn.execute(
@@ -452,9 +453,24 @@ class RunsFormat(LogFormat):
             ).fetchone()
             candidates = [floors.get(p, 0), 0 if span is None else span[0]]
             if p in head:
-                candidates.append(head[p][1] + 1)
+                candidates.append(head[p] + 1)
             result[p] = max(candidates)
         return result
+
+    def _head_last_offsets(self, conn: sqlite3.Connection, partitions: set[int]) -> dict[int, int]:
+        """The newest head offset of each of ``partitions`` that has one: marks read newest first,
+        until every one is found — a producer asks for the partitions of its batch, which recent
+        marks hold, so a head of many small batches is not decoded whole for each write."""
+        found: dict[int, int] = {}
+        for (blob,) in conn.execute("SELECT offsets FROM head_marks ORDER BY seq DESC"):
+            values = _unpack(blob)
+            for i in range(0, len(values), 3):
+                p = values[i]
+                if p in partitions and p not in found:
+                    found[p] = values[i + 2]
+            if len(found) == len(partitions):
+                break
+        return found
 
     def last_offset(self, conn: sqlite3.Connection, partition: int) -> int | None:
         with _snapshot(conn):
