@@ -36,6 +36,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from operator import itemgetter
 
 from samza_dagster.system.log.format_base import SIZE_SQL, UPSERT_META, LogFormat, Row, insert_in_chunks
@@ -84,7 +85,7 @@ def _marks(conn: sqlite3.Connection, after: int) -> Iterator[tuple[int, dict[int
         "SELECT seq, first_seq, offsets FROM head_marks WHERE seq > ? ORDER BY seq", (after,)
     ):
         values = _unpack(blob)
-        yield first_seq, {values[i]: (values[i + 1], values[i + 2]) for i in range(0, len(values), 3)}
+        yield first_seq, dict(zip(values[0::3], zip(values[1::3], values[2::3], strict=True), strict=True))
 
 
 class HeadReadState:
@@ -122,7 +123,7 @@ class HeadReadState:
         if fresh is not None and fresh[0] > self.marks_seen:
             for first_seq, batch in _marks(conn, self.marks_seen):
                 self.marks.append((first_seq, batch))
-                self.last_offsets.update((p, last) for p, (_first, last) in batch.items())
+                self.last_offsets.update(zip(batch, map(itemgetter(1), batch.values()), strict=True))
             self.marks_seen = fresh[0]
 
     def start_of(self, partition: int, position: int) -> int | None:
@@ -200,40 +201,48 @@ class RunsFormat(LogFormat):
     # -- writes ---------------------------------------------------------------------------------
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
         """Inside the caller's write transaction: a run of its own when the batch is narrow and the
-        head empty, else into the head (sealed when it reaches ``seal_rows``)."""
+        head empty, else into the head (sealed when it reaches ``seal_rows``).
+
+        ``rows`` hold each partition's offsets in ascending order, as the producer assigns them.
+        Each partition's first and last offset come from C loops (``map``, ``zip``, ``dict``): a
+        Python loop grouping the rows by partition cost a fifth of the head's insert statement."""
         rows = rows if isinstance(rows, list) else list(rows)
         if not rows:
             return
-        by_partition: dict[int, list[Row]] = {}
-        for row in rows:
-            by_partition.setdefault(row[0], []).append(row)
-        narrow = len(rows) >= self.direct_rows_per_partition * len(by_partition)
+        partitions = list(map(itemgetter(0), rows))
+        offsets = list(map(itemgetter(1), rows))
+        last = dict(zip(partitions, offsets, strict=True))  # the last row of a partition wins: its newest offset
+        first = dict(zip(reversed(partitions), reversed(offsets), strict=True))  # here the first row wins
+        narrow = len(rows) >= self.direct_rows_per_partition * len(last)
         # the head is empty when it has no marks (rows an abort removed still have theirs: their
         # offsets belong to the head's range, above every span, until the next seal)
         if narrow and conn.execute("SELECT 1 FROM head_marks LIMIT 1").fetchone() is None:
-            self._write_run(conn, by_partition)
+            self._write_run(conn, rows, first, last)
             return
-        insert_in_chunks(conn, _HEAD_INSERT, 5, [x for row in rows for x in row])
+        insert_in_chunks(conn, _HEAD_INSERT, 5, list(chain.from_iterable(rows)))
         # (two subqueries: SQLite seeks for a lone MIN or MAX, but scans for both in one SELECT)
-        first, last = conn.execute("SELECT (SELECT MIN(seq) FROM head), (SELECT MAX(seq) FROM head)").fetchone()
-        marks = [x for p, part in by_partition.items() for x in (p, part[0][1], part[-1][1])]
-        # this batch's rows took the seqs up to last, one each, under the caller's write lock
-        conn.execute("INSERT INTO head_marks (first_seq, offsets) VALUES (?, ?)", (last - len(rows) + 1, _pack(marks)))
-        if last - first + 1 >= self.seal_rows:
+        first_seq, last_seq = conn.execute("SELECT (SELECT MIN(seq) FROM head), (SELECT MAX(seq) FROM head)").fetchone()
+        marks = list(chain.from_iterable(zip(last, map(first.__getitem__, last), last.values(), strict=True)))
+        # this batch's rows took the seqs up to last_seq, one each, under the caller's write lock
+        conn.execute(
+            "INSERT INTO head_marks (first_seq, offsets) VALUES (?, ?)", (last_seq - len(rows) + 1, _pack(marks))
+        )
+        if last_seq - first_seq + 1 >= self.seal_rows:
             self.seal(conn)
 
-    def _write_run(self, conn: sqlite3.Connection, by_partition: dict[int, list[Row]]) -> None:
+    def _write_run(
+        self, conn: sqlite3.Connection, rows: list[Row], first: dict[int, int], last: dict[int, int]
+    ) -> None:
+        """``rows`` as one run: by partition, each partition's span after the previous one's."""
         next_id = self._next_id(conn)
-        flat: list = []
         spans: list[tuple[int, int, int, int]] = []
-        for p in sorted(by_partition):
-            part = by_partition[p]
-            first_offset = part[0][1]
-            base = next_id - first_offset
-            flat.extend(x for _, o, k, v, t in part for x in (base + o, p, o, k, v, t))
-            length = part[-1][1] - first_offset + 1
-            spans.append((p, first_offset, next_id, length))
+        for p in sorted(last):
+            length = last[p] - first[p] + 1
+            spans.append((p, first[p], next_id, length))
             next_id += length
+        ordered = sorted(rows, key=itemgetter(0))  # stable: each partition's rows keep their order
+        base = {p: first_id - first_offset for p, first_offset, first_id, _ in spans}
+        flat = [x for p, o, k, v, t in ordered for x in (base[p] + o, p, o, k, v, t)]
         insert_in_chunks(conn, _RUN_INSERT, 6, flat)
         conn.executemany("INSERT INTO spans VALUES (?, ?, ?, ?)", spans)
         conn.execute(UPSERT_META, (NEXT_ID_META, str(next_id)))
@@ -270,12 +279,14 @@ class RunsFormat(LogFormat):
     def _head_ranges(self, conn: sqlite3.Connection) -> dict[int, tuple[int, int]]:
         """Each partition's (first, last) offset ever appended to the head since the last seal,
         from the batches' marks (rows an abort or compaction removed since are holes)."""
-        ranges: dict[int, tuple[int, int]] = {}
-        for _first_seq, batch in _marks(conn, 0):
-            for p, (first, last) in batch.items():
-                known = ranges.get(p)
-                ranges[p] = (first, last) if known is None else (known[0], last)
-        return ranges
+        batches = [_unpack(blob) for (blob,) in conn.execute("SELECT offsets FROM head_marks ORDER BY seq")]
+        last: dict[int, int] = {}
+        for values in batches:  # a newer batch's last offset replaces an older one's
+            last.update(zip(values[0::3], values[2::3], strict=True))
+        first: dict[int, int] = {}
+        for values in reversed(batches):  # an older batch's first offset replaces a newer one's
+            first.update(zip(values[0::3], values[1::3], strict=True))
+        return {p: (first[p], newest) for p, newest in last.items()}
 
     def delete_range(self, conn: sqlite3.Connection, partition: int, start: int, end: int) -> int:
         removed = 0
@@ -464,10 +475,8 @@ class RunsFormat(LogFormat):
         found: dict[int, int] = {}
         for (blob,) in conn.execute("SELECT offsets FROM head_marks ORDER BY seq DESC"):
             values = _unpack(blob)
-            for i in range(0, len(values), 3):
-                p = values[i]
-                if p in partitions and p not in found:
-                    found[p] = values[i + 2]
+            batch = dict(zip(values[0::3], values[2::3], strict=True))
+            found.update((p, batch[p]) for p in partitions.intersection(batch) if p not in found)
             if len(found) == len(partitions):
                 break
         return found
