@@ -59,3 +59,17 @@ def test_cli_bench_outside_the_repository_is_a_usage_error(tmp_path):
     )
     assert proc.returncode == 2
     assert "repository root" in proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_producer_trace_times_the_head_and_its_seal_at_width(capsys):
+    """``bench.log_producer_trace`` (B13's producer alone) reports the ratio and, per width, the
+    statements that cost: runs at 4 partitions, the head and its seal at 1,024."""
+    from bench import log_producer_trace
+
+    log_producer_trace.main(["--messages", "40000", "--repetitions", "1", "--statements"])
+    out = capsys.readouterr().out
+    assert re.search(r"1,024 / 4 per run: \d\.\d\d", out), out
+    narrow, wide = out.split("SQL statements at 1,024 partitions")
+    assert "INSERT INTO messages (id" in narrow and "INSERT INTO head" not in narrow.split("SQL statements")[1]
+    assert "INSERT INTO head" in wide and "DELETE FROM head" in wide  # 40,000 rows: a seal at 32,000
