@@ -11,6 +11,7 @@ active segment; here the floor makes it hold whatever the cleaner removes.)
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -26,6 +27,7 @@ ALL_PARTITIONS_CTE = "WITH RECURSIVE p(n) AS (SELECT 0 UNION ALL SELECT n + 1 FR
 LISTED_PARTITIONS_CTE = "WITH p(n) AS (VALUES {values}) "
 UPSERT_META = "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
 _NEXT_OFFSETS_SQL = "SELECT name, value FROM meta WHERE name >= 'next_offset.' AND name < 'next_offset/'"
+_NEXT_OFFSETS_OF_SQL = "SELECT name, value FROM meta WHERE name IN (SELECT value FROM json_each(?))"
 #: the most rows one INSERT statement of the current format carries (RowidFormat.insert): a power
 #: of two whose parameters (6 a row) stay within SQLite's limit (32,766 since 3.32; 999 before)
 MAX_ROWS_PER_INSERT = 2048 if sqlite3.sqlite_version_info >= (3, 32) else 128
@@ -77,7 +79,8 @@ class LogFormat:
     def next_offsets(self, conn: sqlite3.Connection, partitions: Iterable[int]) -> dict[int, int]:
         """``next_offset`` of each of ``partitions``: one lookup of the last offset per
         partition, one read of the recorded floors for all of them."""
-        floors = self.recorded_next_offsets(conn)
+        partitions = list(partitions)
+        floors = self.recorded_next_offsets(conn, partitions)
         result = {}
         for partition in partitions:
             last = self.last_offset(conn, partition)
@@ -90,9 +93,18 @@ class LogFormat:
         before removing messages that may be its newest: offsets never go back."""
         conn.execute(UPSERT_META, (NEXT_OFFSET_META.format(partition), str(self.next_offset(conn, partition))))
 
-    def recorded_next_offsets(self, conn: sqlite3.Connection) -> dict[int, int]:
-        """Every ``next_offset.<partition>`` floor cleaning recorded (none: never cleaned)."""
-        return {int(name.split(".", 1)[1]): int(value) for name, value in conn.execute(_NEXT_OFFSETS_SQL)}
+    def recorded_next_offsets(
+        self, conn: sqlite3.Connection, partitions: Iterable[int] | None = None
+    ) -> dict[int, int]:
+        """The ``next_offset.<partition>`` floors cleaning recorded (none: never cleaned), of every
+        partition or only of ``partitions`` — a file cleaned at 1,024 partitions has a floor each,
+        and reading all of them for every partition asked made a cleaning pass quadratic."""
+        if partitions is None:
+            rows = conn.execute(_NEXT_OFFSETS_SQL)
+        else:
+            names = json.dumps([NEXT_OFFSET_META.format(p) for p in partitions])
+            rows = conn.execute(_NEXT_OFFSETS_OF_SQL, (names,))
+        return {int(name.split(".", 1)[1]): int(value) for name, value in rows}
 
     def partition_offsets(
         self, conn: sqlite3.Connection, partition_count: int, partitions: Iterable[int] | None = None
@@ -107,9 +119,11 @@ class LogFormat:
         try:
             if partitions is None:
                 bounds = list(self.bounds(conn, partition_count))
+                floors = self.recorded_next_offsets(conn)
             else:
-                bounds = list(self.bounds_of(conn, sorted(set(partitions))))
-            floors = self.recorded_next_offsets(conn)
+                asked = sorted(set(partitions))
+                bounds = list(self.bounds_of(conn, asked))
+                floors = self.recorded_next_offsets(conn, asked)
         finally:
             conn.execute("COMMIT")
         result: list[tuple[int, int, int | None, int]] = []

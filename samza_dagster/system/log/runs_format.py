@@ -454,7 +454,7 @@ class RunsFormat(LogFormat):
         """The larger of: the recorded floor, the end of the partition's newest span, one past
         its newest head offset (from the marks: no scan of the head)."""
         partitions = list(partitions)
-        floors = self.recorded_next_offsets(conn)
+        floors = self.recorded_next_offsets(conn, partitions)
         head = self._head_last_offsets(conn, set(partitions))
         result = {}
         for p in partitions:

@@ -442,3 +442,30 @@ def test_a_corrupt_stored_policy_is_one_warning_line_and_the_stream_is_left_alon
     assert "stream 's' is not cleaned: its stored cleanup policy is bad" in record.getMessage()
     assert "'compcat'" in record.getMessage()
     assert [o for o, _, _ in _read(config, "s")] == [0, 1]
+
+
+def test_a_cleaning_pass_reads_each_partitions_floor_not_every_floor_per_partition(tmp_path, monkeypatch):
+    """Once a stream is cleaned, every partition has a recorded floor; a later pass must read
+    about one floor per partition (it once read all P floors for each of P partitions)."""
+    partitions = 64
+    config = _config(tmp_path)
+    _create(config, "s", partitions, **{"cleanup.policy": "compact"})
+    now = int(time.time() * 1000)
+    for p in range(partitions):
+        _produce(config, "s", [("k", "1", now), ("k", "2", now)], partition=p)
+    assert _clean(config, "s", now + 1).deleted == partitions  # each partition records its floor
+    fmt = type(storage.StreamConnection.log_format)
+    floors_read = []
+    recorded = fmt.recorded_next_offsets
+
+    def counted(self, conn, *asked):
+        floors = recorded(self, conn, *asked)
+        floors_read.append(len(floors))
+        return floors
+
+    monkeypatch.setattr(fmt, "recorded_next_offsets", counted)
+    for p in range(partitions):
+        _produce(config, "s", [("k", "3", now)], partition=p)
+    assert _clean(config, "s", now + 1).deleted == partitions
+    assert sum(floors_read) <= 4 * partitions, f"{sum(floors_read)} floors read in {len(floors_read)} lookups"
+    assert [_read(config, "s", p) for p in (0, partitions - 1)] == [[(2, "k", "3")]] * 2
