@@ -390,7 +390,17 @@ def runner_section(
         f"plan {job_model['plan_s']:.3f} s"
     )
     return render_section(
-        messages, repetitions, results, memory, unbounded, memory_messages, kafka, spark, spark_messages, job_model
+        messages,
+        repetitions,
+        results,
+        memory,
+        unbounded,
+        memory_messages,
+        kafka,
+        spark,
+        spark_messages,
+        job_model,
+        kafka_messages,
     )
 
 
@@ -405,6 +415,7 @@ def render_section(
     spark: dict[str, list[float]],
     spark_messages: int,
     job_model: dict,
+    kafka_messages: int = KAFKA_MESSAGES,
 ):
     """B13's section from its measurements."""
     from bench.harness import Section, column, median
@@ -489,7 +500,12 @@ the budget plus the interpreter, the engine and SQLite's page caches).
     return Section(
         key="B13",
         title="cost that stays flat as a job grows (4 → 1,024 partitions, one container)",
-        command=f"python -m bench --only B13 --scale-messages {messages} --repetitions {repetitions}",
+        # every size the run used, so the command reproduces the section
+        command=(
+            f"python -m bench --only B13 --repetitions {repetitions} --scale-messages {messages} "
+            f"--scale-memory-messages {memory_messages} --scale-kafka-messages {kafka_messages} "
+            f"--scale-spark-messages {spark_messages}"
+        ),
         body=body,
         result=(
             f"engine {engine_ratio:.2f}×, producer {produce_ratio:.2f}× at {hi:,} vs {lo:,} partitions "
