@@ -25,6 +25,7 @@ from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.orchestration.assets import DeclaredOutput, _group_name, is_written, stream_assets
 from samza_dagster.orchestration.backfill import ReprocessingBackfill
 from samza_dagster.orchestration.job_asset import RunnerFactory, is_bounded_job, op_name, samza_job_asset
+from samza_dagster.orchestration.observable_inputs import observable_inputs
 from samza_dagster.orchestration.sensors import (
     coordinator_stream_sensor,
     samza_job_failure_sensor,
@@ -102,7 +103,7 @@ def application_definitions(
             for spec in streams.read_specs
         ]
         return dg.Definitions(
-            assets=[*read_specs, job_asset, *assets, *(b.asset for b in backfills)],
+            assets=[*observable_inputs(streams, cfg, read_specs), job_asset, *assets, *(b.asset for b in backfills)],
             jobs=[asset_job, *jobs, *(b.job for b in backfills)],
             sensors=[
                 coordinator_stream_sensor(

@@ -35,7 +35,8 @@ from samza_dagster.orchestration.errors import OrchestrationError
 from samza_dagster.orchestration.job_report import JobReport, RunnerStart, WrittenSince, input_metadata
 from samza_dagster.orchestration.launch_check import check_launch_config
 from samza_dagster.orchestration.live import LiveMaterializations, ProgressLine, follow_metrics
-from samza_dagster.orchestration.observation import StreamObservation, observe_streams, system_admin
+from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObservation, observe_streams, system_admin
+from samza_dagster.orchestration.provenance import processed_version, read_input_versions_again
 from samza_dagster.orchestration.resources import SamzaSystemsResource, SparkResource
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.single_run import claim_job_instance, job_instance
@@ -189,12 +190,17 @@ def run_samza_job(
     launch = launch.keeping_coordinator_stream(context, run_config.overrides)
     finished = _supervised_run(context, assets, launch, before, runner_factory, spark)
     end = _conclude(context, assets, launch, before, finished)
+    read_input_versions_again(context, [assets.keys[sid] for sid in before.inputs])
     for stream in in_dependency_order(before.written):
         key = assets.keys[stream.id]
         yield _materialization(context, launch, assets, stream, before, end)
         yield checks.lag_result(key, end.final_inputs, launch.settings, end.metrics_lag)
         if bounded:
             yield checks.end_of_stream_result(key, end.report.status, end.report.stopped_by)
+    for sid, obs in before.inputs.items():  # inputs that moved on during the run: after the outputs
+        final = end.final_inputs.get(sid)
+        if final is not None and final.data_version != processed_version(obs, final):
+            context.log_event(final.to_event(assets.keys[sid], f"offsets after {launch.job_name}'s run"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,6 +409,7 @@ def _report_inputs(
                 asset_key=assets.keys[sid],
                 description=f"processed by {job_name}",
                 metadata=input_metadata(obs, report, finals, bootstrap=assets.streams[sid].bootstrap, lag=lag),
+                tags={DATA_VERSION_TAG: processed_version(obs, final)},
             )
         )
 

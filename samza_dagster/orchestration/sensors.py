@@ -268,7 +268,10 @@ def stream_observation_sensor(
         ]
         if lag:
             events.extend(lag_evaluation(key, observed, settings) for key in assets.written_keys)
-        return dg.SensorResult(asset_events=events, cursor=json.dumps(versions, sort_keys=True))
+        # a tick that requests no run shows as skipped; its reason says what it recorded (without
+        # one the UI says "Sensor function returned an empty result" over the observations)
+        recorded = f"observed new messages in {', '.join(changed)}" if changed else "the job's lag changed"
+        return dg.SensorResult(asset_events=events, cursor=json.dumps(versions, sort_keys=True), skip_reason=recorded)
 
     return _sensor
 

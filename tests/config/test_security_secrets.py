@@ -277,7 +277,11 @@ def test_dagster_metadata_and_logs_of_a_secured_job_hold_no_secret(secure_kafka,
     name = f"dg_{kafka_client.replace('-', '_')}_{uuid.uuid4().hex[:6]}"
     config = _secured_job(secure_kafka, kafka_client, name)
     defs = application_definitions(name, config, declared_outputs=[f"kafka.{name}-out"])
-    (job_asset,) = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.partitions_def is None]
+    (job_asset,) = [
+        a
+        for a in defs.assets
+        if isinstance(a, dg.AssetsDefinition) and a.partitions_def is None and not a.is_observable
+    ]
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(
         [job_asset],

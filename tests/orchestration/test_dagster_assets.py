@@ -67,7 +67,11 @@ def systems(tmp_path: Path) -> SamzaSystemsResource:
 
 def _job_asset(defs: dg.Definitions) -> dg.AssetsDefinition:
     # the job's multi-asset (not the daily-partitioned reprocessing backfill)
-    (job_asset,) = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.partitions_def is None]
+    (job_asset,) = [
+        a
+        for a in defs.assets
+        if isinstance(a, dg.AssetsDefinition) and a.partitions_def is None and not a.is_observable
+    ]
     return job_asset
 
 
@@ -247,3 +251,48 @@ def test_bootstrap_progress_is_logged_and_reported_as_metadata(systems):
         if e.asset_key.path == ["boot", "sentences"]
     ][-1]
     assert "bootstrap_reached_head" not in sentences and sentences["progress"] == 1.0
+
+
+def _stale_status(instance: dg.DagsterInstance, defs: dg.Definitions, key: dg.AssetKey):
+    """What the UI's "Unsynced" badge shows, computed as the webserver computes it."""
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver
+    from dagster._core.loader import LoadingContextForTest
+
+    return CachingStaleStatusResolver(instance, defs.resolve_asset_graph(), LoadingContextForTest(instance)).get_status(
+        key
+    )
+
+
+def test_an_output_is_in_sync_after_its_run_and_unsynced_once_its_input_grows(systems):
+    """Dagster reads an input's version when the step starts; the op observes its inputs itself
+    during the step. The output must not show "Unsynced" right after a run that processed all
+    its input, and must once new messages are observed."""
+    from dagster._core.definitions.data_version import StaleStatus
+
+    from samza_dagster.orchestration.observation import observe_streams
+    from samza_dagster.planner.plan import StreamInfo
+
+    config = systems.apply(Config.from_properties(wordcount.CONFIG_PATH))
+    load_sentences(config)
+    job_asset = _job_asset(wordcount.definitions())
+    defs = dg.Definitions(
+        assets=wordcount.definitions().assets, resources={"samza_systems": systems, "spark": SparkResource()}
+    )
+    words, sentences = dg.AssetKey(["wordcount", "words"]), dg.AssetKey(["wordcount", "sentences"])
+    instance = dg.DagsterInstance.ephemeral()
+    # the input observed before the run, as the stream observation sensor does
+    info = StreamInfo("sentences", "log", "sentences", 2, {"input"})
+    instance.report_runless_asset_event(
+        observe_streams(config, [info], with_lag=False)["sentences"].to_event(sentences)
+    )
+    assert dg.materialize([job_asset], resources={"samza_systems": systems}, instance=instance).success
+    assert _stale_status(instance, defs, words) == StaleStatus.FRESH
+
+    load_sentences(config)  # new messages, then the sensor's next observation
+    instance.report_runless_asset_event(
+        observe_streams(config, [info], with_lag=False)["sentences"].to_event(sentences)
+    )
+    assert _stale_status(instance, defs, words) == StaleStatus.STALE
+
+    assert dg.materialize([job_asset], resources={"samza_systems": systems}, instance=instance).success
+    assert _stale_status(instance, defs, words) == StaleStatus.FRESH

@@ -150,5 +150,8 @@ def test_observation_sensor_reports_new_offsets_once(setup):
     assert event.metadata["messages"].value == 4
     assert not _evaluate(sensor, instance, systems, first.cursor).asset_events
     load_sentences(config, ["one more"])
-    (changed,) = _evaluate(sensor, instance, systems, first.cursor).asset_events
+    second = _evaluate(sensor, instance, systems, first.cursor)
+    (changed,) = second.asset_events
     assert changed.tags["dagster/data_version"] == "0:1,1:2"
+    # a tick that only records shows as skipped in the UI: its reason names what it recorded
+    assert second.skip_message == "observed new messages in sentences"
