@@ -285,10 +285,7 @@ def _streams_before(context: dg.AssetExecutionContext, assets: StreamAssets, lau
         inputs = observe_streams(launch.cfg, read, with_lag=True)
         missing = sorted(sid for sid, o in inputs.items() if not o.exists)
         if missing:
-            raise dg.Failure(
-                description=f"job {job_name}: input stream(s) {', '.join(missing)} do not exist "
-                f"({', '.join(f'{inputs[s].system}.{inputs[s].physical_name}' for s in missing)})"
-            )
+            raise dg.Failure(description=_missing_inputs(launch.cfg, job_name, [inputs[s] for s in missing]))
         for sid, obs in inputs.items():
             context.log_event(obs.to_event(assets.keys[sid], f"offsets seen by {job_name} before it started"))
         _create_outputs(launch.cfg, written)
@@ -296,6 +293,19 @@ def _streams_before(context: dg.AssetExecutionContext, assets: StreamAssets, lau
     except SystemUnavailableError as exc:
         raise dg.Failure(description=f"job {job_name}: {exc}") from exc
     return _Before(read, written, inputs, written_before, [inputs[s.id] for s in read if s.bootstrap])
+
+
+def _missing_inputs(cfg: Config, job_name: str, missing: list[StreamObservation]) -> str:
+    """What a launch whose inputs do not exist says: which, where it looked, what to do."""
+    names = ", ".join(f"{o.system}.{o.physical_name}" for o in missing)
+    roots = sorted({cfg.get(keys.LOG_PATH.key(system=o.system), "") for o in missing} - {""})
+    where = f" under the log root {', '.join(roots)}" if roots else ""
+    return (
+        f"job {job_name}: input stream(s) {', '.join(o.stream_id for o in missing)} do not exist ({names}){where}. "
+        "Write them first (an application's <app>_load_sample job, or `samza-dagster streams create` and "
+        "`streams produce`), or point the samza_systems resource at the system that holds them "
+        "(SAMZA_LOG_PATH for the log)."
+    )
 
 
 def _supervised_run(

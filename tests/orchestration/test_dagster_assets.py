@@ -296,3 +296,18 @@ def test_an_output_is_in_sync_after_its_run_and_unsynced_once_its_input_grows(sy
 
     assert dg.materialize([job_asset], resources={"samza_systems": systems}, instance=instance).success
     assert _stale_status(instance, defs, words) == StaleStatus.FRESH
+
+
+def test_a_launch_without_its_inputs_fails_naming_them_where_it_looked_and_what_to_do(systems):
+    result = dg.materialize(
+        [_job_asset(wordcount.definitions())],
+        resources={"samza_systems": systems},
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    message = failure.step_failure_data.user_failure_data.description
+    assert "input stream(s) sentences, sentences_replay do not exist (log.sentences, log.sentences_replay)" in message
+    assert f"under the log root {systems.log_path}" in message
+    assert "<app>_load_sample" in message and "SAMZA_LOG_PATH" in message
