@@ -127,9 +127,15 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
     )
     if kept:
         console.print(f"streams kept under {report.log_root}/<application>/log")
-    root = f"{report.log_root}/<application>/log" if kept else "<a log root>"
-    console.print(
-        f"Open an application's streams in the Dagster UI:  [bold]SAMZA_LOG_PATH={root} dg dev[/bold]  "
-        "(from the checkout; each application keeps its own log root) — assets per stream, one job per "
-        "application, the coordinator-stream sensor for reconfiguration."
-    )
+        console.print(
+            "Open an application's streams in the Dagster UI:  "
+            f"[bold]SAMZA_LOG_PATH={report.log_root}/<application>/log dg dev[/bold]  "
+            "(from the checkout; each application keeps its own log root) — assets per stream, one job per "
+            "application, the coordinator-stream sensor for reconfiguration."
+        )
+    else:  # the streams were in a temporary directory, gone now
+        console.print(
+            "To open the streams in the Dagster UI, keep them:  [bold]samza-dagster demo --root DIR[/bold], "
+            "then [bold]SAMZA_LOG_PATH=DIR/<application>/log dg dev[/bold] from the checkout — assets per "
+            "stream, one job per application, the coordinator-stream sensor for reconfiguration."
+        )
