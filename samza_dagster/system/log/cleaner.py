@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 
 from samza_dagster.system.log import storage, transactions
+from samza_dagster.system.log.file_worker import StreamFileWorker
 from samza_dagster.system.log.formats import LogFormat
 from samza_dagster.system.log.retention import CleanupPolicy
 
@@ -217,30 +217,21 @@ def _vacuum(conn: sqlite3.Connection, stopping: Callable[[], bool]) -> int:
     return vacuumed
 
 
-class LogCleaner:
+class LogCleaner(StreamFileWorker):
     """The cleaning thread of one producer. ``note_write`` (after each committed batch) marks a
     stream pending; the thread cleans a pending stream once ``interval_s`` has passed since its
     last pass (or since the producer's first write to it)."""
 
     def __init__(self, system: str, root: str, synchronous: str, busy_timeout_s: float, interval_s: float) -> None:
-        self._open = lambda stream: storage.open_stream(system, root, stream, synchronous, busy_timeout_s)[0]
+        super().__init__("log-cleaner", system, root, synchronous, busy_timeout_s)
         self._interval_s = interval_s
-        self._cond = threading.Condition()
         self._written: dict[str, set[int]] = {}  # stream -> partitions this producer wrote
         self._pending: set[str] = set()
         self._last: dict[str, float] = {}
         self._skip: set[str] = set()  # streams whose policy never removes anything
-        self._conns: dict[str, storage.StreamConnection] = {}
-        self._thread: threading.Thread | None = None
-        self._stopped = False
         #: stream -> stats of its last pass (for tests and benchmarks)
         self.passes: dict[str, CleanStats] = {}
         self.pass_count = 0
-
-    @property
-    def started(self) -> bool:
-        """Whether the cleaning thread was started (by a write to a stream that is cleaned)."""
-        return self._thread is not None
 
     def watch(self, stream: str, conn: sqlite3.Connection) -> None:
         """Called when the producer opens ``stream``: a stream whose stored policy never removes
@@ -255,7 +246,7 @@ class LogCleaner:
     def note_write(self, stream: str, partitions: Iterable[int]) -> None:
         if stream in self._skip:
             return
-        with self._cond:
+        with self._changed:
             if self._stopped:
                 return
             self._written.setdefault(stream, set()).update(partitions)
@@ -263,21 +254,7 @@ class LogCleaner:
             # call, a test) does not clean at all, a long-lived one regularly
             self._last.setdefault(stream, time.monotonic())
             self._pending.add(stream)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="log-cleaner", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
-        for conn in self._conns.values():
-            conn.close()
-        self._conns.clear()
+            self._start_locked()
 
     def _due(self) -> tuple[str | None, float | None]:
         """A due stream, or how long until the next one is due (None: none pending)."""
@@ -292,10 +269,10 @@ class LogCleaner:
 
     def _run(self) -> None:
         while True:
-            with self._cond:
+            with self._changed:
                 stream, wait = self._due()
                 while stream is None and not self._stopped:
-                    self._cond.wait(wait)
+                    self._changed.wait(wait)
                     stream, wait = self._due()
                 if self._stopped or stream is None:
                     return
@@ -314,9 +291,8 @@ class LogCleaner:
                 log.debug("log cleaner: the failure's trace", exc_info=True)
 
     def _clean(self, stream: str, partitions: set[int]) -> None:
-        conn = self._conns.get(stream)
-        if conn is None:
-            conn = self._conns[stream] = self._open(stream)
+        conn, opened = self._conn(stream)
+        if opened:
             conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         policy = read_policy(conn, stream)
         if not policy.cleans:

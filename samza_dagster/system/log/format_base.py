@@ -148,8 +148,16 @@ class LogFormat:
     def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
         raise NotImplementedError
 
-    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
+    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row], defer_seal: bool = False) -> bool:
+        """Append ``rows`` inside the caller's write transaction. True when the layout is due
+        housekeeping that ``defer_seal`` left to the caller, who runs ``seal_if_due`` in a
+        transaction of its own (format 3's head seal, runs_format.py); False otherwise."""
         raise NotImplementedError
+
+    def seal_if_due(self, conn: sqlite3.Connection) -> bool:
+        """Inside the caller's write transaction: the housekeeping ``insert`` deferred, if it is
+        still due (another writer may have done it since); whether it ran."""
+        return False
 
     def bounds(self, conn: sqlite3.Connection, partition_count: int) -> Iterator[tuple[int, int | None, int | None]]:
         """``(partition, oldest, newest)`` of every partition, in one statement (one snapshot)."""

@@ -91,9 +91,10 @@ class RowidFormat(LogFormat):
         base = partition << _PARTITION_SHIFT
         conn.executemany("DELETE FROM messages WHERE id = ?", [(base + o,) for o in offsets])
 
-    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
+    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row], defer_seal: bool = False) -> bool:
         flat = [x for p, o, k, v, t in rows for x in (p << _PARTITION_SHIFT | o, p, o, k, v, t)]
         insert_in_chunks(conn, self.insert_sql, 6, flat)
+        return False
 
     def bounds(self, conn: sqlite3.Connection, partition_count: int) -> Iterator[tuple[int, int | None, int | None]]:
         return self._adjust(conn.execute(self._bounds_sql, (partition_count,)))
@@ -155,8 +156,9 @@ class WithoutRowidFormat(LogFormat):
             'DELETE FROM messages WHERE "partition" = ? AND "offset" = ?', [(partition, o) for o in offsets]
         )
 
-    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
+    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row], defer_seal: bool = False) -> bool:
         conn.executemany(self.insert_sql, rows)
+        return False
 
     def bounds(self, conn: sqlite3.Connection, partition_count: int) -> Iterator[tuple[int, int | None, int | None]]:
         yield from conn.execute(self._bounds_sql, (partition_count,))

@@ -39,6 +39,11 @@ process, or this producer's cleaner recording a partition's floor) committed sin
 connection last looked, and forgets every cached offset when it did. A failed batch forgets them
 too.
 
+Seals. A batch that fills a format-3 file's head (runs_format.py) leaves its seal to the
+producer's sealer thread (sealer.py) instead of running it in the batch's transaction; while the
+seal holds the file's write lock, ``send`` keeps buffering the stream (up to
+``HOLD_BATCHES_WHILE_SEALING`` batches) and writes what gathered as one batch after it.
+
 What the writes cost (transactions by cause, lock waits, commit time) is kept per producer and
 shown in the container's summary under ``producer-<system>`` (write_stats.py).
 """
@@ -58,6 +63,7 @@ from samza_dagster.system.errors import MessageTypeError, SystemWriteError, Wron
 from samza_dagster.system.log import formats, storage, transactions, two_phase
 from samza_dagster.system.log.cleaner import LogCleaner
 from samza_dagster.system.log.config import LogSystemConfig
+from samza_dagster.system.log.sealer import HeadSealer
 from samza_dagster.system.log.write_stats import WriteStats
 from samza_dagster.system.partitioner import RoundRobin, choose_partition
 
@@ -70,6 +76,9 @@ Row = tuple[int, "bytes | None", "bytes | None", int]
 #: instead of being written at the linger (``due_in``): under B12's 100 ms, and
 #: above the 17–33 ms in which a container's stream fills a batch in B6
 FILLING_WAIT_S = 0.05
+#: while the producer's sealer seals a stream's head (sealer.py), ``send`` keeps up to this many
+#: batches of the stream buffered instead of waiting for the file's write lock behind the seal
+HOLD_BATCHES_WHILE_SEALING = 32
 
 
 class _StreamWriter:
@@ -127,6 +136,9 @@ class LogSystemProducer:
         cfg = self.log_config
         self._cleaner = LogCleaner(system_name, cfg.path, cfg.synchronous, cfg.busy_timeout_s, cfg.cleaner_interval_s)
         self._thread = _WriterThread(self, cfg.linger_s) if cfg.linger_s > 0 else None
+        self._sealer = HeadSealer(system_name, cfg.path, cfg.synchronous, cfg.busy_timeout_s)
+        #: a full batch waits while its stream's head is being sealed, up to this many rows
+        self._hold_limit = HOLD_BATCHES_WHILE_SEALING * self._batch_size
         self._txn: _Transaction | None = None
         self._stats = WriteStats()
 
@@ -160,7 +172,7 @@ class LogSystemProducer:
         buffer = writer.buffer
         buffer.append((partition, key, value, timestamp))
         size = len(buffer)
-        if size >= self._batch_size:
+        if size >= self._batch_size and (size >= self._hold_limit or self._sealer.sealing != stream):
             self._write(writer, "batch")  # here, not on the producer's thread (module docstring)
         elif size == 1 and self._thread is not None:
             writer.first_at = time.monotonic()
@@ -173,8 +185,12 @@ class LogSystemProducer:
             self._write(writer, "flush")
 
     def metrics_snapshot(self) -> dict[str, object]:
-        """Write transactions and rows by cause, lock waits and commit time (write_stats.py)."""
-        return self._stats.snapshot()
+        """Write transactions and rows by cause, lock waits and commit time (write_stats.py), and
+        the head seals of the producer's sealer (sealer.py) with the seconds they took."""
+        snapshot = self._stats.snapshot()
+        snapshot["head_seals"] = self._sealer.seals
+        snapshot["head_seal_s"] = round(self._sealer.seal_s, 4)
+        return snapshot
 
     @property
     def cleaner(self) -> LogCleaner:
@@ -188,6 +204,7 @@ class LogSystemProducer:
             self.flush("")
         elif self.has_open_transaction():
             self.abort_transaction()  # not committed: nobody may read it (the next commit would have)
+        self._sealer.stop()
         self._cleaner.stop()
         with self._writers_lock:
             for writer in self._writers.values():
@@ -241,11 +258,11 @@ class LogSystemProducer:
                 storage.begin_immediate(conn, self.log_config.busy_timeout_s)
                 locked = clock()
                 if txn is None:
-                    partitions = self._append(conn, writer, batch)
+                    partitions, seal_due = self._append(conn, writer, batch)
                 else:
                     transactions.check_file_epoch(conn, txn.producer, txn.epoch, writer.name)
                     start: dict[int, int] = {}
-                    partitions = self._append(conn, writer, batch, start)
+                    partitions, seal_due = self._append(conn, writer, batch, start)
                     next_offset = writer.next_offsets
                     transactions.record_open(
                         conn, txn.producer, txn.epoch, txn.seq, {p: (start[p], next_offset[p] - 1) for p in partitions}
@@ -266,6 +283,8 @@ class LogSystemProducer:
                         f"({storage.stream_file(self.log_config.path, writer.name)}) failed: {exc}"
                     ) from exc
                 raise
+            if seal_due:
+                self._sealer.request(writer.name)
             if txn is not None:
                 txn.touched.add(writer.name)
             self._cleaner.note_write(writer.name, partitions)
@@ -276,10 +295,11 @@ class LogSystemProducer:
         writer: _StreamWriter,
         batch: list[Row],
         start: dict[int, int] | None = None,
-    ) -> set[int]:
+    ) -> tuple[set[int], bool]:
         """Insert ``batch`` inside the caller's write transaction, each row at its partition's next
-        offset; the partitions written. With ``start`` (a transaction's batch), each written
-        partition's first offset is put there."""
+        offset; the partitions written, and whether the file's head is due a seal (left to the
+        sealer). With ``start`` (a transaction's batch), each written partition's first offset is
+        put there."""
         log_format = conn.log_format
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version != writer.data_version:  # another connection wrote: cached offsets may be stale
@@ -299,8 +319,8 @@ class LogSystemProducer:
             offset = next_offset[partition]
             next_offset[partition] = offset + 1
             append((partition, offset, key, value, timestamp))
-        log_format.insert(conn, rows)
-        return partitions
+        seal_due = log_format.insert(conn, rows, defer_seal=True)
+        return partitions, seal_due
 
     # -- transactions (transactions.py; the container's exactly-once commit) -------------------
     def init_transactions(self, transactional_id: str, state_stream: str) -> None:

@@ -197,18 +197,23 @@ class RunsFormat(LogFormat):
     seal_rows = 32_000
     #: a batch with at least this many rows per partition it touches is written as a run at once
     direct_rows_per_partition = 16
+    #: a head this many times ``seal_rows`` is sealed by the writer that finds it so, even when it
+    #: deferred seals to a sealer (sealer.py) that has fallen behind or failed
+    seal_backlog = 4
 
     # -- writes ---------------------------------------------------------------------------------
-    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row]) -> None:
+    def insert(self, conn: sqlite3.Connection, rows: Iterable[Row], defer_seal: bool = False) -> bool:
         """Inside the caller's write transaction: a run of its own when the batch is narrow and the
-        head empty, else into the head (sealed when it reaches ``seal_rows``).
+        head empty, else into the head, sealed when it reaches ``seal_rows`` — or, with
+        ``defer_seal``, left for the caller's ``seal_if_due`` (True returned) until the head is
+        ``seal_backlog`` times that, when it is sealed here whatever the caller asked.
 
         ``rows`` hold each partition's offsets in ascending order, as the producer assigns them.
         Each partition's first and last offset come from C loops (``map``, ``zip``, ``dict``): a
         Python loop grouping the rows by partition cost a fifth of the head's insert statement."""
         rows = rows if isinstance(rows, list) else list(rows)
         if not rows:
-            return
+            return False
         partitions = list(map(itemgetter(0), rows))
         offsets = list(map(itemgetter(1), rows))
         last = dict(zip(partitions, offsets, strict=True))  # the last row of a partition wins: its newest offset
@@ -218,17 +223,29 @@ class RunsFormat(LogFormat):
         # offsets belong to the head's range, above every span, until the next seal)
         if narrow and conn.execute("SELECT 1 FROM head_marks LIMIT 1").fetchone() is None:
             self._write_run(conn, rows, first, last)
-            return
+            return False
         insert_in_chunks(conn, _HEAD_INSERT, 5, list(chain.from_iterable(rows)))
-        # (two subqueries: SQLite seeks for a lone MIN or MAX, but scans for both in one SELECT)
-        first_seq, last_seq = conn.execute("SELECT (SELECT MIN(seq) FROM head), (SELECT MAX(seq) FROM head)").fetchone()
+        first_seq, last_seq = _head_seqs(conn)
         marks = list(chain.from_iterable(zip(last, map(first.__getitem__, last), last.values(), strict=True)))
         # this batch's rows took the seqs up to last_seq, one each, under the caller's write lock
         conn.execute(
             "INSERT INTO head_marks (first_seq, offsets) VALUES (?, ?)", (last_seq - len(rows) + 1, _pack(marks))
         )
-        if last_seq - first_seq + 1 >= self.seal_rows:
-            self.seal(conn)
+        head_rows = last_seq - first_seq + 1
+        if head_rows < self.seal_rows:
+            return False
+        if defer_seal and head_rows < self.seal_backlog * self.seal_rows:
+            return True
+        self.seal(conn)
+        return False
+
+    def seal_if_due(self, conn: sqlite3.Connection) -> bool:
+        """Seal the head if it holds ``seal_rows`` (inside the caller's write transaction)."""
+        first_seq, last_seq = _head_seqs(conn)
+        if last_seq - first_seq + 1 < self.seal_rows:
+            return False
+        self.seal(conn)
+        return True
 
     def _write_run(
         self, conn: sqlite3.Connection, rows: list[Row], first: dict[int, int], last: dict[int, int]
@@ -543,6 +560,13 @@ class RunsFormat(LogFormat):
                 yield head()
 
         return _ChainedCursor(conn, statements())  # type: ignore[return-value]
+
+
+def _head_seqs(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The head's first and last seq; (0, -1) when it is empty (no rows between them)."""
+    # (two subqueries: SQLite seeks for a lone MIN or MAX, but scans for both in one SELECT)
+    first, last = conn.execute("SELECT (SELECT MIN(seq) FROM head), (SELECT MAX(seq) FROM head)").fetchone()
+    return (0, -1) if first is None else (first, last)
 
 
 def _span_of(spans: list[tuple[int, int, int]], offset: int) -> tuple[int, int, int] | None:
