@@ -42,7 +42,9 @@ too.
 Seals. A batch that fills a format-3 file's head (runs_format.py) leaves its seal to the
 producer's sealer thread (sealer.py) instead of running it in the batch's transaction; while the
 seal holds the file's write lock, ``send`` keeps buffering the stream (up to
-``HOLD_BATCHES_WHILE_SEALING`` batches) and writes what gathered as one batch after it.
+``HOLD_BATCHES_WHILE_SEALING`` batches) and writes what gathered as one batch after it; the
+producer's thread holds it back too (were it to write instead, it would wait for the lock and then
+write while ``send`` runs: the two threads passing the GIL back and forth as above).
 
 What the writes cost (transactions by cause, lock waits, commit time) is kept per producer and
 shown in the container's summary under ``producer-<system>`` (write_stats.py).
@@ -78,7 +80,11 @@ Row = tuple[int, "bytes | None", "bytes | None", int]
 FILLING_WAIT_S = 0.05
 #: while the producer's sealer seals a stream's head (sealer.py), ``send`` keeps up to this many
 #: batches of the stream buffered instead of waiting for the file's write lock behind the seal
-HOLD_BATCHES_WHILE_SEALING = 32
+#: (64,000 rows at the default ``log.batch.size``). A seal of 32,000 rows takes ~80 ms with the
+#: sending thread running beside it, in which B13's producer sends ~40,000 rows: at 32 batches
+#: it waited ~45 ms behind every seal, at 64 it rarely waits (1,024 / 4 partitions 0.79 → 0.82 in
+#: ``bench.log_producer_trace``, docs/benchmarks.md)
+HOLD_BATCHES_WHILE_SEALING = 64
 
 
 class _StreamWriter:
@@ -529,7 +535,10 @@ class _WriterThread:
                 n = len(writer.buffer)
                 if not n:
                     continue
-                wait = due_in(n, clock - writer.first_at, producer._batch_size, self._linger_s)
+                if n < producer._hold_limit and producer._sealer.sealing == writer.name:
+                    wait = self._linger_s  # held while its head is sealed: a look again after the linger
+                else:
+                    wait = due_in(n, clock - writer.first_at, producer._batch_size, self._linger_s)
                 if wait > 0:
                     next_due = wait if next_due is None else min(next_due, wait)
                     continue

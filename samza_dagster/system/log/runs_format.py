@@ -47,6 +47,11 @@ NEXT_ID_META = "runs.next_id"
 _HEAD_CHUNK = 2048
 
 _HEAD_INSERT = 'INSERT INTO head ("partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?)'
+# (spans and bases go in multi-row statements, as rows do: an ``executemany`` lets go of the GIL
+# at every row, and the sealer's thread (sealer.py) waited for it 1,024 times per seal while the
+# producer's ``send`` ran)
+_SPAN_INSERT = "INSERT INTO spans VALUES (?, ?, ?, ?)"
+_SEAL_BASE_INSERT = "INSERT INTO temp.seal_base VALUES (?, ?)"
 _RUN_INSERT = 'INSERT INTO messages (id, "partition", "offset", key, value, timestamp) VALUES (?, ?, ?, ?, ?, ?)'
 _SPAN_AT = (
     'SELECT first_offset, first_id, length FROM spans WHERE "partition" = ? AND first_offset <= ? '
@@ -261,7 +266,7 @@ class RunsFormat(LogFormat):
         base = {p: first_id - first_offset for p, first_offset, first_id, _ in spans}
         flat = [x for p, o, k, v, t in ordered for x in (base[p] + o, p, o, k, v, t)]
         insert_in_chunks(conn, _RUN_INSERT, 6, flat)
-        conn.executemany("INSERT INTO spans VALUES (?, ?, ?, ?)", spans)
+        insert_in_chunks(conn, _SPAN_INSERT, 4, list(chain.from_iterable(spans)))
         conn.execute(UPSERT_META, (NEXT_ID_META, str(next_id)))
 
     def seal(self, conn: sqlite3.Connection) -> None:
@@ -278,13 +283,13 @@ class RunsFormat(LogFormat):
             next_id += length
         conn.execute('CREATE TEMP TABLE IF NOT EXISTS seal_base ("partition" INTEGER PRIMARY KEY, base INTEGER)')
         conn.execute("DELETE FROM temp.seal_base")
-        conn.executemany("INSERT INTO temp.seal_base VALUES (?, ?)", [(p, i - o) for p, o, i, _ in spans])
+        insert_in_chunks(conn, _SEAL_BASE_INSERT, 2, [x for p, o, i, _ in spans for x in (p, i - o)])
         conn.execute(
             'INSERT INTO messages (id, "partition", "offset", key, value, timestamp) '
             'SELECT b.base + h."offset", h."partition", h."offset", h.key, h.value, h.timestamp '
             'FROM head h JOIN temp.seal_base b ON b."partition" = h."partition" ORDER BY 1'
         )
-        conn.executemany("INSERT INTO spans VALUES (?, ?, ?, ?)", spans)
+        insert_in_chunks(conn, _SPAN_INSERT, 4, list(chain.from_iterable(spans)))
         conn.execute("DELETE FROM head")
         conn.execute("DELETE FROM head_marks")
         conn.execute(UPSERT_META, (NEXT_ID_META, str(next_id)))

@@ -47,8 +47,9 @@ class HeadSealer(StreamFileWorker):
         with self._changed:
             if self._stopped:
                 return
-            if stream not in self._due:
-                self._due.append(stream)
+            if stream == self.sealing or stream in self._due:
+                return  # a seal already on its way covers it (it looks at the head once it has the lock)
+            self._due.append(stream)
             self._start_locked()
 
     def _run(self) -> None:
