@@ -3,6 +3,7 @@ while a seal holds the stream file's write lock: real SQLite files, the seal its
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 
 import pytest
@@ -116,3 +117,37 @@ def test_send_goes_on_buffering_while_a_seal_holds_the_lock_up_to_its_limit(log,
         release.set()
         producer.stop()
     assert_reads_back(log, total)
+
+
+def test_a_head_the_sealer_left_at_its_backlog_is_sealed_by_the_writer_that_finds_it(log, monkeypatch):
+    """A sealer that never seals (fallen behind, or failing): the head stops growing at
+    ``seal_backlog`` × ``seal_rows``, sealed inside the batch that takes it there."""
+    monkeypatch.setattr("samza_dagster.system.log.sealer.HeadSealer.request", lambda self, stream: None)
+    producer = producer_of(log, linger_ms="0")
+    limit = RunsFormat.seal_backlog * SEAL_ROWS
+    try:
+        send(producer, range(limit - BATCH))
+        producer.flush("test")
+        assert head_rows(log) == limit - BATCH  # due since SEAL_ROWS, left to the (silent) sealer
+        send(producer, range(limit - BATCH, limit + BATCH))
+        producer.flush("test")
+        assert head_rows(log) == BATCH  # the batch reaching the backlog sealed it, the next is new
+    finally:
+        producer.stop()
+    assert_reads_back(log, limit + BATCH)
+
+
+def test_a_failed_seal_is_logged_with_its_stream_and_loses_nothing(log, monkeypatch, caplog):
+    def failing_seal(self: RunsFormat, conn) -> bool:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(RunsFormat, "seal_if_due", failing_seal)
+    producer = producer_of(log, linger_ms="0")
+    try:
+        send(producer, range(SEAL_ROWS + BATCH))
+        wait_until(lambda: "sealing the head of stream 'out' failed" in caplog.text, 30, "the failure's warning")
+    finally:
+        producer.stop()
+    assert "disk I/O error" in caplog.text and producer.metrics_snapshot()["head_seals"] == 0
+    assert head_rows(log) == SEAL_ROWS + BATCH  # still in the head, readable
+    assert_reads_back(log, SEAL_ROWS + BATCH)
