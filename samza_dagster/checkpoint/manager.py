@@ -17,6 +17,7 @@ from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.system.positions import position_reached
+from samza_dagster.system.protocols import ReportsLastStableOffsets
 
 SOURCE = "__checkpoint"
 
@@ -57,14 +58,25 @@ class CheckpointManager:
             self._producer.start()
             self._started = True
 
-    def read_last(self) -> dict[str, Checkpoint]:
-        """The last checkpoint of every task in the stream (read from oldest to newest now)."""
+    def read_last(self, *, committed_so_far: bool = False) -> dict[str, Checkpoint]:
+        """The last checkpoint of every task in the stream (read from oldest to newest now).
+
+        A container restoring its own checkpoints reads to the stream's end, waiting for a
+        transaction still open in it (another container's, about to commit). An observer — the
+        progress display, a Dagster observation — passes ``committed_so_far`` and reads only to
+        the last stable offset: a crashed container's open transaction holds the end until the
+        container's next instance fences it (or the broker's transaction timeout, a minute or
+        more), and an observer that starts before that instance must never wait for it."""
         metadata = self._admin.get_system_stream_metadata([self.stream])[self.stream]
         pm = metadata.partitions.get(0)
         if pm is None or pm.newest_offset is None:
             return {}
-        newest = int(pm.newest_offset)
-        upcoming = int(pm.upcoming_offset)
+        newest, upcoming = int(pm.newest_offset), int(pm.upcoming_offset)
+        if committed_so_far and isinstance(self._admin, ReportsLastStableOffsets):
+            upcoming = min(upcoming, int(self._admin.last_stable_offsets([self.ssp])[self.ssp]))
+            if upcoming <= int(pm.oldest_offset):
+                return {}
+            newest = min(newest, upcoming - 1)
         raw: dict[str, tuple[bytes, str]] = {}
         consumer = self._consumer_factory()
         consumer.register(self.ssp, pm.oldest_offset)

@@ -171,6 +171,15 @@ class SspMetadataAdmin(Protocol):
 
 
 @runtime_checkable
+class ReportsLastStableOffsets(Protocol):
+    """An admin of a system with transactions (Kafka): per partition its *last stable offset*, the
+    first offset a ``read_committed`` reader cannot read yet — an open transaction's first offset,
+    the upcoming offset when no transaction is open in it."""
+
+    def last_stable_offsets(self, ssps: Iterable[SystemStreamPartition]) -> dict[SystemStreamPartition, str]: ...
+
+
+@runtime_checkable
 class ReportsPosition(Protocol):
     """A consumer whose fetch position in a partition is known (None before its first fetch):
     past a transaction's commit marker, the end of a range holds no message to read."""
