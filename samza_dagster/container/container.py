@@ -63,6 +63,7 @@ from samza_dagster.system.factories import stop_admin
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.system.protocols import (
     CheckpointCommittingSystemFactory,
+    DeliversColumnar,
     ReportsMetrics,
     SystemAdmin,
     SystemConsumer,
@@ -419,10 +420,22 @@ class SamzaContainer:
             fetch_thresholds=thresholds,
             **kwargs,
         )
+        self._ask_for_columns()
         for ssp in sorted(plan.input_ssps):
             consumers.register(ssp, starting[ssp])
         consumers.start()
         return consumers
+
+    def _ask_for_columns(self) -> None:
+        """The partitions of tasks that take columnar batches arrive as Arrow batches from the
+        consumers that can read columns (the files system): no Python object per row."""
+        for ti in self.tasks.values():
+            if ti.columnar_format is None:
+                continue
+            for ssp in ti.ssps:
+                consumer = self._consumers_by_system.get(ssp.system)
+                if isinstance(consumer, DeliversColumnar):
+                    consumer.deliver_columnar([ssp])
 
     def _create_run_loop(self, plan: ContainerPlan, consumers: SystemConsumers) -> RunLoop:
         return RunLoop(

@@ -10,6 +10,7 @@ from samza_dagster.model import (
     IncomingMessageEnvelope,
     OutgoingMessageEnvelope,
     StreamSpec,
+    SystemStream,
     SystemStreamMetadata,
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
@@ -177,6 +178,23 @@ class ReportsLastStableOffsets(Protocol):
     the upcoming offset when no transaction is open in it."""
 
     def last_stable_offsets(self, ssps: Iterable[SystemStreamPartition]) -> dict[SystemStreamPartition, str]: ...
+
+
+@runtime_checkable
+class DeliversColumnar(Protocol):
+    """A consumer that can deliver a partition's rows as Arrow record batches
+    (:class:`~samza_dagster.model.ColumnarEnvelope`), one per poll, instead of an envelope per row:
+    the container asks it for the partitions of tasks that take columnar batches, before ``start``."""
+
+    def deliver_columnar(self, ssps: Iterable[SystemStreamPartition]) -> None: ...
+
+
+@runtime_checkable
+class AppendsTables(Protocol):
+    """A producer that appends a whole Arrow table as it is (Iceberg, files): what a columnar task
+    sends with ``MessageCollector.send_table`` reaches it without a Python object per row."""
+
+    def send_table(self, source: str, system_stream: SystemStream, table: Any) -> None: ...
 
 
 @runtime_checkable
