@@ -76,6 +76,6 @@ def table_rows(table: Any) -> list[dict[str, Any]]:
     to_dict = getattr(table, "to_dict", None)
     if callable(to_dict):
         return list(to_dict("records"))
-    raise TypeError(
+    raise BatchFormatError(
         f"send_table takes a pyarrow Table or RecordBatch or a pandas DataFrame, not {type(table).__name__}"
     )
