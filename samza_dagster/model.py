@@ -98,7 +98,9 @@ class ColumnarEnvelope(IncomingMessageEnvelope):
     __slots__ = ("first_offset", "rows")
 
     def __init__(self, ssp: SystemStreamPartition, first_offset: str, offset: str, batch: Any) -> None:
-        super().__init__(ssp, offset, None, batch, batch.nbytes)
+        # the buffers it holds (a slice holds its parent's): what it costs the container's byte
+        # budget, and ~0.5 µs where ``nbytes`` walks every value's extent (~16 µs a batch)
+        super().__init__(ssp, offset, None, batch, batch.get_total_buffer_size())
         self.first_offset = first_offset
         self.rows: int = batch.num_rows
 

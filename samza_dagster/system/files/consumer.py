@@ -117,7 +117,7 @@ class FilesSystemConsumer:
                 name = reader.entry.name
                 if columnar:
                     return [ColumnarEnvelope(ssp, f"{name}:{first}", f"{name}:{reader.row - 1}", batch)]
-                size = batch.nbytes // batch.num_rows
+                size = batch.get_total_buffer_size() // batch.num_rows  # nbytes costs ~16 µs a batch
                 envelope = IncomingMessageEnvelope
                 return [
                     envelope(ssp, f"{name}:{row}", None, message, size)
