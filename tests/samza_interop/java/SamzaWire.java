@@ -321,6 +321,9 @@ public class SamzaWire {
     if (node.isNull()) {
       return null;
     }
+    if (node.isBoolean()) {
+      return node.asBoolean();
+    }
     return node.asText();
   }
 
