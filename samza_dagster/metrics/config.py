@@ -9,8 +9,9 @@ snapshot reporter writes, where the Prometheus exposition reads) and
 The form snapshots are written in follows the metrics stream's message serde, as Samza's
 ``MetricsSnapshotReporterFactory.getSerde`` finds it (:func:`snapshot_form`): the stream's
 ``samza.msg.serde``, else the system's; a serde registered with Samza's
-``org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory`` class writes ``v2``, anything else
-(Samza's ``MetricsSnapshotSerdeFactory``, ``json``, nothing) plain JSON.
+``org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory`` class (or this engine's
+``samza_dagster.metrics.snapshot:MetricsSnapshotSerdeV2``) writes ``v2``, anything else (Samza's
+``MetricsSnapshotSerdeFactory``, ``json``, nothing) plain JSON.
 
 Everything is checked at once by :func:`metrics_config` — the config pre-flight calls it — and
 each error is a ConfigError naming its key, before anything runs.
@@ -24,8 +25,8 @@ from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.config.system_config import StreamConfig, SystemConfig
-from samza_dagster.metrics.snapshot import JSON_FORM, V2_FORM
+from samza_dagster.config.system_config import SystemConfig
+from samza_dagster.metrics.snapshot import JSON_FORM, V2_FORM, MetricsSnapshotSerdeV2
 from samza_dagster.model import SystemStream
 
 REPORTERS_KEY = keys.METRICS_REPORTERS.name
@@ -36,11 +37,6 @@ SAMZA_CLASSES = {
     "org.apache.samza.metrics.reporter.MetricsSnapshotReporterFactory": SNAPSHOT,
 }
 DEFAULT_INTERVAL_S = float(keys.METRICS_REPORTER_INTERVAL.default)
-#: Samza's serde factory classes for snapshots → the form they write (metrics/snapshot.py)
-SAMZA_SNAPSHOT_SERDES = {
-    "org.apache.samza.serializers.MetricsSnapshotSerdeFactory": JSON_FORM,
-    "org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory": V2_FORM,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,10 +168,7 @@ def snapshot_form(config: Config, stream: SystemStream) -> str:
     Samza's reporter chooses it (the stream's ``samza.msg.serde``, else the system's). Unlike
     Samza, whose reporter falls back to ``MetricsSnapshotSerdeV2`` when no serde is configured,
     an unconfigured stream gets plain JSON (docs/decisions.md, "Samza on the wire")."""
-    name = StreamConfig(config).get_property(stream, keys.STREAM_MSG_SERDE)
-    if not name:
-        name = config.get_str(keys.SYSTEM_MSG_SERDE.key(system=stream.system))
-    if not name:
-        return JSON_FORM
-    serde_class = (config.get_str(keys.SERDE_CLASS.key(name=name)) or "").strip()
-    return SAMZA_SNAPSHOT_SERDES.get(serde_class, JSON_FORM)
+    from samza_dagster.serde.registry import SerdeRegistry
+
+    serde = SerdeRegistry(config).msg_serde(stream)
+    return V2_FORM if isinstance(serde, MetricsSnapshotSerdeV2) else JSON_FORM

@@ -3,7 +3,8 @@
 Names: json, string, bytes, integer, long, noop, msgpack (operator state), pickle (explicit
 only), plus any
 ``serializers.registry.<name>.class=module:Class`` (a Serde class, or a factory with
-``get_serde(name, config)``).
+``get_serde(name, config)``), or one of Samza's factory classes the engine has a serde for
+(``SAMZA_SERDE_CLASSES``: the metrics snapshot serdes).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
     "noop": NoOpSerde,
     "msgpack": MsgpackSerde,
     "pickle": PickleSerde,
+}
+#: Samza's serde factory classes this engine has a serde for (a config carried over from a Samza
+#: job names them in ``serializers.registry.<name>.class``); loaded by name, as a configured class is
+SAMZA_SERDE_CLASSES = {
+    "org.apache.samza.serializers.MetricsSnapshotSerdeFactory": "samza_dagster.metrics.snapshot:MetricsSnapshotSerde",
+    "org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory": (
+        "samza_dagster.metrics.snapshot:MetricsSnapshotSerdeV2"
+    ),
 }
 #: 'msg' / 'key' → (the stream property, the system's key) naming that field's serde
 _SERDE_KEYS = {
@@ -81,7 +90,7 @@ class SerdeRegistry:
         class_key = keys.SERDE_CLASS.key(name=name)
         class_path = self._config.get_str(class_key)
         if class_path:
-            cls = load_class(class_path, class_key)
+            cls = load_class(SAMZA_SERDE_CLASSES.get(class_path.strip(), class_path), class_key)
             obj = cls()
             if hasattr(obj, "get_serde"):
                 obj = obj.get_serde(name, self._config)

@@ -14,6 +14,7 @@ from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.reporter import SnapshotReporter
 from samza_dagster.metrics.snapshot import JSON_FORM, V2_FORM, MetricsHeader, MetricsSnapshot
 from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.runtime.preflight import check_serde_names
 from samza_dagster.system.factories import system_factory
 from tests.samza_interop.harness import SamzaWire, b64, unb64
 
@@ -139,6 +140,7 @@ def test_the_reporter_writes_what_its_streams_serde_names_and_samza_reads_it(
     samza: SamzaWire, tmp_path, serde_config: dict, serde: str
 ) -> None:
     config = _config(tmp_path, **serde_config)
+    check_serde_names(config)  # Samza's factory class names pass the pre-flight: the engine has their serdes
     snapshots = _reported(config, SystemStream("log", "metrics"))
     assert len(snapshots) == 2  # one when it starts, one when it stops
     for data in snapshots:
