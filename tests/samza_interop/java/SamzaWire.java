@@ -11,6 +11,7 @@
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -23,6 +24,15 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.apache.samza.Partition;
+import org.apache.samza.checkpoint.CheckpointId;
+import org.apache.samza.checkpoint.CheckpointV1;
+import org.apache.samza.checkpoint.CheckpointV2;
+import org.apache.samza.checkpoint.kafka.KafkaChangelogSSPOffset;
+import org.apache.samza.checkpoint.kafka.KafkaCheckpointLogKey;
+import org.apache.samza.checkpoint.kafka.KafkaCheckpointLogKeySerde;
+import org.apache.samza.checkpoint.kafka.KafkaStateCheckpointMarker;
+import org.apache.samza.container.TaskName;
 import org.apache.samza.coordinator.stream.CoordinatorStreamKeySerde;
 import org.apache.samza.coordinator.stream.CoordinatorStreamValueSerde;
 import org.apache.samza.coordinator.stream.messages.CoordinatorStreamMessage;
@@ -34,6 +44,8 @@ import org.apache.samza.metrics.reporter.Metrics;
 import org.apache.samza.metrics.reporter.MetricsHeader;
 import org.apache.samza.metrics.reporter.MetricsSnapshot;
 import org.apache.samza.serializers.ByteSerde;
+import org.apache.samza.serializers.CheckpointV1Serde;
+import org.apache.samza.serializers.CheckpointV2Serde;
 import org.apache.samza.serializers.IntermediateMessageSerde;
 import org.apache.samza.serializers.JsonSerde;
 import org.apache.samza.serializers.MetricsSnapshotSerde;
@@ -42,6 +54,7 @@ import org.apache.samza.serializers.Serde;
 import org.apache.samza.system.ControlMessage;
 import org.apache.samza.system.DrainMessage;
 import org.apache.samza.system.EndOfStreamMessage;
+import org.apache.samza.system.SystemStreamPartition;
 import org.apache.samza.system.WatermarkMessage;
 
 public class SamzaWire {
@@ -91,6 +104,34 @@ public class SamzaWire {
         return metricsDecode(metricsSerde(r.get("serde").asText()), bytes(r, "bytes"));
       case "metrics.encode":
         return withBytes(metricsSerde(r.get("serde").asText()).toBytes(metricsSnapshot(r)));
+      case "checkpoint.key.decode": {
+        KafkaCheckpointLogKey key = new KafkaCheckpointLogKeySerde().fromBytes(bytes(r, "bytes"));
+        return JSON.createObjectNode().put("type", key.getType()).put("taskName", key.getTaskName().getTaskName())
+            .put("grouperFactory", key.getGrouperFactoryClassName());
+      }
+      case "checkpoint.key.encode":
+        return withBytes(new KafkaCheckpointLogKeySerde().toBytes(new KafkaCheckpointLogKey(r.get("type").asText(),
+            new TaskName(r.get("taskName").asText()), r.get("grouperFactory").asText())));
+      case "checkpoint.v1.decode": {
+        CheckpointV1 checkpoint = new CheckpointV1Serde().fromBytes(bytes(r, "bytes"));
+        if (checkpoint == null) {
+          throw new IllegalStateException("CheckpointV1Serde returned null (it could not read the bytes)");
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.set("offsets", offsetsJson(checkpoint.getOffsets()));
+        return out;
+      }
+      case "checkpoint.v1.encode":
+        return withBytes(new CheckpointV1Serde().toBytes(new CheckpointV1(offsets(r.get("offsets")))));
+      case "checkpoint.v2.decode":
+        return checkpointV2Decode(new CheckpointV2Serde().fromBytes(bytes(r, "bytes")));
+      case "checkpoint.v2.encode":
+        return withBytes(new CheckpointV2Serde().toBytes(checkpointV2(r)));
+      case "checkpoint.changelog-offset":
+        // what Samza's TaskInstance puts in a CheckpointV1 for a changelog partition
+        return JSON.createObjectNode().put("value", new KafkaChangelogSSPOffset(
+            CheckpointId.deserialize(r.get("checkpointId").asText()),
+            r.hasNonNull("offset") ? r.get("offset").asText() : null).toString());
       default:
         throw new IllegalArgumentException("unknown op " + op);
     }
@@ -325,6 +366,64 @@ public class SamzaWire {
       return node.asBoolean();
     }
     return node.asText();
+  }
+
+  // -- checkpoints: KafkaCheckpointLogKeySerde, CheckpointV1Serde, CheckpointV2Serde ------------------
+
+  private static ArrayNode offsetsJson(Map<SystemStreamPartition, String> offsets) {
+    ArrayNode out = JSON.createArrayNode();
+    offsets.forEach((ssp, offset) -> out.addObject().put("system", ssp.getSystem()).put("stream", ssp.getStream())
+        .put("partition", ssp.getPartition().getPartitionId()).put("offset", offset));
+    return out;
+  }
+
+  private static Map<SystemStreamPartition, String> offsets(JsonNode entries) {
+    Map<SystemStreamPartition, String> out = new HashMap<>();
+    entries.forEach(e -> out.put(ssp(e), e.hasNonNull("offset") ? e.get("offset").asText() : null));
+    return out;
+  }
+
+  private static SystemStreamPartition ssp(JsonNode e) {
+    return new SystemStreamPartition(e.get("system").asText(), e.get("stream").asText(),
+        new Partition(e.get("partition").asInt()));
+  }
+
+  private static ObjectNode checkpointV2Decode(CheckpointV2 checkpoint) {
+    ObjectNode out = JSON.createObjectNode();
+    out.put("checkpointId", checkpoint.getCheckpointId().serialize());
+    out.set("offsets", offsetsJson(checkpoint.getOffsets()));
+    out.set("stateCheckpointMarkers", JSON.valueToTree(checkpoint.getStateCheckpointMarkers()));
+    // the Kafka changelog markers as Samza's state backend reads them
+    ObjectNode kafka = out.putObject("kafkaMarkers");
+    Map<String, String> markers = checkpoint.getStateCheckpointMarkers()
+        .getOrDefault(KafkaStateCheckpointMarker.KAFKA_STATE_BACKEND_FACTORY_NAME, Map.of());
+    markers.forEach((store, marker) -> {
+      KafkaStateCheckpointMarker m = KafkaStateCheckpointMarker.deserialize(marker);
+      SystemStreamPartition changelog = m.getChangelogSSP();
+      kafka.putObject(store).put("system", changelog.getSystem()).put("stream", changelog.getStream())
+          .put("partition", changelog.getPartition().getPartitionId()).put("offset", m.getChangelogOffset());
+    });
+    return out;
+  }
+
+  private static CheckpointV2 checkpointV2(JsonNode r) {
+    Map<String, Map<String, String>> markers = new HashMap<>();
+    if (r.has("kafkaMarkers")) {
+      Map<String, String> kafka = new HashMap<>();
+      r.get("kafkaMarkers").fields().forEachRemaining(e -> kafka.put(e.getKey(), KafkaStateCheckpointMarker.serialize(
+          new KafkaStateCheckpointMarker(ssp(e.getValue()),
+              e.getValue().hasNonNull("offset") ? e.getValue().get("offset").asText() : null))));
+      markers.put(KafkaStateCheckpointMarker.KAFKA_STATE_BACKEND_FACTORY_NAME, kafka);
+    }
+    if (r.has("otherMarkers")) {
+      r.get("otherMarkers").fields().forEachRemaining(factory -> {
+        Map<String, String> values = new HashMap<>();
+        factory.getValue().fields().forEachRemaining(v -> values.put(v.getKey(), v.getValue().asText()));
+        markers.put(factory.getKey(), values);
+      });
+    }
+    return new CheckpointV2(CheckpointId.deserialize(r.get("checkpointId").asText()), offsets(r.get("offsets")),
+        markers);
   }
 
   // -- helpers ---------------------------------------------------------------------------------------
