@@ -19,6 +19,7 @@ from samza_dagster.control import (
 from samza_dagster.control.handler import ControlMessageHandler, IntermediateStreamDecoder
 from samza_dagster.control.sender import ControlMessageSender
 from samza_dagster.model import IncomingMessageEnvelope, OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.runtime.thread_runner import ThreadJobRunner
 from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
 from support.hl_harness import bounded, create, produce, read_all, run, statuses
@@ -201,3 +202,26 @@ def test_a_stage_job_ends_on_end_of_stream_messages_samza_wrote(samza: SamzaWire
     assert statuses(down) == {"completed"}
     counts = dict(read_all(cfg, "counts"))
     assert counts == {w: words.count(w) for w in set(words)}
+
+
+def test_a_stage_job_reading_a_drain_samza_wrote_fails_with_one_line_naming_where(samza: SamzaWire, tmp_path) -> None:
+    cfg = _two_stage_config(tmp_path)
+    create(cfg, "words", 4)
+    create(cfg, "counts", 3)
+    stream = "wc-1-partition_by-by-word"
+    create(cfg, stream, 3)
+    producer = system_factory(cfg, "log").get_producer("log", cfg)
+    producer.register("samza")
+    producer.start()
+    ss = SystemStream("log", stream)
+    user = IntermediateMessageSerde(JsonSerde())
+    producer.send("samza", OutgoingMessageEnvelope(ss, user.to_bytes(1), json.dumps("w").encode(), None, 1))
+    drain = _samza_encode(samza, DrainMessage("Partition 0", "run-1"))
+    producer.send("samza", OutgoingMessageEnvelope(ss, drain, None, None, 1))
+    producer.flush("samza")
+    producer.stop()
+    result = ThreadJobRunner(cfg.with_overrides({"app.stage": "1", "job.factory.class": "thread"})).run()
+    assert not result.succeeded
+    line = result.summary_line()
+    assert "UnsupportedControlMessageError" in line and "\n" not in line
+    assert f"stream log.{stream}, partition 1, offset 1" in line and "'run-1'" in line
