@@ -9,9 +9,8 @@ snapshot reporter writes, where the Prometheus exposition reads) and
 The form snapshots are written in follows the metrics stream's message serde, as Samza's
 ``MetricsSnapshotReporterFactory.getSerde`` finds it (:func:`snapshot_form`): the stream's
 ``samza.msg.serde``, else the system's; a serde registered with Samza's
-``org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory`` class (or this engine's
-``samza_dagster.metrics.snapshot:MetricsSnapshotSerdeV2``) writes ``v2``, anything else (Samza's
-``MetricsSnapshotSerdeFactory``, ``json``, nothing) plain JSON.
+``org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory`` class writes ``v2``, anything else
+(Samza's ``MetricsSnapshotSerdeFactory``, ``json``, nothing) plain JSON.
 
 Everything is checked at once by :func:`metrics_config` — the config pre-flight calls it — and
 each error is a ConfigError naming its key, before anything runs.
@@ -26,7 +25,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import SystemConfig
-from samza_dagster.metrics.snapshot import JSON_FORM, V2_FORM, MetricsSnapshotSerdeV2
+from samza_dagster.metrics.snapshot import JSON_FORM, V2_FORM
 from samza_dagster.model import SystemStream
 
 REPORTERS_KEY = keys.METRICS_REPORTERS.name
@@ -171,4 +170,4 @@ def snapshot_form(config: Config, stream: SystemStream) -> str:
     from samza_dagster.serde.registry import SerdeRegistry
 
     serde = SerdeRegistry(config).msg_serde(stream)
-    return V2_FORM if isinstance(serde, MetricsSnapshotSerdeV2) else JSON_FORM
+    return V2_FORM if getattr(serde, "snapshot_form", None) == V2_FORM else JSON_FORM

@@ -153,27 +153,6 @@ class MetricsSnapshot:
         return self.metrics.get(group, {}).get(name, default)
 
 
-class MetricsSnapshotSerde:
-    """Samza's ``MetricsSnapshotSerde`` as a serde of this engine: snapshots to plain JSON and
-    back (either form read). ``serializers.registry.<name>.class`` naming Samza's
-    ``org.apache.samza.serializers.MetricsSnapshotSerdeFactory`` resolves to it."""
-
-    form = JSON_FORM
-
-    def to_bytes(self, obj: MetricsSnapshot) -> bytes:
-        return obj.encode(self.form)
-
-    def from_bytes(self, data: bytes) -> MetricsSnapshot:
-        return MetricsSnapshot.decode(data)
-
-
-class MetricsSnapshotSerdeV2(MetricsSnapshotSerde):
-    """Samza's ``MetricsSnapshotSerdeV2``: snapshots to its type-wrapped JSON (either form read);
-    what ``org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory`` resolves to."""
-
-    form = V2_FORM
-
-
 def plain(metrics: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``metrics`` with every value JSON can hold (what a user's gauge holds otherwise, as text):
     safe to put in a container summary that travels as JSON."""
