@@ -1,8 +1,10 @@
 """CheckpointManager: writes and reads task checkpoints in the job's checkpoint stream.
 
 Stream ``__samza_checkpoint_ver_1_for_<job.name>_<job.id>`` (``_`` → ``-`` inside the two
-parts) on ``task.checkpoint.system`` (default: the job's default system), one partition,
-keyed by task name (UTF-8); the last message for a task wins.
+parts) on ``task.checkpoint.system`` (default: the job's default system), one partition, in
+Samza 1.8's form (``serde.py``): each commit writes a CheckpointV1 and a CheckpointV2 per task
+under ``KafkaCheckpointLogKey`` keys, as Samza does by default. Reading takes Samza's forms and
+this engine's earlier one (keyed by task name); the last message for a task wins.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 from collections.abc import Mapping
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint, CheckpointError
+from samza_dagster.checkpoint.serde import decode_checkpoint_message, encode_checkpoint_messages
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.task_config import TaskConfig
@@ -37,6 +40,8 @@ class CheckpointManager:
         self.stream = checkpoint_stream_name(job.name, job.id)
         self.ssp = SystemStreamPartition(self.system, self.stream, 0)
         self._system_stream = SystemStream(self.system, self.stream)
+        #: the grouper the checkpoint keys name (Samza refuses a checkpoint of another grouper)
+        self._grouper = job.grouper
         self._admin = admin
         self._producer = producer
         self._consumer_factory = consumer_factory
@@ -77,7 +82,7 @@ class CheckpointManager:
             if upcoming <= int(pm.oldest_offset):
                 return {}
             newest = min(newest, upcoming - 1)
-        raw: dict[str, tuple[bytes, str]] = {}
+        raw: dict[str, Checkpoint] = {}
         consumer = self._consumer_factory()
         consumer.register(self.ssp, pm.oldest_offset)
         consumer.start()
@@ -96,17 +101,17 @@ class CheckpointManager:
                     if env.is_end_of_stream:
                         done = True
                         break
-                    key = env.key.decode("utf-8") if isinstance(env.key, (bytes, bytearray)) else str(env.key)
-                    if env.message is None:
-                        raw.pop(key, None)
+                    message = decode_checkpoint_message(env.key, env.message, env.offset, self._grouper)
+                    if message.checkpoint is None:
+                        raw.pop(message.task_name, None)
                     else:
-                        raw[key] = (env.message, env.offset)
+                        raw[message.task_name] = message.checkpoint
                     if int(env.offset) >= newest:
                         done = True
                         break
         finally:
             consumer.stop()
-        return {task: Checkpoint.from_bytes(value, task, offset) for task, (value, offset) in raw.items()}
+        return raw
 
     def write(self, task_name: str, checkpoint: Checkpoint) -> None:
         self.write_all({task_name: checkpoint})
@@ -117,7 +122,8 @@ class CheckpointManager:
         system (on the log, one transaction per ``log.batch.size`` checkpoints)."""
         send, ss = self._producer.send, self._system_stream
         for task_name, checkpoint in checkpoints.items():
-            send(SOURCE, OutgoingMessageEnvelope(ss, checkpoint.to_bytes(), task_name.encode("utf-8"), None, 0))
+            for key, value in encode_checkpoint_messages(task_name, checkpoint, self._grouper):
+                send(SOURCE, OutgoingMessageEnvelope(ss, value, key, None, 0))
         self._producer.flush(SOURCE)
 
     def stop(self) -> None:
