@@ -64,6 +64,7 @@ from samza_dagster.system.factories import system_factory as default_system_fact
 from samza_dagster.system.protocols import (
     CheckpointCommittingSystemFactory,
     DeliversColumnar,
+    EmitsBadRows,
     ReportsMetrics,
     SystemAdmin,
     SystemConsumer,
@@ -420,22 +421,24 @@ class SamzaContainer:
             fetch_thresholds=thresholds,
             **kwargs,
         )
-        self._ask_for_columns()
+        self._prepare_consumers()
         for ssp in sorted(plan.input_ssps):
             consumers.register(ssp, starting[ssp])
         consumers.start()
         return consumers
 
-    def _ask_for_columns(self) -> None:
+    def _prepare_consumers(self) -> None:
         """The partitions of tasks that take columnar batches arrive as Arrow batches from the
-        consumers that can read columns (the files system): no Python object per row."""
+        consumers that can read columns (the files system): no Python object per row. Those of
+        consumers that hand on rows they cannot parse are decoded with their check, so such a row
+        is a bad message like any other (fails, dropped, or dead-lettered)."""
         for ti in self.tasks.values():
-            if ti.columnar_format is None:
-                continue
             for ssp in ti.ssps:
                 consumer = self._consumers_by_system.get(ssp.system)
-                if isinstance(consumer, DeliversColumnar):
+                if ti.columnar_format is not None and isinstance(consumer, DeliversColumnar):
                     consumer.deliver_columnar([ssp])
+                if isinstance(consumer, EmitsBadRows) and not ti.decodes(ssp):
+                    ti.set_stream_decoder(ssp.system_stream, consumer.bad_row_decoder())
 
     def _create_run_loop(self, plan: ContainerPlan, consumers: SystemConsumers) -> RunLoop:
         return RunLoop(

@@ -208,6 +208,10 @@ class TaskInstance:
             if ssp.system == system_stream.system and ssp.stream == system_stream.stream:
                 self._decoders[ssp] = decoder
 
+    def decodes(self, ssp: SystemStreamPartition) -> bool:
+        """Whether ``ssp``'s messages go through a decoder (a serde's, or the operator runtime's)."""
+        return self._decoders.get(ssp) is not None
+
     def install_control_handling(
         self, handler: ControlMessageHandling, on_partition_end: Callable[[SystemStreamPartition], None]
     ) -> None:

@@ -190,6 +190,16 @@ class DeliversColumnar(Protocol):
 
 
 @runtime_checkable
+class EmitsBadRows(Protocol):
+    """A consumer that hands a row it cannot parse on as an envelope of its own instead of failing
+    the read (the files system's JSON lines and CSV): the container decodes its partitions with
+    ``bad_row_decoder()``, so such a row fails the job, is dropped or goes to the dead-letter stream
+    as a message its serde cannot decode does — and the checkpoint moves past it."""
+
+    def bad_row_decoder(self) -> Any: ...
+
+
+@runtime_checkable
 class AppendsTables(Protocol):
     """A producer that appends a whole Arrow table as it is (Iceberg, files): what a columnar task
     sends with ``MessageCollector.send_table`` reaches it without a Python object per row."""

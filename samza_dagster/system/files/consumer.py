@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import pyarrow as pa
+
 from samza_dagster.config.config import Config
 from samza_dagster.model import ColumnarEnvelope, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import ConsumerSetupError, PartitionError, SystemClientError
+from samza_dagster.system.files.bad_rows import BadRow, BadRowCheck
 from samza_dagster.system.files.offsets import FileOffset, parse_file_offset
 from samza_dagster.system.files.partitions import FileEntry
 from samza_dagster.system.files.readers import FileReader
@@ -54,6 +57,10 @@ class FilesSystemConsumer:
         self._partitions: dict[SystemStreamPartition, _Partition] = {}
         self._columnar: set[SystemStreamPartition] = set()
         self._started = False
+
+    def bad_row_decoder(self) -> BadRowCheck:
+        """A row of a text file that does not parse arrives as its BadRow (bad_rows.py)."""
+        return BadRowCheck()
 
     def deliver_columnar(self, ssps: Iterable[SystemStreamPartition]) -> None:
         """Deliver these partitions' rows as one ColumnarEnvelope per batch (module docstring)."""
@@ -113,7 +120,10 @@ class FilesSystemConsumer:
             first = reader.row
             columnar = ssp in self._columnar
             batch = reader.next_batch(self.streams.files_config.fetch_size if columnar else self._fetch)
+            if type(batch) is BadRow:  # the task instance fails, drops or dead-letters it (bad_rows.py)
+                return [IncomingMessageEnvelope(ssp, f"{batch.file}:{batch.row}", None, batch, len(batch.raw))]
             if batch is not None:
+                assert isinstance(batch, pa.RecordBatch)
                 name = reader.entry.name
                 if columnar:
                     return [ColumnarEnvelope(ssp, f"{name}:{first}", f"{name}:{reader.row - 1}", batch)]

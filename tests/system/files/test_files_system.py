@@ -169,10 +169,24 @@ def test_json_lines_and_csv_by_extension_and_by_config(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
-        ("bad.jsonl", '{"id": 1}\n{"id": 2}\n{"id": \n{"id": 4}\n', "file bad.jsonl row 2: JSON parse error"),
-        ("bad.csv", "id,tag\n1,a\n2,b\n3,c,extra\n", "file bad.csv row 2: CSV parse error"),
-        ("bad.parquet", "PAR1 this is not parquet", "file bad.parquet: not a Parquet file"),
-        ("bad.txt", "whatever", "file bad.txt: unknown format"),
+        # a bad row is a bad message: its stream, partition and offset (file:row), and the keys that
+        # drop it or send it to a dead-letter stream (test_files_bad_rows.py)
+        (
+            "bad.jsonl",
+            '{"id": 1}\n{"id": 2}\n{"id": \n{"id": 4}\n',
+            "stream files.events partition 0 offset bad.jsonl:2: file bad.jsonl row 2 does not parse",
+        ),
+        (
+            "bad.csv",
+            "id,tag\n1,a\n2,b\n3,c,extra\n",
+            "stream files.events partition 0 offset bad.csv:2: file bad.csv row 2 does not parse: CSV parse error: Expected 2 columns",
+        ),
+        (
+            "bad.parquet",
+            "PAR1 this is not parquet",
+            "files stream files.events: file bad.parquet: not a Parquet file",
+        ),
+        ("bad.txt", "whatever", "files stream files.events: file bad.txt: unknown format"),
     ],
 )
 def test_a_bad_file_or_row_fails_the_job_with_one_line_naming_file_and_row(tmp_path, name, content, expected):
@@ -183,8 +197,9 @@ def test_a_bad_file_or_row_fails_the_job_with_one_line_naming_file_and_row(tmp_p
         tmp_path, **{"systems.files.partitioner.defaultPartitioner.groupPattern": "", "job.container.count": "1"}
     )
     error = _failure(config)
-    assert "files stream files.events" in error
     assert expected in error, error
+    if name.endswith(("jsonl", "csv")):
+        assert "task.dlq.stream" in error and "task.drop.deserialization.errors" in error
     assert len(error.splitlines()) == 1
 
 
