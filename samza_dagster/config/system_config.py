@@ -81,6 +81,18 @@ class StreamConfig:
                         break
         return ids
 
+    def stream_properties(self, stream_id: str) -> dict[str, str]:
+        """The stream's own settings for its system, as Samza hands them to its ``StreamSpec``:
+        every ``streams.<id>.<name>`` but the engine's (``samza.*``, ``partitions``, ``source``,
+        ``files.*``) — Kafka topic configs (``retention.ms``, ``cleanup.policy``,
+        ``replication.factor``...), the embedded log's retention and compaction the same."""
+        own = ("samza.", "files.")
+        return {
+            k: v
+            for k, v in self.config.subset(f"streams.{stream_id}.").items()
+            if k not in ("partitions", "source") and not k.startswith(own)
+        }
+
     def system_of(self, stream_id: str, default_system: str | None = None) -> str | None:
         return keys.STREAM_SYSTEM.get(self.config, stream_id=stream_id) or default_system
 

@@ -150,7 +150,10 @@ def provision_streams(config: Config, *, create: bool = True, config_path: str |
                 if stream.physical_name in existing[system]:
                     result.existing.append(stream)
                 elif create and stream.partitions and hasattr(admin, "create_stream"):
-                    admin.create_stream(StreamSpec(stream.stream_id, stream.physical_name, system, stream.partitions))
+                    properties = StreamConfig(config).stream_properties(stream.stream_id)
+                    admin.create_stream(
+                        StreamSpec(stream.stream_id, stream.physical_name, system, stream.partitions, properties)
+                    )
                     result.created.append(stream)
                 else:
                     missing.append(stream)

@@ -18,6 +18,7 @@ from typing import Any
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import (
     StreamSpec,
     SystemStreamMetadata,
@@ -102,20 +103,28 @@ class KafkaSystemAdmin:
         configs = dict(self._topic_defaults)
         configs.update({k: str(v) for k, v in (spec.config or {}).items()})
         topic = spec.physical_name
+        # a stream's own replication factor (``streams.<id>.replication.factor``) is no topic config
+        replication = configs.pop("replication.factor", None)
+        if replication is not None and not replication.strip().isdigit():
+            key = f"streams.{spec.id}.replication.factor"
+            raise ConfigError(f"config key {key!r} must be a positive integer, got {replication!r}", key=key)
         request = {
             topic: {
                 "num_partitions": spec.partition_count,
-                "replication_factor": self._replication_factor,
+                "replication_factor": self._replication_factor if replication is None else int(replication),
                 "configs": configs,
             }
         }
+        # not kafka-python's wait_for_metadata: it waits for a topic the broker refused to create
+        # too, and the refusal (a replication factor above the brokers there are) became a timeout
         result = self._call(
-            f"create topic {topic!r}", admin.create_topics, request, raise_errors=False, wait_for_metadata=True
+            f"create topic {topic!r}", admin.create_topics, request, raise_errors=False, wait_for_metadata=False
         )
         for entry in result["topics"]:
             code = entry["error_code"]
             if code == 0:
                 note_created(topic)  # the other brokers may not know it for a moment
+                self._partition_counts([topic])  # asks again until the broker asked knows it
                 return True
             if code == _TOPIC_EXISTS:
                 existing = self._partition_counts([topic])[topic]
