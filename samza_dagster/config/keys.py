@@ -579,6 +579,14 @@ ICEBERG_COMMIT_RETRIES = define(
     20,
     "iceberg system: table commits retried on a conflict with another writer, beyond pyiceberg's own",
 )
+ICEBERG_COMMIT_INTERVAL_MS = define(
+    "systems.<system>.iceberg.commit.interval.ms",
+    _int(0),
+    10_000,
+    "iceberg system: the shortest interval of a container's timed commits while it writes to the system "
+    "(each is a table snapshot): a shorter task.commit.ms is raised to it; commits the task asks for, at "
+    "end of stream and at a stop happen at once. 0: task.commit.ms as it is",
+)
 ICEBERG_BUFFER_ROWS = define(
     "systems.<system>.iceberg.buffer.rows",
     _int(1),

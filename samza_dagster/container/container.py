@@ -24,6 +24,7 @@ task's own bookkeeping.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -66,6 +67,7 @@ from samza_dagster.system.protocols import (
     DeliversColumnar,
     EmitsBadRows,
     ReportsMetrics,
+    SpacesCommits,
     SystemAdmin,
     SystemConsumer,
     SystemFactory,
@@ -446,10 +448,31 @@ class SamzaContainer:
             consumers,
             commit=self._commit,
             requests=self.requests,
-            config=RunLoopConfig.from_config(self.config),
+            config=self._run_loop_config(),
             metrics=self.metrics,
             clock=self._clock,
         )
+
+    def _run_loop_config(self) -> RunLoopConfig:
+        """``task.commit.ms``, raised to the shortest interval a producer's commits allow (an
+        Iceberg table's: every commit is a snapshot, and one per 100 ms is no table to read)."""
+        config = RunLoopConfig.from_config(self.config)
+        floors = {
+            system: p.min_commit_interval_s for system, p in self.producers.items() if isinstance(p, SpacesCommits)
+        }
+        system, floor = max(floors.items(), key=lambda item: item[1], default=(None, 0.0))
+        if config.commit_s is None or floor <= config.commit_s:
+            return config
+        log.info(
+            "container %s: timed commits every %.1f s, not task.commit.ms's %.1f s: each commits a table of "
+            "system %r (systems.%s.iceberg.commit.interval.ms)",
+            self.container_id,
+            floor,
+            config.commit_s,
+            system,
+            system,
+        )
+        return dataclasses.replace(config, commit_s=floor)
 
     def _input_config(self, plan: ContainerPlan) -> Config:
         """The config the input consumers, their buffers and the chooser are built with. A batch

@@ -216,6 +216,15 @@ class ReportsPosition(Protocol):
 
 
 @runtime_checkable
+class SpacesCommits(Protocol):
+    """A producer whose every commit costs something lasting (an Iceberg snapshot): the container's
+    timed commits come no closer than ``min_commit_interval_s`` while it has one."""
+
+    @property
+    def min_commit_interval_s(self) -> float: ...
+
+
+@runtime_checkable
 class CheckpointCarryingProducer(Protocol):
     """A producer whose commits carry the job's checkpoints (Iceberg): it commits them with its
     output and reports the newest it holds per task."""

@@ -30,6 +30,7 @@ class IcebergSystemConfig:
     catalog_properties: dict[str, str]
     buffer_rows: int
     commit_retries: int
+    commit_interval_ms: int
 
     @classmethod
     def from_config(cls, system: str, config: Config) -> IcebergSystemConfig:
@@ -40,6 +41,7 @@ class IcebergSystemConfig:
             catalog_properties=props or default_catalog(system, config),
             buffer_rows=keys.ICEBERG_BUFFER_ROWS.get(config, system=system),
             commit_retries=keys.ICEBERG_COMMIT_RETRIES.get(config, system=system),
+            commit_interval_ms=keys.ICEBERG_COMMIT_INTERVAL_MS.get(config, system=system),
         )
 
 

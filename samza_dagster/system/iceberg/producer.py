@@ -77,6 +77,11 @@ class IcebergSystemProducer:
         #: every table commit this producer made, in order
         self.commits: list[TableCommit] = []
 
+    @property
+    def min_commit_interval_s(self) -> float:
+        """Timed commits no closer than this (``iceberg.commit.interval.ms``): each is a snapshot."""
+        return self.iceberg_config.commit_interval_ms / 1000
+
     def register(self, source: str) -> None:
         pass
 

@@ -108,6 +108,8 @@ def _config(tmp_path: Path, **extra: str) -> Config:
         "systems.ice.iceberg.catalog.type": "sql",
         "systems.ice.iceberg.catalog.uri": f"sqlite:///{tmp_path}/catalog.db",
         "systems.ice.iceberg.catalog.warehouse": f"file://{tmp_path}/warehouse",
+        # commits as often as task.commit.ms says: the kills land at the first table commits
+        "systems.ice.iceberg.commit.interval.ms": "0",
         "systems.log.samza.factory": "log",
         "systems.log.log.path": str(tmp_path / "log"),
         "task.inputs": "files.trips",
@@ -206,3 +208,38 @@ def test_a_row_that_does_not_fit_the_table_fails_the_job_naming_table_and_row(tm
     assert not result.succeeded
     assert "iceberg table samza.copy" in result.error and "fifteen hundred" in result.error, result.error
     assert all(n == 1 for n in Counter(_table_ids(tmp_path)).values())  # what was committed is whole and once
+
+
+def test_timed_commits_of_a_container_writing_a_table_are_spaced_by_the_tables_commit_interval(tmp_path):
+    """``task.commit.ms=50`` would make a snapshot every 50 ms; the table's commit interval
+    (``iceberg.commit.interval.ms``) spaces them, and a job's last commit still happens at its end."""
+    _write_lake(tmp_path / "lake")
+
+    def snapshots(interval_ms: str, name: str) -> tuple[int, float]:  # snapshots the job made, seconds
+        config = _config(
+            tmp_path,
+            **{
+                "job.name": name,
+                "job.factory.class": "thread",
+                "job.processing.guarantee": "at-least-once",
+                "systems.ice.samza.factory": "iceberg",
+                "systems.ice.iceberg.commit.interval.ms": interval_ms,
+                "task.commit.ms": "50",
+                "test.process.delay.us": "400",
+            },
+        )
+        started = time.monotonic()
+        result = run_job(config)
+        elapsed = time.monotonic() - started
+        assert result.succeeded, result.summary_line()
+        catalog = load_catalog(
+            "ice", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/warehouse"
+        )
+        table = catalog.load_table(("samza", "copy"))
+        made = [s for s in table.snapshots() if s.summary and s.summary.get("samza.job", "").startswith(name)]
+        return len(made), elapsed
+
+    # unspaced, the same job made a snapshot per 50 ms and slowed to a crawl: pyiceberg copies the
+    # table's metadata, which grows with every snapshot, at each commit
+    spaced, spaced_s = snapshots("1000", "spaced")
+    assert 2 <= spaced <= spaced_s / 1.0 + 2, (spaced, spaced_s)
