@@ -85,3 +85,17 @@ def test_a_users_own_jobs_package_is_not_shadowed_by_the_examples(tmp_path, runn
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mine:hello" in done.stdout
+
+
+def test_the_tours_reconfiguration_command_runs_verbatim(tmp_path):
+    """The tour's coordinator-stream-writer line, copied from the README with only its log root
+    filled in, run from the checkout as the tour is: it writes the change (exit 0)."""
+    tour = _section("A tour")
+    commands = [c for c in re.findall(r"`([^`]*samza-dagster coordinator-stream-writer[^`]*)`", tour)]
+    assert len(commands) == 1, commands
+    command = commands[0].replace("<its log root>", str(tmp_path / "log"))
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=REPO, env=_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "wrote set-config app.classifier.strategy=ip+language" in done.stdout
