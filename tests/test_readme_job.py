@@ -48,8 +48,19 @@ def test_the_readme_job_section_runs_verbatim(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "created stream log.words (2 partitions)" in done.stderr
     assert "job wordsplit on thread: 1 container completed, 2 messages" in done.stdout
-    words = sorted(line.split("\t")[2] for line in done.stdout.splitlines() if re.match(r"^\d+:\d+\t", line))
-    assert words == sorted("the quick brown fox jumps over the lazy dog".split())
+    wordsplit, wordcount = done.stdout.split("job wordcount on thread:")
+    tailed = [line.split("\t") for line in wordsplit.splitlines() if re.match(r"^\d+:\d+\t", line)]
+    assert sorted(value for _, _, value in tailed) == sorted("the quick brown fox jumps over the lazy dog".split())
+    # the batch example, run as the README runs it: its output `counts` created by `run`, and its
+    # per-batch counts add up to each word's count in the sentences
+    assert "created stream log.counts (2 partitions)" in done.stderr
+    counted: dict[str, int] = {}
+    for line in wordcount.splitlines():
+        if re.match(r"^\d+:\d+\t", line):
+            _, word, count = line.split("\t")
+            counted[word] = counted.get(word, 0) + int(count)
+    assert counted == {w: "the quick brown fox jumps over the lazy dog".split().count(w) for w in counted}
+    assert sorted(counted) == sorted(set("the quick brown fox jumps over the lazy dog".split()))
     # everything it made is in its own directory (the streams under ./.samza-log): started from a
     # checkout, it leaves the checkout as it was
     assert (tmp_path / "wordsplit" / ".samza-log" / "words.db").exists()
