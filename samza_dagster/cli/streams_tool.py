@@ -33,7 +33,7 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import nearest_stream, system_admin
+from samza_dagster.system.factories import absent_input_hint, system_admin
 from samza_dagster.system.positions import position_reached
 from samza_dagster.system.protocols import CleansStreams, ListsStreams
 
@@ -123,23 +123,28 @@ def list_streams(config: Config, system: str) -> int:
         metadata = admin.get_system_stream_metadata(names) if names else {}
     for name in names:
         md = metadata[name]
-        messages = sum(int(m.upcoming_offset) - int(m.oldest_offset) for m in md.partitions.values())
-        print(f"{system}.{name}  {count_of(len(md.partitions), 'partition')}  {count_of(messages, 'message')}")
+        messages = _message_count(md)
+        counted = f"  {count_of(messages, 'message')}" if messages is not None else ""
+        print(f"{system}.{name}  {count_of(len(md.partitions), 'partition')}{counted}")
     if not names:
         print(f"no streams on system {system!r}")
     return EXIT_OK
+
+
+def _message_count(md: Any) -> int | None:
+    """Messages between the oldest and upcoming offsets, where offsets are numbers (not a files
+    stream's ``<file>:<row>``)."""
+    try:
+        return sum(int(m.upcoming_offset) - int(m.oldest_offset) for m in md.partitions.values())
+    except ValueError:
+        return None
 
 
 def _metadata(admin: Any, target: SystemStream) -> Any:
     try:
         return admin.get_system_stream_metadata([target.stream])[target.stream]
     except (StreamNotFoundError, KeyError):
-        near = nearest_stream(admin, target.stream)
-        hint = (
-            f"did you mean {target.system}.{near}?"
-            if near
-            else f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N"
-        )
+        hint = absent_input_hint(admin, target.system, target.stream)
         raise StreamNotFoundError(target.system, target.stream, hint) from None
 
 

@@ -123,6 +123,15 @@ class ListsStreams(Protocol):
 
 
 @runtime_checkable
+class ExplainsMissingStreams(Protocol):
+    """An admin that can say why a stream it was asked for is missing or holds nothing to read —
+    where it looked (the files system: the directory) — so a missing input's error names that
+    instead of advice that cannot work."""
+
+    def explain_missing(self, stream: str) -> str: ...
+
+
+@runtime_checkable
 class TransactionalSystemFactory(Protocol):
     """A system that can run a job's transactions (exactly-once: the checkpoint system's)."""
 

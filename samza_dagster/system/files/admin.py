@@ -4,7 +4,8 @@ A partition's oldest offset is ``<first file>:0``; its upcoming offset is ``<las
 (the row after its last), its newest the row before that in the last file that has rows (None
 when every file of the partition is empty). Offsets are ``<file>:<row>`` (offsets.py).
 ``create_stream`` makes the directory (an output's); a stream whose directory is absent does not
-exist.
+exist. ``list_streams`` gives the directories under the root (for "did you mean"), and
+``explain_missing`` what a missing or empty input's error says: the directory looked in.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 
 import pyarrow.fs as pafs
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.model import StreamSpec, SystemStreamMetadata, SystemStreamPartition, SystemStreamPartitionMetadata
 from samza_dagster.system.files.offsets import FileOffset, compare_file_offsets, file_offsets_after
@@ -56,6 +58,41 @@ class FilesSystemAdmin:
             return False
         root.fs.create_dir(directory, recursive=True)
         return True
+
+    def list_streams(self) -> list[str]:
+        """The stream directories under the root (none when the root does not exist)."""
+        root = self.streams.root
+        if root.fs.get_file_info(root.path).type != pafs.FileType.Directory:
+            return []
+        found = root.fs.get_file_info(pafs.FileSelector(root.path))
+        return sorted(
+            info.base_name
+            for info in found
+            if info.type == pafs.FileType.Directory and not info.base_name.startswith((".", "_"))
+        )
+
+    def explain_missing(self, stream: str) -> str:
+        """Where the stream was looked for and what was (not) there: the root, its directory, or
+        the files in it that the whitelist and blacklist leave."""
+        root = self.streams.root
+        key = keys.FILES_ROOT.key(system=self.system_name)
+        if root.fs.get_file_info(root.path).type != pafs.FileType.Directory:
+            return f"the files root {root.path} does not exist (config key {key!r})"
+        directory = root.join(stream)
+        if root.fs.get_file_info(directory).type != pafs.FileType.Directory:
+            return (
+                f"no directory {directory} under the files root (config key {key!r}); a files stream is "
+                "the directory of its Parquet, JSON lines or CSV files"
+            )
+        config = self.streams.files_config
+        skipped = ", ".join(
+            [
+                "names starting with '.' or '_' are skipped",
+                f"whitelist {config.whitelist.pattern!r}",
+                *([f"blacklist {config.blacklist.pattern!r}"] if config.blacklist is not None else []),
+            ]
+        )
+        return f"no file to read in {directory} ({skipped}): put the stream's Parquet, JSON lines or CSV files there"
 
     def stream_exists(self, stream: str) -> bool:
         root = self.streams.root
