@@ -153,11 +153,20 @@ def run_log_path(job: JobConfig, config_path: str | None) -> Path:
     return Path(tempfile.gettempdir()) / f"samza-dagster-{job.name}-{job.id}-{digest}.log"
 
 
+def previous_log_path(path: Path) -> Path:
+    """``...-<8 hex>.previous.log``: the log of the run before the latest."""
+    return path.with_suffix(".previous.log")
+
+
 @contextmanager
 def run_log(job: JobConfig, config_path: str | None = None) -> Iterator[Path]:
     """The run's log file: every INFO line of the run and the trace of a failure, whatever the
-    console shows. One per job and directory (:func:`run_log_path`), rewritten by each run."""
+    console shows. One per job and directory (:func:`run_log_path`), rewritten by each run; the
+    run before keeps its log as :func:`previous_log_path` (a rerun after a failure must not take
+    the failure's trace away)."""
     path = run_log_path(job, config_path)
+    if path.is_file() and path.stat().st_size:
+        os.replace(path, previous_log_path(path))
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))

@@ -169,10 +169,11 @@ def test_json_lines_and_csv_by_extension_and_by_config(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
-        ("bad.jsonl", '{"id": 1}\n{"id": 2}\n{"id": \n{"id": 4}\n', "file bad.jsonl row 2: JSON parse error"),
-        ("bad.csv", "id,tag\n1,a\n2,b\n3,c,extra\n", "file bad.csv row 2: CSV parse error"),
-        ("bad.parquet", "PAR1 this is not parquet", "file bad.parquet: not a Parquet file"),
-        ("bad.txt", "whatever", "file bad.txt: unknown format"),
+        # counted when the job starts (the file's path named), or read by the container (its name)
+        ("bad.jsonl", '{"id": 1}\n{"id": 2}\n{"id": \n{"id": 4}\n', "row 2: JSON parse error"),
+        ("bad.csv", "id,tag\n1,a\n2,b\n3,c,extra\n", "row 2: CSV parse error"),
+        ("bad.parquet", "PAR1 this is not parquet", "bad.parquet: not a Parquet file"),
+        ("bad.txt", "whatever", "bad.txt: unknown format"),
     ],
 )
 def test_a_bad_file_or_row_fails_the_job_with_one_line_naming_file_and_row(tmp_path, name, content, expected):
@@ -183,7 +184,7 @@ def test_a_bad_file_or_row_fails_the_job_with_one_line_naming_file_and_row(tmp_p
         tmp_path, **{"systems.files.partitioner.defaultPartitioner.groupPattern": "", "job.container.count": "1"}
     )
     error = _failure(config)
-    assert "files stream files.events" in error
+    assert "files stream files.events" in error and name in error
     assert expected in error, error
     assert len(error.splitlines()) == 1
 
