@@ -33,9 +33,9 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import absent_input_hint, system_admin
+from samza_dagster.system.factories import absent_input_hint, nearest_stream, system_admin
 from samza_dagster.system.positions import position_reached
-from samza_dagster.system.protocols import CleansStreams, ListsStreams
+from samza_dagster.system.protocols import CleansStreams, DeletesStreams, ListsStreams
 
 TAIL_TIMEOUT_S = 30.0
 #: a read_committed tail gives up on a partition that returned nothing this long: an open
@@ -73,6 +73,8 @@ def run_streams_command(args: argparse.Namespace, config: Config) -> int:
         return tail(config, target, args.lines)
     if action == "clean":
         return clean(config, target)
+    if action == "delete":
+        return delete(config, target)
     raise AssertionError(action)
 
 
@@ -176,6 +178,28 @@ def clean(config: Config, target: SystemStream) -> int:
         f"{target.system}.{target.stream}: removed {stats.deleted} messages, "
         f"gave {stats.vacuumed_pages} pages back to the file system"
     )
+    return EXIT_OK
+
+
+def delete(config: Config, target: SystemStream) -> int:
+    """The stream and every message in it (the embedded log: its file). Names what it held."""
+    with _admin(config, target.system) as admin:
+        deletes = isinstance(admin, DeletesStreams)  # (a flag: admin stays Any for the calls below)
+        if not deletes:
+            raise UsageError(
+                f"system {target.system!r} cannot delete its streams here; streams delete is for the embedded "
+                "log (a Kafka topic: kafka-topics.sh --delete --topic NAME)"
+            )
+        try:
+            md = admin.get_system_stream_metadata([target.stream])[target.stream]
+        except (StreamNotFoundError, KeyError):
+            near = nearest_stream(admin, target.stream)
+            hint = f"did you mean {target.system}.{near}?" if near else "nothing to delete"
+            raise StreamNotFoundError(target.system, target.stream, hint) from None
+        admin.delete_stream(target.stream)
+    messages = _message_count(md)
+    held = f", {count_of(messages, 'message')}" if messages is not None else ""
+    print(f"deleted {target.system}.{target.stream} ({count_of(len(md.partitions), 'partition')}{held})")
     return EXIT_OK
 
 

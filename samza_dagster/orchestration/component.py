@@ -40,6 +40,7 @@ with a failing check, while the project's other components load.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import sys
@@ -52,6 +53,8 @@ from dagster.components.core.defs_module import find_defs_or_component_yaml
 from pydantic import Field
 
 from samza_dagster.config import Config, ConfigError, keys
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.errors import SamzaError
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.assets import _group_name
@@ -154,6 +157,7 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
                     raise SamzaComponentError(
                         f"{defs_yaml}: attributes.declared_outputs[{i}]: {entry!r} — must be system.stream"
                     )
+                _check_declared(cfg, entry, f"{defs_yaml}: attributes.declared_outputs[{i}]", self.config_path)
             backfills = [self._backfill(application, cfg, i, b, defs_yaml) for i, b in enumerate(self.backfills)]
             defs = application_definitions(
                 application,
@@ -222,6 +226,23 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
             raise SystemExit(1)
         log.error("application %s is not loaded: %s", application, error)
         return failed_application_definitions(application, error)
+
+
+def _check_declared(cfg: Config, entry: str, where: str, config_path: str) -> None:
+    """A declared output the config does not name, close to a stream it does (``log.outptu`` for
+    ``log.output``), is a typo: launching would create and materialize a stream nobody writes.
+    One the config does not name and nothing is close to is the task's own (created at launch)."""
+    streams = StreamConfig(cfg)
+    default_system = JobConfig(cfg).default_system
+    named = {f"{streams.system_of(sid, default_system)}.{streams.physical_name(sid)}" for sid in streams.stream_ids()}
+    if entry in named:
+        return
+    near = difflib.get_close_matches(entry, sorted(named), n=1, cutoff=0.75)
+    if near:
+        raise SamzaComponentError(
+            f"{where}: {entry!r} — no stream {entry} in {config_path!r} (no streams.<id>.* of it): "
+            f"did you mean {near[0]}?"
+        )
 
 
 def _load(config_file: Path, defs_yaml: Path, config_path: str) -> Config:

@@ -123,6 +123,13 @@ class ListsStreams(Protocol):
 
 
 @runtime_checkable
+class DeletesStreams(Protocol):
+    """An admin that can delete a stream with everything in it (the embedded log): ``streams delete``."""
+
+    def delete_stream(self, stream: str) -> None: ...
+
+
+@runtime_checkable
 class ExplainsMissingStreams(Protocol):
     """An admin that can say why a stream it was asked for is missing or holds nothing to read —
     where it looked (the files system: the directory) — so a missing input's error names that

@@ -204,6 +204,25 @@ def test_dg_check_defs_on_a_misspelt_input_says_what_run_says(project, tmp_path)
     assert str(folder / "defs.yaml") in lines[0] and said in lines[0], lines[0]
 
 
+def test_dg_check_defs_refuses_a_misspelt_declared_output(project, tmp_path):
+    """``declared_outputs: [log.wrods]`` where the config names ``log.words``: refused in one line
+    naming the stream meant (it passed, and a launch created and materialized ``wrods``). An
+    output the config does not name and nothing is close to is the task's own: accepted."""
+    root, files = project
+    for path in files.values():
+        path.unlink()
+    folder = root / "shop" / "defs" / "typo_out"
+    yaml = component(folder, os.path.relpath(WORDCOUNT, folder), "  declared_outputs: [log.words, log.wrods]\n")
+    done = dg_check_defs(root, tmp_path / "home")
+    lines = [line for line in done.stdout.splitlines() if line.strip() and "component YAML validated" not in line]
+    assert done.returncode != 0 and len(lines) == 1, done.stdout[-4000:]
+    assert f"{yaml}: attributes.declared_outputs[1]: 'log.wrods'" in lines[0] and "did you mean log.words?" in lines[0]
+
+    yaml.write_text(yaml.read_text().replace("log.wrods", "log.audit_trail"))
+    accepted = dg_check_defs(root, tmp_path / "home")
+    assert accepted.returncode == 0, accepted.stdout[-4000:]
+
+
 def test_the_repository_components_build_what_the_python_definitions_build():
     import definitions
     from jobs.ad_ctr import definitions as ad_ctr
