@@ -27,6 +27,7 @@ from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY
 from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.planner import plan_from_config
 from samza_dagster.runtime import create_runner
+from samza_dagster.runtime.interrupts import NOTICE
 from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.runtime.provision import provision_streams
 from samza_dagster.system.kafka.confluent_config import LIBRDKAFKA_LOGGER
@@ -46,10 +47,23 @@ class _WithoutKafkaClients(logging.Filter):
         return not any(record.name == name or record.name.startswith(name + ".") for name in KAFKA_CLIENT_LOGGERS)
 
 
+class _ConsoleFormatter(logging.Formatter):
+    """The console's lines: a notice for the person at the command line (``extra={NOTICE: True}``:
+    the first stop signal's) as a plain line like the command's own; other records with their
+    timestamp, level and logger. The run's log file keeps the full form for every record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, NOTICE, False):
+            return record.getMessage()
+        return super().format(record)
+
+
 def configure_logging(verbose: bool) -> None:
     """Quiet by default — a command prints what it did; the engine's INFO lines (and the traces
     logged with them) are for --verbose and for a run's log file."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_ConsoleFormatter(LOG_FORMAT))
     if not verbose:
         for handler in logging.getLogger().handlers:
             handler.setLevel(logging.WARNING)
