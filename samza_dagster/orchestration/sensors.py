@@ -192,7 +192,13 @@ class CoordinatorStreamWatch:
             )
             for key in (self.assets.written_keys if self.assets is not None else [])
         ]
-        return dg.SensorResult(asset_events=events, cursor=next_offset)
+        # a tick without a run request shows its skip reason: what it applied, not Dagster's
+        # "Sensor function returned an empty result"
+        applied = (
+            f"{keys} changed at coordinator stream offset {changes.trigger}: applied by the live run {run.run_id} "
+            "(its job coordinator restarts the containers on the new JobModel), no new run"
+        )
+        return dg.SensorResult(asset_events=events, cursor=next_offset, skip_reason=applied)
 
     def launch(
         self, context: dg.SensorEvaluationContext, instance_id: str, changes: ConfigChanges, next_offset: str
