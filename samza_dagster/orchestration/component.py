@@ -223,7 +223,7 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
             # `dg check defs`: the line that matters, and nothing after it — Dagster would print
             # ~50 lines of its trace around it (docs/decisions.md)
             print(f"error: {error}", file=sys.stderr, flush=True)
-            raise SystemExit(1)
+            sys.exit(1)  # the validation process ends here: nothing after the line that matters
         log.error("application %s is not loaded: %s", application, error)
         return failed_application_definitions(application, error)
 
