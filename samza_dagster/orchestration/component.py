@@ -53,6 +53,7 @@ from dagster.components.core.defs_module import find_defs_or_component_yaml
 from pydantic import Field
 
 from samza_dagster.config import Config, ConfigError, keys
+from samza_dagster.config.deployment import apply_deployment
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.errors import SamzaError
@@ -69,7 +70,9 @@ from samza_dagster.orchestration.resources import (
 from samza_dagster.orchestration.rewind import rewind_backfill
 from samza_dagster.orchestration.scaffold import SamzaJobScaffolder
 from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY
+from samza_dagster.planner.admins import fetch_metadata
 from samza_dagster.runtime.preflight import check_job_config
+from samza_dagster.system.factories import system_admin
 
 log = logging.getLogger(__name__)
 
@@ -230,19 +233,30 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
 
 def _check_declared(cfg: Config, entry: str, where: str, config_path: str) -> None:
     """A declared output the config does not name, close to a stream it does (``log.outptu`` for
-    ``log.output``), is a typo: launching would create and materialize a stream nobody writes.
-    One the config does not name and nothing is close to is the task's own (created at launch)."""
+    ``log.output``), and that does not exist, is a typo: launching would create and materialize a
+    stream nobody writes. One the config does not name and nothing is close to is the task's own
+    (created at launch), and so is one that exists already."""
     streams = StreamConfig(cfg)
     default_system = JobConfig(cfg).default_system
     named = {f"{streams.system_of(sid, default_system)}.{streams.physical_name(sid)}" for sid in streams.stream_ids()}
     if entry in named:
         return
-    near = difflib.get_close_matches(entry, sorted(named), n=1, cutoff=0.75)
-    if near:
+    near = difflib.get_close_matches(entry, sorted(named), n=1, cutoff=0.8)
+    if near and not _exists(cfg, entry):
         raise SamzaComponentError(
             f"{where}: {entry!r} — no stream {entry} in {config_path!r} (no streams.<id>.* of it): "
             f"did you mean {near[0]}?"
         )
+
+
+def _exists(cfg: Config, entry: str) -> bool:
+    """Whether stream ``system.stream`` exists where the deployment keeps it (SAMZA_LOG_PATH)."""
+    system, _, stream = entry.partition(".")
+    try:
+        with system_admin(apply_deployment(cfg), system) as admin:
+            return stream in fetch_metadata(admin, system, [stream])
+    except Exception:  # noqa: BLE001 - a system that cannot be asked: the near miss stands
+        return False
 
 
 def _load(config_file: Path, defs_yaml: Path, config_path: str) -> Config:

@@ -222,6 +222,18 @@ def test_dg_check_defs_refuses_a_misspelt_declared_output(project, tmp_path):
     accepted = dg_check_defs(root, tmp_path / "home")
     assert accepted.returncode == 0, accepted.stdout[-4000:]
 
+    # a near name that exists where the deployment keeps its streams is the task's own
+    yaml.write_text(yaml.read_text().replace("log.audit_trail", "log.wrods"))
+    log = tmp_path / "log"
+    created = subprocess.run(
+        [str(Path(sys.executable).parent / "samza-dagster"), "streams", "create", "log.wrods", "--partitions", "1"],
+        env={**os.environ, "SAMZA_LOG_PATH": str(log)},
+        capture_output=True,
+    )
+    assert created.returncode == 0, created.stderr
+    existing = dg_check_defs(root, tmp_path / "home", SAMZA_LOG_PATH=str(log))
+    assert existing.returncode == 0, existing.stdout[-4000:]
+
 
 def test_the_repository_components_build_what_the_python_definitions_build():
     import definitions
