@@ -52,6 +52,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--batch-messages", type=int, default=400_000, help="B15's transform: JSON orders on the log system"
     )
+    parser.add_argument(
+        "--parquet-rows", type=int, default=4_000_000, help="B15's columnar no-op: Parquet orders on the files system"
+    )
     parser.add_argument("--b4-rt-messages", type=int, default=6000)
     parser.add_argument(
         "--latency-seconds", type=float, default=20.0, help="B12: seconds measured at 1,000 msgs/s per repetition"
@@ -96,7 +99,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.latency_seconds, args.broker_warm_up_seconds = 1.0, 1.0
         args.scale_messages, args.scale_memory_messages = 4000, 0
         args.scale_kafka_messages, args.scale_spark_messages = 0, 0
-        args.batch_messages = 2000
+        args.batch_messages, args.parquet_rows = 2000, 2000
     return args
 
 
@@ -189,7 +192,9 @@ def run(args: argparse.Namespace) -> list[Section]:
         )
         add(
             "B15",
-            lambda: bench_batches.runner_section(args.messages, args.batch_messages, args.repetitions, workdir, log),
+            lambda: bench_batches.runner_section(
+                args.messages, args.batch_messages, args.repetitions, workdir, log, args.parquet_rows
+            ),
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

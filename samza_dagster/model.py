@@ -85,6 +85,32 @@ class IncomingMessageEnvelope:
         )
 
 
+class ColumnarEnvelope(IncomingMessageEnvelope):
+    """A run of one partition's rows as one Arrow record batch (beyond Samza), for a task that
+    takes batches in columnar form (``BatchStreamTask.batch_format``): no Python object per row.
+
+    ``message`` is the ``pyarrow.RecordBatch``; ``offset`` is the offset of its *last* row — what
+    the task's checkpoint records once the batch is processed, and what choosers compare — and
+    ``first_offset`` that of its first; ``rows`` its row count. Consumers that can read columns
+    (the files system) deliver these only for the partitions the container asks them to.
+    """
+
+    __slots__ = ("first_offset", "rows")
+
+    def __init__(self, ssp: SystemStreamPartition, first_offset: str, offset: str, batch: Any) -> None:
+        # the buffers it holds (a slice holds its parent's): what it costs the container's byte
+        # budget, and ~0.5 µs where ``nbytes`` walks every value's extent (~16 µs a batch)
+        super().__init__(ssp, offset, None, batch, batch.get_total_buffer_size())
+        self.first_offset = first_offset
+        self.rows: int = batch.num_rows
+
+    def __repr__(self) -> str:
+        return (
+            f"ColumnarEnvelope({self.ssp.system}.{self.ssp.stream}[{self.ssp.partition}]"
+            f"@{self.first_offset}..{self.offset}, {self.rows} rows)"
+        )
+
+
 class OutgoingMessageEnvelope:
     """A message for a producer.
 

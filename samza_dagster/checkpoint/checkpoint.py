@@ -1,4 +1,7 @@
-"""The checkpoint of one task and its JSON form.
+"""The checkpoint of one task and this engine's own JSON form, which it wrote before it wrote
+Samza's (``serde.py``: ``KafkaCheckpointLogKey`` keys, CheckpointV1 and CheckpointV2 values); still
+read from checkpoint streams written then, and used where the engine keeps checkpoints of its own
+(``container/output_checkpoints.py``).
 
 Value (compact JSON, UTF-8)::
 
@@ -65,6 +68,9 @@ class Checkpoint:
             version = int(body.get("version", CHECKPOINT_VERSION))
             if version != CHECKPOINT_VERSION:
                 raise ValueError(f"unsupported version {version}")
+            if not isinstance(body.get("offsets"), list):
+                # a Samza CheckpointV1 under a task-name key read as empty once: never again
+                raise ValueError('no "offsets" list: not a checkpoint in this engine\'s own form')
             offsets = {
                 SystemStreamPartition(str(e["system"]), str(e["stream"]), int(e["partition"])): str(e["offset"])
                 for e in body.get("offsets", [])

@@ -1,8 +1,10 @@
 """CheckpointManager: writes and reads task checkpoints in the job's checkpoint stream.
 
 Stream ``__samza_checkpoint_ver_1_for_<job.name>_<job.id>`` (``_`` → ``-`` inside the two
-parts) on ``task.checkpoint.system`` (default: the job's default system), one partition,
-keyed by task name (UTF-8); the last message for a task wins.
+parts) on ``task.checkpoint.system`` (default: the job's default system), one partition, in
+Samza 1.8's form (``serde.py``): each commit writes a CheckpointV1 and a CheckpointV2 per task
+under ``KafkaCheckpointLogKey`` keys, as Samza does by default. Reading takes Samza's forms and
+this engine's earlier one (keyed by task name); the last message for a task wins.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import time
 from collections.abc import Mapping
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint, CheckpointError
+from samza_dagster.checkpoint.serde import decode_checkpoint_message, encode_checkpoint_messages
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.errors import ReadTimeoutError
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.system.positions import position_reached
+from samza_dagster.system.protocols import ReportsLastStableOffsets
 
 SOURCE = "__checkpoint"
 
@@ -36,6 +40,8 @@ class CheckpointManager:
         self.stream = checkpoint_stream_name(job.name, job.id)
         self.ssp = SystemStreamPartition(self.system, self.stream, 0)
         self._system_stream = SystemStream(self.system, self.stream)
+        #: the grouper the checkpoint keys name (Samza refuses a checkpoint of another grouper)
+        self._grouper = job.grouper
         self._admin = admin
         self._producer = producer
         self._consumer_factory = consumer_factory
@@ -57,15 +63,26 @@ class CheckpointManager:
             self._producer.start()
             self._started = True
 
-    def read_last(self) -> dict[str, Checkpoint]:
-        """The last checkpoint of every task in the stream (read from oldest to newest now)."""
+    def read_last(self, *, committed_so_far: bool = False) -> dict[str, Checkpoint]:
+        """The last checkpoint of every task in the stream (read from oldest to newest now).
+
+        A container restoring its own checkpoints reads to the stream's end, waiting for a
+        transaction still open in it (another container's, about to commit). An observer — the
+        progress display, a Dagster observation — passes ``committed_so_far`` and reads only to
+        the last stable offset: a crashed container's open transaction holds the end until the
+        container's next instance fences it (or the broker's transaction timeout, a minute or
+        more), and an observer that starts before that instance must never wait for it."""
         metadata = self._admin.get_system_stream_metadata([self.stream])[self.stream]
         pm = metadata.partitions.get(0)
         if pm is None or pm.newest_offset is None:
             return {}
-        newest = int(pm.newest_offset)
-        upcoming = int(pm.upcoming_offset)
-        raw: dict[str, tuple[bytes, str]] = {}
+        newest, upcoming = int(pm.newest_offset), int(pm.upcoming_offset)
+        if committed_so_far and isinstance(self._admin, ReportsLastStableOffsets):
+            upcoming = min(upcoming, int(self._admin.last_stable_offsets([self.ssp])[self.ssp]))
+            if upcoming <= int(pm.oldest_offset):
+                return {}
+            newest = min(newest, upcoming - 1)
+        raw: dict[str, Checkpoint] = {}
         consumer = self._consumer_factory()
         consumer.register(self.ssp, pm.oldest_offset)
         consumer.start()
@@ -84,17 +101,17 @@ class CheckpointManager:
                     if env.is_end_of_stream:
                         done = True
                         break
-                    key = env.key.decode("utf-8") if isinstance(env.key, (bytes, bytearray)) else str(env.key)
-                    if env.message is None:
-                        raw.pop(key, None)
+                    message = decode_checkpoint_message(env.key, env.message, env.offset, self._grouper)
+                    if message.checkpoint is None:
+                        raw.pop(message.task_name, None)
                     else:
-                        raw[key] = (env.message, env.offset)
+                        raw[message.task_name] = message.checkpoint
                     if int(env.offset) >= newest:
                         done = True
                         break
         finally:
             consumer.stop()
-        return {task: Checkpoint.from_bytes(value, task, offset) for task, (value, offset) in raw.items()}
+        return raw
 
     def write(self, task_name: str, checkpoint: Checkpoint) -> None:
         self.write_all({task_name: checkpoint})
@@ -105,7 +122,8 @@ class CheckpointManager:
         system (on the log, one transaction per ``log.batch.size`` checkpoints)."""
         send, ss = self._producer.send, self._system_stream
         for task_name, checkpoint in checkpoints.items():
-            send(SOURCE, OutgoingMessageEnvelope(ss, checkpoint.to_bytes(), task_name.encode("utf-8"), None, 0))
+            for key, value in encode_checkpoint_messages(task_name, checkpoint, self._grouper):
+                send(SOURCE, OutgoingMessageEnvelope(ss, value, key, None, 0))
         self._producer.flush(SOURCE)
 
     def stop(self) -> None:

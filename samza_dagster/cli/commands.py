@@ -27,9 +27,10 @@ from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY
 from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.planner import plan_from_config
 from samza_dagster.runtime import create_runner
-from samza_dagster.runtime.interrupts import NOTICE
+from samza_dagster.runtime.interrupts import NOTICE, exit_now, install_stop_handlers
 from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.runtime.provision import provision_streams
+from samza_dagster.runtime.runner import JobRunner
 from samza_dagster.system.kafka.confluent_config import LIBRDKAFKA_LOGGER
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -136,19 +137,33 @@ def dispatch(args: argparse.Namespace) -> int:
 def run(config: Config, args: argparse.Namespace) -> int:
     if args.force_reset:
         config = config.with_overrides({FORCE_RESET_KEY: "true"})
-    check_job_config(config)
-    provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
-    for stream in provisioned.created:
-        assert stream.partitions is not None  # provisioning creates only streams with a known count
-        print(f"created stream {stream.name} ({count_of(stream.partitions, 'partition')})", file=sys.stderr)
+    # from the start, a stop is the runner's: one that comes while the job is checked and its
+    # streams are made is kept until the runner exists, which then starts and stops its containers
+    # at once (the runner installs handlers of its own while it runs): every stop ends with a summary
+    runner: JobRunner | None = None
+    early: list[str] = []
 
-    job = JobConfig(config)
-    runner = create_runner(config)
-    with (
-        show_progress(job.name, config, [*provisioned.created, *provisioned.existing], live=runner.live_positions),
-        run_log(job, args.config_path) as log_path,
-    ):
-        result = runner.run()
+    def first(name: str) -> None:
+        runner.stop_for_signal(name) if runner is not None else early.append(name)
+
+    handlers = install_stop_handlers(first, lambda name: exit_now(f"{name} again: exiting at once"))
+    try:
+        check_job_config(config)
+        provisioned = provision_streams(config, create=not args.no_create_streams, config_path=args.config_path)
+        for stream in provisioned.created:
+            assert stream.partitions is not None  # provisioning creates only streams with a known count
+            print(f"created stream {stream.name} ({count_of(stream.partitions, 'partition')})", file=sys.stderr)
+        job = JobConfig(config)
+        runner = create_runner(config)
+        if early:
+            runner.stop_for_signal(early[0])
+        with (
+            show_progress(job.name, config, [*provisioned.created, *provisioned.existing], live=runner.live_positions),
+            run_log(job, args.config_path) as log_path,
+        ):
+            result = runner.run()
+    finally:
+        handlers()
     if result.succeeded:
         print(result.summary_line())
         return EXIT_OK

@@ -154,7 +154,7 @@ class JobWatch:
             self.config, self._admin(system), None, lambda: factory.get_consumer(system, self.config)
         )
         try:
-            checkpoints = manager.read_last()
+            checkpoints = manager.read_last(committed_so_far=True)
         except StreamNotFoundError:  # the job has not committed yet
             return {}
         out: dict[SystemStreamPartition, int] = {}

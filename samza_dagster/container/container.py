@@ -63,6 +63,8 @@ from samza_dagster.system.factories import stop_admin
 from samza_dagster.system.factories import system_factory as default_system_factory
 from samza_dagster.system.protocols import (
     CheckpointCommittingSystemFactory,
+    DeliversColumnar,
+    EmitsBadRows,
     ReportsMetrics,
     SystemAdmin,
     SystemConsumer,
@@ -419,10 +421,24 @@ class SamzaContainer:
             fetch_thresholds=thresholds,
             **kwargs,
         )
+        self._prepare_consumers()
         for ssp in sorted(plan.input_ssps):
             consumers.register(ssp, starting[ssp])
         consumers.start()
         return consumers
+
+    def _prepare_consumers(self) -> None:
+        """The partitions of tasks that take columnar batches arrive as Arrow batches from the
+        consumers that can read columns (the files system): no Python object per row. Those of
+        consumers that hand on rows they cannot parse are decoded with their check, so such a row
+        is a bad message like any other (fails, dropped, or dead-lettered)."""
+        for ti in self.tasks.values():
+            for ssp in ti.ssps:
+                consumer = self._consumers_by_system.get(ssp.system)
+                if ti.columnar_format is not None and isinstance(consumer, DeliversColumnar):
+                    consumer.deliver_columnar([ssp])
+                if isinstance(consumer, EmitsBadRows) and not ti.decodes(ssp):
+                    ti.set_stream_decoder(ssp.system_stream, consumer.bad_row_decoder())
 
     def _create_run_loop(self, plan: ContainerPlan, consumers: SystemConsumers) -> RunLoop:
         return RunLoop(

@@ -8,9 +8,10 @@ from typing import Any
 from samza_dagster.errors import SamzaError
 
 
-def coordinates(envelope: Any) -> str:
+def coordinates(envelope: Any, offset: str | None = None) -> str:
+    """Where ``envelope`` is: its stream, partition and offset (or ``offset``)."""
     ssp = envelope.ssp
-    return f"stream {ssp.system}.{ssp.stream} partition {ssp.partition} offset {envelope.offset}"
+    return f"stream {ssp.system}.{ssp.stream} partition {ssp.partition} offset {offset or envelope.offset}"
 
 
 class ContainerError(SamzaError, RuntimeError):

@@ -36,7 +36,13 @@ from samza_dagster.container.internal_context import ControlMessageHandling, Int
 from samza_dagster.container.metrics import TaskMetrics, register_store_metrics, register_task_metrics
 from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.metrics.registry import MetricsRegistry, task_source
-from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStream, SystemStreamPartition
+from samza_dagster.model import (
+    END_OF_STREAM_OFFSET,
+    ColumnarEnvelope,
+    IncomingMessageEnvelope,
+    SystemStream,
+    SystemStreamPartition,
+)
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.serde.serdes import Serde
 from samza_dagster.storage.task_stores import TaskStores
@@ -49,6 +55,7 @@ from samza_dagster.task.api import (
     is_initable,
     is_windowable,
 )
+from samza_dagster.task.batch_formats import columnar_batches, columnar_format, rows_in
 from samza_dagster.task.callback import TaskCallback
 from samza_dagster.task.collector import MessageCollector
 from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
@@ -126,6 +133,9 @@ class TaskInstance:
         #: the task takes batches (``process_batch``): the run loop hands it runs of a partition
         self.is_batch = is_batch_task(task)
         self._process_batch = task.process_batch if is_batch_task(task) else None
+        #: "arrow" / "pandas": the task takes its batches as columns (``batch_format``), and its
+        #: partitions on a system that reads columns arrive as Arrow batches (ColumnarEnvelope)
+        self.columnar_format = columnar_format(task) if self.is_batch else None
         #: the task's window / end-of-stream hooks, when it has them
         self._window = task.window if is_windowable(task) else None
         self._on_end_of_stream = task.on_end_of_stream if is_end_of_stream_listener(task) else None
@@ -197,6 +207,10 @@ class TaskInstance:
         for ssp in self.ssps:
             if ssp.system == system_stream.system and ssp.stream == system_stream.stream:
                 self._decoders[ssp] = decoder
+
+    def decodes(self, ssp: SystemStreamPartition) -> bool:
+        """Whether ``ssp``'s messages go through a decoder (a serde's, or the operator runtime's)."""
+        return self._decoders.get(ssp) is not None
 
     def install_control_handling(
         self, handler: ControlMessageHandling, on_partition_end: Callable[[SystemStreamPartition], None]
@@ -316,7 +330,7 @@ class TaskInstance:
         else:
             self._process_decoded_run(run)
         self.last_processed[ssp] = run[-1].offset
-        self._processed[ssp] += len(run)
+        self._processed[ssp] += rows_in(run) if self.columnar_format is not None else len(run)
         self.uncommitted = True
 
     def _process_decoded_run(self, run: list[IncomingMessageEnvelope]) -> None:
@@ -340,7 +354,11 @@ class TaskInstance:
         assert self._process_batch is not None  # the run loop hands runs to batch tasks only
         t0 = _perf_counter()
         try:
-            self._process_batch(batch, self.collector, self.coordinator)
+            if self.columnar_format is None:
+                self._process_batch(batch, self.collector, self.coordinator)
+            else:
+                for columns in columnar_batches(batch, self.columnar_format):
+                    self._process_batch(columns, self.collector, self.coordinator)
         except Exception as exc:
             raise self.batch_error(batch, exc) from exc
         self._metrics.process_s += _perf_counter() - t0
@@ -350,9 +368,10 @@ class TaskInstance:
         if isinstance(exc, TaskProcessError):
             return exc
         first, last = batch[0], batch[-1]
+        at = coordinates(first) if type(first) is not ColumnarEnvelope else coordinates(first, first.first_offset)
         return TaskProcessError(
-            f"task {self.task_name!r} failed processing the batch of {len(batch)} messages at "
-            f"{coordinates(first)}..{last.offset}: {type(exc).__name__}: {exc}",
+            f"task {self.task_name!r} failed processing the batch of {rows_in(batch)} messages at "
+            f"{at}..{last.offset}: {type(exc).__name__}: {exc}",
             self.task_name,
             first,
         )

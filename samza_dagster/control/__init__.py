@@ -1,17 +1,19 @@
-"""Control messages on intermediate streams (Samza design): end-of-stream and watermark
-messages, the intermediate-message serde that carries them in-band with user messages,
+"""Control messages on intermediate streams (Samza 1.8's ``ControlMessage`` classes and
+``IntermediateMessageSerde``): end-of-stream, watermark and drain messages, the intermediate-message serde that carries them in-band with user messages,
 and the per-task bookkeeping that reconciles them over all upstream producer tasks."""
 
 from samza_dagster.control.end_of_stream import EndOfStreamStates
-from samza_dagster.control.errors import ControlMessageError, ControlStateError
+from samza_dagster.control.errors import ControlMessageError, ControlStateError, UnsupportedControlMessageError
 from samza_dagster.control.messages import (
     CONTROL_MESSAGE_VERSION,
     SUPPORTED_VERSIONS,
     ControlMessage,
+    DrainMessage,
     EndOfStreamMessage,
     WatermarkMessage,
 )
 from samza_dagster.control.serde import (
+    DRAIN,
     END_OF_STREAM,
     USER_MESSAGE,
     WATERMARK,
@@ -23,6 +25,7 @@ from samza_dagster.control.watermark import WATERMARK_NOT_EXIST, WatermarkStates
 
 __all__ = [
     "CONTROL_MESSAGE_VERSION",
+    "DRAIN",
     "END_OF_STREAM",
     "SUPPORTED_VERSIONS",
     "USER_MESSAGE",
@@ -31,9 +34,11 @@ __all__ = [
     "ControlMessage",
     "ControlMessageError",
     "ControlStateError",
+    "DrainMessage",
     "EndOfStreamMessage",
     "EndOfStreamStates",
     "IntermediateMessageSerde",
+    "UnsupportedControlMessageError",
     "WatermarkMessage",
     "WatermarkStates",
     "deserialize_intermediate_message",

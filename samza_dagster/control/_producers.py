@@ -70,7 +70,7 @@ def check_new_producer(
     kind: str,
     ssp: SystemStreamPartition,
     task_name: str,
-    task_count: int,
+    task_count: int | None,
     expected: int,
     reported: Collection[str],
 ) -> None:
@@ -79,8 +79,9 @@ def check_new_producer(
 
     A producer that believes in a different number of producers means the two stages were
     planned with different partition counts, and one more producer than expected means the
-    same: fail loudly rather than end (or advance) early."""
-    if task_count > 0 and task_count != expected:
+    same: fail loudly rather than end (or advance) early. ``task_count`` is what an old-form
+    message said (None for Samza 1.8's form, which carries no count)."""
+    if task_count is not None and task_count > 0 and task_count != expected:
         raise ControlStateError(
             f"{kind} on {ssp} from producer task {task_name!r} says {task_count} producer tasks, "
             f"but this job expects {expected} for stream {ssp.system}.{ssp.stream}"

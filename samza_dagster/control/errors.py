@@ -54,3 +54,11 @@ class ControlStateError(SamzaError, ValueError):
     """End-of-stream / watermark bookkeeping was given something inconsistent: a control
     message for a partition the task does not own, a producer task count that disagrees
     with the expected one, or a malformed checkpoint snapshot."""
+
+
+class UnsupportedControlMessageError(SamzaError):
+    """A well-formed Samza control message the engine does not implement (Samza 1.8's drain).
+
+    Not a deserialization error: ``task.drop.deserialization.errors`` must not turn a drain
+    into a silently skipped message, so the task stops with a line naming the stream,
+    partition and offset."""

@@ -5,11 +5,14 @@ by the operator runtime through its hooks (``set_stream_decoder`` / ``install_co
   :class:`~samza_dagster.control.serde.IntermediateMessageSerde`: a user message becomes
   ``(key, value)`` (the operator runtime passes ``KV``); a control message is handed to the handler.
 * :class:`ControlMessageHandler` reconciles them per intermediate partition with
-  :class:`EndOfStreamStates` / :class:`WatermarkStates` over the producer task count. When
-  the count is not known up front (a stage run as its own job) it is taken from the first
-  control message's ``taskCount`` — the upstream job's task count — and kept in checkpoints.
-  A reconciled end-of-stream returns the partition's end-of-stream envelope (the task
-  instance marks the partition ended); a reconciled watermark is passed to ``on_watermark``.
+  :class:`EndOfStreamStates` / :class:`WatermarkStates` over the producer task count, which
+  comes from the job model and the plan (Samza 1.8's messages carry none). A stream whose
+  count the caller did not know takes it from an old-form message's ``taskCount`` (the design
+  documents' form) or from the checkpoint; a Samza 1.8 message on such a stream is an error
+  naming it. A reconciled end-of-stream returns the partition's end-of-stream envelope (the
+  task instance marks the partition ended); a reconciled watermark is passed to ``on_watermark``.
+* Samza 1.8's drain message is refused (:class:`UnsupportedControlMessageError`, naming the
+  stream, partition and offset): the engine does not implement drain (docs/decisions.md).
 * ``snapshot()`` / ``restore()`` carry the bookkeeping through checkpoints, so a restarted task
   neither waits for an end-of-stream it already counted nor moves a watermark back.
 """
@@ -20,7 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from samza_dagster.control.end_of_stream import EndOfStreamStates
-from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
+from samza_dagster.control.errors import ControlStateError, UnsupportedControlMessageError
+from samza_dagster.control.messages import DrainMessage, EndOfStreamMessage, WatermarkMessage
 from samza_dagster.control.serde import IntermediateMessageSerde
 from samza_dagster.control.watermark import WatermarkStates
 from samza_dagster.model import IncomingMessageEnvelope, SystemStream, SystemStreamPartition
@@ -46,7 +50,7 @@ class IntermediateStreamDecoder:
     def decode(self, envelope: IncomingMessageEnvelope) -> bool:
         message = self.serde.from_bytes(envelope.message)
         cls = type(message)
-        if cls is EndOfStreamMessage or cls is WatermarkMessage:
+        if cls is EndOfStreamMessage or cls is WatermarkMessage or cls is DrainMessage:
             envelope.message = message
             return False
         key = envelope.key
@@ -82,9 +86,19 @@ class ControlMessageHandler:
         self._eos[stream] = EndOfStreamStates(self._ssps[stream], {stream: count})
         self._wm[stream] = WatermarkStates(self._ssps[stream], {stream: count})
 
-    def _states(self, stream: SystemStream, task_count: int) -> tuple[EndOfStreamStates, WatermarkStates]:
+    def _states(self, envelope: IncomingMessageEnvelope) -> tuple[EndOfStreamStates, WatermarkStates]:
+        stream = envelope.ssp.system_stream
         eos = self._eos.get(stream)
         if eos is None:
+            task_count = envelope.message.task_count
+            if task_count is None:
+                ssp = envelope.ssp
+                raise ControlStateError(
+                    f"control message from producer task {envelope.message.task_name!r} on stream "
+                    f"{ssp.system}.{ssp.stream}, partition {ssp.partition}, offset {envelope.offset}: the number of "
+                    f"tasks producing to the stream is not known (Samza 1.8's control messages do not carry it, and "
+                    f"the job model and plan did not give it)"
+                )
             self._create(stream, task_count)
             eos = self._eos[stream]
         return eos, self._wm[stream]
@@ -92,7 +106,13 @@ class ControlMessageHandler:
     def __call__(self, envelope: IncomingMessageEnvelope) -> IncomingMessageEnvelope | None:
         message = envelope.message
         ssp = envelope.ssp
-        eos, wm = self._states(ssp.system_stream, message.task_count)
+        if type(message) is DrainMessage:
+            raise UnsupportedControlMessageError(
+                f"Samza drain message (run id {message.run_id!r}, producer task {message.task_name!r}) on stream "
+                f"{ssp.system}.{ssp.stream}, partition {ssp.partition}, offset {envelope.offset}: this engine does "
+                f"not implement Samza's drain; stop the upstream job without draining, or end its input instead"
+            )
+        eos, wm = self._states(envelope)
         if type(message) is EndOfStreamMessage:
             if eos.update(message, ssp):
                 return IncomingMessageEnvelope.end_of_stream(ssp)

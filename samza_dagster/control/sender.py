@@ -3,7 +3,8 @@ partition of an intermediate stream (Samza design).
 
 A producer task sends one control message per partition of each intermediate stream it
 writes to, so every downstream consumer of every partition hears from every producer task;
-the downstream reconciles them over ``task_count`` producers. The producer is flushed right
+the downstream reconciles them over the producer tasks its job model and plan count (Samza
+1.8's messages carry no count). The producer is flushed right
 after, because a downstream stage waiting for end-of-stream must not wait for the next commit
 (the messages before it on the same producer are flushed with it, keeping their order).
 """
@@ -34,9 +35,9 @@ class ControlMessageSender:
             producer.send(self.source, OutgoingMessageEnvelope(stream, data, None, None, partition))
         producer.flush(self.source)
 
-    def send_end_of_stream(self, stream: SystemStream, partitions: int, task_count: int) -> None:
-        self._broadcast(stream, partitions, encode_control_message(EndOfStreamMessage(self.task_name, task_count)))
+    def send_end_of_stream(self, stream: SystemStream, partitions: int) -> None:
+        self._broadcast(stream, partitions, encode_control_message(EndOfStreamMessage(self.task_name)))
 
-    def send_watermark(self, stream: SystemStream, partitions: int, task_count: int, timestamp: int) -> None:
-        data = encode_control_message(WatermarkMessage(int(timestamp), self.task_name, task_count))
+    def send_watermark(self, stream: SystemStream, partitions: int, timestamp: int) -> None:
+        data = encode_control_message(WatermarkMessage(int(timestamp), self.task_name))
         self._broadcast(stream, partitions, data)

@@ -6,6 +6,12 @@
 snapshot reporter writes, where the Prometheus exposition reads) and
 ``metrics.reporter.<name>.interval`` (seconds between snapshots; Samza's default, 60).
 
+The form snapshots are written in follows the metrics stream's message serde, as Samza's
+``MetricsSnapshotReporterFactory.getSerde`` finds it (:func:`snapshot_form`): the stream's
+``samza.msg.serde``, else the system's; a serde registered with Samza's
+``org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory`` class writes ``v2``, anything else
+(Samza's ``MetricsSnapshotSerdeFactory``, ``json``, nothing) plain JSON.
+
 Everything is checked at once by :func:`metrics_config` — the config pre-flight calls it — and
 each error is a ConfigError naming its key, before anything runs.
 """
@@ -19,6 +25,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import SystemConfig
+from samza_dagster.metrics.snapshot import JSON_FORM, V2_FORM
 from samza_dagster.model import SystemStream
 
 REPORTERS_KEY = keys.METRICS_REPORTERS.name
@@ -153,3 +160,14 @@ def _interval(config: Config, name: str) -> float:
     if not seconds > 0 or seconds == float("inf"):
         raise ConfigError(f"config key {key!r} is {raw!r}; expected a positive number of seconds", key=key)
     return seconds
+
+
+def snapshot_form(config: Config, stream: SystemStream) -> str:
+    """``v2`` or ``json``: what the reporter writes to ``stream``, from its message serde as
+    Samza's reporter chooses it (the stream's ``samza.msg.serde``, else the system's). Unlike
+    Samza, whose reporter falls back to ``MetricsSnapshotSerdeV2`` when no serde is configured,
+    an unconfigured stream gets plain JSON (docs/decisions.md, "Samza on the wire")."""
+    from samza_dagster.serde.registry import SerdeRegistry
+
+    serde = SerdeRegistry(config).msg_serde(stream)
+    return V2_FORM if getattr(serde, "snapshot_form", None) == V2_FORM else JSON_FORM

@@ -1,6 +1,7 @@
 """The reporters a container runs (Samza's ``MetricsReporter``: ``register(source, registry)``,
 ``start()``, ``stop()``), and the snapshot reporter, which writes Samza's snapshot JSON of every
-registered registry to a metrics stream every interval.
+registered registry to a metrics stream every interval, in the form the stream's serde asks
+(``MetricsSnapshotSerde`` JSON or ``MetricsSnapshotSerdeV2``; ``metrics/config.py``).
 
 The snapshot reporter has a producer of its own, used from its own thread only: the run loop's
 producers are never touched from another thread, and a slow metrics system cannot stall a
@@ -12,6 +13,7 @@ final counts — what a bounded job's last message left.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -22,7 +24,7 @@ from samza_dagster import __version__
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.metrics.config import MetricsConfig, ReporterConfig
+from samza_dagster.metrics.config import MetricsConfig, ReporterConfig, snapshot_form
 from samza_dagster.metrics.registry import MetricsRegistry
 from samza_dagster.metrics.snapshot import MetricsHeader, MetricsSnapshot
 from samza_dagster.metrics.stream_reader import ensure_metrics_stream
@@ -30,6 +32,10 @@ from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.factories import system_factory
 
 log = logging.getLogger(__name__)
+
+#: Samza's environment variables for the header (ShellCommandConfig, EnvironmentVariables)
+EXECUTION_ENV_CONTAINER_ID = "EXECUTION_ENV_CONTAINER_ID"
+SAMZA_EPOCH_ID = "SAMZA_EPOCH_ID"
 
 
 class MetricsReporter(Protocol):
@@ -66,6 +72,10 @@ class SnapshotReporter:
         self._job_name, self._job_id = job.name, job.id
         self._host = host or socket.gethostname()
         self._version = keys.APP_VERSION.get(config)  # Samza's job version in the header
+        # as Samza's MetricsSnapshotReporter: from its environment variables, "" when unset
+        self._exec_env_container_id = os.environ.get(EXECUTION_ENV_CONTAINER_ID, "")
+        self._samza_epoch_id = os.environ.get(SAMZA_EPOCH_ID, "")
+        self.form = snapshot_form(config, stream)
         self._clock = clock
         self._reset_ms = int(clock() * 1000)
         self._registries: list[tuple[str, MetricsRegistry]] = []
@@ -120,7 +130,8 @@ class SnapshotReporter:
         key = self.container_name.encode("utf-8")
         for source, registry in list(self._registries):
             snapshot = MetricsSnapshot(self._header(source), registry.snapshot(), registry.kinds())
-            producer.send(self._source, OutgoingMessageEnvelope(self.stream, snapshot.encode(), key=key))
+            data = snapshot.encode(self.form)
+            producer.send(self._source, OutgoingMessageEnvelope(self.stream, data, key=key))
         producer.flush(self._source)
         self.reports += 1
 
@@ -135,6 +146,8 @@ class SnapshotReporter:
             reset_time=self._reset_ms,
             version=self._version,
             samza_version=__version__,
+            exec_env_container_id=self._exec_env_container_id,
+            samza_epoch_id=self._samza_epoch_id,
         )
 
 

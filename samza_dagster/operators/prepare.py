@@ -10,8 +10,10 @@ Config the runtime reads (all optional):
 * ``app.stage`` — run one stage only (``stage-<n>`` or ``<n>``, the planner's data-flow order)
   as its own job: it reads its inputs (intermediate streams included) and writes its outputs.
   The job runs as ``<job.name>-stage-<n>`` (own checkpoints, coordinator stream and changelogs)
-  while stream ids keep the application's ``job.name``. The producer count of an intermediate
-  stream it reads comes from the upstream job's control messages (``taskCount``).
+  while stream ids keep the application's ``job.name``. The producer task count of an
+  intermediate stream it reads comes from the plan: the upstream stage's job model, grouped
+  from its planned inputs as this config groups them (Samza 1.8's control messages carry no
+  count; see ``producer_task_counts``).
 * ``app.store.factory`` — factory of operator stores (``rocksdb`` default, or ``inmemory``);
   every join/window/table store gets a changelog ``<job>-<id>-<store>-changelog`` on the
   default system, except side-input tables (rebuilt from their side inputs).
@@ -30,7 +32,7 @@ the descriptor leaves unset keeps the configured serde.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,10 +45,13 @@ from samza_dagster.application.specs import (
     TableSpec,
 )
 from samza_dagster.config import Config, ConfigError, keys
+from samza_dagster.config.job_config import JobConfig
 from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.container import SamzaContainer
+from samza_dagster.coordinator.model.builder import input_ssps
+from samza_dagster.coordinator.model.groupers import ssp_grouper
 from samza_dagster.coordinator.model.job_model import JobModel
-from samza_dagster.model import StreamSpec, SystemStream
+from samza_dagster.model import StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.operators.analysis import operator_stores, store_name, topological, upstream_inputs
 from samza_dagster.operators.task import OperatorTaskFactory
 from samza_dagster.planner import ExecutionPlan, plan_from_config
@@ -115,23 +120,64 @@ class PreparedApplication:
 
     def own_producer_counts(self, job_model: JobModel) -> dict[SystemStream, int]:
         """Producer task count of every intermediate stream this job writes: the tasks of
-        the job consuming a stream upstream of its partition_by (Samza's rule)."""
-        ids = {sid: SystemStream(s.system, s.physical_name) for sid, s in self.descriptor.input_operators.items()}
+        the job consuming a stream upstream of its partition_by (Samza 1.x's rule,
+        ``OperatorImplGraph.getProducerTaskCountForIntermediateStreams``)."""
+        ids = self._stream_ids()
         counts: dict[SystemStream, int] = {}
         for stream, sids in self._intermediate_producers().items():
-            wanted = {ids[s] for s in sids}
-            n = 0
-            for container in job_model.containers.values():
-                for task in container.tasks.values():
-                    if any(ssp.system_stream in wanted for ssp in task.ssps):
-                        n += 1
-            counts[stream] = n
+            tasks = (task.ssps for container in job_model.containers.values() for task in container.tasks.values())
+            counts[stream] = _consuming_tasks(tasks, {ids[s] for s in sids})
         return counts
 
     def producer_task_counts(self, job_model: JobModel) -> dict[SystemStream, int]:
-        """Known producer counts of the intermediate streams this job reads: those it also
-        writes. Others (a stage run on its own) learn theirs from the control messages."""
-        return self.own_producer_counts(job_model)
+        """Producer task count of every intermediate stream this job reads. Samza 1.8's control
+        messages carry no count, so the consumer counts as Samza 1.x does: the tasks consuming a
+        stream upstream of the partition_by writing it. A stream this job writes too counts in
+        ``job_model``; one written by another stage's job (``app.stage``) counts in that job's
+        model, grouped from the stage's planned inputs with this config's grouper — what that
+        job's coordinator builds from the same config."""
+        counts = self.own_producer_counts(job_model)
+        ids = self._stream_ids()
+        for spec in self.descriptor.input_operators.values():
+            stream = ids[spec.stream_id]
+            if spec.op_id in self.op_ids and spec.is_intermediate and stream not in counts:
+                counts[stream] = self._upstream_stage_task_count(stream)
+        return counts
+
+    def _stream_ids(self) -> dict[str, SystemStream]:
+        return {sid: SystemStream(s.system, s.physical_name) for sid, s in self.descriptor.input_operators.items()}
+
+    def _upstream_stage_task_count(self, stream: SystemStream) -> int:
+        writers = [
+            spec
+            for spec in self.descriptor.operators.values()
+            if isinstance(spec, PartitionByOperatorSpec)
+            and SystemStream(spec.output_stream.system, spec.output_stream.physical_name) == stream
+        ]
+        if len(writers) != 1:
+            raise ConfigError(
+                f"intermediate stream {stream.system}.{stream.stream}: expected one partition_by writing it in the "
+                f"plan, found {len(writers)}",
+                key=STAGE_KEY,
+            )
+        writer = writers[0]
+        stage = next((st for st in self.plan.jobs[0].stages if writer.op_id in st.operators), None)
+        if stage is None:
+            raise ConfigError(
+                f"intermediate stream {stream.system}.{stream.stream}: no stage of the plan runs its partition_by "
+                f"{writer.op_id!r}",
+                key=STAGE_KEY,
+            )
+        stage_ops = set(stage.operators)
+        inputs = _input_streams(self.plan, self.descriptor, stage_ops)
+        side = {
+            SystemStream(t.side_input_systems[s], t.side_input_physical_names[s])
+            for t in _side_input_tables(self.descriptor, stage_ops)
+            for s in t.side_inputs
+        }
+        groups = ssp_grouper(JobConfig(self.config).grouper)(input_ssps(inputs, side))
+        ids = self._stream_ids()
+        return _consuming_tasks(groups.values(), {ids[s] for s in self.upstream.get(writer.op_id, ())})
 
     def create_streams(self) -> None:
         """Create the intermediate streams (idempotent; an existing one must have the count)."""
@@ -152,6 +198,11 @@ class PreparedApplication:
                     )
             finally:
                 stop_admin(admin)
+
+
+def _consuming_tasks(tasks: Iterable[Iterable[SystemStreamPartition]], streams: set[SystemStream]) -> int:
+    """How many of ``tasks`` (each its partitions) consume a partition of one of ``streams``."""
+    return sum(1 for ssps in tasks if any(ssp.system_stream in streams for ssp in ssps))
 
 
 def _select_stage(plan: ExecutionPlan, raw: str) -> Stage:

@@ -12,7 +12,9 @@ End-of-stream and watermarks flow through the graph per operator: an operator ha
 every partition of this task of the streams upstream of it has ended; its watermark is the
 minimum over those partitions (ended ones no longer count). Windows flush, joins expire, and
 partition_by sends ``EndOfStreamMessage`` / ``WatermarkMessage`` to every partition of its
-intermediate stream (``task_count`` = the tasks of the job consuming its upstream streams).
+intermediate stream, in Samza 1.8's form (no task count: each consumer counts the producer
+tasks in the job model and the plan, as Samza 1.x does; ``task_count`` here only says whether
+this job has producer tasks of the stream at all).
 """
 
 from __future__ import annotations
@@ -350,7 +352,7 @@ class OperatorTask:
             op.last_watermark = wm
             if isinstance(op, impl.PartitionBy):
                 if wm < _ENDED and op.task_count:
-                    self.sender.send_watermark(op.stream, op.partitions, op.task_count, wm)
+                    self.sender.send_watermark(op.stream, op.partitions, wm)
             elif wm < _ENDED:
                 op.on_watermark(wm)
 
@@ -367,7 +369,7 @@ class OperatorTask:
             op.ended = True
             if isinstance(op, impl.PartitionBy):
                 if op.task_count:
-                    self.sender.send_end_of_stream(op.stream, op.partitions, op.task_count)
+                    self.sender.send_end_of_stream(op.stream, op.partitions)
             elif isinstance(op, impl.WindowOperator):
                 op.on_end_of_stream()
         self._flush_batches()

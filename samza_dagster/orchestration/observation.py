@@ -122,7 +122,7 @@ def checkpointed_offsets(config: Config) -> dict[SystemStreamPartition, str] | N
     with system_admin(config, system) as admin:
         manager = CheckpointManager(config, admin, None, lambda: factory.get_consumer(system, config))
         try:
-            checkpoints = manager.read_last()
+            checkpoints = manager.read_last(committed_so_far=True)
         except StreamNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - an observation must not fail on a bad checkpoint

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 from typing import TYPE_CHECKING
@@ -26,7 +27,7 @@ from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
-from samza_dagster.runtime.interrupts import describe_uncommitted, exit_now, install_stop_handlers
+from samza_dagster.runtime.interrupts import STOP_SIGNALS, describe_uncommitted, exit_now, install_stop_handlers
 
 if TYPE_CHECKING:
     from samza_dagster.container.container import SamzaContainer
@@ -122,6 +123,9 @@ def main() -> int:
                 f"commit. {describe_uncommitted([running])}"
             ),
         )
+        # the process runner starts us with the stop signals blocked (process_runner.py): one
+        # that came while we were starting is delivered now, to the handler
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         parent = os.environ.get(PARENT_PID_ENV)
         if parent:
             _stop_when_parent_exits(container, int(parent))

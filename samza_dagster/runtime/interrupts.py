@@ -27,11 +27,30 @@ EXIT_INTERRUPTED = 130
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def install_stop_handlers(on_first: Callable[[str], None], on_second: Callable[[str], None]) -> Callable[[], None]:
+class StopHandlers:
+    """The handlers :func:`install_stop_handlers` installed: calling it restores the previous
+    ones; :meth:`reinstall` puts them back over a handler something else installed since (a
+    SparkContext installs a SIGINT handler of its own), keeping the count of signals received."""
+
+    def __init__(self, handler: Callable[[int, object], None] | None, previous: dict[signal.Signals, Any]) -> None:
+        self._handler = handler
+        self._previous = previous
+
+    def reinstall(self) -> None:
+        if self._handler is not None:
+            for sig in self._previous:
+                signal.signal(sig, self._handler)
+
+    def __call__(self) -> None:
+        for sig, old in self._previous.items():
+            signal.signal(sig, old)
+
+
+def install_stop_handlers(on_first: Callable[[str], None], on_second: Callable[[str], None]) -> StopHandlers:
     """Route the first stop signal to ``on_first(signal name)`` and later ones to
     ``on_second``; returns what restores the previous handlers."""
     if threading.current_thread() is not threading.main_thread():
-        return lambda: None
+        return StopHandlers(None, {})
     received: list[str] = []
 
     def handler(signum: int, _frame: object) -> None:
@@ -39,7 +58,7 @@ def install_stop_handlers(on_first: Callable[[str], None], on_second: Callable[[
         received.append(name)
         (on_first if len(received) == 1 else on_second)(name)
 
-    previous = {}
+    previous: dict[signal.Signals, Any] = {}
     for sig in STOP_SIGNALS:
         # An ignored SIGINT is kept ignored: a shell starts background jobs that way so a
         # terminal's Ctrl-C does not reach them (nohup's convention). SIGTERM is always handled:
@@ -49,12 +68,7 @@ def install_stop_handlers(on_first: Callable[[str], None], on_second: Callable[[
         if sig == signal.SIGINT and signal.getsignal(sig) is signal.SIG_IGN:
             continue
         previous[sig] = signal.signal(sig, handler)
-
-    def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-    return restore
+    return StopHandlers(handler, previous)
 
 
 #: ``extra={NOTICE: True}`` marks a log record that is a notice for the person at the command line

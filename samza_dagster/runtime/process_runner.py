@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ from samza_dagster.runtime.container_main import (
     SUMMARY_PATH_ENV,
     read_positions,
 )
+from samza_dagster.runtime.interrupts import STOP_SIGNALS
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 
@@ -122,14 +124,23 @@ class ProcessJobRunner(JobRunner):
         # group) reaches the runner alone, which stops each container with one SIGTERM; were the
         # containers in the group too, that SIGTERM would be their second signal and end them at
         # once, without the final commit
-        proc = subprocess.Popen(
-            [self.python, "-m", "samza_dagster.runtime.container_main"],
-            env=env,
-            stdin=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        #
+        # The stop signals are blocked while the process is made, so it starts with them blocked
+        # (a signal mask survives fork and exec): a SIGTERM that reaches it while it is still
+        # starting — importing, fetching its job model — waits until its handler is installed
+        # (container_main unblocks them then) instead of killing it without a summary or commit.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            proc = subprocess.Popen(
+                [self.python, "-m", "samza_dagster.runtime.container_main"],
+                env=env,
+                stdin=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(secrets))
         proc.stdin.close()

@@ -79,26 +79,30 @@ class JobRunner(ABC):
     def run(self) -> JobResult:
         started = time.monotonic()
         result = self._new_result()
-        prepared = prepare_job(self.config)
-        self.coordinator = JobCoordinator(
-            prepared.config,
-            host=self.host,
-            port=keys.JOB_COORDINATOR_HTTP_PORT.get(self.config),
-            input_streams=prepared.input_streams,
-            exclude=prepared.exclude,
-        )
-        url = self.coordinator.start()
+        # from the start: a stop while the job is being prepared stops it as gracefully as later
+        # (its containers start and stop at once, each with a summary)
+        handlers = install_stop_handlers(self._on_stop_signal, self._abort)
         try:
-            self._open(result, url)
-            # after _open: a SparkContext created there installs a SIGINT handler of its own
-            restore_signals = install_stop_handlers(self._on_stop_signal, self._abort)
+            prepared = prepare_job(self.config)
+            self.coordinator = JobCoordinator(
+                prepared.config,
+                host=self.host,
+                port=keys.JOB_COORDINATOR_HTTP_PORT.get(self.config),
+                input_streams=prepared.input_streams,
+                exclude=prepared.exclude,
+            )
+            url = self.coordinator.start()
             try:
-                self._run_until_done(result, url)
+                self._open(result, url)
+                handlers.reinstall()  # a SparkContext created in _open installs a SIGINT handler of its own
+                try:
+                    self._run_until_done(result, url)
+                finally:
+                    self._close()
             finally:
-                restore_signals()
-                self._close()
+                self.coordinator.stop()
         finally:
-            self.coordinator.stop()
+            handlers()
         result.stopped_by = self.stopped_by
         result.elapsed_s = time.monotonic() - started
         log.info("%s", result.summary_line())
@@ -125,6 +129,10 @@ class JobRunner(ABC):
                 return
             log.info("job %s: new JobModel; starting the containers again", self.job_name)
             self.coordinator.refresh()
+
+    def stop_for_signal(self, name: str) -> None:
+        """What a first stop signal does (also for one a caller caught before :meth:`run`)."""
+        self._on_stop_signal(name)
 
     def _on_stop_signal(self, name: str) -> None:
         log.warning(

@@ -3,7 +3,9 @@
 Names: json, string, bytes, integer, long, noop, msgpack (operator state), pickle (explicit
 only), plus any
 ``serializers.registry.<name>.class=module:Class`` (a Serde class, or a factory with
-``get_serde(name, config)``).
+``get_serde(name, config)``), or one of Samza's factory classes the engine has a serde for
+(``SAMZA_SERDE_CLASSES``: the metrics snapshot serdes, whose messages the snapshot reporter
+encodes itself).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from samza_dagster.serde.serdes import (
     IntegerSerde,
     JsonSerde,
     LongSerde,
+    MetricsSnapshotBytesSerde,
     NoOpSerde,
     PickleSerde,
     Serde,
@@ -40,6 +43,12 @@ BUILTIN_SERDES: dict[str, Callable[[], Serde]] = {
     "noop": NoOpSerde,
     "msgpack": MsgpackSerde,
     "pickle": PickleSerde,
+}
+#: Samza's serde factory classes this engine has a serde for (a config carried over from a Samza
+#: job names them in ``serializers.registry.<name>.class``)
+SAMZA_SERDE_CLASSES: dict[str, Callable[[], Serde]] = {
+    "org.apache.samza.serializers.MetricsSnapshotSerdeFactory": lambda: MetricsSnapshotBytesSerde("json"),
+    "org.apache.samza.serializers.MetricsSnapshotSerdeV2Factory": lambda: MetricsSnapshotBytesSerde("v2"),
 }
 #: 'msg' / 'key' → (the stream property, the system's key) naming that field's serde
 _SERDE_KEYS = {
@@ -119,6 +128,9 @@ class SerdeRegistry:
     def _create(self, name: str, key: str) -> Serde:
         class_key = keys.SERDE_CLASS.key(name=name)
         class_path = self._config.get_str(class_key)
+        samza_serde = SAMZA_SERDE_CLASSES.get((class_path or "").strip())
+        if samza_serde is not None:
+            return samza_serde()
         if class_path:
             cls = load_class(class_path, class_key)
             obj = cls()

@@ -76,6 +76,18 @@ class BytesSerde:
         return bytes(data)
 
 
+class MetricsSnapshotBytesSerde(BytesSerde):
+    """What Samza's ``MetricsSnapshotSerdeFactory`` / ``MetricsSnapshotSerdeV2Factory`` named in
+    ``serializers.registry.<name>.class`` resolve to: the metrics stream's messages pass as bytes
+    (the snapshot reporter encodes them, ``metrics/snapshot.py``), and ``snapshot_form`` says in
+    which of Samza's two forms (``json`` or ``v2``) it writes them."""
+
+    __slots__ = ("snapshot_form",)
+
+    def __init__(self, snapshot_form: str) -> None:
+        self.snapshot_form = snapshot_form
+
+
 class _StructSerde:
     __slots__ = ()
     _struct: struct.Struct

@@ -10,6 +10,7 @@ from samza_dagster.model import (
     IncomingMessageEnvelope,
     OutgoingMessageEnvelope,
     StreamSpec,
+    SystemStream,
     SystemStreamMetadata,
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
@@ -184,6 +185,42 @@ class SspMetadataAdmin(Protocol):
     def get_ssp_metadata(
         self, ssps: Iterable[SystemStreamPartition]
     ) -> dict[SystemStreamPartition, SystemStreamPartitionMetadata]: ...
+
+
+@runtime_checkable
+class ReportsLastStableOffsets(Protocol):
+    """An admin of a system with transactions (Kafka): per partition its *last stable offset*, the
+    first offset a ``read_committed`` reader cannot read yet — an open transaction's first offset,
+    the upcoming offset when no transaction is open in it."""
+
+    def last_stable_offsets(self, ssps: Iterable[SystemStreamPartition]) -> dict[SystemStreamPartition, str]: ...
+
+
+@runtime_checkable
+class DeliversColumnar(Protocol):
+    """A consumer that can deliver a partition's rows as Arrow record batches
+    (:class:`~samza_dagster.model.ColumnarEnvelope`), one per poll, instead of an envelope per row:
+    the container asks it for the partitions of tasks that take columnar batches, before ``start``."""
+
+    def deliver_columnar(self, ssps: Iterable[SystemStreamPartition]) -> None: ...
+
+
+@runtime_checkable
+class EmitsBadRows(Protocol):
+    """A consumer that hands a row it cannot parse on as an envelope of its own instead of failing
+    the read (the files system's JSON lines and CSV): the container decodes its partitions with
+    ``bad_row_decoder()``, so such a row fails the job, is dropped or goes to the dead-letter stream
+    as a message its serde cannot decode does — and the checkpoint moves past it."""
+
+    def bad_row_decoder(self) -> Any: ...
+
+
+@runtime_checkable
+class AppendsTables(Protocol):
+    """A producer that appends a whole Arrow table as it is (Iceberg, files): what a columnar task
+    sends with ``MessageCollector.send_table`` reaches it without a Python object per row."""
+
+    def send_table(self, source: str, system_stream: SystemStream, table: Any) -> None: ...
 
 
 @runtime_checkable

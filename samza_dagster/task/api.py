@@ -8,11 +8,9 @@ with ``window`` a windowable one...) because that is what a Python user expects;
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
-
     from samza_dagster.model import IncomingMessageEnvelope
     from samza_dagster.task.callback import TaskCallback
     from samza_dagster.task.collector import MessageCollector
@@ -55,11 +53,22 @@ class BatchStreamTask:
     a commit, a window, an end-of-stream or a watermark: those happen between batches, so a
     checkpoint covers only batches that returned. ``envelopes`` is the engine's list, valid for
     the call; copy what you keep. A task with both ``process`` and ``process_batch`` is given
-    batches."""
+    batches.
+
+    ``batch_format`` says what ``process_batch`` receives: ``"envelopes"`` (the default, the list
+    above), or the batch's messages as columns — ``"arrow"`` (a ``pyarrow.Table``) or ``"pandas"``
+    (a ``pandas.DataFrame``). In a columnar form, inputs that read columns (the files system) hand
+    their Arrow batches over as they are, with no Python object per row; other inputs' messages
+    become the columns of a table the way ``map_batches`` makes them (a dict's keys are the
+    columns; other messages are the column ``message``). Send a table back in one call with
+    ``collector.send_table``."""
+
+    #: what ``process_batch`` receives: "envelopes", "arrow" or "pandas" (task/batch_formats.py)
+    batch_format: ClassVar[str] = "envelopes"
 
     def process_batch(
         self,
-        envelopes: Sequence[IncomingMessageEnvelope],
+        envelopes: Any,
         collector: MessageCollector,
         coordinator: TaskCoordinator,
     ) -> None:

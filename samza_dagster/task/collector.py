@@ -10,7 +10,8 @@ from samza_dagster.errors import SamzaError
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.serde.registry import SerdeRegistry
 from samza_dagster.serde.serdes import SerdeError
-from samza_dagster.system.protocols import SystemProducer
+from samza_dagster.system.protocols import AppendsTables, SystemProducer
+from samza_dagster.task.batch_formats import table_rows
 
 
 class UnknownSystemError(SamzaError, LookupError):
@@ -62,6 +63,21 @@ class MessageCollector:
             envelope = self._serialize(envelope, route)
         route.producer.send(self.source, envelope)
         self.sent += 1
+
+    def send_table(self, system_stream: SystemStream, table: Any) -> None:
+        """Send a batch of rows in one call: a ``pyarrow.Table`` or ``RecordBatch``, or a pandas
+        ``DataFrame``. A producer that appends tables (Iceberg, files) takes it whole, as it is;
+        any other gets one message per row (a dict of column → value) through the stream's serdes,
+        unkeyed — send rows yourself where a key or partition matters."""
+        if type(system_stream) is not SystemStream:
+            system_stream = SystemStream(*system_stream)
+        route = self._routes.get(system_stream) or self._route(system_stream)
+        if isinstance(route.producer, AppendsTables):
+            route.producer.send_table(self.source, system_stream, table)
+            self.sent += table.num_rows if hasattr(table, "num_rows") else len(table)
+            return
+        for row in table_rows(table):
+            self.send(OutgoingMessageEnvelope(system_stream, row))
 
     def _serialize(self, envelope: OutgoingMessageEnvelope, route: _Route) -> OutgoingMessageEnvelope:
         key, message, partition_key = envelope.key, envelope.message, envelope.partition_key

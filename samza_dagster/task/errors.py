@@ -13,3 +13,8 @@ class NoSuchStoreError(SamzaError, KeyError):
 
 class NotTheTasksPartitionError(SamzaError):
     """``TaskContext.set_start_offset`` named a partition that is not one of the task's inputs."""
+
+
+class BatchFormatError(SamzaError, ValueError):
+    """A batch task's ``batch_format`` is not one the engine can hand it (naming the task class),
+    or a batch it sent with ``send_table`` is not a table."""

@@ -95,4 +95,4 @@ def test_coordinator_on_kafka_picks_up_samza_format_bytes_from_a_raw_producer(
     assert [1, "set-changelog", "Partition 3"] in keys
     value = json.loads(next(r.value for r in records if json.loads(r.key) == [1, "set-changelog", "Partition 3"]))
     assert list(value) == ["host", "username", "source", "timestamp", "values"]
-    assert value["values"] == {"partition": "3"}
+    assert value["values"] == {"Partition": "3"}

@@ -19,12 +19,12 @@ def test_set_config_encodes_byte_exact() -> None:
     )
 
 
-def test_set_changelog_encodes_partition_as_string() -> None:
+def test_set_changelog_encodes_partition_as_string_under_samzas_capital_p() -> None:
     msg = CoordinatorStreamMessage.set_changelog("job-coordinator", "Partition 3", 7, **FIXED)
     assert msg.encode() == (
         b'[1,"set-changelog","Partition 3"]',
         b'{"host":"h1","username":"samza","source":"job-coordinator","timestamp":1700000000123,'
-        b'"values":{"partition":"7"}}',
+        b'"values":{"Partition":"7"}}',
     )
 
 
@@ -33,7 +33,7 @@ def test_set_container_host_assignment_encodes_byte_exact() -> None:
     assert msg.encode() == (
         b'[1,"set-container-host-assignment","0"]',
         b'{"host":"h1","username":"samza","source":"SamzaContainer-0","timestamp":1700000000123,'
-        b'"values":{"hostname":"worker-7"}}',
+        b'"values":{"host":"worker-7","jmx-url":"","jmx-tunneling-url":""}}',
     )
 
 
@@ -131,3 +131,20 @@ def test_state_last_message_per_type_and_key_wins_and_delete_removes() -> None:
     assert state.config == {"a": "3"}
     assert state.changelog == {"a": 4}
     assert state.host_assignments == {"0": "h2"}
+
+
+def test_the_design_documents_lowercase_partition_and_hostname_are_still_read() -> None:
+    old_changelog = CoordinatorStreamMessage.decode(
+        b'[1,"set-changelog","Partition 2"]',
+        b'{"host":"h","username":"u","source":"s","timestamp":1,"values":{"partition":"5"}}',
+    )
+    assert old_changelog.changelog_partition == 5
+    old_host = CoordinatorStreamMessage.decode(
+        b'[1,"set-container-host-assignment","1"]',
+        b'{"host":"h","username":"u","source":"s","timestamp":1,"values":{"hostname":"worker-3"}}',
+    )
+    assert old_host.hostname == "worker-3"
+    state = CoordinatorStreamState()
+    state.apply(old_changelog)
+    state.apply(old_host)
+    assert state.changelog == {"Partition 2": 5} and state.host_assignments == {"1": "worker-3"}

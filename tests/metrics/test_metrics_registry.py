@@ -93,6 +93,7 @@ def test_a_snapshot_is_samzas_json_and_reads_back():
         "job-name",
         "job-id",
         "container-name",
+        "exec-env-container-id",
         "source",
         "host",
         "time",
@@ -333,3 +334,32 @@ def test_samza_dagster_run_refuses_a_bad_reporter_with_exit_2_naming_the_key(tmp
     assert main(["run", "--config-path", str(properties)]) == 2
     assert "metrics.reporter.snap.interval" in capsys.readouterr().err
     assert not (tmp_path / "log").exists()  # refused before any stream was created
+
+
+def test_a_v2_snapshot_wraps_maps_lists_and_longs_and_reads_back():
+    snapshot = MetricsSnapshot(_header(exec_env_container_id="c-1"), {"g": {"n": 3, "avg": 1.5, "l": [["x"], 2]}})
+    data = json.loads(snapshot.encode("v2"))
+    assert data["header"][0] == "java.util.HashMap" and data["header"][1]["time"] == [
+        "java.lang.Long",
+        1_700_000_000_000,
+    ]
+    assert data["metrics"] == [
+        "java.util.HashMap",
+        {
+            "g": [
+                "java.util.HashMap",
+                {
+                    "n": ["java.lang.Long", 3],
+                    "avg": 1.5,
+                    "l": ["java.util.ArrayList", [["java.util.ArrayList", ["x"]], ["java.lang.Long", 2]]],
+                },
+            ]
+        },
+    ]
+    assert MetricsSnapshot.decode(snapshot.encode("v2")) == snapshot
+
+
+def test_a_snapshot_this_engine_wrote_before_without_exec_env_container_id_still_reads():
+    old = json.loads(MetricsSnapshot(_header(), {"g": {"n": 1}}).encode())
+    del old["header"]["exec-env-container-id"]
+    assert MetricsSnapshot.decode(json.dumps(old)).header == _header()

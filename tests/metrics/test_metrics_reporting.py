@@ -141,6 +141,8 @@ def _check_snapshot_stream(config: Config) -> None:
         "job-name",
         "job-id",
         "container-name",
+        "exec-env-container-id",
+        "samza-epoch-id",
         "source",
         "host",
         "time",

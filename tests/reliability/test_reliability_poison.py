@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from samza_dagster.checkpoint import Checkpoint, CheckpointError
+from samza_dagster.checkpoint.serde import decode_checkpoint_message
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config.properties import load_properties, parse_properties
 from samza_dagster.container import SamzaContainer
@@ -201,6 +202,39 @@ def test_checkpoint_reader_raises_only_checkpoint_error(data):
         Checkpoint.from_bytes(data, "Partition 0", "7")
     except CheckpointError as exc:
         assert "Partition 0" in str(exc) and "offset 7" in str(exc)
+
+
+samza_key_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "systemstreampartition-grouper-factory": st.sampled_from(
+            ["org.apache.samza.container.grouper.stream.GroupByPartitionFactory", "x", ""]
+        ),
+        "taskName": st.one_of(st.text(max_size=5), st.integers()),
+        "type": st.sampled_from(["checkpoint", "checkpoint-v2", "checkpoint-v3", ""]),
+    },
+).map(lambda v: json.dumps(v).encode())
+samza_value_like = st.dictionaries(
+    st.sampled_from(["checkpoint-id", "input-offsets", "state-checkpoint-markers", "version", "k"]),
+    st.one_of(json_like, st.dictionaries(st.text(max_size=12), st.one_of(st.none(), st.text(max_size=8)), max_size=3)),
+    max_size=4,
+).map(lambda v: json.dumps(v).encode())
+
+
+@FAST
+@given(
+    st.one_of(st.none(), st.binary(max_size=40), samza_key_like),
+    st.one_of(st.none(), maybe_json_bytes, samza_value_like),
+)
+def test_checkpoint_stream_messages_raise_only_checkpoint_error(key, value):
+    """Samza's forms and the engine's earlier one: anything else is a CheckpointError naming the
+    offset, and a message read is a checkpoint or a tombstone — never anything else."""
+    try:
+        message = decode_checkpoint_message(key, value, "7", "group-by-partition")
+    except CheckpointError as exc:
+        assert "offset 7" in str(exc)
+        return
+    assert message.checkpoint is None or isinstance(message.checkpoint, Checkpoint)
 
 
 @FAST

@@ -1,4 +1,7 @@
-"""Coordinator stream messages (Samza design), byte-compatible with Samza's.
+"""Coordinator stream messages, as Apache Samza 1.8's ``org.apache.samza.coordinator.stream.messages``
+classes (``CoordinatorStreamMessage``, ``SetConfig``, ``SetChangelogMapping``,
+``SetContainerHostMapping``, ``Delete``) write them; checked with Samza's own classes in
+tests/samza_interop.
 
 A message is a key/value pair. The key is the compact JSON array ``[1,"<type>","<key>"]``;
 the value is the compact JSON object
@@ -8,6 +11,13 @@ why the key carries the type: the last message for a (type, key) wins.
 
 Samza's Java writer may have written the version as the string ``"1"``; both spellings are read,
 the integer is always written.
+
+Values as Samza 1.8 keeps them (the design documents' spellings are still read):
+
+* ``set-changelog``: ``{"Partition": "<n>"}`` — capital P, Samza's ``SetChangelogMapping``
+  (the design documents wrote ``partition``; Samza's reader found none of those);
+* ``set-container-host-assignment``: ``{"host":..,"jmx-url":..,"jmx-tunneling-url":..}`` —
+  Samza's ``SetContainerHostMapping`` (the design documents wrote ``hostname``).
 """
 
 from __future__ import annotations
@@ -23,6 +33,15 @@ from samza_dagster.errors import SamzaError
 
 #: The only coordinator stream message format version there is.
 VERSION = 1
+
+#: ``SetChangelogMapping``'s value key (Samza 1.8), and the design documents' spelling, still read
+CHANGELOG_PARTITION_KEY = "Partition"
+_OLD_CHANGELOG_PARTITION_KEY = "partition"
+#: ``SetContainerHostMapping``'s value keys (Samza 1.8), and the design documents' host key, still read
+HOST_KEY = "host"
+JMX_URL_KEY = "jmx-url"
+JMX_TUNNELING_URL_KEY = "jmx-tunneling-url"
+_OLD_HOST_KEY = "hostname"
 
 SET_CONFIG = "set-config"
 SET_CHANGELOG = "set-changelog"
@@ -126,8 +145,9 @@ class CoordinatorStreamMessage:
         username: str | None = None,
         timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
-        # Samza writes the partition as a string inside the values map.
-        return cls._new(SET_CHANGELOG, task_name, {"partition": str(int(partition))}, source, host, username, timestamp)
+        # Samza writes the partition as a string inside the values map, under a capital P.
+        values = {CHANGELOG_PARTITION_KEY: str(int(partition))}
+        return cls._new(SET_CHANGELOG, task_name, values, source, host, username, timestamp)
 
     @classmethod
     def set_container_host_assignment(
@@ -136,13 +156,16 @@ class CoordinatorStreamMessage:
         container_id: str,
         hostname: str,
         *,
+        jmx_url: str = "",
+        jmx_tunneling_url: str = "",
         host: str | None = None,
         username: str | None = None,
         timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
-        return cls._new(
-            SET_CONTAINER_HOST_ASSIGNMENT, str(container_id), {"hostname": hostname}, source, host, username, timestamp
-        )
+        """``hostname``: where the container runs. The JMX addresses are Samza's (empty when
+        there is none, as Samza's own writer leaves them)."""
+        values = {HOST_KEY: hostname, JMX_URL_KEY: jmx_url, JMX_TUNNELING_URL_KEY: jmx_tunneling_url}
+        return cls._new(SET_CONTAINER_HOST_ASSIGNMENT, str(container_id), values, source, host, username, timestamp)
 
     @classmethod
     def set_input_partitions(
@@ -197,7 +220,7 @@ class CoordinatorStreamMessage:
 
     @property
     def changelog_partition(self) -> int:
-        raw = self.values.get("partition")
+        raw = self.values.get(CHANGELOG_PARTITION_KEY, self.values.get(_OLD_CHANGELOG_PARTITION_KEY))
         try:
             return int(str(raw))
         except ValueError:
@@ -217,7 +240,8 @@ class CoordinatorStreamMessage:
 
     @property
     def hostname(self) -> str | None:
-        value = self.values.get("hostname")
+        """The container's host (Samza's ``host``, or the design documents' ``hostname``)."""
+        value = self.values.get(HOST_KEY, self.values.get(_OLD_HOST_KEY))
         return None if value is None else str(value)
 
     # -- wire format -------------------------------------------------------------------------

@@ -60,9 +60,7 @@ class CoordinatorStreamState:
                 return
             hostname = message.hostname
             if hostname is None:
-                log.warning(
-                    'skipping set-container-host-assignment %r at offset %s: no "hostname" in values', key, offset
-                )
+                log.warning('skipping set-container-host-assignment %r at offset %s: no "host" in values', key, offset)
                 return
             self.host_assignments[key] = hostname
         elif msg_type == SET_INPUT_PARTITIONS:

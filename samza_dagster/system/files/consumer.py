@@ -7,6 +7,11 @@ that file (row 0 of a later one). A poll returns, per partition, the rows of its
 → value, at offset ``<file>:<row>``, with no key. After the last row of its last file a partition
 returns its end-of-stream envelope once — a files stream is bounded whatever its config says.
 
+Columnar delivery (``deliver_columnar``, for the partitions of tasks that take Arrow batches): a
+poll returns the batch itself as one :class:`ColumnarEnvelope` (offsets of its first and last row,
+``files.fetch.size`` rows at most) — no dict, envelope or offset string per row. Its size is the
+batch's bytes, so the container's byte budget bounds how many batches wait in the buffers.
+
 Reading is a local decode (or a read from an object store through pyarrow's buffered streams), so
 the run loop polls the consumer on its own thread, as it does the embedded log's.
 """
@@ -15,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import pyarrow as pa
+
 from samza_dagster.config.config import Config
-from samza_dagster.model import IncomingMessageEnvelope, SystemStreamPartition
+from samza_dagster.model import ColumnarEnvelope, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import ConsumerSetupError, PartitionError, SystemClientError
+from samza_dagster.system.files.bad_rows import BadRow, BadRowCheck
 from samza_dagster.system.files.offsets import FileOffset, parse_file_offset
 from samza_dagster.system.files.partitions import FileEntry
 from samza_dagster.system.files.readers import FileReader
@@ -47,10 +55,20 @@ class FilesSystemConsumer:
         self._fetch = self.streams.files_config.fetch_size
         self._registered: dict[SystemStreamPartition, FileOffset] = {}
         self._partitions: dict[SystemStreamPartition, _Partition] = {}
+        self._columnar: set[SystemStreamPartition] = set()
         self._started = False
 
+    def bad_row_decoder(self) -> BadRowCheck:
+        """A row of a text file that does not parse arrives as its BadRow (bad_rows.py)."""
+        return BadRowCheck()
+
+    def deliver_columnar(self, ssps: Iterable[SystemStreamPartition]) -> None:
+        """Deliver these partitions' rows as one ColumnarEnvelope per batch (module docstring)."""
+        self._columnar.update(ssps)
+
     def limit_fetch(self, envelopes: int) -> None:
-        """Rows per partition per poll within the container's buffer share (consumers.py)."""
+        """Rows per partition per poll within the container's buffer share (consumers.py); a
+        columnar partition's batch is one envelope, whatever its rows."""
         self._fetch = max(1, min(self.streams.files_config.fetch_size, envelopes))
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
@@ -100,10 +118,16 @@ class FilesSystemConsumer:
                 fmt = self.streams.format(ssp.stream, entry)
                 reader = state.reader = FileReader(self.streams.root, entry, fmt, state.start_row, state.where)
             first = reader.row
-            batch = reader.next_batch(self._fetch)
+            columnar = ssp in self._columnar
+            batch = reader.next_batch(self.streams.files_config.fetch_size if columnar else self._fetch)
+            if type(batch) is BadRow:  # the task instance fails, drops or dead-letters it (bad_rows.py)
+                return [IncomingMessageEnvelope(ssp, f"{batch.file}:{batch.row}", None, batch, len(batch.raw))]
             if batch is not None:
+                assert isinstance(batch, pa.RecordBatch)
                 name = reader.entry.name
-                size = batch.nbytes // batch.num_rows
+                if columnar:
+                    return [ColumnarEnvelope(ssp, f"{name}:{first}", f"{name}:{reader.row - 1}", batch)]
+                size = batch.get_total_buffer_size() // batch.num_rows  # nbytes costs ~16 µs a batch
                 envelope = IncomingMessageEnvelope
                 return [
                     envelope(ssp, f"{name}:{row}", None, message, size)

@@ -9,7 +9,8 @@ its footer is written, so a file left open across a commit would hold rows the c
 covers. The first rows of a file fix its schema; a later row that does not fit it is an error
 naming the stream, the task and the row.
 
-Rows are buffered and written as one Arrow record batch per ``_BATCH_ROWS`` rows (or at a flush).
+Rows are buffered and written as one Arrow record batch per ``_BATCH_ROWS`` rows (or at a flush);
+a table a columnar task sends whole (``send_table``) is written as its own batches.
 Partitions and keys do not apply. Delivery is at-least-once: a restart after a crash writes again
 the rows after the last commit, into new files.
 """
@@ -27,11 +28,11 @@ import pyarrow.parquet as pq
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
-from samza_dagster.model import OutgoingMessageEnvelope
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.errors import WrongSystemError
 from samza_dagster.system.files.config import FilesSystemConfig
 from samza_dagster.system.files.fs import FileRoot, open_root
-from samza_dagster.system.rows import rows_to_batch
+from samza_dagster.system.rows import as_arrow_table, fit_table, rows_to_batch
 
 _BATCH_ROWS = 10_000
 
@@ -83,6 +84,19 @@ class FilesSystemProducer:
         if len(output.rows) >= _BATCH_ROWS:
             self._write(source, ss.stream, output)
 
+    def send_table(self, source: str, system_stream: SystemStream, table: Any) -> None:
+        """A whole batch (``MessageCollector.send_table``) written as it is, after the rows sent
+        one by one before it: no row objects."""
+        if system_stream.system != self.system_name:
+            raise WrongSystemError(f"files producer of {self.system_name!r} was sent a table for {system_stream}")
+        output = self._outputs.get((source, system_stream.stream))
+        if output is None:
+            output = self._outputs[(source, system_stream.stream)] = _Output()
+        self._write(source, system_stream.stream, output)
+        data = as_arrow_table(table, self._where(source, system_stream.stream))
+        for batch in data.to_batches():
+            self._write_batch(source, system_stream.stream, output, batch)
+
     def flush(self, source: str) -> None:
         for (src, stream), output in self._outputs.items():
             if src == source:
@@ -95,12 +109,24 @@ class FilesSystemProducer:
             self._close(output)
 
     # -- internals -----------------------------------------------------------------------------
+    def _where(self, source: str, stream: str) -> str:
+        return f"files stream {self.system_name}.{stream} (task {source!r})"
+
     def _write(self, source: str, stream: str, output: _Output) -> None:
         if not output.rows:
             return
-        where = f"files stream {self.system_name}.{stream} (task {source!r})"
-        batch = rows_to_batch(output.rows, output.schema, where)
+        batch = rows_to_batch(output.rows, output.schema, self._where(source, stream))
         output.rows = []
+        self._write_batch(source, stream, output, batch)
+
+    def _write_batch(self, source: str, stream: str, output: _Output, batch: pa.RecordBatch) -> None:
+        """``batch`` into the open file (its first batch fixes the file's schema; a later one is
+        cast to it, or is an error naming its column)."""
+        if batch.num_rows == 0:
+            return
+        if output.schema is not None and not batch.schema.equals(output.schema):
+            fitted = fit_table(pa.Table.from_batches([batch]), output.schema, self._where(source, stream))
+            batch = fitted.combine_chunks().to_batches()[0]
         output.schema = batch.schema
         now = time.monotonic()
         current = output.file

@@ -18,6 +18,7 @@ import csv
 import io
 import json
 import os
+from collections import deque
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -26,6 +27,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from samza_dagster.system.errors import FileFormatError
+from samza_dagster.system.files.bad_rows import BadRow, locate, open_after, parse_records
 from samza_dagster.system.files.fs import FileRoot
 from samza_dagster.system.files.partitions import FileEntry
 
@@ -60,19 +62,35 @@ class FileReader:
         self._pending: pa.RecordBatch | None = None
         self._batches: Iterator[pa.RecordBatch] | None = None
         self._closer: object = None
+        #: the row the current streaming reader began at (after a bad row, the row after it)
+        self._stream_start = 0
+        #: the schema of the rows read so far: rows after a bad one are read with it
+        self._schema: pa.Schema | None = None
+        #: what a recovery from a bad row put ahead of the streaming reader
+        self._queue: deque[pa.RecordBatch | BadRow] = deque()
 
-    def next_batch(self, batch_rows: int) -> pa.RecordBatch | None:
-        """The next rows (at most ``batch_rows``); None at the end of the file."""
-        try:
-            batch = self._take(batch_rows)
-        except FileFormatError:
-            raise
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            self.close()
-            raise self._error(exc) from None
-        if batch is not None:
-            self.row += batch.num_rows
-        return batch
+    def next_batch(self, batch_rows: int) -> pa.RecordBatch | BadRow | None:
+        """The next rows (at most ``batch_rows``), or a row of a text file that does not parse
+        (bad_rows.py); None at the end of the file."""
+        while True:
+            if self._queue:
+                item = self._queue.popleft()
+            else:
+                try:
+                    item = self._take(batch_rows)
+                except FileFormatError:
+                    raise
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    if self.format in ("jsonl", "csv") and self._recover():
+                        continue
+                    self.close()
+                    raise self._error(exc) from None
+            if isinstance(item, BadRow):
+                self.row += 1
+            elif item is not None:
+                self._schema = self._schema or item.schema
+                self.row += item.num_rows
+            return item
 
     def close(self) -> None:
         close = getattr(self._closer, "close", None)
@@ -120,6 +138,34 @@ class FileReader:
             return iter(())
         groups = list(range(first_group, metadata.num_row_groups))
         return _skip(parquet.iter_batches(batch_size=batch_rows, row_groups=groups), skip)
+
+    def _recover(self) -> bool:
+        """After a failed block of a text file: queue the good rows before its first bad row and
+        the bad row, and read on after it; False when no row is bad (the file is)."""
+        try:
+            with self._root.fs.open_input_stream(self.entry.path) as raw:
+                data = io.BufferedReader(raw)  # type: ignore[arg-type]
+                found = locate(data, self.format, self.entry.name, self._stream_start, self.row, self._schema)
+            if found is None:
+                return False
+            if found.bad.row >= self.row:
+                if found.good:
+                    self._queue.extend(parse_records(found.good, self.format, found.header, self._schema).to_batches())
+                self._queue.append(found.bad)
+            skip = max(0, self.row - (found.bad.row + 1))  # a restart past the bad row: rows to skip still
+            self.close()
+            self._pending = None
+            stream = self._root.fs.open_input_file(self.entry.path)
+            self._closer = stream
+            self._stream_start = found.bad.row + 1
+            if found.resume_at >= stream.size():
+                self._batches = iter(())
+            else:
+                stream.seek(found.resume_at)
+                self._batches = _skip(open_after(stream, self.format, found.header, self._schema), skip)
+            return True
+        except (pa.ArrowException, OSError, UnicodeDecodeError):
+            return False
 
     def _error(self, exc: BaseException) -> FileFormatError:
         row = self._locate() if self.format in ("jsonl", "csv") else None
@@ -184,7 +230,7 @@ def count_rows(root: FileRoot, entry: FileEntry, fmt: str, where: str) -> int:
     total = 0
     try:
         while (batch := reader.next_batch(1 << 16)) is not None:
-            total += batch.num_rows
+            total += 1 if isinstance(batch, BadRow) else batch.num_rows  # a bad row keeps its offset
     finally:
         reader.close()
     return total

@@ -30,12 +30,12 @@ from pyiceberg.table import Table
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.model import OutgoingMessageEnvelope
+from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.errors import WrongSystemError
 from samza_dagster.system.iceberg.catalog import IcebergTables
 from samza_dagster.system.iceberg.checkpoints import summary_properties, table_checkpoints
 from samza_dagster.system.iceberg.config import IcebergSystemConfig
-from samza_dagster.system.rows import rows_to_batch
+from samza_dagster.system.rows import as_arrow_table, fit_table, rows_to_batch
 
 
 @dataclass
@@ -43,6 +43,11 @@ class _Pending:
     """One table's rows and data files since the last commit."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    #: whole batches a columnar task sent (``send_table``), in the order sent, with the rows
+    #: sent one by one before each
+    tables: list[pa.Table] = field(default_factory=list)
+    #: rows buffered, rows and tables together
+    buffered: int = 0
     files: list[DataFile] = field(default_factory=list)
     table: Table | None = None
     records: int = 0
@@ -86,8 +91,24 @@ class IcebergSystemProducer:
         if pending is None:
             pending = self._pending[ss.stream] = _Pending()
         pending.rows.append(envelope.message)
-        if len(pending.rows) >= self.iceberg_config.buffer_rows:
+        pending.buffered += 1
+        if pending.buffered >= self.iceberg_config.buffer_rows:
             self._write(ss.stream, pending)
+
+    def send_table(self, source: str, system_stream: SystemStream, table: Any) -> None:
+        """A whole batch (``MessageCollector.send_table``), appended as it is: no row objects."""
+        if system_stream.system != self.system_name:
+            raise WrongSystemError(f"iceberg producer of {self.system_name!r} was sent a table for {system_stream}")
+        pending = self._pending.get(system_stream.stream)
+        if pending is None:
+            pending = self._pending[system_stream.stream] = _Pending()
+        if pending.rows:  # rows sent one by one before this batch keep their place before it
+            pending.tables.append(self._rows_table(system_stream.stream, pending))
+        data = as_arrow_table(table, self._where(system_stream.stream))
+        pending.tables.append(data)
+        pending.buffered += data.num_rows
+        if pending.buffered >= self.iceberg_config.buffer_rows:
+            self._write(system_stream.stream, pending)
 
     def flush(self, source: str) -> None:
         """Every buffered row written to data files (durable, committed by :meth:`commit_checkpoints`)."""
@@ -95,7 +116,7 @@ class IcebergSystemProducer:
             self._write(table, pending)
 
     def has_uncommitted(self) -> bool:
-        return any(p.rows or p.files for p in self._pending.values())
+        return any(p.buffered or p.files for p in self._pending.values())
 
     def commit_checkpoints(self, container_id: str, checkpoints: Mapping[str, bytes]) -> list[TableCommit]:
         """One commit per table written since the last call, each carrying ``checkpoints`` (their JSON)."""
@@ -128,24 +149,36 @@ class IcebergSystemProducer:
         self._pending.clear()
 
     # -- internals -----------------------------------------------------------------------------
-    def _write(self, name: str, pending: _Pending) -> None:
-        if not pending.rows:
-            return
-        where = f"iceberg table {self.tables.name(name)} (system {self.system_name!r})"
+    def _where(self, name: str) -> str:
+        return f"iceberg table {self.tables.name(name)} (system {self.system_name!r})"
+
+    def _rows_table(self, name: str, pending: _Pending) -> pa.Table:
+        """The rows sent one by one since the last batch, as a table (of the table's schema once
+        it exists); the buffer of rows is emptied."""
         schema = pending.table.schema().as_arrow() if pending.table is not None else None
-        batch = rows_to_batch(pending.rows, schema, where)
-        if pending.table is None:
-            pending.table = self.tables.load(name)
-            if pending.table is None:
-                pending.table = self.tables.load_or_create(name, batch.schema)
-            table_schema = pending.table.schema().as_arrow()
-            if batch.schema != table_schema:  # an existing table: the rows must fit its schema
-                batch = rows_to_batch(pending.rows, table_schema, where)
+        batch = rows_to_batch(pending.rows, schema, self._where(name))
         pending.rows = []
-        data = pa.Table.from_batches([batch])
+        return pa.Table.from_batches([batch])
+
+    def _write(self, name: str, pending: _Pending) -> None:
+        """Everything buffered for ``name`` written as data files (the table created from the
+        first batch's schema when it does not exist; everything cast to the table's schema)."""
+        if not pending.buffered:
+            return
+        if pending.table is None:
+            pending.table = self.tables.load(name)  # rows one by one are converted to its schema
+        parts = pending.tables
+        if pending.rows:
+            parts.append(self._rows_table(name, pending))
+        if pending.table is None:
+            pending.table = self.tables.load_or_create(name, parts[0].schema)
         table = pending.table
+        schema = table.schema().as_arrow()
+        where = self._where(name)
+        data = pa.concat_tables([fit_table(part, schema, where) for part in parts])
+        pending.tables, pending.buffered = [], 0
         pending.files.extend(_dataframe_to_data_files(table.metadata, data, table.io, write_uuid=uuid.uuid4()))
-        pending.records += batch.num_rows
+        pending.records += data.num_rows
 
     def _commit(self, name: str, pending: _Pending, props: dict[str, str]) -> TableCommit:
         files = pending.files

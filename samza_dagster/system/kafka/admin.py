@@ -196,6 +196,23 @@ class KafkaSystemAdmin:
             result[topic] = SystemStreamMetadata(topic, partitions)
         return result
 
+    def last_stable_offsets(self, ssps: Iterable[SystemStreamPartition]) -> dict[SystemStreamPartition, str]:
+        """ListOffsets LATEST under ``read_committed`` (one request per leader): the first offset
+        of the oldest transaction still open in each partition, or its upcoming offset."""
+        from kafka import IsolationLevel, TopicPartition
+        from kafka.admin import OffsetSpec
+
+        tps = {ssp: TopicPartition(ssp.stream, ssp.partition) for ssp in ssps}
+        if not tps:
+            return {}
+        found = self._call(
+            "list last stable offsets",
+            self._client().list_partition_offsets,
+            dict.fromkeys(tps.values(), OffsetSpec.LATEST),
+            isolation_level=IsolationLevel.READ_COMMITTED,
+        )
+        return {ssp: str(found[tp].offset) for ssp, tp in tps.items()}
+
     def offsets_for_times(
         self, timestamps: dict[SystemStreamPartition, int]
     ) -> dict[SystemStreamPartition, str | None]:

@@ -26,6 +26,7 @@ from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.secrets import secrets_of
 from samza_dagster.system.kafka import kafka_python_fixes
+from samza_dagster.system.kafka.timeouts import producer_timeouts
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,11 @@ def kafka_client_configs(system: str, config: Config) -> KafkaClientConfigs:
         # names the client to the brokers (their logs, quotas) and its IO thread, by which a
         # failed connection's cause is found again (kafka_python_fixes.recent_failures)
         kwargs.setdefault("client_id", f"samza-dagster-{system}-{role}")
+    timeouts = producer_timeouts(system, config, PRODUCER_DEFAULTS["linger_ms"])
+    if timeouts.delivery_timeout_ms is not None:
+        producer.setdefault("delivery_timeout_ms", timeouts.delivery_timeout_ms)
+    if timeouts.request_timeout_ms is not None:
+        producer.setdefault("request_timeout_ms", timeouts.request_timeout_ms)
     if keys.JOB_PROCESSING_GUARANTEE.get(config) == "exactly-once":
         # as Kafka Streams sets it (librdkafka's default already): an exactly-once job reads what
         # other exactly-once jobs committed, never their open or aborted transactions

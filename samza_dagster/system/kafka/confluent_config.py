@@ -18,6 +18,7 @@ from typing import Any
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
+from samza_dagster.system.kafka.timeouts import DEFAULT_DELIVERY_TIMEOUT_MS, producer_timeouts
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +142,11 @@ def confluent_configs(system: str, config: Config) -> ConfluentConfigs:
     # a broker that does not answer fails a request in this long, not librdkafka's minute (within
     # the range librdkafka accepts, whatever bootstrap.timeout.ms says)
     consumer.setdefault("socket.timeout.ms", min(max(timeout_ms, 10_000), 300_000))
+    timeouts = producer_timeouts(system, config, PRODUCER_DEFAULTS["linger.ms"])
     if "delivery.timeout.ms" not in producer:  # librdkafka's alias of message.timeout.ms
-        producer.setdefault("message.timeout.ms", 120_000)
+        producer.setdefault("message.timeout.ms", timeouts.delivery_timeout_ms or DEFAULT_DELIVERY_TIMEOUT_MS)
+    if timeouts.request_timeout_ms is not None:
+        producer["request.timeout.ms"] = timeouts.request_timeout_ms
     logger = logging.getLogger(f"{LIBRDKAFKA_LOGGER}.{system}")
     consumer["logger"] = producer["logger"] = logger
     return ConfluentConfigs(

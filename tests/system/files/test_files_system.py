@@ -169,9 +169,20 @@ def test_json_lines_and_csv_by_extension_and_by_config(tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
-        # counted when the job starts (the file's path named), or read by the container (its name)
-        ("bad.jsonl", '{"id": 1}\n{"id": 2}\n{"id": \n{"id": 4}\n', "row 2: JSON parse error"),
-        ("bad.csv", "id,tag\n1,a\n2,b\n3,c,extra\n", "row 2: CSV parse error"),
+        # a bad row is a bad message: its stream, partition and offset (file:row), and the keys that
+        # drop it or send it to a dead-letter stream (test_files_bad_rows.py)
+        (
+            "bad.jsonl",
+            '{"id": 1}\n{"id": 2}\n{"id": \n{"id": 4}\n',
+            "stream files.events partition 0 offset bad.jsonl:2: file bad.jsonl row 2 does not parse",
+        ),
+        (
+            "bad.csv",
+            "id,tag\n1,a\n2,b\n3,c,extra\n",
+            "stream files.events partition 0 offset bad.csv:2: file bad.csv row 2 does not parse: CSV parse error: Expected 2 columns",
+        ),
+        # a file that cannot be read at all, met as the job starts: named with its path (a config
+        # error: the blacklist key leaves it out)
         ("bad.parquet", "PAR1 this is not parquet", "bad.parquet: not a Parquet file"),
         ("bad.txt", "whatever", "bad.txt: unknown format"),
     ],
@@ -184,8 +195,10 @@ def test_a_bad_file_or_row_fails_the_job_with_one_line_naming_file_and_row(tmp_p
         tmp_path, **{"systems.files.partitioner.defaultPartitioner.groupPattern": "", "job.container.count": "1"}
     )
     error = _failure(config)
-    assert "files stream files.events" in error and name in error
+    assert "stream files.events" in error and name in error
     assert expected in error, error
+    if name.endswith(("jsonl", "csv")):
+        assert "task.dlq.stream" in error and "task.drop.deserialization.errors" in error
     assert len(error.splitlines()) == 1
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from pyiceberg.catalog import load_catalog
 
 from samza_dagster.config import Config
@@ -24,7 +25,7 @@ from samza_dagster.runtime import run_job
 from samza_dagster.runtime.process_runner import ProcessJobRunner
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.iceberg import IcebergSystemFactory, IcebergSystemProducer
-from samza_dagster.task.api import StreamTask
+from samza_dagster.task.api import BatchStreamTask, StreamTask
 from tests.kill_points import KillPoint, Kills, ThreadedRun, fault_points
 
 ROWS = 4_000
@@ -44,6 +45,28 @@ class SlowCopyTask(StreamTask):
         self.points.at("process")
         time.sleep(self.delay)
         collector.send(OutgoingMessageEnvelope(self.out, envelope.message))
+
+
+class SlowColumnarCopyTask(BatchStreamTask):
+    """SlowCopyTask on the columnar path: takes each batch as a pyarrow Table (the files
+    consumer's Arrow batches, no row objects) and sends it on whole."""
+
+    batch_format = "arrow"
+
+    def init(self, context):
+        self.points = fault_points(context.config)
+        self.out = SystemStream("ice", "copy")
+        self.delay = context.config.get_int("test.process.delay.us", 0) / 1e6
+
+    def process_batch(self, table, collector, coordinator):
+        assert isinstance(table, pa.Table), type(table)
+        self.points.at("process")
+        time.sleep(self.delay * table.num_rows)
+        collector.send_table(self.out, table)
+
+
+#: each task, with the range of its k-th ``process`` call a kill lands after (per row, per batch)
+COPY_TASKS = {"rows": ("SlowCopyTask", (50, 300)), "columnar": ("SlowColumnarCopyTask", (2, 12))}
 
 
 class _FaultyIcebergProducer(IcebergSystemProducer):
@@ -105,16 +128,22 @@ def _table_ids(tmp_path: Path) -> list[int]:
     return catalog.load_table(("samza", "copy")).scan().to_arrow()["id"].to_pylist()
 
 
-def test_sigkill_ten_times_while_writing_a_table_leaves_every_row_exactly_once(tmp_path):
+@pytest.mark.parametrize("path", sorted(COPY_TASKS))
+def test_sigkill_ten_times_while_writing_a_table_leaves_every_row_exactly_once(tmp_path, path):
+    task, (first, last) = COPY_TASKS[path]
     _write_lake(tmp_path / "lake")
     rnd = random.Random(SEED)
     phases = ["after-table-commit", "before-table-commit", "process"]
     points = [
-        KillPoint(phase, rnd.randint(1, 2) if phase != "process" else rnd.randint(50, 300))
+        KillPoint(phase, rnd.randint(1, 2) if phase != "process" else rnd.randint(first, last))
         for phase in (phases[kill % len(phases)] for kill in range(10))
     ]
     kills = Kills(tmp_path / "faults", points)
-    config = _config(tmp_path, **{"task.commit.ms": "500", "test.process.delay.us": "3000", **kills.config})
+    task_class = f"tests.system.iceberg.test_iceberg_system:{task}"
+    config = _config(
+        tmp_path,
+        **{"task.commit.ms": "500", "test.process.delay.us": "3000", "task.class": task_class, **kills.config},
+    )
     for point in points:
         job = ThreadedRun(ProcessJobRunner(config).run)
         try:
@@ -128,7 +157,7 @@ def test_sigkill_ten_times_while_writing_a_table_leaves_every_row_exactly_once(t
         assert not duplicates, f"after the kill at {point}: rows twice in the table: {duplicates[:10]}"
     assert kills.landed == points
 
-    result = run_job(_config(tmp_path))
+    result = run_job(_config(tmp_path, **{"task.class": task_class}))
     assert result.succeeded, result.summary_line()
     assert Counter(_table_ids(tmp_path)) == Counter(range(ROWS))
 
