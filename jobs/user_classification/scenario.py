@@ -210,7 +210,9 @@ def run_scenario(
     config = base.with_overrides(changes)
 
     expected_total = size + sent
-    batch_done = lambda: message_count(base, OUTPUT) >= size + sent  # noqa: E731 - polled by the producer
+    # the flood is over when every output is there: the history, the batch and the live signups
+    # sent so far (counting the outputs alone let the live ones stand in for batch ones not done)
+    batch_done = lambda: message_count(base, OUTPUT) >= size + sent + len(live.sent)  # noqa: E731 - polled by the producer
     live = LiveSignups(base, size, live_rate, min_live, batch_done, seed + 1, after=min_live // 2)
     started = threading.Event()
 
