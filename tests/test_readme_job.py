@@ -48,8 +48,19 @@ def test_the_readme_job_section_runs_verbatim(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "created stream log.words (2 partitions)" in done.stderr
     assert "job wordsplit on thread: 1 container completed, 2 messages" in done.stdout
-    words = sorted(line.split("\t")[2] for line in done.stdout.splitlines() if re.match(r"^\d+:\d+\t", line))
-    assert words == sorted("the quick brown fox jumps over the lazy dog".split())
+    wordsplit, wordcount = done.stdout.split("job wordcount on thread:")
+    tailed = [line.split("\t") for line in wordsplit.splitlines() if re.match(r"^\d+:\d+\t", line)]
+    assert sorted(value for _, _, value in tailed) == sorted("the quick brown fox jumps over the lazy dog".split())
+    # the batch example, run as the README runs it: its output `counts` created by `run`, and its
+    # per-batch counts add up to each word's count in the sentences
+    assert "created stream log.counts (2 partitions)" in done.stderr
+    counted: dict[str, int] = {}
+    for line in wordcount.splitlines():
+        if re.match(r"^\d+:\d+\t", line):
+            _, word, count = line.split("\t")
+            counted[word] = counted.get(word, 0) + int(count)
+    assert counted == {w: "the quick brown fox jumps over the lazy dog".split().count(w) for w in counted}
+    assert sorted(counted) == sorted(set("the quick brown fox jumps over the lazy dog".split()))
     # everything it made is in its own directory (the streams under ./.samza-log): started from a
     # checkout, it leaves the checkout as it was
     assert (tmp_path / "wordsplit" / ".samza-log" / "words.db").exists()
@@ -85,3 +96,17 @@ def test_a_users_own_jobs_package_is_not_shadowed_by_the_examples(tmp_path, runn
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mine:hello" in done.stdout
+
+
+def test_the_tours_reconfiguration_command_runs_verbatim(tmp_path):
+    """The tour's coordinator-stream-writer line, copied from the README with only its log root
+    filled in, run from the checkout as the tour is: it writes the change (exit 0)."""
+    tour = _section("A tour")
+    commands = [c for c in re.findall(r"`([^`]*samza-dagster coordinator-stream-writer[^`]*)`", tour)]
+    assert len(commands) == 1, commands
+    command = commands[0].replace("<its log root>", str(tmp_path / "log"))
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=REPO, env=_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "wrote set-config app.classifier.strategy=ip+language" in done.stdout

@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
-from jobs.demo.report import print_report, report_console
+from jobs.demo.report import print_application, print_footer, print_header, report_console
 
 DEFAULT_SIZE = 20_000
 RUNNERS = ("spark", "thread")
@@ -92,6 +92,7 @@ def build_demo_report(
         report = DemoReport(size, runner, str(base))
         started = time.monotonic()
         _quiet_logs()
+        print_header(console, report)
         with console.status("[bold]samza-dagster demo[/bold]: starting", spinner="dots") as status:
             own_spark = False
             if runner == "spark" and spark is None:
@@ -114,6 +115,9 @@ def build_demo_report(
                     try:
                         setattr(report, name, fn(base / name / "log", runner=runner, spark=run_spark))
                         console.log(f"{name} done in {time.monotonic() - t0:.1f} s")
+                        # its table now, not with the others at the end: a piped run shows each
+                        # application's result as it comes
+                        print_application(console, report, name)
                     except Exception as exc:  # noqa: BLE001 - one failed application must not hide the others
                         report.errors[name] = f"{type(exc).__name__}: {exc}"
                         console.log(f"[red]{name} failed[/red]: {report.errors[name]}")
@@ -121,7 +125,7 @@ def build_demo_report(
                 if own_spark:
                     spark.stop()
         report.elapsed_s = time.monotonic() - started
-        print_report(console, report, kept=root is not None)
+        print_footer(console, report, kept=root is not None)
     return report
 
 

@@ -1,4 +1,5 @@
-"""The demo's printed report: one rich table per application, then how to open it in Dagster."""
+"""The demo's printed report: one rich table per application, printed as each application ends
+(``print_application``), then how to open it in Dagster (``print_footer``)."""
 
 from __future__ import annotations
 
@@ -17,18 +18,40 @@ def _table(title: str) -> Table:
 
 def report_console() -> Console:
     """A terminal's own width; 100 columns when the output is a file or a pipe (rich's 80
-    would cut the widest table), unless ``COLUMNS`` says otherwise."""
+    would cut the widest table), unless ``COLUMNS`` says otherwise. Its log lines carry no
+    ``main.py:108`` (rich's default: the caller's file and line)."""
     import os
     import sys
 
     if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console()
-    return Console(width=100)
+        return Console(log_path=False)
+    return Console(width=100, log_path=False)
 
 
 def print_report(console: Console, report: Any, *, kept: bool) -> None:
+    """The whole report at once: the header, every application's section, the footer."""
+    print_header(console, report)
+    for name in ("user_classification", "currency_join", "ad_ctr", "pageview_pipeline", "clicks_lake"):
+        print_application(console, report, name)
+    print_footer(console, report, kept=kept)
+
+
+def print_header(console: Console, report: Any) -> None:
     console.rule(f"[bold]samza-dagster demo[/bold] — {report.runner} runner, size {report.size:,}")
-    uc, cj, ad, pv = report.user_classification, report.currency_join, report.ad_ctr, report.pageview_pipeline
+
+
+def print_application(console: Console, report: Any, name: str) -> None:
+    """The section of application ``name`` (nothing when it has no result)."""
+    {
+        "user_classification": _user_classification,
+        "currency_join": _currency_join,
+        "ad_ctr": _ad_ctr,
+        "pageview_pipeline": _pageview_pipeline,
+        "clicks_lake": _clicks_lake,
+    }[name](console, getattr(report, name))
+
+
+def _user_classification(console: Console, uc: Any) -> None:
     if uc is not None:
         t = Table(
             title="1. user_classification — streams with different latency SLAs (priority 1 vs 0)",
@@ -51,6 +74,9 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
             f"{uc.live_signups:,} live signups; {uc.wrong_country} wrong classifications; "
             f"{uc.messages_processed:,} messages processed"
         )
+
+
+def _currency_join(console: Console, cj: Any) -> None:
     if cj is not None:
         t = _table("2. currency_join — bootstrapping a state stream")
         t.add_row("currency codes (bootstrap stream, 4 partitions)", f"{cj.currency_codes:,}")
@@ -66,6 +92,9 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
         t.add_row("transactions without a symbol / wrong amount", f"{cj.missing_symbol} / {cj.wrong_amount}")
         t.add_row("messages processed (2 runs)", f"{cj.messages_processed:,}")
         console.print(t)
+
+
+def _ad_ctr(console: Console, ad: Any) -> None:
     if ad is not None:
         t = Table(
             title="3. ad_ctr — time-aligned streams (5-minute join buffer)", title_justify="left", header_style="bold"
@@ -89,6 +118,9 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
             f"   {ad.views:,} views, {ad.clicks:,} clicks (CTR {ad.ctr:.1%}); same join results: "
             f"{'yes' if ad.same_results else 'NO'}; round-robin held [bold]{ad.buffer_ratio:.1f}×[/bold] as much"
         )
+
+
+def _pageview_pipeline(console: Console, pv: Any) -> None:
     if pv is not None:
         t = _table("4. pageview_pipeline — bounded high-level application (plan + end-of-stream)")
         for sid, n in pv.input_partitions.items():
@@ -101,7 +133,9 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
         )
         t.add_row("job status", f"{pv.status} (ended by itself)")
         console.print(t)
-    cl = report.clicks_lake
+
+
+def _clicks_lake(console: Console, cl: Any) -> None:
     if cl is not None:
         t = _table("5. clicks_lake — the batch half: stream → job → Iceberg table → daily aggregate")
         t.add_row(
@@ -119,6 +153,9 @@ def print_report(console: Console, report: Any, *, kept: bool) -> None:
             f"{cl.aggregate_rows} rows ({'yes' if cl.aggregate_matches else 'NO'})",
         )
         console.print(t)
+
+
+def print_footer(console: Console, report: Any, *, kept: bool) -> None:
     for name, error in report.errors.items():
         console.print(f"[red]{name} FAILED[/red]: {error}")
     console.print(

@@ -7,8 +7,10 @@
 3. the reprocessing backfill re-sends every past user into ``reclassify_requests``: on Spark
    (``resend_to_batch_stream``) or, in the thread-runner tests, with a plain producer;
 4. the reconfigured job runs while new users keep signing up live (one request every
-   1/``live_rate`` s, until the flood is drained and at least ``min_live`` were sent); it is then
-   stopped gracefully. Latencies come from the outputs, per source stream.
+   1/``live_rate`` s, until the flood is drained and at least ``min_live`` were sent, then
+   ``min_live // 2`` more once it is: the signups after the flood are what the ones during it are
+   told apart from); it is then stopped gracefully. Latencies come from the outputs, per source
+   stream.
 """
 
 from __future__ import annotations
@@ -134,14 +136,30 @@ def backfill_locally(config: Config) -> int:
 
 class LiveSignups(threading.Thread):
     """New users signing up while the reconfigured job runs: one request every 1/rate s, flushed
-    at once (a real-time producer), until ``done()`` and at least ``minimum`` were sent."""
+    at once (a real-time producer), until ``done()`` and at least ``minimum`` were sent, and then
+    ``after`` more (the quiet time after the flood; it stopped at once, so every live signup was
+    one "served during the backfill flood", and the report's two rows read the same)."""
 
-    def __init__(self, config: Config, first_id: int, rate: float, minimum: int, done: Any, seed: int) -> None:
+    def __init__(
+        self, config: Config, first_id: int, rate: float, minimum: int, done: Any, seed: int, after: int = 0
+    ) -> None:
         super().__init__(name="live-signups", daemon=True)
         self.config, self.rate, self.minimum, self.done = config, rate, minimum, done
+        self.after = after
         self.users = signups(10**9, seed=seed, start_id=first_id)
         self.sent: list[dict] = []
+        #: how many had been sent when ``done()`` was first seen true
+        self.sent_at_done: int | None = None
         self.error: BaseException | None = None
+
+    def _more(self) -> bool:
+        if len(self.sent) < self.minimum:
+            return True
+        if self.sent_at_done is None:
+            if not self.done():
+                return True
+            self.sent_at_done = len(self.sent)
+        return len(self.sent) < self.sent_at_done + self.after
 
     def run(self) -> None:
         try:
@@ -152,7 +170,7 @@ class LiveSignups(threading.Thread):
             interval = 1.0 / self.rate
             next_at = time.monotonic()
             try:
-                while len(self.sent) < self.minimum or not (len(self.sent) % 20 == 0 and self.done()):
+                while self._more():
                     user = next(self.users)
                     producer.send(
                         "live", OutgoingMessageEnvelope(target, json.dumps(user).encode(), key=user["user_id"].encode())
@@ -192,8 +210,10 @@ def run_scenario(
     config = base.with_overrides(changes)
 
     expected_total = size + sent
-    batch_done = lambda: message_count(base, OUTPUT) >= size + sent  # noqa: E731 - polled by the producer
-    live = LiveSignups(base, size, live_rate, min_live, batch_done, seed + 1)
+    # the flood is over when every output is there: the history, the batch and the live signups
+    # sent so far (counting the outputs alone let the live ones stand in for batch ones not done)
+    batch_done = lambda: message_count(base, OUTPUT) >= size + sent + len(live.sent)  # noqa: E731 - polled by the producer
+    live = LiveSignups(base, size, live_rate, min_live, batch_done, seed + 1, after=min_live // 2)
     started = threading.Event()
 
     def stop_when() -> bool:

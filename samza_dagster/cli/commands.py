@@ -27,7 +27,7 @@ from samza_dagster.coordinator.model.partition_counts import FORCE_RESET_KEY
 from samza_dagster.coordinator.stream.writer_tool import run_coordinator_stream_writer
 from samza_dagster.planner import plan_from_config
 from samza_dagster.runtime import create_runner
-from samza_dagster.runtime.interrupts import exit_now, install_stop_handlers
+from samza_dagster.runtime.interrupts import NOTICE, exit_now, install_stop_handlers
 from samza_dagster.runtime.preflight import check_job_config
 from samza_dagster.runtime.provision import provision_streams
 from samza_dagster.runtime.runner import JobRunner
@@ -48,10 +48,23 @@ class _WithoutKafkaClients(logging.Filter):
         return not any(record.name == name or record.name.startswith(name + ".") for name in KAFKA_CLIENT_LOGGERS)
 
 
+class _ConsoleFormatter(logging.Formatter):
+    """The console's lines: a notice for the person at the command line (``extra={NOTICE: True}``:
+    the first stop signal's) as a plain line like the command's own; other records with their
+    timestamp, level and logger. The run's log file keeps the full form for every record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, NOTICE, False):
+            return record.getMessage()
+        return super().format(record)
+
+
 def configure_logging(verbose: bool) -> None:
     """Quiet by default — a command prints what it did; the engine's INFO lines (and the traces
     logged with them) are for --verbose and for a run's log file."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_ConsoleFormatter(LOG_FORMAT))
     if not verbose:
         for handler in logging.getLogger().handlers:
             handler.setLevel(logging.WARNING)
@@ -169,11 +182,20 @@ def run_log_path(job: JobConfig, config_path: str | None) -> Path:
     return Path(tempfile.gettempdir()) / f"samza-dagster-{job.name}-{job.id}-{digest}.log"
 
 
+def previous_log_path(path: Path) -> Path:
+    """``...-<8 hex>.previous.log``: the log of the run before the latest."""
+    return path.with_suffix(".previous.log")
+
+
 @contextmanager
 def run_log(job: JobConfig, config_path: str | None = None) -> Iterator[Path]:
     """The run's log file: every INFO line of the run and the trace of a failure, whatever the
-    console shows. One per job and directory (:func:`run_log_path`), rewritten by each run."""
+    console shows. One per job and directory (:func:`run_log_path`), rewritten by each run; the
+    run before keeps its log as :func:`previous_log_path` (a rerun after a failure must not take
+    the failure's trace away)."""
     path = run_log_path(job, config_path)
+    if path.is_file() and path.stat().st_size:
+        os.replace(path, previous_log_path(path))
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))

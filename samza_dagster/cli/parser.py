@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    streams = sub.add_parser("streams", parents=[VERBOSE], help="create, list, describe, produce to, tail, clean")
+    streams = sub.add_parser("streams", parents=[VERBOSE], help="create/list/describe/produce/tail/clean/delete")
     actions = streams.add_subparsers(dest="streams_command", required=True, metavar="ACTION")
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -212,6 +212,9 @@ def _streams_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     clean = action("clean", "apply the stream's retention and compaction now (embedded log)")
     clean.add_argument("stream", metavar="[SYSTEM.]STREAM")
+
+    delete = action("delete", "delete a stream and its messages (embedded log; stop its jobs first)")
+    delete.add_argument("stream", metavar="[SYSTEM.]STREAM")
 
     tail = action("tail", "print the last messages of a stream")
     tail.add_argument("stream", metavar="[SYSTEM.]STREAM")

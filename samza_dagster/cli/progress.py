@@ -10,7 +10,10 @@ reset nor double the count. Written is what was appended to the streams the job 
 outputs, not its own metrics snapshots.
 
 On a terminal it is a ``rich`` progress display, replaced by the run's summary line when the job
-ends; otherwise (a pipe, a file, CI) a plain line every ``PLAIN_INTERVAL_S`` seconds.
+ends; otherwise (a pipe, a file, CI) a plain line every ``PLAIN_INTERVAL_S`` seconds. The rate is
+the recent one — messages processed over the last ``RATE_WINDOW_S`` seconds (at least one
+interval), as a progress bar's is — not the average since the start, which showed an idle job
+still processing hundreds a second.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
@@ -35,6 +39,8 @@ from samza_dagster.system.factories import stop_admin, system_factory
 
 TTY_INTERVAL_S = 1.0
 PLAIN_INTERVAL_S = 10.0
+#: the rate is measured over the last this many seconds (or the last interval, when longer)
+RATE_WINDOW_S = 10.0
 #: the runner's live positions: last processed offset per input partition (None: it has none)
 LivePositions = Callable[[], "dict[SystemStreamPartition, str] | None"]
 
@@ -45,10 +51,14 @@ class Sample:
     lag: int
     written: int
     elapsed_s: float
+    #: (processed, elapsed_s) where the rate's window starts (:class:`RecentRate`); None: the
+    #: rate is the average since the start
+    window_start: tuple[int, float] | None = None
 
     @property
     def rate(self) -> str:
-        return per_second(self.processed, self.elapsed_s)
+        done, at = self.window_start if self.window_start is not None else (0, 0.0)
+        return per_second(self.processed - done, self.elapsed_s - at)
 
     @property
     def clock(self) -> str:
@@ -58,6 +68,22 @@ class Sample:
 
     def line(self, job: str) -> str:
         return f"{job}: {self.processed:,} processed ({self.rate}), lag {self.lag:,}, {self.written:,} written, {self.clock}"
+
+
+class RecentRate:
+    """Gives each sample the start of its rate window: the latest earlier sample at least
+    ``window_s`` older (the job's start until there is one), so the rate is the recent one."""
+
+    def __init__(self, window_s: float = RATE_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._points: deque[tuple[int, float]] = deque([(0, 0.0)])
+
+    def __call__(self, sample: Sample) -> Sample:
+        while len(self._points) > 1 and sample.elapsed_s - self._points[1][1] >= self.window_s:
+            self._points.popleft()
+        start = self._points[0]
+        self._points.append((sample.processed, sample.elapsed_s))
+        return replace(sample, window_start=start)
 
 
 class JobWatch:
@@ -154,6 +180,7 @@ def show_progress(
     out: TextIO | None = None,
     interval_s: float | None = None,
     live: LivePositions | None = None,
+    rate_window_s: float = RATE_WINDOW_S,
 ) -> Iterator[None]:
     """Show the job's progress while the body runs (``live``: the runner's live positions).
     Progress is a courtesy: a stream that cannot be observed stops the display, never the job."""
@@ -167,8 +194,12 @@ def show_progress(
     interval = interval_s if interval_s is not None else (TTY_INTERVAL_S if tty else PLAIN_INTERVAL_S)
     done = threading.Event()
     render = _rich_display(job, out) if tty else _plain_display(job, out)
+    recent = RecentRate(max(rate_window_s, interval))
     thread = threading.Thread(
-        target=_loop, args=(watch, render, done, interval), name="samza-run-progress", daemon=True
+        target=_loop,
+        args=(watch, lambda s: render(recent(s) if s is not None else None), done, interval),
+        name="samza-run-progress",
+        daemon=True,
     )
     thread.start()
     try:

@@ -33,9 +33,9 @@ from samza_dagster.system import (
     system_factory,
 )
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import nearest_stream, system_admin
+from samza_dagster.system.factories import absent_input_hint, nearest_stream, system_admin
 from samza_dagster.system.positions import position_reached
-from samza_dagster.system.protocols import CleansStreams, ListsStreams
+from samza_dagster.system.protocols import CleansStreams, DeletesStreams, ListsStreams
 
 TAIL_TIMEOUT_S = 30.0
 #: a read_committed tail gives up on a partition that returned nothing this long: an open
@@ -73,6 +73,8 @@ def run_streams_command(args: argparse.Namespace, config: Config) -> int:
         return tail(config, target, args.lines)
     if action == "clean":
         return clean(config, target)
+    if action == "delete":
+        return delete(config, target)
     raise AssertionError(action)
 
 
@@ -123,23 +125,28 @@ def list_streams(config: Config, system: str) -> int:
         metadata = admin.get_system_stream_metadata(names) if names else {}
     for name in names:
         md = metadata[name]
-        messages = sum(int(m.upcoming_offset) - int(m.oldest_offset) for m in md.partitions.values())
-        print(f"{system}.{name}  {count_of(len(md.partitions), 'partition')}  {count_of(messages, 'message')}")
+        messages = _message_count(md)
+        counted = f"  {count_of(messages, 'message')}" if messages is not None else ""
+        print(f"{system}.{name}  {count_of(len(md.partitions), 'partition')}{counted}")
     if not names:
         print(f"no streams on system {system!r}")
     return EXIT_OK
+
+
+def _message_count(md: Any) -> int | None:
+    """Messages between the oldest and upcoming offsets, where offsets are numbers (not a files
+    stream's ``<file>:<row>``)."""
+    try:
+        return sum(int(m.upcoming_offset) - int(m.oldest_offset) for m in md.partitions.values())
+    except ValueError:
+        return None
 
 
 def _metadata(admin: Any, target: SystemStream) -> Any:
     try:
         return admin.get_system_stream_metadata([target.stream])[target.stream]
     except (StreamNotFoundError, KeyError):
-        near = nearest_stream(admin, target.stream)
-        hint = (
-            f"did you mean {target.system}.{near}?"
-            if near
-            else f"create it with: samza-dagster streams create {target.system}.{target.stream} --partitions N"
-        )
+        hint = absent_input_hint(admin, target.system, target.stream)
         raise StreamNotFoundError(target.system, target.stream, hint) from None
 
 
@@ -171,6 +178,28 @@ def clean(config: Config, target: SystemStream) -> int:
         f"{target.system}.{target.stream}: removed {stats.deleted} messages, "
         f"gave {stats.vacuumed_pages} pages back to the file system"
     )
+    return EXIT_OK
+
+
+def delete(config: Config, target: SystemStream) -> int:
+    """The stream and every message in it (the embedded log: its file). Names what it held."""
+    with _admin(config, target.system) as admin:
+        deletes = isinstance(admin, DeletesStreams)  # (a flag: admin stays Any for the calls below)
+        if not deletes:
+            raise UsageError(
+                f"system {target.system!r} cannot delete its streams here; streams delete is for the embedded "
+                "log (a Kafka topic: kafka-topics.sh --delete --topic NAME)"
+            )
+        try:
+            md = admin.get_system_stream_metadata([target.stream])[target.stream]
+        except (StreamNotFoundError, KeyError):
+            near = nearest_stream(admin, target.stream)
+            hint = f"did you mean {target.system}.{near}?" if near else "nothing to delete"
+            raise StreamNotFoundError(target.system, target.stream, hint) from None
+        admin.delete_stream(target.stream)
+    messages = _message_count(md)
+    held = f", {count_of(messages, 'message')}" if messages is not None else ""
+    print(f"deleted {target.system}.{target.stream} ({count_of(len(md.partitions), 'partition')}{held})")
     return EXIT_OK
 
 

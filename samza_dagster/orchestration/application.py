@@ -13,6 +13,7 @@ whose asset check fails with the error, and the error is logged naming the appli
 rest of the code location still loads.
 """
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -135,7 +136,9 @@ def _declared(config: Config, entry: str) -> DeclaredOutput:
 
 
 def failed_application_definitions(application: str, error: BaseException) -> dg.Definitions:
-    """A placeholder asset with a failing check, so the UI shows which application failed and why."""
+    """A placeholder asset with a failing check, so the UI shows which application failed and why
+    — as soon as it is loaded: a sensor (on by default) records the check's failed evaluation at
+    its first tick, where the check alone showed "Not evaluated" until someone executed it."""
     group = _group_name(application)
     message = f"{type(error).__name__}: {error}"
     spec = dg.AssetSpec(
@@ -152,4 +155,27 @@ def failed_application_definitions(application: str, error: BaseException) -> dg
             passed=False, severity=dg.AssetCheckSeverity.ERROR, description=message, metadata={"error": message}
         )
 
-    return dg.Definitions(assets=[spec], asset_checks=[_plan_accepted])
+    recorded = hashlib.sha256(message.encode()).hexdigest()[:16]
+
+    @dg.sensor(
+        name=f"{group}_plan_check_sensor",
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Records that the plan of {application} was rejected (its plan_accepted check fails)",
+    )
+    def _record_rejection(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        if context.cursor == recorded:
+            return dg.SkipReason(f"the rejected plan of {application} is recorded; fix it and reload")
+        evaluation = dg.AssetCheckEvaluation(
+            asset_key=spec.key,
+            check_name="plan_accepted",
+            passed=False,
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=message,
+            metadata={"error": message},
+        )
+        return dg.SensorResult(
+            asset_events=[evaluation], cursor=recorded, skip_reason=f"recorded the rejected plan of {application}"
+        )
+
+    return dg.Definitions(assets=[spec], asset_checks=[_plan_accepted], sensors=[_record_rejection])

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
 from samza_dagster.orchestration.assets import StreamAssets
 from samza_dagster.orchestration.observation import StreamObservation
@@ -55,9 +56,14 @@ def lag_evaluation(
     inputs: Mapping[str, StreamObservation],
     settings: DagsterSettings,
     metrics_lag: Mapping[str, int] | None = None,
+    instance: dg.DagsterInstance | None = None,
 ) -> dg.AssetCheckEvaluation:
     """``metrics_lag`` (stream id → messages behind, from the job's metrics) wins over the
-    checkpoint-based lag of ``inputs`` when given."""
+    checkpoint-based lag of ``inputs`` when given. Given the ``instance`` (a sensor's runless
+    evaluation), the evaluation names the asset's latest materialization as its target: Dagster
+    shows a check's latest execution only for the latest materialization, and without a target it
+    compares timestamps its check records keep to the second — an evaluation in the same second
+    as the materialization read as older, "Not evaluated"."""
     per_input = dict(metrics_lag) if metrics_lag else lag_per_input(inputs)
     total = sum(per_input.values())
     if total > settings.lag_error:
@@ -70,6 +76,7 @@ def lag_evaluation(
         asset_key=key,
         check_name=LAG_CHECK,
         passed=passed,
+        target_materialization_data=latest_materialization(instance, key) if instance is not None else None,
         severity=severity,
         description=f"{total} input messages not yet processed (warn above {settings.lag_warn}, error above "
         f"{settings.lag_error})",
@@ -80,6 +87,19 @@ def lag_evaluation(
             "warn_above": dg.MetadataValue.int(settings.lag_warn),
             "error_above": dg.MetadataValue.int(settings.lag_error),
         },
+    )
+
+
+def latest_materialization(
+    instance: dg.DagsterInstance, key: dg.AssetKey
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The asset's latest materialization as a check evaluation's target (None: never materialized)."""
+    records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1).records
+    if not records:
+        return None
+    record = records[0]
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
     )
 
 

@@ -40,6 +40,7 @@ with a failing check, while the project's other components load.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import sys
@@ -52,6 +53,9 @@ from dagster.components.core.defs_module import find_defs_or_component_yaml
 from pydantic import Field
 
 from samza_dagster.config import Config, ConfigError, keys
+from samza_dagster.config.deployment import apply_deployment
+from samza_dagster.config.job_config import JobConfig
+from samza_dagster.config.system_config import StreamConfig
 from samza_dagster.errors import SamzaError
 from samza_dagster.orchestration.application import application_definitions, failed_application_definitions
 from samza_dagster.orchestration.assets import _group_name
@@ -66,7 +70,9 @@ from samza_dagster.orchestration.resources import (
 from samza_dagster.orchestration.rewind import rewind_backfill
 from samza_dagster.orchestration.scaffold import SamzaJobScaffolder
 from samza_dagster.orchestration.tables import ICEBERG_IO_MANAGER_KEY
+from samza_dagster.planner.admins import fetch_metadata
 from samza_dagster.runtime.preflight import check_job_config
+from samza_dagster.system.factories import system_admin
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +160,7 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
                     raise SamzaComponentError(
                         f"{defs_yaml}: attributes.declared_outputs[{i}]: {entry!r} — must be system.stream"
                     )
+                _check_declared(cfg, entry, f"{defs_yaml}: attributes.declared_outputs[{i}]", self.config_path)
             backfills = [self._backfill(application, cfg, i, b, defs_yaml) for i, b in enumerate(self.backfills)]
             defs = application_definitions(
                 application,
@@ -216,11 +223,40 @@ class SamzaJobComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def _failed(self, application: str, error: SamzaComponentError) -> dg.Definitions:
         if os.environ.get(VALIDATION_ENV):
-            # Dagster prints the error at the end of a long trace: the line that matters first
+            # `dg check defs`: the line that matters, and nothing after it — Dagster would print
+            # ~50 lines of its trace around it (docs/decisions.md)
             print(f"error: {error}", file=sys.stderr, flush=True)
-            raise error
+            sys.exit(1)  # the validation process ends here: nothing after the line that matters
         log.error("application %s is not loaded: %s", application, error)
         return failed_application_definitions(application, error)
+
+
+def _check_declared(cfg: Config, entry: str, where: str, config_path: str) -> None:
+    """A declared output the config does not name, close to a stream it does (``log.outptu`` for
+    ``log.output``), and that does not exist, is a typo: launching would create and materialize a
+    stream nobody writes. One the config does not name and nothing is close to is the task's own
+    (created at launch), and so is one that exists already."""
+    streams = StreamConfig(cfg)
+    default_system = JobConfig(cfg).default_system
+    named = {f"{streams.system_of(sid, default_system)}.{streams.physical_name(sid)}" for sid in streams.stream_ids()}
+    if entry in named:
+        return
+    near = difflib.get_close_matches(entry, sorted(named), n=1, cutoff=0.8)
+    if near and not _exists(cfg, entry):
+        raise SamzaComponentError(
+            f"{where}: {entry!r} — no stream {entry} in {config_path!r} (no streams.<id>.* of it): "
+            f"did you mean {near[0]}?"
+        )
+
+
+def _exists(cfg: Config, entry: str) -> bool:
+    """Whether stream ``system.stream`` exists where the deployment keeps it (SAMZA_LOG_PATH)."""
+    system, _, stream = entry.partition(".")
+    try:
+        with system_admin(apply_deployment(cfg), system) as admin:
+            return stream in fetch_metadata(admin, system, [stream])
+    except Exception:  # noqa: BLE001 - a system that cannot be asked: the near miss stands
+        return False
 
 
 def _load(config_file: Path, defs_yaml: Path, config_path: str) -> Config:

@@ -418,7 +418,9 @@ def _report_inputs(
             dg.AssetObservation(
                 asset_key=assets.keys[sid],
                 description=f"processed by {job_name}",
-                metadata=input_metadata(obs, report, finals, bootstrap=assets.streams[sid].bootstrap, lag=lag),
+                metadata=input_metadata(
+                    obs, report, finals, bootstrap=assets.streams[sid].bootstrap, lag=lag, after=final
+                ),
                 tags={DATA_VERSION_TAG: processed_version(obs, final)},
             )
         )

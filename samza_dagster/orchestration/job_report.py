@@ -189,23 +189,32 @@ def input_metadata(
     *,
     bootstrap: bool,
     lag: int | None,
+    after: StreamObservation | None = None,
 ) -> Metadata:
     """An input's observation after the run: the messages of the stream this run processed and,
     against the messages there were when it started, how far it got (a bootstrap stream's
-    progress, and how its bootstrap ended), and its lag now."""
+    progress, and how its bootstrap ended), and its lag now. ``checkpointed_through`` counts the
+    messages up to the final checkpoint in the stream as it is after the run (``after``): an
+    unbounded job processes messages that arrived while it ran, and capping the count at the
+    messages there were at the start read as if those were not committed."""
     name = f"{obs.system}.{obs.physical_name}"
-    available = caught_up = 0
+    now = {p: offset_int(m.upcoming_offset) for p, m in after.partitions.items()} if after is not None else {}
+    available = caught_up = checkpointed = 0
     for p, m in obs.partitions.items():
         oldest, upcoming = offset_int(m.oldest_offset), offset_int(m.upcoming_offset)
         available += upcoming - oldest
         done = finals.get((name, p))
         if done is not None:
             caught_up += max(0, min(offset_int(done) + 1, upcoming) - oldest)
+            checkpointed += max(0, min(offset_int(done) + 1, max(upcoming, now.get(p, upcoming))) - oldest)
     md: Metadata = {
         "processed_by_run": dg.MetadataValue.int(report.processed.get(name, 0)),
         "messages_at_start": dg.MetadataValue.int(available),
-        "checkpointed_through": dg.MetadataValue.int(caught_up),
+        "checkpointed_through": dg.MetadataValue.int(checkpointed),
     }
+    if after is not None:
+        at_end = sum(offset_int(m.upcoming_offset) - offset_int(m.oldest_offset) for m in after.partitions.values())
+        md["messages_at_end"] = dg.MetadataValue.int(at_end)
     md["bootstrap_progress" if bootstrap else "progress"] = dg.MetadataValue.float(
         round(caught_up / available, 4) if available else 1.0
     )

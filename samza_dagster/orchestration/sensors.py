@@ -192,7 +192,13 @@ class CoordinatorStreamWatch:
             )
             for key in (self.assets.written_keys if self.assets is not None else [])
         ]
-        return dg.SensorResult(asset_events=events, cursor=next_offset)
+        # a tick without a run request shows its skip reason: what it applied, not Dagster's
+        # "Sensor function returned an empty result"
+        applied = (
+            f"{keys} changed at coordinator stream offset {changes.trigger}: applied by the live run {run.run_id} "
+            "(its job coordinator restarts the containers on the new JobModel), no new run"
+        )
+        return dg.SensorResult(asset_events=events, cursor=next_offset, skip_reason=applied)
 
     def launch(
         self, context: dg.SensorEvaluationContext, instance_id: str, changes: ConfigChanges, next_offset: str
@@ -236,7 +242,10 @@ def stream_observation_sensor(
 ) -> dg.SensorDefinition:
     """Observes the streams an application reads (newest offsets as data version, lag behind
     its checkpoints) and reports an observation for each stream whose data version changed, with
-    the ``consumer_lag`` check of the streams the job writes evaluated on the same lag. On by
+    the ``consumer_lag`` check of the streams the job writes evaluated on the same lag — unless a
+    run of the job is live: that run evaluates the check itself when it ends, and Dagster shows a
+    check's latest execution only if it is newer than the asset's latest materialization, so an
+    evaluation of the sensor's made during the run hid the run's own (grey "Not evaluated"). On by
     default: the input assets' observations are what the UI promises (one batched offset lookup
     per system a minute, and an observation only when a stream changed)."""
     settings = settings or DagsterSettings.from_config(config)
@@ -266,8 +275,10 @@ def stream_observation_sensor(
         events: list[dg.AssetObservation | dg.AssetCheckEvaluation] = [
             observed[sid].to_event(assets.keys[sid]) for sid in changed
         ]
-        if lag:
-            events.extend(lag_evaluation(key, observed, settings) for key in assets.written_keys)
+        if lag and not live_runs(context.instance, job_instance(cfg)):
+            events.extend(
+                lag_evaluation(key, observed, settings, instance=context.instance) for key in assets.written_keys
+            )
         # a tick that requests no run shows as skipped; its reason says what it recorded (without
         # one the UI says "Sensor function returned an empty result" over the observations)
         recorded = f"observed new messages in {', '.join(changed)}" if changed else "the job's lag changed"

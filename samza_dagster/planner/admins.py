@@ -22,7 +22,7 @@ from samza_dagster.planner.execution_planner import ExecutionPlanner
 from samza_dagster.planner.plan import ExecutionPlan, JobInfo, Stage, StreamInfo
 from samza_dagster.serde.registry import load_class
 from samza_dagster.system.errors import StreamNotFoundError
-from samza_dagster.system.factories import stop_admin, system_factory
+from samza_dagster.system.factories import absent_input_hint, stop_admin, system_admin, system_factory
 
 
 def partition_counts(config: Config, streams: Iterable[SystemStream]) -> dict[SystemStream, int]:
@@ -61,6 +61,16 @@ def fetch_metadata(admin: Any, system: str, names: list[str]) -> dict[str, Any]:
                 raise
             pending.remove(exc.stream)
     return {}
+
+
+def absent_input(config: Config, ss: SystemStream) -> str:
+    """What ``samza-dagster run`` says of an input of ``task.inputs`` that does not exist (or has
+    no partition): the stream it most likely meant, or where the system looked."""
+    with system_admin(config, ss.system) as admin:
+        exists = ss.stream in fetch_metadata(admin, ss.system, [ss.stream])
+        hint = absent_input_hint(admin, ss.system, ss.stream)
+    what = "has no partition" if exists else "does not exist"
+    return f"input stream {ss} {what} (config key {keys.TASK_INPUTS.name!r}): {hint}"
 
 
 def stream_partitions_from_admins(
@@ -129,10 +139,7 @@ def low_level_plan(config: Config, partitions: Mapping[SystemStream, int] | None
     for ss in inputs:
         count = counts.get(ss)
         if count is None:
-            raise PlanningError(
-                f"input stream {ss} (from task.inputs) has no partition count: does it exist on system {ss.system!r}?",
-                streams={str(ss): None},
-            )
+            raise PlanningError(absent_input(config, ss), streams={str(ss): None})
         ids = streams_config.stream_ids_for(ss, job.default_system)
         sid = ids[0] if ids else ss.stream
         info = StreamInfo(sid, ss.system, ss.stream, count, {"input"})

@@ -71,6 +71,12 @@ def install_stop_handlers(on_first: Callable[[str], None], on_second: Callable[[
     return StopHandlers(handler, previous)
 
 
+#: ``extra={NOTICE: True}`` marks a log record that is a notice for the person at the command line
+#: (the first stop signal's): the CLI prints its message as a plain line, as it prints the
+#: second signal's, where other records carry a timestamp, level and logger name
+NOTICE = "samza_notice"
+
+
 def exit_now(message: str) -> NoReturn:
     """Say ``message`` on stderr and end the process without unwinding (threads that are still
     processing are not waited for: that is what the second signal asks)."""

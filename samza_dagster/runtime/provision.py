@@ -8,7 +8,9 @@ infers it — on a system whose admin can create streams. A stream that cannot b
 partition count known, ``--no-create-streams``, or a system that cannot) is reported with the
 command that creates it. A stream the job *reads* is never created: a missing input would only
 give a job that processes nothing, so it is a config error naming the stream (and the existing
-stream it most likely meant), raised before any stream is created.
+stream it most likely meant, or where the system looked: a files input's directory), raised
+before any stream is created; so is an input that exists with no partition (a files input's
+directory without a file to read).
 Intermediate streams, checkpoints, changelogs and the coordinator stream are the job's own: it
 creates them when it starts.
 """
@@ -27,7 +29,7 @@ from samza_dagster.model import StreamSpec
 from samza_dagster.planner import PlanningError, configured_plan
 from samza_dagster.planner.admins import fetch_metadata
 from samza_dagster.system.errors import SamzaSystemError
-from samza_dagster.system.factories import nearest_stream, system_admin
+from samza_dagster.system.factories import absent_input_hint, system_admin
 
 READ_ROLES = frozenset({"input", "bootstrap", "side-input"})
 
@@ -61,24 +63,19 @@ class MissingStreamsError(SamzaSystemError):
 
 
 class MissingInputsError(ConfigError):
-    """Streams the job reads that do not exist: each named, with the existing stream it most
-    likely meant or the command that creates it. A config error: the job as written reads
-    nothing."""
+    """Streams the job reads that do not exist, or exist without a partition: each named, with
+    the existing stream it most likely meant, where the system looked, or the command that
+    creates it. A config error: the job as written reads nothing."""
 
-    def __init__(self, missing: list[tuple[DeclaredStream, str | None]], config: Config) -> None:
+    def __init__(self, missing: list[tuple[DeclaredStream, bool, str]], config: Config) -> None:
         key = keys.TASK_INPUTS.name if TaskConfig(config).inputs else None
         where = f" (config key {key!r})" if key else ""
-        lines = []
-        for stream, near in missing:
-            hint = (
-                f"did you mean {stream.system}.{near}?"
-                if near
-                else f"create it first: samza-dagster streams create {stream.name} --partitions "
-                f"{stream.partitions if stream.partitions is not None else 'N'}"
-            )
-            lines.append(f"input stream {stream.name} does not exist{where}: {hint}")
+        lines = [
+            f"input stream {stream.name} {'has no partition' if exists else 'does not exist'}{where}: {hint}"
+            for stream, exists, hint in missing
+        ]
         super().__init__("\n  ".join(lines), key=key)
-        self.missing = [stream for stream, _ in missing]
+        self.missing = [stream for stream, _, _ in missing]
 
 
 @dataclass
@@ -133,14 +130,18 @@ def provision_streams(config: Config, *, create: bool = True, config_path: str |
         by_system = _by_system(declared_streams(config))
         admins = {system: stack.enter_context(system_admin(config, system)) for system in by_system}
         existing = {
-            system: set(fetch_metadata(admins[system], system, [s.physical_name for s in streams]))
+            system: fetch_metadata(admins[system], system, [s.physical_name for s in streams])
             for system, streams in by_system.items()
         }
         absent_inputs = [
-            (s, nearest_stream(admins[system], s.physical_name))
+            (
+                s,
+                s.physical_name in existing[system],
+                absent_input_hint(admins[system], system, s.physical_name, s.partitions),
+            )
             for system, streams in by_system.items()
             for s in streams
-            if s.reads and s.physical_name not in existing[system]
+            if s.reads and not (s.physical_name in existing[system] and existing[system][s.physical_name].partitions)
         ]
         if absent_inputs:
             raise MissingInputsError(absent_inputs, config)

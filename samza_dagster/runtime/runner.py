@@ -34,7 +34,7 @@ from samza_dagster.coordinator.http import TOKEN_KEY
 from samza_dagster.coordinator.job_coordinator import JobCoordinator
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import DEFAULT_MAX_RESTARTS, MAX_RESTARTS_KEY, prepare_job
-from samza_dagster.runtime.interrupts import exit_now, install_stop_handlers
+from samza_dagster.runtime.interrupts import NOTICE, exit_now, install_stop_handlers
 from samza_dagster.runtime.result import JobResult
 
 log = logging.getLogger(__name__)
@@ -141,6 +141,7 @@ class JobRunner(ABC):
             self.job_name,
             name,
             name,
+            extra={NOTICE: True},
         )
         self.stopped_by = name
         self.stop()

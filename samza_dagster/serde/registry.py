@@ -10,8 +10,11 @@ encodes itself).
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Callable
+import pkgutil
+import sys
+from collections.abc import Callable, Iterable
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
@@ -64,11 +67,47 @@ def load_class(path: str, key: str) -> type:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"config key {key!r}: cannot import module {module_name!r}: {exc}", key=key) from None
+        near = _nearest_module(module_name, exc)
+        hint = f"; did you mean {near}:{attr}?" if near else ""
+        raise ConfigError(f"config key {key!r}: cannot import module {module_name!r}: {exc}{hint}", key=key) from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ConfigError(f"config key {key!r}: module {module_name!r} has no attribute {attr!r}", key=key) from None
+        near = _nearest(attr, (n for n in dir(module) if not n.startswith("_")))
+        hint = f"; did you mean {module_name}:{near}?" if near else ""
+        raise ConfigError(
+            f"config key {key!r}: module {module_name!r} has no attribute {attr!r}{hint}", key=key
+        ) from None
+
+
+def _nearest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate a typo of ``word`` most likely meant (difflib, as for config keys)."""
+    close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _nearest_module(module_name: str, exc: ImportError) -> str | None:
+    """``module_name`` with its missing part replaced by the importable module closest to it —
+    only when the module itself (or a package on its path) is what is missing, not something it
+    imports."""
+    missing = getattr(exc, "name", None)
+    if not isinstance(exc, ModuleNotFoundError) or not missing:
+        return None
+    if module_name != missing and not module_name.startswith(missing + "."):
+        return None
+    parent, _, last = missing.rpartition(".")
+    if parent:
+        try:
+            path = importlib.import_module(parent).__path__
+        except (ImportError, AttributeError):
+            return None
+        names: Iterable[str] = (m.name for m in pkgutil.iter_modules(path))
+    else:  # top level: the working directory first (user_modules_first), then the rest of sys.path
+        names = [*(m.name for m in pkgutil.iter_modules()), *sys.builtin_module_names]
+    near = _nearest(last, names)
+    if near is None:
+        return None
+    return ".".join(filter(None, [parent, near])) + module_name[len(missing) :]
 
 
 class SerdeRegistry:
@@ -105,8 +144,15 @@ class SerdeRegistry:
         factory = BUILTIN_SERDES.get(name)
         if factory is None:
             known = ", ".join(sorted(BUILTIN_SERDES))
+            registered = [
+                k[len("serializers.registry.") : -len(".class")]
+                for k in self._config
+                if k.startswith("serializers.registry.") and k.endswith(".class")
+            ]
+            near = _nearest(name, [*BUILTIN_SERDES, *registered])
+            hint = f"did you mean {near!r}? " if near else ""
             raise ConfigError(
-                f"config key {key!r} names unknown serde {name!r}; known: {known}, "
+                f"config key {key!r} names unknown serde {name!r}: {hint}known: {known}, "
                 f"or register one with serializers.registry.{name}.class",
                 key=key,
             )

@@ -16,6 +16,9 @@ Why each default:
   banner), and the console progress bar is off: a job's own output is what the user reads.
 * The working directory goes on the Python workers' ``PYTHONPATH``, so a task module the user
   wrote next to their .properties imports on the workers as it does on the driver.
+* The JVM's ``WARNING: Using incubator modules: jdk.incubator.vector`` (Spark 4's launcher adds
+  the module; the JVM announces it on stderr at start, whatever the log settings) is kept off
+  stderr: the JVM is started with its stderr through a pipe that passes every other line on.
 Any ``spark.*`` key in the given config is passed through and wins over these defaults.
 """
 
@@ -23,7 +26,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,9 +93,49 @@ def get_or_create_spark(
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _jvm_stderr_without_start_up_noise():
+        spark = builder.getOrCreate()
     register_data_source(spark)
     return spark
+
+
+#: lines the JVM prints on stderr at start that say nothing to a user of this package
+JVM_START_UP_NOISE = (b"WARNING: Using incubator modules",)
+
+
+@contextmanager
+def _jvm_stderr_without_start_up_noise() -> Iterator[None]:
+    """A JVM launched in this block (the first session of the process) gets a pipe as its
+    stderr; a daemon thread passes each line on to this process's stderr except
+    :data:`JVM_START_UP_NOISE`. This process's own stderr is itself again after the block. With a
+    JVM already running, or no stderr to duplicate, nothing changes."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        original = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def forward() -> None:
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if not line.startswith(JVM_START_UP_NOISE):
+                    os.write(original, line)
+
+    threading.Thread(target=forward, name="jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(original, 2)  # the JVM keeps the pipe; `original` stays open for the thread
 
 
 def _put_cwd_on_worker_path() -> None:

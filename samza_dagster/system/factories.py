@@ -11,7 +11,13 @@ from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.serde.registry import load_class
-from samza_dagster.system.protocols import ClosableAdmin, ListsStreams, StoppableAdmin, SystemFactory
+from samza_dagster.system.protocols import (
+    ClosableAdmin,
+    ExplainsMissingStreams,
+    ListsStreams,
+    StoppableAdmin,
+    SystemFactory,
+)
 
 #: Built-in factories, imported lazily so kafka-python is only loaded when Kafka is used.
 BUILTIN_FACTORIES: dict[str, str] = {
@@ -68,10 +74,27 @@ def stop_admin(admin: object) -> None:
 
 def nearest_stream(admin: Any, name: str) -> str | None:
     """The existing stream whose name is closest to ``name`` (a typo), if the system can list its
-    streams; the engine's own streams (``__samza_...``) are never suggested."""
+    streams; the engine's own streams (``__samza_...``) are never suggested, nor ``name`` itself
+    (an input that exists with no partition)."""
     if not isinstance(admin, ListsStreams):
         return None
     close = difflib.get_close_matches(
-        name, [n for n in admin.list_streams() if not n.startswith("__")], n=1, cutoff=0.75
+        name, [n for n in admin.list_streams() if not n.startswith("__") and n != name], n=1, cutoff=0.75
     )
     return close[0] if close else None
+
+
+def absent_input_hint(admin: Any, system: str, stream: str, partitions: int | None = None) -> str:
+    """What to do about an input ``system`` does not have: where the system looked (when its admin
+    can say), the existing stream a typo most likely meant, else the command that creates it —
+    never advice that cannot work (an empty directory is no files input)."""
+    said = [admin.explain_missing(stream)] if isinstance(admin, ExplainsMissingStreams) else []
+    near = nearest_stream(admin, stream)
+    if near:
+        said.append(f"did you mean {system}.{near}?")
+    elif not said:
+        said.append(
+            f"create it first: samza-dagster streams create {system}.{stream} --partitions "
+            f"{partitions if partitions is not None else 'N'}"
+        )
+    return "; ".join(said)

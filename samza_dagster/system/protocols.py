@@ -124,6 +124,22 @@ class ListsStreams(Protocol):
 
 
 @runtime_checkable
+class DeletesStreams(Protocol):
+    """An admin that can delete a stream with everything in it (the embedded log): ``streams delete``."""
+
+    def delete_stream(self, stream: str) -> None: ...
+
+
+@runtime_checkable
+class ExplainsMissingStreams(Protocol):
+    """An admin that can say why a stream it was asked for is missing or holds nothing to read —
+    where it looked (the files system: the directory) — so a missing input's error names that
+    instead of advice that cannot work."""
+
+    def explain_missing(self, stream: str) -> str: ...
+
+
+@runtime_checkable
 class TransactionalSystemFactory(Protocol):
     """A system that can run a job's transactions (exactly-once: the checkpoint system's)."""
 

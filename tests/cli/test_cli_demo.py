@@ -24,6 +24,11 @@ def test_demo_module_runs_every_application_and_prints_the_report(tmp_path):
         assert title in out
     assert "transactions processed before currency_codes reached head" in out
     assert "dg dev" in out and "dagster dev" not in out
+    # piped: each application's table as it ends (they came only at the end), and the progress
+    # lines without rich's caller path (`main.py:108`)
+    assert out.index("1. user_classification") < out.index("currency_join done in"), out
+    assert out.index("4. pageview_pipeline") < out.index("clicks_lake done in"), out
+    assert "main.py:" not in out, out
 
 
 def test_demo_command_rejects_bad_usage_with_exit_2():

@@ -153,3 +153,46 @@ def test_the_run_log_is_one_per_job_and_directory(tmp_path, monkeypatch):
     there = run_log_path(job, "wordsplit.properties")
     assert here != there and here.name.startswith("samza-dagster-wordsplit-1-") and here.suffix == ".log"
     assert run_log_path(job, "wordsplit.properties") == there  # the same job again: the same log
+
+
+def test_the_rate_is_the_recent_one_an_idle_job_shows_none():
+    """A job that processed 1,000 messages in its first seconds and none since: the rate of the
+    last window, not the average since the start (an idle job showed "(999/s)")."""
+    from samza_dagster.cli.progress import RecentRate
+
+    recent = RecentRate(window_s=2.0)
+    busy = recent(Sample(processed=1_000, lag=0, written=1_000, elapsed_s=1.0))
+    assert busy.rate == "1,000/s"
+    recent(Sample(processed=1_000, lag=0, written=1_000, elapsed_s=2.0))
+    recent(Sample(processed=1_000, lag=0, written=1_000, elapsed_s=3.0))
+    idle = recent(Sample(processed=1_000, lag=0, written=1_000, elapsed_s=4.0))
+    assert idle.rate == "0/s" and Sample(1_000, 0, 1_000, 4.0).rate == "250/s"  # the average would say 250/s
+    again = recent(Sample(processed=1_300, lag=0, written=1_300, elapsed_s=5.0))
+    assert again.rate == "150/s"  # 300 over the last 2 s (the window starts at the sample of 3.0 s)
+
+
+def test_a_running_job_that_went_idle_shows_no_rate(tmp_path):
+    """Through the display a pipe gets, with a real job: it works off a backlog, then waits for
+    messages that do not come; its lines go from a rate to ``(0/s)`` with everything processed."""
+    config = _job(tmp_path).with_overrides({"streams.in.samza.bounded": "false"})
+    create_streams(config, {"in": 2})
+    provisioned = provision_streams(config)
+    produce(config, "in", ((str(i).encode(), b"x", None) for i in range(MESSAGES)))
+    job = create_runner(config)
+    worker = threading.Thread(target=job.run, daemon=True)
+    out = io.StringIO()
+    streams = [*provisioned.created, *provisioned.existing]
+    try:
+        with show_progress(
+            "idle", config, streams, out=out, interval_s=0.2, live=job.live_positions, rate_window_s=1.0
+        ):
+            worker.start()
+            wait_until(lambda: f"idle: {MESSAGES} processed" in out.getvalue(), 60, "the backlog processed", poll_s=0.1)
+            lines = len(out.getvalue().splitlines())
+            wait_until(lambda: len(out.getvalue().splitlines()) >= lines + 8, 30, "1.6 s of idle lines", poll_s=0.1)
+    finally:
+        job.stop()
+        worker.join(60)
+    printed = out.getvalue().splitlines()
+    assert any(f"{MESSAGES} processed" in line and "(0/s)" not in line for line in printed), printed
+    assert printed[-1].startswith(f"idle: {MESSAGES} processed (0/s), lag 0"), printed[-1]

@@ -86,3 +86,42 @@ def test_tail_of_a_partition_an_open_transaction_holds_prints_what_is_readable_a
     assert (
         "log.words partition 0: nothing readable from offset 1 (newest 2): an open transaction holds it" in tail.stderr
     )
+
+
+def test_streams_delete_removes_a_stream_and_its_messages(tmp_path):
+    """``streams delete`` on the embedded log: the stream and its messages are gone (it can be
+    created again, empty); a stream that is not there is named with the one meant; a system
+    that cannot delete says so."""
+    env = {**os.environ}
+    env.pop("SAMZA_LOG_PATH", None)
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(Path(sys.executable).parent / "samza-dagster"), *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    (tmp_path / "in.txt").write_text("a\nb\nc\n")
+    assert run("streams", "create", "log.outptu", "--partitions", "2").returncode == 0
+    assert run("streams", "create", "log.output", "--partitions", "1").returncode == 0
+    assert run("streams", "produce", "log.outptu", "--file", "in.txt").returncode == 0
+    deleted = run("streams", "delete", "log.outptu")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.strip() == "deleted log.outptu (2 partitions, 3 messages)"
+    assert run("streams", "list").stdout.splitlines() == ["log.output  1 partition  0 messages"]
+    assert sorted(p.name for p in (tmp_path / ".samza-log").iterdir()) == ["output.db"]
+
+    again = run("streams", "delete", "log.outptu")
+    assert again.returncode == 1 and "did you mean log.output?" in again.stderr, again.stderr
+    assert run("streams", "create", "log.outptu", "--partitions", "1").returncode == 0
+    assert "log.outptu: 1 partition" in run("streams", "describe", "log.outptu").stdout
+
+    (tmp_path / "job.properties").write_text("systems.files.samza.factory=files\nsystems.files.files.root=data\n")
+    (tmp_path / "data" / "trips").mkdir(parents=True)
+    refused = run("streams", "delete", "files.trips", "--config-path", "job.properties")
+    assert refused.returncode == 2 and "streams delete is for the embedded log" in refused.stderr, refused.stderr
+    assert (tmp_path / "data" / "trips").is_dir()

@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from samza_dagster.orchestration import SamzaComponentError, default_resources
+from samza_dagster.orchestration import default_resources
 from samza_dagster.orchestration.component import VALIDATION_ENV
 from tests import REPO
 
@@ -120,26 +120,27 @@ def test_broken_components_are_contained_outside_validation(project, monkeypatch
         ("bad_task", ["key 'task.class' = 'jobs.wordcount.task:NoSuchTask'", "no attribute 'NoSuchTask'"]),
     ],
 )
-def test_under_validation_a_broken_component_raises_naming_file_key_and_value(project, monkeypatch, which, expected):
+def test_under_validation_a_broken_component_exits_naming_file_key_and_value(
+    project, monkeypatch, capsys, which, expected
+):
     root, files = project
     for other, path in files.items():
         if other not in (which, "wordcount"):
             path.unlink()
     monkeypatch.setenv(VALIDATION_ENV, "1")
-    with pytest.raises(Exception) as raised:
+    with pytest.raises(SystemExit) as raised:  # the error printed, then no trace of Dagster's after it
         load(root)
-    error = raised.value
-    while not isinstance(error, SamzaComponentError) and error.__cause__ is not None:
-        error = error.__cause__
-    message = str(error)
+    assert raised.value.code == 1
+    message = capsys.readouterr().err
+    assert message.startswith("error: ") and len(message.splitlines()) == 1, message
     assert str(files[which]) in message and all(e in message for e in expected), message
 
 
-def dg_check_defs(root: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def dg_check_defs(root: Path, home: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     home.mkdir(exist_ok=True)
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     # the wordcount task is the checkout's (jobs/): importable as it is where the project runs
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": f"{root}{os.pathsep}{REPO}"}
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": f"{root}{os.pathsep}{REPO}", **extra_env}
     return subprocess.run(
         [str(Path(sys.executable).parent / "dg"), "check", "defs"],
         cwd=root,
@@ -152,9 +153,9 @@ def dg_check_defs(root: Path, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("which", ["owner", "bad_commit", "missing"])
-def test_dg_check_defs_fails_first_naming_the_defs_yaml_key_and_value(project, tmp_path, which):
-    """The real ``dg check defs``: non-zero, and the first line after dg's own YAML check is the
-    one that matters (Dagster's trace follows it)."""
+def test_dg_check_defs_fails_in_one_line_naming_the_defs_yaml_key_and_value(project, tmp_path, which):
+    """The real ``dg check defs``: non-zero, and after dg's own YAML check one line, the one that
+    matters — no Dagster trace after it (it was ~50 lines)."""
     root, files = project
     for other, path in files.items():
         if other not in (which, "wordcount"):
@@ -169,6 +170,69 @@ def test_dg_check_defs_fails_first_naming_the_defs_yaml_key_and_value(project, t
         "missing": ["attributes.config_path: 'nowhere/job.properties' — no such file"],
     }[which]
     assert str(files[which]) in lines[0] and all(e in lines[0] for e in expected), out[-4000:]
+    assert len(lines) == 1, out[-4000:]
+
+
+def test_dg_check_defs_on_a_misspelt_input_says_what_run_says(project, tmp_path):
+    """``task.inputs=log.sentence`` where ``log.sentences`` exists: ``dg check defs`` names the
+    stream meant, in the words of ``samza-dagster run`` (it said "has no partition count: does it
+    exist?")."""
+    root, files = project
+    for path in files.values():
+        path.unlink()
+    folder = root / "shop" / "defs" / "typo"
+    component(folder, "job.properties", "  declared_outputs: [log.words]\n")
+    (folder / "job.properties").write_text(
+        WORDCOUNT.read_text()
+        .replace("job.name=wordcount", "job.name=typo")
+        .replace("task.inputs=log.sentences,", "task.inputs=log.sentence,")
+    )
+    # the README's walk: SAMZA_LOG_PATH is the project's ./.samza-log, dg check runs in the project
+    env = {**os.environ, "SAMZA_LOG_PATH": str(root / ".samza-log"), "PYTHONPATH": f"{root}{os.pathsep}{REPO}"}
+    cli = str(Path(sys.executable).parent / "samza-dagster")
+    for stream in ("log.sentences", "log.sentences_replay"):
+        created = subprocess.run([cli, "streams", "create", stream, "--partitions", "2"], env=env, capture_output=True)
+        assert created.returncode == 0, created.stderr
+    run = subprocess.run(
+        [cli, "run", "--config-path", str(folder / "job.properties")], cwd=root, env=env, capture_output=True, text=True
+    )
+    said = "input stream log.sentence does not exist (config key 'task.inputs'): did you mean log.sentences?"
+    assert run.returncode == 2 and said in run.stderr, run.stderr
+    done = dg_check_defs(root, tmp_path / "home", SAMZA_LOG_PATH=env["SAMZA_LOG_PATH"])
+    lines = [line for line in done.stdout.splitlines() if line.strip() and "component YAML validated" not in line]
+    assert done.returncode != 0 and len(lines) == 1, done.stdout[-4000:]
+    assert str(folder / "defs.yaml") in lines[0] and said in lines[0], lines[0]
+
+
+def test_dg_check_defs_refuses_a_misspelt_declared_output(project, tmp_path):
+    """``declared_outputs: [log.wrods]`` where the config names ``log.words``: refused in one line
+    naming the stream meant (it passed, and a launch created and materialized ``wrods``). An
+    output the config does not name and nothing is close to is the task's own: accepted."""
+    root, files = project
+    for path in files.values():
+        path.unlink()
+    folder = root / "shop" / "defs" / "typo_out"
+    yaml = component(folder, os.path.relpath(WORDCOUNT, folder), "  declared_outputs: [log.words, log.wrods]\n")
+    done = dg_check_defs(root, tmp_path / "home")
+    lines = [line for line in done.stdout.splitlines() if line.strip() and "component YAML validated" not in line]
+    assert done.returncode != 0 and len(lines) == 1, done.stdout[-4000:]
+    assert f"{yaml}: attributes.declared_outputs[1]: 'log.wrods'" in lines[0] and "did you mean log.words?" in lines[0]
+
+    yaml.write_text(yaml.read_text().replace("log.wrods", "log.audit_trail"))
+    accepted = dg_check_defs(root, tmp_path / "home")
+    assert accepted.returncode == 0, accepted.stdout[-4000:]
+
+    # a near name that exists where the deployment keeps its streams is the task's own
+    yaml.write_text(yaml.read_text().replace("log.audit_trail", "log.wrods"))
+    log = tmp_path / "log"
+    created = subprocess.run(
+        [str(Path(sys.executable).parent / "samza-dagster"), "streams", "create", "log.wrods", "--partitions", "1"],
+        env={**os.environ, "SAMZA_LOG_PATH": str(log)},
+        capture_output=True,
+    )
+    assert created.returncode == 0, created.stderr
+    existing = dg_check_defs(root, tmp_path / "home", SAMZA_LOG_PATH=str(log))
+    assert existing.returncode == 0, existing.stdout[-4000:]
 
 
 def test_the_repository_components_build_what_the_python_definitions_build():

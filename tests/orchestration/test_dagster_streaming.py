@@ -149,6 +149,12 @@ def test_a_live_run_applies_changes_refuses_a_twin_and_stops_gracefully(streamin
         assert observed.asset_key == stream_key("wordcount", "words")
         assert observed.metadata["applied_by_run"].value == live.run_id
         assert observed.metadata["changed_keys"].value == "task.commit.ms"
+        # the tick's line in the UI says what it applied (it said "Sensor function returned an
+        # empty result": the skip message is what the daemon records for a tick without a run)
+        assert (
+            tick.skip_message is not None and "task.commit.ms changed at coordinator stream offset" in tick.skip_message
+        )
+        assert f"applied by the live run {live.run_id}" in tick.skip_message
         wait_until(
             lambda: any(
                 "applying JobModel version 2" in m and "task.commit.ms" in m for m in _messages(instance, live.run_id)

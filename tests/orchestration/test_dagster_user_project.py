@@ -63,10 +63,12 @@ def defs():
 
 
 def readme_commands() -> str:
-    """The bash block of the README's "In your own Dagster project" section."""
+    """The bash block of the README's "In your own Dagster project" section that works in the
+    project (the one before it makes the project with create-dagster: new_project writes those
+    files here, with no download)."""
     text = (REPO / "README.md").read_text()
     section = text.split("## In your own Dagster project", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    (block,) = [b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if 'pip install "$SAMZA_DAGSTER"' in b]
     return block
 
 

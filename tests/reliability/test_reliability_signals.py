@@ -139,6 +139,10 @@ def test_the_first_signal_stops_gracefully_with_a_final_commit_of_every_processe
     # the summary line, and a final checkpoint at the last processed message
     assert f"job signals on {runner}: 1 container shutdown, {len(processed):,} messages" in out, (out, err)
     assert f"stopped by {name}, everything processed committed" in out
+    # the notice is a plain line, as the command's other messages are (it was a logging line with
+    # a timestamp, level and module path)
+    notice = f"job signals: {name}: stopping gracefully; in-flight work finishes and is committed"
+    assert any(line.startswith(notice) for line in err.splitlines()), err
     checkpoint = read_checkpoints(config)["Partition 0"]
     assert checkpoint.offsets[("log", "words", 0)] == str(processed[-1])
     assert len(read_stream(config, "output")) == len(processed)  # the outputs before the checkpoint

@@ -18,6 +18,8 @@ from samza_dagster.config import Config, keys
 from samza_dagster.config.deployment import apply_deployment, log_root
 
 KAFKA_BOOTSTRAP_ENV = "SAMZA_KAFKA_BOOTSTRAP_SERVERS"
+DEFAULT_KAFKA_SYSTEM = "kafka"
+DEFAULT_KAFKA_BOOTSTRAP_TIMEOUT_MS = 5000
 
 
 class SamzaSystemsResource(dg.ConfigurableResource):
@@ -27,9 +29,13 @@ class SamzaSystemsResource(dg.ConfigurableResource):
     (a system named ``log`` with no factory is one); unset means ``SAMZA_LOG_PATH`` at the time
     of use, else the .properties' ``systems.<s>.log.path``, else ``./.samza-log``.
     ``kafka_bootstrap_servers`` — when set (or ``SAMZA_KAFKA_BOOTSTRAP_SERVERS``), system
-    ``kafka_system`` is a Kafka system on those brokers.
+    ``kafka_system`` (unset: ``kafka``) is a Kafka system on those brokers.
     ``kafka_bootstrap_timeout_ms`` — how long a client waits for an unreachable broker before
-    failing with its address (kafka-python's ``bootstrap_timeout_ms``).
+    failing with its address (kafka-python's ``bootstrap_timeout_ms``; unset: 5000).
+
+    Every field defaults to unset (None), their defaults applied where they are read: the
+    launchpad pre-fills fields that have a value, and a job on the embedded log should not open
+    with Kafka settings in it.
     """
 
     log_path: str | None = Field(
@@ -42,9 +48,13 @@ class SamzaSystemsResource(dg.ConfigurableResource):
         description="host:port[,host:port]: system kafka_system is a Kafka system on these brokers; "
         "unset: SAMZA_KAFKA_BOOTSTRAP_SERVERS, else as the config says",
     )
-    kafka_system: str = Field(default="kafka", description="the system kafka_bootstrap_servers applies to")
-    kafka_bootstrap_timeout_ms: int = Field(
-        default=5000, description="how long a client waits for an unreachable broker before failing with its address"
+    kafka_system: str | None = Field(
+        default=None, description=f"the system kafka_bootstrap_servers applies to; unset: {DEFAULT_KAFKA_SYSTEM}"
+    )
+    kafka_bootstrap_timeout_ms: int | None = Field(
+        default=None,
+        description="how long a client waits for an unreachable broker before failing with its address; "
+        f"unset: {DEFAULT_KAFKA_BOOTSTRAP_TIMEOUT_MS}",
     )
 
     def resolved_log_path(self) -> str | None:
@@ -59,10 +69,11 @@ class SamzaSystemsResource(dg.ConfigurableResource):
         servers = self.resolved_kafka_bootstrap_servers()
         if not servers:
             return {}
-        system = self.kafka_system
+        system = self.kafka_system or DEFAULT_KAFKA_SYSTEM
         consumer = keys.prefix(keys.SYSTEM_CONSUMER_KEYS, system=system)  # the Kafka clients' settings
         producer = keys.prefix(keys.SYSTEM_PRODUCER_KEYS, system=system)
-        timeout = str(self.kafka_bootstrap_timeout_ms)
+        timeout_ms = self.kafka_bootstrap_timeout_ms
+        timeout = str(DEFAULT_KAFKA_BOOTSTRAP_TIMEOUT_MS if timeout_ms is None else timeout_ms)
         return {
             keys.SYSTEM_FACTORY.key(system=system): "kafka",
             consumer + "bootstrap.servers": servers,

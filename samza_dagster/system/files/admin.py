@@ -4,17 +4,24 @@ A partition's oldest offset is ``<first file>:0``; its upcoming offset is ``<las
 (the row after its last), its newest the row before that in the last file that has rows (None
 when every file of the partition is empty). Offsets are ``<file>:<row>`` (offsets.py).
 ``create_stream`` makes the directory (an output's); a stream whose directory is absent does not
-exist.
+exist. ``list_streams`` gives the directories under the root (for "did you mean"), and
+``explain_missing`` what a missing or empty input's error says: the directory looked in. A file
+whose rows cannot be counted (a truncated Parquet file) is a config error naming its path and
+the blacklist key that leaves it out: the job as configured cannot start.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import pyarrow.fs as pafs
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.config.errors import ConfigError
 from samza_dagster.model import StreamSpec, SystemStreamMetadata, SystemStreamPartition, SystemStreamPartitionMetadata
+from samza_dagster.system.errors import FileFormatError
 from samza_dagster.system.files.offsets import FileOffset, compare_file_offsets, file_offsets_after
 from samza_dagster.system.files.partitions import FileEntry
 from samza_dagster.system.files.streams import FilesStreams
@@ -30,22 +37,45 @@ class FilesSystemAdmin:
         for name in stream_names:
             partitions = self.streams.partitions(name)
             result[name] = SystemStreamMetadata(
-                name, {p: self._partition_metadata(name, files) for p, files in enumerate(partitions)}
+                name, {p: self._partition_metadata(name, p, files) for p, files in enumerate(partitions)}
             )
         return result
 
-    def _partition_metadata(self, stream: str, files: list[FileEntry]) -> SystemStreamPartitionMetadata:
+    def _partition_metadata(self, stream: str, partition: int, files: list[FileEntry]) -> SystemStreamPartitionMetadata:
         last = files[-1]
-        rows = self.streams.row_count(stream, last)
+        rows = self._row_count(stream, partition, last)
         newest: str | None = str(FileOffset(last.name, rows - 1)) if rows else None
         if newest is None:  # the newest row is in the last file that has any
             for entry in reversed(files[:-1]):
-                count = self.streams.row_count(stream, entry)
+                count = self._row_count(stream, partition, entry)
                 if count:
                     newest = str(FileOffset(entry.name, count - 1))
                     break
         return SystemStreamPartitionMetadata(
             str(FileOffset(files[0].name, 0)), newest, str(FileOffset(last.name, rows))
+        )
+
+    def _row_count(self, stream: str, partition: int, entry: FileEntry) -> int:
+        try:
+            return self.streams.row_count(stream, entry)
+        except FileFormatError as exc:
+            raise self._unreadable(stream, partition, entry, exc) from exc
+
+    def _unreadable(self, stream: str, partition: int, entry: FileEntry, exc: FileFormatError) -> ConfigError:
+        """``files stream files.trips partition 1: /data/trips/part-1.parquet: not a Parquet file: ...
+        — replace it, or leave it out with <blacklist key>=<its name>``."""
+        key = keys.FILES_BLACKLIST.key(system=self.system_name)
+        text, named = str(exc), f"file {entry.name}"
+        cause = text.split(named, 1)[1].lstrip(": ") if named in text else text
+        # a full match of the name; '.' left as it is (it matches itself too): a backslash would
+        # need doubling in a .properties file but not in --config
+        pattern = re.escape(entry.name).replace("\\.", ".").replace("\\-", "-")
+        present = self.streams.files_config.blacklist
+        value = f"{present.pattern}|{pattern}" if present is not None else pattern
+        return ConfigError(
+            f"{self.streams.where(stream, partition)}: {entry.path}: {cause} — replace the file, or leave it out "
+            f"with {key}={value}",
+            key=key,
         )
 
     def create_stream(self, spec: StreamSpec) -> bool:
@@ -56,6 +86,41 @@ class FilesSystemAdmin:
             return False
         root.fs.create_dir(directory, recursive=True)
         return True
+
+    def list_streams(self) -> list[str]:
+        """The stream directories under the root (none when the root does not exist)."""
+        root = self.streams.root
+        if root.fs.get_file_info(root.path).type != pafs.FileType.Directory:
+            return []
+        found = root.fs.get_file_info(pafs.FileSelector(root.path))
+        return sorted(
+            info.base_name
+            for info in found
+            if info.type == pafs.FileType.Directory and not info.base_name.startswith((".", "_"))
+        )
+
+    def explain_missing(self, stream: str) -> str:
+        """Where the stream was looked for and what was (not) there: the root, its directory, or
+        the files in it that the whitelist and blacklist leave."""
+        root = self.streams.root
+        key = keys.FILES_ROOT.key(system=self.system_name)
+        if root.fs.get_file_info(root.path).type != pafs.FileType.Directory:
+            return f"the files root {root.path} does not exist (config key {key!r})"
+        directory = root.join(stream)
+        if root.fs.get_file_info(directory).type != pafs.FileType.Directory:
+            return (
+                f"no directory {directory} under the files root (config key {key!r}); a files stream is "
+                "the directory of its Parquet, JSON lines or CSV files"
+            )
+        config = self.streams.files_config
+        skipped = ", ".join(
+            [
+                "names starting with '.' or '_' are skipped",
+                f"whitelist {config.whitelist.pattern!r}",
+                *([f"blacklist {config.blacklist.pattern!r}"] if config.blacklist is not None else []),
+            ]
+        )
+        return f"no file to read in {directory} ({skipped}): put the stream's Parquet, JSON lines or CSV files there"
 
     def stream_exists(self, stream: str) -> bool:
         root = self.streams.root

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterable
@@ -13,7 +14,7 @@ from samza_dagster.model import (
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
-from samza_dagster.system.errors import PartitionError
+from samza_dagster.system.errors import PartitionError, StreamNotFoundError
 from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.log import retention, storage, time_index
 from samza_dagster.system.log.cleaner import CleanStats, clean_stream, read_policy
@@ -130,6 +131,22 @@ class LogSystemAdmin:
 
     def stream_exists(self, stream: str) -> bool:
         return os.path.exists(storage.stream_file(self.root, stream))
+
+    def delete_stream(self, stream: str) -> None:
+        """Remove the stream's file (with its WAL): its messages, offsets and properties are gone,
+        and a stream of that name can be created again. StreamNotFoundError when there is none.
+        A process that has the file open keeps writing to the removed file: stop the jobs that
+        read or write the stream first."""
+        path = storage.stream_file(self.root, stream)
+        if not os.path.exists(path):
+            raise StreamNotFoundError(self.system_name, stream, f"no file {path}")
+        with self._lock:
+            found = self._streams.pop(stream, None)
+            if found is not None:
+                found[0].close()
+            for name in (path, path + "-wal", path + "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(name)
 
     def stop(self) -> None:
         with self._lock:
