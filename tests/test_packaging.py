@@ -1,7 +1,7 @@
-"""What ``pip install samza-dagster`` does to a user's Dagster project: the Dagster requirement is
-a range that keeps the project's newer 1.13 patch release (an exact pin downgraded it, and pip
-printed an ERROR about the project's own pin), and nothing installed with the package pins
-Dagster to one release of its own; ``dg`` comes with the ``dg`` extra (the checkout's scripts)."""
+"""What ``pip install samza-dagster`` does to a user's Dagster project: the Dagster requirements are
+ranges that keep the project's newer 1.13 patch release (exact pins downgraded it, and pip printed
+an ERROR about the project's own pin); ``dg`` comes with the package (``dagster-dg-cli``, whose
+releases move in lockstep with Dagster's, at the project's release)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,13 @@ def test_dagster_is_a_range_that_keeps_a_projects_newer_patch_release():
     newer = [Version(f"{installed.major}.{installed.minor}.{installed.micro + k}") for k in (1, 2, 20)]
     assert dagster[0].specifier.contains(installed)
     assert all(dagster[0].specifier.contains(v) for v in newer), dagster[0]
-    # a core dependency that itself pins dagster to one release (dagster-dg-cli, dagster-webserver
-    # do: their own) would pull the project's Dagster to that release, whatever our range says
+    # Dagster's own packages pin dagster to their own release: each must be a range over the same
+    # releases, so pip can take all of them at the project's release; nothing else may pin dagster
+    family = {"dagster-dg-cli", "dagster-webserver", "dagster-graphql"}
     for requirement in core:
+        if requirement.name in family:
+            assert requirement.specifier == dagster[0].specifier, requirement
+            continue
         if requirement.name == "dagster":
             continue
         for text in importlib.metadata.requires(requirement.name) or []:
@@ -35,15 +39,17 @@ def test_dagster_is_a_range_that_keeps_a_projects_newer_patch_release():
                 assert not any(s.operator == "==" for s in needed.specifier), (requirement.name, text)
 
 
-def test_dg_comes_with_the_dg_extra_and_the_checkouts_scripts_install_it():
-    extra = [Requirement(text) for text in PROJECT["optional-dependencies"]["dg"]]
-    assert {"dagster-dg-cli", "dagster-webserver"} <= {r.name for r in extra}
-    installed = Version(importlib.metadata.version("dagster"))
-    assert all(r.specifier.contains(installed) for r in extra)
-    for script in ("demo", "test"):
-        text = (REPO / "scripts" / script).read_text()
-        setup = next(line for line in text.splitlines() if "setup-venv.sh" in line and line.startswith("source"))
-        assert "dg" in setup.split('"')[-2].split(","), setup
+def test_dg_comes_with_the_package_so_dg_list_components_finds_the_component():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    core = {Requirement(text).name for text in PROJECT["dependencies"]}
+    assert "dagster-dg-cli" in core
+    listed = subprocess.run(
+        [str(Path(sys.executable).parent / "dg"), "list", "components"], capture_output=True, text=True, timeout=300
+    )
+    assert "samza_dagster.orchestration.SamzaJobComponent" in listed.stdout, listed.stdout + listed.stderr
 
 
 def test_pip_installs_it_beside_the_newest_dagster_release_without_a_conflict(tmp_path):
@@ -59,7 +65,11 @@ def test_pip_installs_it_beside_the_newest_dagster_release_without_a_conflict(tm
     assert listed.returncode == 0, listed.stderr
     installed = Version(importlib.metadata.version("dagster"))
     available = [Version(v) for v in re.search(r"Available versions: (.*)", listed.stdout).group(1).split(", ")]
-    newest = max(v for v in available if (v.major, v.minor) == (installed.major, installed.minor))
+    # the newest release the index has dg for too: a project cannot have dg at a release without it
+    dg = subprocess.run([*pip, "index", "versions", "dagster-dg-cli"], capture_output=True, text=True, timeout=120)
+    assert dg.returncode == 0, dg.stderr
+    with_dg = {Version(v) for v in re.search(r"Available versions: (.*)", dg.stdout).group(1).split(", ")}
+    newest = max(v for v in available if (v.major, v.minor) == (installed.major, installed.minor) and v in with_dg)
     report = tmp_path / "report.json"
     done = subprocess.run(
         [*pip, "install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report)]
