@@ -325,8 +325,20 @@ def _supervised_run(
     if runner_factory is not None:
         runner, runner_start = runner_factory(cfg), RunnerStart()
     else:
+        if JobConfig(cfg).factory == "spark" and spark is not None:
+            # a Spark session's start takes seconds to tens of seconds: say so, not nothing
+            context.log.info(f"job {job_name}: getting the Spark session (master {spark.master}) for the spark runner")
         runner, runner_start = runner_for(spark, cfg)
-    watch = ProgressLine(cfg, before.written, before.written_before, before.bootstrap_inputs)
+        if runner_start.spark_startup_s is not None:
+            context.log.info(f"job {job_name}: Spark session started in {runner_start.spark_startup_s:.1f} s")
+    watch = ProgressLine(
+        cfg,
+        before.written,
+        before.written_before,
+        before.bootstrap_inputs,
+        before.read,
+        getattr(runner, "live_positions", None),
+    )
     follower = follow_metrics(context, cfg, job_name)
     live = LiveMaterializations(
         context, assets, cfg, before.read, before.written, before.written_before, job_name, follower, launch.settings
@@ -335,6 +347,7 @@ def _supervised_run(
     try:
         outcome = JobSupervisor(context, runner, job_name, launch.settings, watch.progress, live.emit).run()
     finally:
+        watch.close()
         if follower is not None:
             follower.stop()
     return _Finished(_succeeded(job_name, outcome), outcome, runner_start, time.monotonic() - started)

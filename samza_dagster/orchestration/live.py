@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from samza_dagster.cli.progress import JobWatch, LivePositions, RecentRate
 from samza_dagster.config import Config
 from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 from samza_dagster.orchestration import bootstrap, checks
@@ -21,6 +22,7 @@ from samza_dagster.orchestration.observation import DATA_VERSION_TAG, StreamObse
 from samza_dagster.orchestration.settings import DagsterSettings
 from samza_dagster.orchestration.tables import table_materialization
 from samza_dagster.planner.plan import StreamInfo
+from samza_dagster.runtime.provision import DeclaredStream
 
 
 def follow_metrics(context: dg.AssetExecutionContext, cfg: Config, job_name: str) -> MetricsStreamFollower | None:
@@ -143,7 +145,9 @@ class LiveMaterializations:
 
 
 class ProgressLine:
-    """What a progress line says: messages written so far, and how far each bootstrap stream is."""
+    """What a progress line says: messages processed (the recent rate) and the lag, as the CLI's
+    progress line counts them (cli/progress.py: checkpoints and the runner's live positions), the
+    messages written so far, and how far each bootstrap stream is."""
 
     def __init__(
         self,
@@ -151,15 +155,30 @@ class ProgressLine:
         written: list[StreamInfo],
         before: dict[str, StreamObservation],
         bootstrap_inputs: list[StreamObservation],
+        read: list[StreamInfo] | None = None,
+        live: LivePositions | None = None,
     ) -> None:
         self.cfg, self.written, self.before = cfg, written, before
         self.bootstrap_inputs = bootstrap_inputs
         self.at_head: set[str] = set()
+        self._streams = [
+            *(DeclaredStream(s.id, s.system, s.physical_name, s.partitions, reads=True) for s in read or []),
+            *(DeclaredStream(s.id, s.system, s.physical_name, s.partitions) for s in written),
+        ]
+        self._live = live
+        #: made at the first line, once the job runs: it reads the checkpoints, which must not
+        #: wait on a crashed container's transaction before the new one has fenced it
+        self._watch: JobWatch | None = None
+        self._rate = RecentRate()
 
     def progress(self) -> tuple[list[str], int]:
         """The line's parts, and a mark that grows while the job makes progress."""
         line, mark = written_progress(self.cfg, self.written, self.before)
         out = [line]
+        processed = self._processed()
+        if processed is not None:
+            out.insert(0, processed[0])
+            mark += processed[1]
         try:
             progress = bootstrap.live_progress(self.cfg, self.bootstrap_inputs)
         except Exception as exc:  # noqa: BLE001 - a progress line must not fail the job
@@ -172,6 +191,23 @@ class ProgressLine:
                 self.at_head.add(p.stream)  # said once; from then on it is ordinary traffic
             out.append(p.line())
         return out, mark
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+
+    def _processed(self) -> tuple[str, int] | None:
+        """``"<n> processed (<recent rate>), lag <n>"`` and the processed count; None when it
+        cannot be observed (a progress line must not fail the job)."""
+        if not any(s.reads for s in self._streams):
+            return None
+        try:
+            if self._watch is None:
+                self._watch = JobWatch(self.cfg, self._streams, self._live)
+            sample = self._rate(self._watch.sample())
+        except Exception:  # noqa: BLE001 - see the docstring
+            return None
+        return f"{sample.processed:,} processed ({sample.rate}), lag {sample.lag:,}", sample.processed
 
 
 def written_progress(cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]) -> tuple[str, int]:

@@ -162,8 +162,13 @@ class JobSupervisor:
 
     # -- the op's thread ----------------------------------------------------------------------------
     def _watch(self, started: float) -> None:
-        interval = self.settings.progress_interval_s
-        next_progress = started + interval
+        # progress is looked at every progress interval and logged when it moved; an idle job's
+        # line comes at a doubling interval, but traffic after an idle spell is said at the next
+        # look, not when the long interval ends
+        every = self.settings.progress_interval_s
+        interval = every
+        next_look = started + every
+        last_logged = started
         next_cancel_poll = started + CANCEL_POLL_S
         mat_every = self.settings.materialization_interval_s
         last_mat = started
@@ -176,18 +181,20 @@ class JobSupervisor:
                 next_cancel_poll = now + CANCEL_POLL_S
                 if self._cancel_requested():
                     self._stop("terminated from Dagster")
-            if now >= next_progress:
+            if now >= next_look:
+                next_look = now + every
                 parts, mark = self.progress()
                 moved = mark != last_mark
+                last_mark = mark
                 if moved:
                     last_moved = now
-                idle = "" if moved else f" (nothing new for {now - last_moved:.0f} s)"
-                self.context.log.info(
-                    f"job {self.job_name}: running for {now - started:.0f} s; {'; '.join(parts)}{idle}"
-                )
-                interval = next_progress_interval(interval, moved, self.settings)
-                last_mark = mark
-                next_progress = now + interval
+                if moved or now - last_logged >= interval:
+                    idle = "" if moved else f" (nothing new for {now - last_moved:.0f} s)"
+                    self.context.log.info(
+                        f"job {self.job_name}: running for {now - started:.0f} s; {'; '.join(parts)}{idle}"
+                    )
+                    interval = next_progress_interval(interval, moved, self.settings)
+                    last_logged = now
             if mat_every > 0 and now - last_mat >= mat_every:
                 self.materialize(now - last_mat)
                 last_mat = now
