@@ -35,10 +35,9 @@ def columnar_format(task: object) -> str | None:
 
 
 def rows_in(run: Sequence[IncomingMessageEnvelope]) -> int:
-    """The messages a run holds: a columnar envelope's rows, one for any other envelope."""
-    if type(run[0]) is ColumnarEnvelope:
-        return sum(envelope.rows for envelope in run)  # type: ignore[attr-defined]
-    return len(run)
+    """The messages a run holds: a columnar envelope's rows, one for any other envelope (a bad
+    row of a files input sits among the batches as one)."""
+    return sum(envelope.rows if type(envelope) is ColumnarEnvelope else 1 for envelope in run)  # type: ignore[attr-defined]
 
 
 def columnar_batches(batch: Sequence[IncomingMessageEnvelope], fmt: str) -> Iterator[Any]:
