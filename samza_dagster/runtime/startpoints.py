@@ -14,6 +14,7 @@ from typing import Any
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
+from samza_dagster.errors import SamzaError
 from samza_dagster.model import SystemStream, SystemStreamPartition, SystemStreamPartitionMetadata
 from samza_dagster.planner import configured_plan
 from samza_dagster.startpoint.manager import StartpointManager
@@ -102,9 +103,18 @@ def _check_offset(admin: Any, ssp: SystemStreamPartition, offset: str, pm: Syste
         )
 
 
+def _input_pairs(config: Config) -> list[tuple[str, str]]:
+    """The job's inputs as (system, stream): what splits a startpoint key whose stream name
+    holds a dot. None when the job cannot be planned (the keys are then split as written)."""
+    try:
+        return sorted({(ss.system, ss.stream) for ss in job_input_streams(config).values()})
+    except SamzaError:
+        return []
+
+
 def list_startpoints(config: Config) -> dict[StartpointKey, Startpoint]:
     with StartpointManager(config) as manager:
-        return manager.read_all()
+        return manager.read_all(_input_pairs(config))
 
 
 def delete_startpoints(
@@ -114,14 +124,16 @@ def delete_startpoints(
     None), of ``partitions`` only when given. Returns what was deleted."""
     wanted_partitions = None if partitions is None else set(partitions)
     target = None if stream is None else _named_stream(config, stream)
+    hints = _input_pairs(config) + ([] if target is None else [(target.system, target.stream)])
     with StartpointManager(config) as manager:
+        stored = manager.stored()
         doomed = sorted(
             key
-            for key in manager.read_all()
+            for key in stored.all(hints)
             if (target is None or (key.ssp.system, key.ssp.stream) == (target.system, target.stream))
             and (wanted_partitions is None or key.ssp.partition in wanted_partitions)
         )
-        manager.delete_keys(doomed)
+        manager.delete_keys(doomed, stored)
     return doomed
 
 
