@@ -1,0 +1,131 @@
+"""A Java Samza job and a Python job on Apache Kafka, sharing topics: the Java job is Apache Samza
+1.8.0 itself (``SamzaCopyJob.java`` run by Samza's ``LocalApplicationRunner`` with the passthrough
+job coordinator, Samza's ``KafkaSystemFactory`` and ``KafkaCheckpointManager``), the Python job is
+the engine's (thread runner, CopyTask), both under one job name, so one checkpoint topic.
+
+A job stopped in one resumes in the other from its checkpoint, three times over (Java → Python →
+Java), with nothing lost or repeated: the output topic holds every input message once, in order.
+One Kafka client for the Python job (confluent; the checkpoint format is the client's concern
+nowhere), one partition (the Java job stops on a message of its own choosing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.stream_helpers import read_stream
+from samza_dagster.checkpoint.manager import checkpoint_stream_name
+from samza_dagster.config import Config
+from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.runtime import run_job
+from samza_dagster.system.factories import system_factory
+from support.kafka_broker import KafkaCluster
+from tests.apps.harness import read_checkpoints
+from tests.samza_interop.samza_job import SamzaJob, samza_kafka_properties
+
+pytestmark = pytest.mark.kafka
+
+STOP = "stop"
+
+
+class Shared:
+    """One job name, its input and output topics, run by either side."""
+
+    def __init__(self, broker: KafkaCluster, prefix: str) -> None:
+        self.name = prefix.replace("-", "_")[-40:]
+        self.input = f"{prefix}-in"
+        self.output = f"{prefix}-out"
+        self.ssp = SystemStreamPartition("kafka", self.input, 0)
+        self.bootstrap = broker.bootstrap_servers
+        self.config = Config(
+            {
+                "job.name": self.name,
+                "job.factory.class": "thread",
+                "job.default.system": "kafka",
+                "job.coordinator.system": "kafka",
+                "systems.kafka.samza.factory": "kafka",
+                "systems.kafka.kafka.client": "confluent",
+                "systems.kafka.consumer.bootstrap.servers": self.bootstrap,
+                "systems.kafka.producer.bootstrap.servers": self.bootstrap,
+                "systems.kafka.samza.msg.serde": "string",
+                f"systems.kafka.streams.{self.input}.samza.bounded": "true",
+                "task.inputs": f"kafka.{self.input}",
+                "task.class": "tests.apps.tasks:CopyTask",
+                "test.output.system": "kafka",
+                "test.output.stream": self.output,
+            }
+        )
+        admin = system_factory(self.config, "kafka").get_admin("kafka", self.config)
+        try:
+            for stream in (self.input, self.output):
+                admin.create_stream(StreamSpec(stream, stream, "kafka", 1))
+        finally:
+            admin.close()
+
+    def produce(self, *values: str) -> None:
+        producer = system_factory(self.config, "kafka").get_producer("kafka", self.config)
+        producer.register("test")
+        producer.start()
+        try:
+            for value in values:
+                producer.send(
+                    "test", OutgoingMessageEnvelope(SystemStream("kafka", self.input), value.encode(), partition=0)
+                )
+            producer.flush("test")
+        finally:
+            producer.stop()
+
+    def output_values(self) -> list[str]:
+        return [r.value.decode() for r in read_stream(self.config, self.output, system="kafka")]
+
+    def run_java(self, samza_job: SamzaJob) -> str:
+        return samza_job.run(
+            {
+                **samza_kafka_properties(self.bootstrap),
+                "job.name": self.name,
+                "job.id": "1",
+                "task.class": "SamzaCopyJob$CopyTask",
+                "task.inputs": f"kafka.{self.input}",
+                "app.output.system": "kafka",
+                "app.output.stream": self.output,
+                "app.stop.value": STOP,
+            }
+        )
+
+    def checkpointed(self) -> str:
+        """The input offset the checkpoint topic holds last, as the engine reads it."""
+        return read_checkpoints(self.config)["Partition 0"].offsets[self.ssp]
+
+
+def _m(*indexes: int) -> list[str]:
+    return [f"m{i}" for i in indexes]
+
+
+def test_a_job_stopped_in_samza_resumes_here_and_back_with_nothing_lost_or_repeated(
+    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob
+) -> None:
+    job = Shared(kafka_broker, kafka_topic_prefix)
+    assert checkpoint_stream_name(job.name, "1").startswith("__samza_checkpoint_ver_1_for_")
+
+    # Samza runs first: copies m0..m4, stops at the stop message (offset 5) with its checkpoint
+    job.produce(*_m(*range(5)), STOP)
+    log = job.run_java(samza_job)
+    assert f"SystemStreamPartition [kafka, {job.input}, 0] offset 5 is the stop message" in log
+    assert job.output_values() == _m(*range(5))
+    assert job.checkpointed() == "5"  # Samza's checkpoint, read by the engine
+
+    # the engine resumes after it: m5..m9, nothing of Samza's run again
+    job.produce(*_m(*range(5, 10)))
+    result = run_job(job.config)
+    assert result.succeeded, result.summary_line()
+    assert result.messages_processed == 5
+    assert job.output_values() == _m(*range(10))
+    assert job.checkpointed() == "10"
+
+    # Samza resumes from the engine's checkpoint: m10..m14, then the next stop message
+    job.produce(*_m(*range(10, 15)), STOP)
+    log = job.run_java(samza_job)
+    # Samza's OffsetManager took the engine's checkpoint (offset 10): it starts at 11
+    assert f"Map(SystemStreamPartition [kafka, {job.input}, 0] -> 11)" in log
+    assert f"SystemStreamPartition [kafka, {job.input}, 0] offset 16 is the stop message" in log
+    assert job.output_values() == _m(*range(15))
+    assert job.checkpointed() == "16"
