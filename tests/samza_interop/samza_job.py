@@ -64,6 +64,7 @@ class SamzaJob:
             text=True,
             timeout=RUN_TIMEOUT_S + 30,
             check=False,
+            cwd=self.work_dir,  # Samza puts its store directories (state/) under the working directory
         )
         if result.returncode != 0:
             raise AssertionError(f"the Samza job ({path}) failed with {result.returncode}:\n{result.stderr[-4000:]}")

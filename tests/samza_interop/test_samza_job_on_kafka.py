@@ -5,21 +5,29 @@ the engine's (thread runner, CopyTask), both under one job name, so one checkpoi
 
 A job stopped in one resumes in the other from its checkpoint, three times over (Java → Python →
 Java), with nothing lost or repeated: the output topic holds every input message once, in order.
-One Kafka client for the Python job (confluent; the checkpoint format is the client's concern
-nowhere), one partition (the Java job stops on a message of its own choosing)."""
+And a Python stage job ends on the intermediate stream a Samza job wrote. One Kafka client for the
+Python jobs (confluent; neither format depends on the client), one input partition for the
+checkpoint hand-over (the Java job stops on a message of its own choosing)."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 
 from jobs.stream_helpers import read_stream
 from samza_dagster.checkpoint.manager import checkpoint_stream_name
 from samza_dagster.config import Config
+from samza_dagster.control.messages import EndOfStreamMessage
+from samza_dagster.control.serde import IntermediateMessageSerde
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime import run_job
+from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
+from support.hl_harness import create, read_all
 from support.kafka_broker import KafkaCluster
 from tests.apps.harness import read_checkpoints
+from tests.hl_apps import base
 from tests.samza_interop.samza_job import SamzaJob, samza_kafka_properties
 
 pytestmark = pytest.mark.kafka
@@ -129,3 +137,59 @@ def test_a_job_stopped_in_samza_resumes_here_and_back_with_nothing_lost_or_repea
     assert f"SystemStreamPartition [kafka, {job.input}, 0] offset 16 is the stop message" in log
     assert job.output_values() == _m(*range(15))
     assert job.checkpointed() == "16"
+
+
+def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
+    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob, tmp_path
+) -> None:
+    """Samza's ``CountPipeline`` (TwoStageCountApp's first stage in Java, its words on Samza's
+    in-memory system in 4 partitions) writes the intermediate stream on Kafka: user messages, then
+    the end-of-stream of each of its 4 tasks. The engine's second stage of TwoStageCountApp, run as
+    a job of its own (``app.stage=1``), counts every word once and ends on Samza's end-of-stream
+    messages. One intermediate partition: see docs/decisions.md on Samza's aggregate partition."""
+    name = kafka_topic_prefix[-40:].strip("-")
+    words = [f"w{i % 5}" for i in range(40)]
+    samza_job.run(
+        {
+            **samza_kafka_properties(kafka_broker.bootstrap_servers),
+            "app.class": "SamzaCopyJob$CountPipeline",
+            "job.name": name,
+            "job.id": "1",
+            "job.default.system": "kafka",
+            "job.intermediate.stream.partitions": "1",
+            "app.seed.words": ",".join(words),
+            "app.seed.partitions": "4",
+            "systems.mem.samza.offset.default": "oldest",
+        }
+    )
+    intermediate = f"{name}-1-partition_by-by-word"
+    config = base(
+        tmp_path,
+        name,
+        "TwoStageCountApp",
+        **{
+            "tests.app.system": "kafka",
+            "job.default.system": "kafka",
+            "job.intermediate.stream.partitions": "1",
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.kafka.client": "confluent",
+            "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+            "systems.kafka.producer.bootstrap.servers": kafka_broker.bootstrap_servers,
+            "streams.words.samza.physical.name": f"{kafka_topic_prefix}-words",
+            "streams.counts.samza.physical.name": f"{kafka_topic_prefix}-counts",
+        },
+    )
+    create(config, "words", 4, system="kafka")  # the first stage's input: its 4 tasks are the producers
+    create(config, "counts", 3, system="kafka")
+
+    # what Samza's job wrote: every word, then each of its tasks' end-of-stream, on the one partition
+    serde = IntermediateMessageSerde(JsonSerde())
+    decoded = [(r.partition, serde.from_bytes(r.value)) for r in read_stream(config, intermediate, system="kafka")]
+    assert sorted(m for _, m in decoded if m == 1) == [1] * len(words)
+    ends = [m for _, m in decoded if isinstance(m, EndOfStreamMessage)]
+    assert sorted(m.task_name for m in ends) == [f"Partition {t}" for t in range(4)]
+    assert {p for p, _ in decoded} == {0}
+
+    result = run_job(config.with_overrides({"app.stage": "1"}))
+    assert result.succeeded, result.summary_line()
+    assert dict(read_all(config, "counts", system="kafka")) == Counter(words)

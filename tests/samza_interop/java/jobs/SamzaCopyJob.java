@@ -10,6 +10,15 @@
  * and for the shutdown app.stop.delay.ms later; a message arriving in between fails the job (the
  * test produces none).
  *
+ * CountPipeline, the second application (app.class=SamzaCopyJob$CountPipeline), is the Java twin of
+ * the engine's tests.hl_apps.apps:TwoStageCountApp up to its intermediate stream: words from Samza's
+ * in-memory system, partitionBy(word → 1, JSON key and value, op id "by-word") into the
+ * intermediate stream <job.name>-<job.id>-partition_by-by-word on the default system (Kafka); its
+ * own downstream stage only consumes it. main() seeds the in-memory words first (app.seed.words,
+ * comma-separated, word i into partition i % app.seed.partitions, then an end-of-stream on every
+ * partition), so the job ends by itself once its intermediate stream has ended: Samza writes the
+ * stream's user messages, end-of-stream (and any watermark) messages as Samza 1.8 does.
+ *
  * Usage: java -cp <classes>:<Samza's classpath> SamzaCopyJob <job.properties> <timeout seconds>
  * Exit status 0 when the job finished successfully within the timeout, 1 otherwise.
  *
@@ -23,14 +32,26 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.samza.application.ApplicationUtil;
+import org.apache.samza.application.StreamApplication;
+import org.apache.samza.application.descriptors.StreamApplicationDescriptor;
 import org.apache.samza.config.Config;
 import org.apache.samza.config.MapConfig;
 import org.apache.samza.context.Context;
 import org.apache.samza.job.ApplicationStatus;
+import org.apache.samza.metrics.MetricsRegistryMap;
+import org.apache.samza.operators.MessageStream;
 import org.apache.samza.runtime.LocalApplicationRunner;
+import org.apache.samza.serializers.JsonSerdeV2;
+import org.apache.samza.serializers.KVSerde;
+import org.apache.samza.serializers.NoOpSerde;
+import org.apache.samza.system.EndOfStreamMessage;
 import org.apache.samza.system.IncomingMessageEnvelope;
 import org.apache.samza.system.OutgoingMessageEnvelope;
+import org.apache.samza.system.StreamSpec;
+import org.apache.samza.system.SystemProducer;
 import org.apache.samza.system.SystemStream;
+import org.apache.samza.system.descriptors.GenericSystemDescriptor;
+import org.apache.samza.system.inmemory.InMemorySystemFactory;
 import org.apache.samza.task.InitableTask;
 import org.apache.samza.task.MessageCollector;
 import org.apache.samza.task.StreamTask;
@@ -84,6 +105,39 @@ public class SamzaCopyJob {
     }
   }
 
+  /** The Java twin of TwoStageCountApp's first stage (see the file comment). */
+  public static class CountPipeline implements StreamApplication {
+    @Override
+    public void describe(StreamApplicationDescriptor app) {
+      GenericSystemDescriptor mem = new GenericSystemDescriptor("mem", InMemorySystemFactory.class.getName());
+      MessageStream<String> words = app.getInputStream(mem.getInputDescriptor("words", new NoOpSerde<String>()));
+      words.partitionBy(w -> w, w -> 1, KVSerde.of(new JsonSerdeV2<>(String.class), new JsonSerdeV2<>(Integer.class)),
+          "by-word")
+          .sink((kv, collector, coordinator) -> { });
+    }
+  }
+
+  /** The in-memory words CountPipeline reads, each partition ended (a null-task end-of-stream). */
+  private static void seed(Config config) {
+    String words = config.get("app.seed.words");
+    if (words == null) {
+      return;
+    }
+    int partitions = config.getInt("app.seed.partitions");
+    InMemorySystemFactory factory = new InMemorySystemFactory();
+    factory.getAdmin("mem", config).createStream(new StreamSpec("words", "words", "mem", partitions));
+    SystemProducer producer = factory.getProducer("mem", config, new MetricsRegistryMap());
+    SystemStream stream = new SystemStream("mem", "words");
+    String[] list = words.split(",");
+    for (int i = 0; i < list.length; i++) {
+      // the partition key is the partition: InMemorySystemProducer hashes it (an Integer's hash is itself)
+      producer.send("seed", new OutgoingMessageEnvelope(stream, i % partitions, null, list[i]));
+    }
+    for (int p = 0; p < partitions; p++) {
+      producer.send("seed", new OutgoingMessageEnvelope(stream, p, null, new EndOfStreamMessage(null)));
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     Properties properties = new Properties();
     try (InputStream in = new FileInputStream(args[0])) {
@@ -92,6 +146,7 @@ public class SamzaCopyJob {
     Map<String, String> map = new HashMap<>();
     properties.stringPropertyNames().forEach(name -> map.put(name, properties.getProperty(name)));
     Config config = new MapConfig(map);
+    seed(config);
     LocalApplicationRunner runner = new LocalApplicationRunner(ApplicationUtil.fromConfig(config), config);
     runner.run(null);
     boolean finished = runner.waitForFinish(Duration.ofSeconds(Long.parseLong(args[1])));
