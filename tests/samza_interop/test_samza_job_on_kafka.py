@@ -139,14 +139,16 @@ def test_a_job_stopped_in_samza_resumes_here_and_back_with_nothing_lost_or_repea
     assert job.checkpointed() == "16"
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
-    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob, tmp_path
+    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob, tmp_path, partitions: int
 ) -> None:
     """Samza's ``CountPipeline`` (TwoStageCountApp's first stage in Java, its words on Samza's
-    in-memory system in 4 partitions) writes the intermediate stream on Kafka: user messages, then
-    the end-of-stream of each of its 4 tasks. The engine's second stage of TwoStageCountApp, run as
-    a job of its own (``app.stage=1``), counts every word once and ends on Samza's end-of-stream
-    messages. One intermediate partition: see docs/decisions.md on Samza's aggregate partition."""
+    in-memory system in 4 partitions) writes the intermediate stream on Kafka: user messages, the
+    end-of-stream of each of its 4 tasks on one aggregate partition, and — with more than one
+    partition — the end-of-stream without a task name its own downstream task broadcasts to the
+    others. The engine's second stage of TwoStageCountApp, run as a job of its own
+    (``app.stage=1``), counts every word once and ends on Samza's end-of-stream messages."""
     name = kafka_topic_prefix[-40:].strip("-")
     words = [f"w{i % 5}" for i in range(40)]
     samza_job.run(
@@ -156,7 +158,7 @@ def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
             "job.name": name,
             "job.id": "1",
             "job.default.system": "kafka",
-            "job.intermediate.stream.partitions": "1",
+            "job.intermediate.stream.partitions": str(partitions),
             "app.seed.words": ",".join(words),
             "app.seed.partitions": "4",
             "systems.mem.samza.offset.default": "oldest",
@@ -170,7 +172,7 @@ def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
         **{
             "tests.app.system": "kafka",
             "job.default.system": "kafka",
-            "job.intermediate.stream.partitions": "1",
+            "job.intermediate.stream.partitions": str(partitions),
             "systems.kafka.samza.factory": "kafka",
             "systems.kafka.kafka.client": "confluent",
             "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
@@ -182,13 +184,16 @@ def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
     create(config, "words", 4, system="kafka")  # the first stage's input: its 4 tasks are the producers
     create(config, "counts", 3, system="kafka")
 
-    # what Samza's job wrote: every word, then each of its tasks' end-of-stream, on the one partition
+    # what Samza's job wrote: every word; each of its tasks' end-of-stream on one partition; one
+    # without a task name on each other partition (Samza's aggregator task)
     serde = IntermediateMessageSerde(JsonSerde())
     decoded = [(r.partition, serde.from_bytes(r.value)) for r in read_stream(config, intermediate, system="kafka")]
     assert sorted(m for _, m in decoded if m == 1) == [1] * len(words)
-    ends = [m for _, m in decoded if isinstance(m, EndOfStreamMessage)]
-    assert sorted(m.task_name for m in ends) == [f"Partition {t}" for t in range(4)]
-    assert {p for p, _ in decoded} == {0}
+    ends = [(p, m.task_name) for p, m in decoded if isinstance(m, EndOfStreamMessage)]
+    named = sorted((p, t) for p, t in ends if t is not None)
+    aggregate = named[0][0]
+    assert named == [(aggregate, f"Partition {t}") for t in range(4)]
+    assert sorted(p for p, t in ends if t is None) == [p for p in range(partitions) if p != aggregate]
 
     result = run_job(config.with_overrides({"app.stage": "1"}))
     assert result.succeeded, result.summary_line()
