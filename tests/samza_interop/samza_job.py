@@ -43,12 +43,32 @@ class SamzaJob:
     def run(self, properties: Mapping[str, str]) -> str:
         """Run the job with ``properties`` to its end; its stderr (with Samza's warnings and its
         checkpoints' log lines). Fails with that stderr when the job did not finish successfully."""
-        java = shutil.which("java")
-        if java is None:
-            raise RuntimeError("the Samza interop tests run Samza with java, which is not on PATH")
+        path = self._properties(properties)
+        return self._java("SamzaCopyJob", str(path), str(RUN_TIMEOUT_S))
+
+    def run_main(self, main_class: str, properties: Mapping[str, str], *args: str) -> str:
+        """One of Samza's own command-line tools (``main_class``), its config loaded by Samza's
+        ``PropertiesConfigLoaderFactory`` from ``properties``; its stderr."""
+        path = self._properties(properties)
+        return self._java(
+            main_class,
+            "--config",
+            "job.config.loader.factory=org.apache.samza.config.loaders.PropertiesConfigLoaderFactory",
+            "--config",
+            f"job.config.loader.properties.path={path}",
+            *args,
+        )
+
+    def _properties(self, properties: Mapping[str, str]) -> Path:
         self.runs += 1
         path = self.work_dir / f"job-{self.runs}.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in sorted(properties.items())))
+        return path
+
+    def _java(self, main_class: str, *args: str) -> str:
+        java = shutil.which("java")
+        if java is None:
+            raise RuntimeError("the Samza interop tests run Samza with java, which is not on PATH")
         result = subprocess.run(
             [
                 java,
@@ -56,9 +76,8 @@ class SamzaJob:
                 f"-Dlog4j.configuration=file:{self.log4j}",
                 "-cp",
                 f"{self.classes}:{self.classpath}",
-                "SamzaCopyJob",
-                str(path),
-                str(RUN_TIMEOUT_S),
+                main_class,
+                *args,
             ],
             capture_output=True,
             text=True,
@@ -67,7 +86,9 @@ class SamzaJob:
             cwd=self.work_dir,  # Samza puts its store directories (state/) under the working directory
         )
         if result.returncode != 0:
-            raise AssertionError(f"the Samza job ({path}) failed with {result.returncode}:\n{result.stderr[-4000:]}")
+            raise AssertionError(
+                f"Samza's {main_class} {' '.join(args)} failed with {result.returncode}:\n{result.stderr[-4000:]}"
+            )
         return result.stderr
 
 

@@ -5,7 +5,8 @@ the engine's (thread runner, CopyTask), both under one job name, so one checkpoi
 
 A job stopped in one resumes in the other from its checkpoint, three times over (Java → Python →
 Java), with nothing lost or repeated: the output topic holds every input message once, in order.
-And a Python stage job ends on the intermediate stream a Samza job wrote. One Kafka client for the
+And a Python stage job ends on the intermediate stream a Samza job wrote; a ``set-config`` Samza's
+``CoordinatorStreamWriter`` tool writes reaches a running Python job's coordinator. One Kafka client for the
 Python jobs (confluent; neither format depends on the client), one input partition for the
 checkpoint hand-over (the Java job stops on a message of its own choosing)."""
 
@@ -20,12 +21,15 @@ from samza_dagster.checkpoint.manager import checkpoint_stream_name
 from samza_dagster.config import Config
 from samza_dagster.control.messages import EndOfStreamMessage
 from samza_dagster.control.serde import IntermediateMessageSerde
+from samza_dagster.coordinator import JobCoordinator
+from samza_dagster.coordinator.client import fetch_job_model
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime import run_job
 from samza_dagster.serde import JsonSerde
 from samza_dagster.system.factories import system_factory
 from support.hl_harness import create, read_all
 from support.kafka_broker import KafkaCluster
+from support.waiting import wait_until
 from tests.apps.harness import read_checkpoints
 from tests.hl_apps import base
 from tests.samza_interop.samza_job import SamzaJob, samza_kafka_properties
@@ -198,3 +202,52 @@ def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
     result = run_job(config.with_overrides({"app.stage": "1"}))
     assert result.succeeded, result.summary_line()
     assert dict(read_all(config, "counts", system="kafka")) == Counter(words)
+
+
+def test_a_set_config_samzas_coordinator_stream_writer_writes_reaches_a_live_python_job(
+    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob
+) -> None:
+    """Samza's own ``CoordinatorStreamWriter`` tool (its ``main``, config from Samza's properties
+    loader) writes ``set-config job.container.count=2`` to a running Python job's coordinator
+    stream; the job's coordinator picks it up and serves a JobModel of two containers."""
+    name = kafka_topic_prefix[-40:].strip("-")
+    orders = f"{kafka_topic_prefix}-orders"
+    config = Config(
+        {
+            "job.name": name,
+            "job.default.system": "kafka",
+            "job.coordinator.system": "kafka",
+            "job.coordinator.monitor.interval.ms": "100",
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.kafka.client": "confluent",
+            "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+            "systems.kafka.producer.bootstrap.servers": kafka_broker.bootstrap_servers,
+            "task.inputs": f"kafka.{orders}",
+            "task.class": "tests.apps.tasks:CopyTask",
+        }
+    )
+    create(config, orders, 4, system="kafka")
+    with JobCoordinator(config) as coordinator:
+        model = fetch_job_model(coordinator.url)
+        assert model.version == 1 and list(model.containers) == ["0"]
+        samza_job.run_main(
+            "org.apache.samza.coordinator.stream.CoordinatorStreamWriter",
+            {
+                **samza_kafka_properties(kafka_broker.bootstrap_servers),
+                "job.name": name,
+                "job.id": "1",
+                "job.coordinator.system": "kafka",
+                "job.coordinator.replication.factor": "1",
+                "task.inputs": f"kafka.{orders}",
+                "task.class": "SamzaCopyJob$CopyTask",
+            },
+            "--type",
+            "set-config",
+            "--key",
+            "job.container.count",
+            "--value",
+            "2",
+        )
+        changed = wait_until(lambda: (m := fetch_job_model(coordinator.url)).version > 1 and m, timeout_s=30)
+        assert sorted(changed.containers) == ["0", "1"]
+        assert changed.config["job.container.count"] == "2"
