@@ -5,13 +5,15 @@ the engine's (thread runner, CopyTask), both under one job name, so one checkpoi
 
 A job stopped in one resumes in the other from its checkpoint, three times over (Java → Python →
 Java), with nothing lost or repeated: the output topic holds every input message once, in order.
-And a Python stage job ends on the intermediate stream a Samza job wrote; a ``set-config`` Samza's
+A Python stage job ends on the intermediate stream a Samza job wrote, and a Samza job on the one
+a Python stage job wrote (watermarks and end-of-stream included); a ``set-config`` Samza's
 ``CoordinatorStreamWriter`` tool writes reaches a running Python job's coordinator. One Kafka client for the
 Python jobs (confluent; neither format depends on the client), one input partition for the
 checkpoint hand-over (the Java job stops on a message of its own choosing)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -19,7 +21,7 @@ import pytest
 from jobs.stream_helpers import read_stream
 from samza_dagster.checkpoint.manager import checkpoint_stream_name
 from samza_dagster.config import Config
-from samza_dagster.control.messages import EndOfStreamMessage
+from samza_dagster.control.messages import EndOfStreamMessage, WatermarkMessage
 from samza_dagster.control.serde import IntermediateMessageSerde
 from samza_dagster.coordinator import JobCoordinator
 from samza_dagster.coordinator.client import fetch_job_model
@@ -251,3 +253,83 @@ def test_a_set_config_samzas_coordinator_stream_writer_writes_reaches_a_live_pyt
         changed = wait_until(lambda: (m := fetch_job_model(coordinator.url)).version > 1 and m, timeout_s=30)
         assert sorted(changed.containers) == ["0", "1"]
         assert changed.config["job.container.count"] == "2"
+
+
+def test_the_intermediate_stream_a_python_stage_job_wrote_ends_a_samza_job(
+    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob, tmp_path
+) -> None:
+    """The reverse: the engine's first stage of TwoStageCountApp (4 tasks) writes the
+    intermediate stream (3 partitions) on Kafka, watermarks and end-of-stream messages on every
+    partition; Samza's ``WordsPipeline`` (the same graph in Java,
+    its own first stage reading nothing) reads it as its second stage, sends every word on once,
+    and ends. Samza's tasks are grouped by partition (``GroupBySystemStreamPartitionFactory``):
+    the tasks reading the intermediate stream read nothing else, and Samza's own first-stage tasks
+    are named apart from the engine's, so only the engine's end-of-stream messages (4 named ones
+    on every partition) can end those partitions."""
+    name = kafka_topic_prefix[-40:].strip("-")
+    words = [f"w{i % 5}" for i in range(40)]
+    config = base(
+        tmp_path,
+        name,
+        "TwoStageCountApp",
+        **{
+            "tests.app.system": "kafka",
+            "job.default.system": "kafka",
+            "job.intermediate.stream.partitions": "3",
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.kafka.client": "confluent",
+            "systems.kafka.consumer.bootstrap.servers": kafka_broker.bootstrap_servers,
+            "systems.kafka.producer.bootstrap.servers": kafka_broker.bootstrap_servers,
+            "streams.words.samza.physical.name": f"{kafka_topic_prefix}-words",
+            "streams.words.samza.bounded": "true",
+            "streams.counts.samza.physical.name": f"{kafka_topic_prefix}-counts",
+        },
+    )
+    create(config, "words", 4, system="kafka")
+    create(config, "counts", 3, system="kafka")
+    java_words = f"{kafka_topic_prefix}-java-words"
+    create(config, java_words, 1, system="kafka")
+    producer = system_factory(config, "kafka").get_producer("kafka", config)
+    producer.register("test")
+    producer.start()
+    try:
+        for i, word in enumerate(words):
+            envelope = OutgoingMessageEnvelope(
+                SystemStream("kafka", f"{kafka_topic_prefix}-words"), json.dumps(word).encode(), partition=i % 4
+            )
+            producer.send("test", envelope)
+        producer.flush("test")
+    finally:
+        producer.stop()
+    result = run_job(config.with_overrides({"app.stage": "0", "task.watermark.interval.ms": "1"}))
+    assert result.succeeded, result.summary_line()
+
+    intermediate = f"{name}-1-partition_by-by-word"
+    serde = IntermediateMessageSerde(JsonSerde())
+    decoded = [(r.partition, serde.from_bytes(r.value)) for r in read_stream(config, intermediate, system="kafka")]
+    ends = sorted((p, m.task_name) for p, m in decoded if isinstance(m, EndOfStreamMessage))
+    # watermarks from the messages' event times (Kafka's record timestamps), published every 1 ms
+    marks = [m for _, m in decoded if isinstance(m, WatermarkMessage)]
+    assert marks and {m.task_name for m in marks} <= {f"Partition {t}" for t in range(4)}
+    assert ends == [(p, f"Partition {t}") for p in range(3) for t in range(4)]
+
+    log = samza_job.run(
+        {
+            **samza_kafka_properties(kafka_broker.bootstrap_servers),
+            "app.class": "SamzaCopyJob$WordsPipeline",
+            "job.name": name,
+            "job.id": "1",
+            "job.default.system": "kafka",
+            "job.intermediate.stream.partitions": "3",
+            "job.systemstreampartition.grouper.factory": (
+                "org.apache.samza.container.grouper.stream.GroupBySystemStreamPartitionFactory"
+            ),
+            "app.seed.words": "",
+            "app.seed.partitions": "4",
+            "app.output.stream": java_words,
+            "systems.mem.samza.offset.default": "oldest",
+        }
+    )
+    assert "status=SuccessfulFinish" in log
+    sent = [r.value.decode() for r in read_stream(config, java_words, system="kafka")]
+    assert Counter(sent) == Counter(words)

@@ -39,11 +39,14 @@ import org.apache.samza.config.MapConfig;
 import org.apache.samza.context.Context;
 import org.apache.samza.job.ApplicationStatus;
 import org.apache.samza.metrics.MetricsRegistryMap;
+import org.apache.samza.operators.KV;
 import org.apache.samza.operators.MessageStream;
+import org.apache.samza.operators.OutputStream;
 import org.apache.samza.runtime.LocalApplicationRunner;
 import org.apache.samza.serializers.JsonSerdeV2;
 import org.apache.samza.serializers.KVSerde;
 import org.apache.samza.serializers.NoOpSerde;
+import org.apache.samza.serializers.StringSerde;
 import org.apache.samza.system.EndOfStreamMessage;
 import org.apache.samza.system.IncomingMessageEnvelope;
 import org.apache.samza.system.OutgoingMessageEnvelope;
@@ -52,6 +55,7 @@ import org.apache.samza.system.SystemProducer;
 import org.apache.samza.system.SystemStream;
 import org.apache.samza.system.descriptors.GenericSystemDescriptor;
 import org.apache.samza.system.inmemory.InMemorySystemFactory;
+import org.apache.samza.system.kafka.KafkaSystemFactory;
 import org.apache.samza.task.InitableTask;
 import org.apache.samza.task.MessageCollector;
 import org.apache.samza.task.StreamTask;
@@ -117,6 +121,27 @@ public class SamzaCopyJob {
     }
   }
 
+  /**
+   * CountPipeline's graph with a downstream of its own: each message of the intermediate stream's
+   * key (the word) to app.output.stream on Kafka. Run with app.seed.words empty, its in-memory
+   * words only end: every message of the intermediate stream comes from another job (the engine's
+   * first stage of TwoStageCountApp), and so must the end-of-stream messages that end it.
+   */
+  public static class WordsPipeline implements StreamApplication {
+    @Override
+    public void describe(StreamApplicationDescriptor app) {
+      GenericSystemDescriptor mem = new GenericSystemDescriptor("mem", InMemorySystemFactory.class.getName());
+      GenericSystemDescriptor kafka = new GenericSystemDescriptor("kafka", KafkaSystemFactory.class.getName());
+      MessageStream<String> words = app.getInputStream(mem.getInputDescriptor("words", new NoOpSerde<String>()));
+      OutputStream<String> out =
+          app.getOutputStream(kafka.getOutputDescriptor(app.getConfig().get("app.output.stream"), new StringSerde()));
+      words.partitionBy(w -> w, w -> 1, KVSerde.of(new JsonSerdeV2<>(String.class), new JsonSerdeV2<>(Integer.class)),
+          "by-word")
+          .map(KV::getKey)
+          .sendTo(out);
+    }
+  }
+
   /** The in-memory words CountPipeline reads, each partition ended (a null-task end-of-stream). */
   private static void seed(Config config) {
     String words = config.get("app.seed.words");
@@ -128,7 +153,7 @@ public class SamzaCopyJob {
     factory.getAdmin("mem", config).createStream(new StreamSpec("words", "words", "mem", partitions));
     SystemProducer producer = factory.getProducer("mem", config, new MetricsRegistryMap());
     SystemStream stream = new SystemStream("mem", "words");
-    String[] list = words.split(",");
+    String[] list = words.isEmpty() ? new String[0] : words.split(",");
     for (int i = 0; i < list.length; i++) {
       // the partition key is the partition: InMemorySystemProducer hashes it (an Integer's hash is itself)
       producer.send("seed", new OutgoingMessageEnvelope(stream, i % partitions, null, list[i]));
