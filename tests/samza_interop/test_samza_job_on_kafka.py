@@ -7,7 +7,8 @@ A job stopped in one resumes in the other from its checkpoint, three times over 
 Java), with nothing lost or repeated: the output topic holds every input message once, in order.
 A Python stage job ends on the intermediate stream a Samza job wrote, and a Samza job on the one
 a Python stage job wrote (watermarks and end-of-stream included); a ``set-config`` Samza's
-``CoordinatorStreamWriter`` tool writes reaches a running Python job's coordinator. One Kafka client for the
+``CoordinatorStreamWriter`` tool writes reaches a running Python job's coordinator; a startpoint
+``samza-dagster startpoint set`` wrote moves a Samza job. One Kafka client for the
 Python jobs (confluent; neither format depends on the client), one input partition for the
 checkpoint hand-over (the Java job stops on a message of its own choosing)."""
 
@@ -27,7 +28,9 @@ from samza_dagster.coordinator import JobCoordinator
 from samza_dagster.coordinator.client import fetch_job_model
 from samza_dagster.model import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
 from samza_dagster.runtime import run_job
+from samza_dagster.runtime.startpoints import list_startpoints, set_startpoints
 from samza_dagster.serde import JsonSerde
+from samza_dagster.startpoint.startpoint import StartpointSpecific
 from samza_dagster.system.factories import system_factory
 from support.hl_harness import create, read_all
 from support.kafka_broker import KafkaCluster
@@ -91,7 +94,7 @@ class Shared:
     def output_values(self) -> list[str]:
         return [r.value.decode() for r in read_stream(self.config, self.output, system="kafka")]
 
-    def run_java(self, samza_job: SamzaJob) -> str:
+    def run_java(self, samza_job: SamzaJob, stop: str = STOP, **extra: str) -> str:
         return samza_job.run(
             {
                 **samza_kafka_properties(self.bootstrap),
@@ -101,7 +104,8 @@ class Shared:
                 "task.inputs": f"kafka.{self.input}",
                 "app.output.system": "kafka",
                 "app.output.stream": self.output,
-                "app.stop.value": STOP,
+                "app.stop.value": stop,
+                **extra,
             }
         )
 
@@ -333,3 +337,35 @@ def test_the_intermediate_stream_a_python_stage_job_wrote_ends_a_samza_job(
     assert "status=SuccessfulFinish" in log
     sent = [r.value.decode() for r in read_stream(config, java_words, system="kafka")]
     assert Counter(sent) == Counter(words)
+
+
+def test_a_startpoint_samza_dagster_sets_applies_in_a_samza_job(
+    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob
+) -> None:
+    """``samza-dagster startpoint set`` writes a startpoint; the engine's job coordinator fans it
+    out (Samza's passthrough coordinator does not fan out); a Samza job whose metadata store is its
+    coordinator stream starts there (its ``OffsetManager`` reads the fan-out) ahead of its
+    checkpoint, and its commit removes the startpoint where the engine looks."""
+    job = Shared(kafka_broker, kafka_topic_prefix)
+    java_metadata = {
+        "app.metadata.store": "coordinator-stream",
+        "job.coordinator.system": "kafka",
+        "job.coordinator.replication.factor": "1",
+    }
+    job.produce(*_m(*range(5)), "stop1")
+    job.run_java(samza_job, "stop1", **java_metadata)
+    assert job.output_values() == _m(*range(5))
+    assert job.checkpointed() == "5"
+
+    result = set_startpoints(job.config, job.input, StartpointSpecific("2"))
+    assert result.offsets == {job.ssp: "2"}
+    with JobCoordinator(job.config):  # builds the JobModel: the startpoint goes to task Partition 0
+        pass
+    assert [str(k) for k in list_startpoints(job.config)] == [f"kafka.{job.input} partition 0 of task 'Partition 0'"]
+
+    job.produce("m6", "stop2")
+    log = job.run_java(samza_job, "stop2", **java_metadata)
+    assert f"Map(SystemStreamPartition [kafka, {job.input}, 0] -> 2)" in log  # Samza starts at the startpoint
+    assert job.output_values() == [*_m(*range(5)), *_m(2, 3, 4), "stop1", "m6"]
+    assert job.checkpointed() == "7"
+    assert list_startpoints(job.config) == {}  # Samza's commit removed it

@@ -37,6 +37,7 @@ import org.apache.samza.application.descriptors.StreamApplicationDescriptor;
 import org.apache.samza.config.Config;
 import org.apache.samza.config.MapConfig;
 import org.apache.samza.context.Context;
+import org.apache.samza.coordinator.metadatastore.CoordinatorStreamMetadataStoreFactory;
 import org.apache.samza.job.ApplicationStatus;
 import org.apache.samza.metrics.MetricsRegistryMap;
 import org.apache.samza.operators.KV;
@@ -172,7 +173,13 @@ public class SamzaCopyJob {
     properties.stringPropertyNames().forEach(name -> map.put(name, properties.getProperty(name)));
     Config config = new MapConfig(map);
     seed(config);
-    LocalApplicationRunner runner = new LocalApplicationRunner(ApplicationUtil.fromConfig(config), config);
+    // app.metadata.store=coordinator-stream: the job's metadata store (startpoints) on its
+    // coordinator stream, which LocalApplicationRunner only creates by itself for the ZooKeeper
+    // job coordinator
+    LocalApplicationRunner runner = "coordinator-stream".equals(config.get("app.metadata.store"))
+        ? new LocalApplicationRunner(ApplicationUtil.fromConfig(config), config,
+            new CoordinatorStreamMetadataStoreFactory())
+        : new LocalApplicationRunner(ApplicationUtil.fromConfig(config), config);
     runner.run(null);
     boolean finished = runner.waitForFinish(Duration.ofSeconds(Long.parseLong(args[1])));
     ApplicationStatus status = runner.status();
