@@ -54,7 +54,8 @@ SET_CHANGELOG = "set-changelog"
 SET_CONTAINER_HOST_ASSIGNMENT = "set-container-host-assignment"
 #: the partition count of an input stream (key ``<system>.<stream>``) a stateful job was grouped on
 SET_INPUT_PARTITIONS = "set-input-partitions"
-#: A startpoint (``startpoint.py``): values name the partition (and task) and hold the startpoint.
+#: The engine's earlier startpoints (values name the partition and task and hold the startpoint):
+#: still read, no longer written (``samza_dagster.startpoint.manager`` migrates them)
 SET_STARTPOINT = "set-startpoint"
 #: Samza 1.8's ``StartpointManager.NAMESPACE``: startpoints as written, keyed
 #: ``<system>.<stream>.<partition>`` (``.<task name>`` appended for a task's own)
@@ -209,8 +210,9 @@ class CoordinatorStreamMessage:
         username: str | None = None,
         timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
-        """``values``: the partition (``system``, ``stream``, ``partition``, optional ``taskName``)
-        and ``startpoint``, the startpoint's compact JSON (see ``samza_dagster.startpoint.manager``)."""
+        """The engine's earlier startpoint message (read and migrated, no longer written by the
+        engine). ``values``: the partition (``system``, ``stream``, ``partition``, optional
+        ``taskName``) and ``startpoint``, the startpoint's compact JSON."""
         return cls._new(SET_STARTPOINT, key, dict(values), source, host, username, timestamp)
 
     @classmethod
