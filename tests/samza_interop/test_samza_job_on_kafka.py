@@ -3,14 +3,15 @@
 job coordinator, Samza's ``KafkaSystemFactory`` and ``KafkaCheckpointManager``), the Python job is
 the engine's (thread runner, CopyTask), both under one job name, so one checkpoint topic.
 
-A job stopped in one resumes in the other from its checkpoint, three times over (Java → Python →
-Java), with nothing lost or repeated: the output topic holds every input message once, in order.
+A job stopped in one resumes in the other from its checkpoints, three times over (Java → Python →
+Java, two input partitions), with nothing lost or repeated: the output topic holds every input
+message once, each partition's in order.
 A Python stage job ends on the intermediate stream a Samza job wrote, and a Samza job on the one
 a Python stage job wrote (watermarks and end-of-stream included); a ``set-config`` Samza's
 ``CoordinatorStreamWriter`` tool writes reaches a running Python job's coordinator; a startpoint
 ``samza-dagster startpoint set`` wrote moves a Samza job. One Kafka client for the
-Python jobs (confluent; neither format depends on the client), one input partition for the
-checkpoint hand-over (the Java job stops on a message of its own choosing)."""
+Python jobs (confluent; neither format depends on the client); the Java job stops on a message
+of the test's choosing in each of its input partitions."""
 
 from __future__ import annotations
 
@@ -47,11 +48,12 @@ STOP = "stop"
 class Shared:
     """One job name, its input and output topics, run by either side."""
 
-    def __init__(self, broker: KafkaCluster, prefix: str) -> None:
+    def __init__(self, broker: KafkaCluster, prefix: str, partitions: int = 1) -> None:
         self.name = prefix.replace("-", "_")[-40:]
         self.input = f"{prefix}-in"
         self.output = f"{prefix}-out"
         self.ssp = SystemStreamPartition("kafka", self.input, 0)
+        self.partitions = partitions
         self.bootstrap = broker.bootstrap_servers
         self.config = Config(
             {
@@ -73,19 +75,20 @@ class Shared:
         )
         admin = system_factory(self.config, "kafka").get_admin("kafka", self.config)
         try:
-            for stream in (self.input, self.output):
-                admin.create_stream(StreamSpec(stream, stream, "kafka", 1))
+            admin.create_stream(StreamSpec(self.input, self.input, "kafka", partitions))
+            admin.create_stream(StreamSpec(self.output, self.output, "kafka", 1))
         finally:
             admin.close()
 
-    def produce(self, *values: str) -> None:
+    def produce(self, *values: str, partition: int = 0) -> None:
         producer = system_factory(self.config, "kafka").get_producer("kafka", self.config)
         producer.register("test")
         producer.start()
         try:
             for value in values:
                 producer.send(
-                    "test", OutgoingMessageEnvelope(SystemStream("kafka", self.input), value.encode(), partition=0)
+                    "test",
+                    OutgoingMessageEnvelope(SystemStream("kafka", self.input), value.encode(), partition=partition),
                 )
             producer.flush("test")
         finally:
@@ -109,9 +112,11 @@ class Shared:
             }
         )
 
-    def checkpointed(self) -> str:
-        """The input offset the checkpoint topic holds last, as the engine reads it."""
-        return read_checkpoints(self.config)["Partition 0"].offsets[self.ssp]
+    def checkpointed(self, partition: int = 0) -> str:
+        """The input offset the checkpoint topic holds last for ``partition``'s task, as the
+        engine reads it."""
+        ssp = SystemStreamPartition("kafka", self.input, partition)
+        return read_checkpoints(self.config)[f"Partition {partition}"].offsets[ssp]
 
 
 def _m(*indexes: int) -> list[str]:
@@ -121,32 +126,46 @@ def _m(*indexes: int) -> list[str]:
 def test_a_job_stopped_in_samza_resumes_here_and_back_with_nothing_lost_or_repeated(
     kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob
 ) -> None:
-    job = Shared(kafka_broker, kafka_topic_prefix)
+    job = Shared(kafka_broker, kafka_topic_prefix, partitions=2)
     assert checkpoint_stream_name(job.name, "1").startswith("__samza_checkpoint_ver_1_for_")
 
-    # Samza runs first: copies m0..m4, stops at the stop message (offset 5) with its checkpoint
-    job.produce(*_m(*range(5)), STOP)
-    log = job.run_java(samza_job)
-    assert f"SystemStreamPartition [kafka, {job.input}, 0] offset 5 is the stop message" in log
-    assert job.output_values() == _m(*range(5))
-    assert job.checkpointed() == "5"  # Samza's checkpoint, read by the engine
+    def values(p: int, *indexes: int) -> list[str]:
+        return [f"p{p}-m{i}" for i in indexes]
 
-    # the engine resumes after it: m5..m9, nothing of Samza's run again
-    job.produce(*_m(*range(5, 10)))
+    def copied() -> dict[int, list[str]]:
+        """The output, per input partition, in the order each partition's task sent it."""
+        out = job.output_values()
+        assert len(out) == len(set(out)), f"a message was copied twice: {out}"
+        return {p: [v for v in out if v.startswith(f"p{p}-")] for p in range(2)}
+
+    # Samza runs first: its two tasks copy m0..m4 and stop at their stop messages (offset 5)
+    for p in range(2):
+        job.produce(*values(p, *range(5)), STOP, partition=p)
+    log = job.run_java(samza_job, **{"app.stop.tasks": "2"})
+    for p in range(2):
+        assert f"SystemStreamPartition [kafka, {job.input}, {p}] offset 5 is the stop message" in log
+    assert copied() == {p: values(p, *range(5)) for p in range(2)}
+    assert [job.checkpointed(p) for p in range(2)] == ["5", "5"]  # Samza's checkpoints, read by the engine
+
+    # the engine resumes after them: m5..m9, nothing of Samza's run again
+    for p in range(2):
+        job.produce(*values(p, *range(5, 10)), partition=p)
     result = run_job(job.config)
     assert result.succeeded, result.summary_line()
-    assert result.messages_processed == 5
-    assert job.output_values() == _m(*range(10))
-    assert job.checkpointed() == "10"
+    assert result.messages_processed == 10
+    assert copied() == {p: values(p, *range(10)) for p in range(2)}
+    assert [job.checkpointed(p) for p in range(2)] == ["10", "10"]
 
-    # Samza resumes from the engine's checkpoint: m10..m14, then the next stop message
-    job.produce(*_m(*range(10, 15)), STOP)
-    log = job.run_java(samza_job)
-    # Samza's OffsetManager took the engine's checkpoint (offset 10): it starts at 11
-    assert f"Map(SystemStreamPartition [kafka, {job.input}, 0] -> 11)" in log
-    assert f"SystemStreamPartition [kafka, {job.input}, 0] offset 16 is the stop message" in log
-    assert job.output_values() == _m(*range(15))
-    assert job.checkpointed() == "16"
+    # Samza resumes from the engine's checkpoints: m10..m14, then the next stop messages
+    for p in range(2):
+        job.produce(*values(p, *range(10, 15)), STOP, partition=p)
+    log = job.run_java(samza_job, **{"app.stop.tasks": "2"})
+    for p in range(2):
+        # Samza's OffsetManager took the engine's checkpoint (offset 10): it starts at 11
+        assert f"SystemStreamPartition [kafka, {job.input}, {p}] -> 11" in log
+        assert f"SystemStreamPartition [kafka, {job.input}, {p}] offset 16 is the stop message" in log
+    assert copied() == {p: values(p, *range(15)) for p in range(2)}
+    assert [job.checkpointed(p) for p in range(2)] == ["16", "16"]
 
 
 @pytest.mark.parametrize("partitions", [1, 3])

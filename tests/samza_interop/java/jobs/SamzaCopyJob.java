@@ -7,8 +7,9 @@
  * asynchronous: a commit requested while another is in progress (the one a container writes at
  * start) is skipped, and a shutdown requested with it can end the container before the checkpoint
  * is written. So the task asks for a commit at the stop message and at every window() after it,
- * and for the shutdown app.stop.delay.ms later; a message arriving in between fails the job (the
- * test produces none).
+ * and for the shutdown app.stop.delay.ms after the last of its app.stop.tasks tasks (default 1)
+ * met its stop message; a message arriving after a task's stop message fails the job (the test
+ * produces none).
  *
  * CountPipeline, the second application (app.class=SamzaCopyJob$CountPipeline), is the Java twin of
  * the engine's tests.hl_apps.apps:TwoStageCountApp up to its intermediate stream: words from Samza's
@@ -31,6 +32,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.samza.application.ApplicationUtil;
 import org.apache.samza.application.StreamApplication;
 import org.apache.samza.application.descriptors.StreamApplicationDescriptor;
@@ -67,9 +70,14 @@ public class SamzaCopyJob {
 
   /** Copies each message to app.output.system.app.output.stream; stops at app.stop.value. */
   public static class CopyTask implements StreamTask, InitableTask, WindowableTask {
+    /** the container's tasks that met their stop message, and when the last one did */
+    private static final AtomicInteger STOPPED = new AtomicInteger();
+    private static final AtomicLong LAST_STOP = new AtomicLong();
+
     private SystemStream output;
     private String stopValue;
     private long stopDelayMs;
+    private int stopTasks;
     private long stoppedAt = -1;
 
     @Override
@@ -78,6 +86,7 @@ public class SamzaCopyJob {
       output = new SystemStream(config.get("app.output.system"), config.get("app.output.stream"));
       stopValue = config.get("app.stop.value");
       stopDelayMs = config.getLong("app.stop.delay.ms", 2000);
+      stopTasks = config.getInt("app.stop.tasks", 1);
     }
 
     @Override
@@ -91,6 +100,8 @@ public class SamzaCopyJob {
         System.err.println("SamzaCopyJob: " + envelope.getSystemStreamPartition() + " offset " + envelope.getOffset()
             + " is the stop message: committing and stopping");
         stoppedAt = System.currentTimeMillis();
+        LAST_STOP.set(stoppedAt);
+        STOPPED.incrementAndGet();
         coordinator.commit(TaskCoordinator.RequestScope.CURRENT_TASK);
         return;
       }
@@ -102,7 +113,7 @@ public class SamzaCopyJob {
       if (stoppedAt < 0) {
         return;
       }
-      if (System.currentTimeMillis() - stoppedAt >= stopDelayMs) {
+      if (STOPPED.get() >= stopTasks && System.currentTimeMillis() - LAST_STOP.get() >= stopDelayMs) {
         coordinator.shutdown(TaskCoordinator.RequestScope.ALL_TASKS_IN_CONTAINER);
       } else {
         coordinator.commit(TaskCoordinator.RequestScope.CURRENT_TASK);
