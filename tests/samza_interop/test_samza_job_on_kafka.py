@@ -43,6 +43,8 @@ from tests.samza_interop.samza_job import SamzaJob, samza_kafka_properties
 pytestmark = pytest.mark.kafka
 
 STOP = "stop"
+#: the watermark Samza's CountPipeline gets from its source (2024-03-01T00:00:00Z)
+WATERMARK = 1_709_251_200_000
 
 
 class Shared:
@@ -173,10 +175,10 @@ def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
     kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob, tmp_path, partitions: int
 ) -> None:
     """Samza's ``CountPipeline`` (TwoStageCountApp's first stage in Java, its words on Samza's
-    in-memory system in 4 partitions) writes the intermediate stream on Kafka: user messages, the
-    end-of-stream of each of its 4 tasks on one aggregate partition, and — with more than one
-    partition — the end-of-stream without a task name its own downstream task broadcasts to the
-    others. The engine's second stage of TwoStageCountApp, run as a job of its own
+    in-memory system in 4 partitions, then a source watermark) writes the intermediate stream on
+    Kafka: user messages, the watermark and end-of-stream of each of its 4 tasks on one aggregate
+    partition, and — with more than one partition — the watermark and end-of-stream without a
+    task name its own downstream task broadcasts to the others. The engine's second stage of TwoStageCountApp, run as a job of its own
     (``app.stage=1``), counts every word once and ends on Samza's end-of-stream messages."""
     name = kafka_topic_prefix[-40:].strip("-")
     words = [f"w{i % 5}" for i in range(40)]
@@ -190,6 +192,7 @@ def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
             "job.intermediate.stream.partitions": str(partitions),
             "app.seed.words": ",".join(words),
             "app.seed.partitions": "4",
+            "app.seed.watermark": str(WATERMARK),
             "systems.mem.samza.offset.default": "oldest",
         }
     )
@@ -223,6 +226,13 @@ def test_a_stage_job_ends_on_the_intermediate_stream_a_samza_job_wrote(
     aggregate = named[0][0]
     assert named == [(aggregate, f"Partition {t}") for t in range(4)]
     assert sorted(p for p, t in ends if t is None) == [p for p in range(partitions) if p != aggregate]
+    # the source's watermark, passed on alike: each task's on the aggregate partition, then the
+    # aggregator's without a task name on the others
+    marks = sorted((p, m.task_name or "", m.timestamp) for p, m in decoded if isinstance(m, WatermarkMessage))
+    assert marks == sorted(
+        [(aggregate, f"Partition {t}", WATERMARK) for t in range(4)]
+        + [(p, "", WATERMARK) for p in range(partitions) if p != aggregate]
+    )
 
     result = run_job(config.with_overrides({"app.stage": "1"}))
     assert result.succeeded, result.summary_line()

@@ -16,8 +16,8 @@
  * in-memory system, partitionBy(word → 1, JSON key and value, op id "by-word") into the
  * intermediate stream <job.name>-<job.id>-partition_by-by-word on the default system (Kafka); its
  * own downstream stage only consumes it. main() seeds the in-memory words first (app.seed.words,
- * comma-separated, word i into partition i % app.seed.partitions, then an end-of-stream on every
- * partition), so the job ends by itself once its intermediate stream has ended: Samza writes the
+ * comma-separated, word i into partition i % app.seed.partitions, then app.seed.watermark as a
+ * source's watermark if set, then an end-of-stream on every partition), so the job ends by itself once its intermediate stream has ended: Samza writes the
  * stream's user messages, end-of-stream (and any watermark) messages as Samza 1.8 does.
  *
  * Usage: java -cp <classes>:<Samza's classpath> SamzaCopyJob <job.properties> <timeout seconds>
@@ -57,6 +57,7 @@ import org.apache.samza.system.OutgoingMessageEnvelope;
 import org.apache.samza.system.StreamSpec;
 import org.apache.samza.system.SystemProducer;
 import org.apache.samza.system.SystemStream;
+import org.apache.samza.system.WatermarkMessage;
 import org.apache.samza.system.descriptors.GenericSystemDescriptor;
 import org.apache.samza.system.inmemory.InMemorySystemFactory;
 import org.apache.samza.system.kafka.KafkaSystemFactory;
@@ -170,7 +171,13 @@ public class SamzaCopyJob {
       // the partition key is the partition: InMemorySystemProducer hashes it (an Integer's hash is itself)
       producer.send("seed", new OutgoingMessageEnvelope(stream, i % partitions, null, list[i]));
     }
+    String watermark = config.get("app.seed.watermark");
     for (int p = 0; p < partitions; p++) {
+      if (watermark != null) {
+        // a source's watermark (no task name), which Samza's operators pass on through partitionBy
+        producer.send("seed", new OutgoingMessageEnvelope(stream, p, null,
+            new WatermarkMessage(Long.parseLong(watermark), null)));
+      }
       producer.send("seed", new OutgoingMessageEnvelope(stream, p, null, new EndOfStreamMessage(null)));
     }
   }
