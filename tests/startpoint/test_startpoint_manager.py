@@ -31,6 +31,7 @@ from samza_dagster.startpoint.startpoint import (
     StartpointSpecific,
     StartpointTimestamp,
     StartpointUpcoming,
+    parse_store_key,
     parse_timestamp_value,
 )
 
@@ -207,3 +208,17 @@ def test_the_earlier_set_startpoint_messages_are_read_and_migrated_by_the_fan_ou
         ("samza-startpoint-v1-fan-out", "T0"),
         ("samza-startpoint-v1-fan-out", "T1"),
     ]
+
+
+def test_samza_store_keys_split_with_the_jobs_streams_first():
+    """Samza never parses its keys; listing must. ``<system>.<stream>.<partition>[.<task>]`` is
+    ambiguous once a stream name holds a dot and a digit part: the job's streams decide."""
+    key = StartpointKey(SystemStreamPartition("kafka", "v.1.b", 0), "Partition 0")
+    assert key.store_key() == "kafka.v.1.b.0.Partition 0"
+    assert parse_store_key(key.store_key(), [("kafka", "v.1.b")]) == key
+    assert parse_store_key(key.store_key()) == StartpointKey(SystemStreamPartition("kafka", "v", 1), "b.0.Partition 0")
+    assert parse_store_key("kafka.page.views.3") == StartpointKey(SystemStreamPartition("kafka", "page.views", 3))
+    for text in (parse_store_key("kafka.v.1.b", [("kafka", "v.1.b")]).store_key(), "kafka.v.1.b.0.Partition 0"):
+        assert parse_store_key(text).store_key() == text  # whichever split, the same key is deleted
+    with pytest.raises(StartpointError, match="is not <system>.<stream>.<partition>"):
+        parse_store_key("kafka.nopartition")
