@@ -51,6 +51,7 @@ import org.apache.samza.serializers.JsonSerdeV2;
 import org.apache.samza.serializers.KVSerde;
 import org.apache.samza.serializers.NoOpSerde;
 import org.apache.samza.serializers.StringSerde;
+import org.apache.samza.storage.kv.KeyValueStore;
 import org.apache.samza.system.EndOfStreamMessage;
 import org.apache.samza.system.IncomingMessageEnvelope;
 import org.apache.samza.system.OutgoingMessageEnvelope;
@@ -69,7 +70,11 @@ import org.apache.samza.task.WindowableTask;
 
 public class SamzaCopyJob {
 
-  /** Copies each message to app.output.system.app.output.stream; stops at app.stop.value. */
+  /**
+   * Copies each message to app.output.system.app.output.stream; stops at app.stop.value. With
+   * app.count.store, counts each message (a word) in that key-value store (String keys and counts)
+   * and sends "word:count" instead: a stateful task whose store a changelog restores.
+   */
   public static class CopyTask implements StreamTask, InitableTask, WindowableTask {
     /** the container's tasks that met their stop message, and when the last one did */
     private static final AtomicInteger STOPPED = new AtomicInteger();
@@ -80,6 +85,7 @@ public class SamzaCopyJob {
     private long stopDelayMs;
     private int stopTasks;
     private long stoppedAt = -1;
+    private KeyValueStore<String, String> counts;
 
     @Override
     public void init(Context context) {
@@ -88,6 +94,12 @@ public class SamzaCopyJob {
       stopValue = config.get("app.stop.value");
       stopDelayMs = config.getLong("app.stop.delay.ms", 2000);
       stopTasks = config.getInt("app.stop.tasks", 1);
+      String store = config.get("app.count.store");
+      if (store != null) {
+        @SuppressWarnings("unchecked")
+        KeyValueStore<String, String> kv = (KeyValueStore<String, String>) context.getTaskContext().getStore(store);
+        counts = kv;
+      }
     }
 
     @Override
@@ -105,6 +117,13 @@ public class SamzaCopyJob {
         STOPPED.incrementAndGet();
         coordinator.commit(TaskCoordinator.RequestScope.CURRENT_TASK);
         return;
+      }
+      if (counts != null) {
+        String word = (String) message;
+        String before = counts.get(word);
+        String count = String.valueOf(before == null ? 1 : Integer.parseInt(before) + 1);
+        counts.put(word, count);
+        message = word + ":" + count;
       }
       collector.send(new OutgoingMessageEnvelope(output, envelope.getKey(), message));
     }
