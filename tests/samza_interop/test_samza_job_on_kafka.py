@@ -9,7 +9,8 @@ message once, each partition's in order.
 A Python stage job ends on the intermediate stream a Samza job wrote, and a Samza job on the one
 a Python stage job wrote (watermarks and end-of-stream included); a ``set-config`` Samza's
 ``CoordinatorStreamWriter`` tool writes reaches a running Python job's coordinator; a startpoint
-``samza-dagster startpoint set`` wrote moves a Samza job. One Kafka client for the
+``samza-dagster startpoint set`` wrote moves a Samza job; a stateful job moves both ways with its
+store restored from the changelog. One Kafka client for the
 Python jobs (confluent; neither format depends on the client); the Java job stops on a message
 of the test's choosing in each of its input partitions."""
 
@@ -400,14 +401,15 @@ def test_a_startpoint_samza_dagster_sets_applies_in_a_samza_job(
     assert list_startpoints(job.config) == {}  # Samza's commit removed it
 
 
-def test_a_stateful_job_stopped_in_samza_resumes_here_with_its_store_restored_from_samzas_changelog(
-    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob
+def test_a_stateful_job_moves_between_samza_and_here_with_its_store_restored_from_the_changelog(
+    kafka_broker: KafkaCluster, kafka_topic_prefix: str, samza_job: SamzaJob, tmp_path
 ) -> None:
     """A word count whose counts live in a store ``counts`` with a changelog on Kafka (string keys
-    and counts): Samza's task (Samza's in-memory key-value store) counts and stops; the engine's
-    restores the counts from the changelog Samza wrote and goes on from Samza's checkpoint. Each
-    count is sent as ``word:count``. (The other way is not tested: Samza 1.8's in-memory store
-    comes back empty after a restart even from its own changelog; docs/decisions.md.)"""
+    and counts), each count sent as ``word:count``: Samza's task (Samza's RocksDB store) counts and
+    stops; the engine's restores the counts from the changelog Samza wrote and goes on from
+    Samza's checkpoint; Samza — on a fresh store directory, so from the changelog alone — goes on
+    from the counts the engine's changelog holds. (Samza's in-memory store is not used: Samza 1.8
+    restores it empty after a restart, even from its own changelog; docs/decisions.md.)"""
     job = Shared(kafka_broker, kafka_topic_prefix)
     changelog = f"{kafka_topic_prefix}-counts-changelog"
     stores = {
@@ -417,7 +419,7 @@ def test_a_stateful_job_stopped_in_samza_resumes_here_with_its_store_restored_fr
     }
     java = {
         **stores,
-        "stores.counts.factory": "org.apache.samza.storage.kv.inmemory.InMemoryKeyValueStorageEngineFactory",
+        "stores.counts.factory": "org.apache.samza.storage.kv.RocksDbKeyValueStorageEngineFactory",
         "stores.counts.changelog.replication.factor": "1",
         "app.count.store": "counts",
     }
@@ -426,7 +428,7 @@ def test_a_stateful_job_stopped_in_samza_resumes_here_with_its_store_restored_fr
     )
 
     job.produce("a", "b", "a", "stop1")
-    job.run_java(samza_job, "stop1", **java)
+    job.run_java(samza_job, "stop1", **java, **{"job.logged.store.base.dir": str(tmp_path / "state-1")})
     assert job.output_values() == ["a:1", "b:1", "a:2"]
 
     job.produce("a", "b")
@@ -434,3 +436,7 @@ def test_a_stateful_job_stopped_in_samza_resumes_here_with_its_store_restored_fr
     assert result.succeeded, result.summary_line()
     assert job.output_values() == ["a:1", "b:1", "a:2", "a:3", "b:2"]  # Samza's counts restored
     assert job.checkpointed() == "5"
+
+    job.produce("a", "b", "c", "stop2")
+    job.run_java(samza_job, "stop2", **java, **{"job.logged.store.base.dir": str(tmp_path / "state-2")})
+    assert job.output_values() == ["a:1", "b:1", "a:2", "a:3", "b:2", "a:4", "b:3", "c:1"]  # the engine's restored
