@@ -1,7 +1,8 @@
 """Apache Samza's own jars for the interop tests (tests/samza_interop): fetched once, reused after.
 
 ``support/samza/pom.xml`` names the release (``samza.version``); ``mvn dependency:copy-dependencies``
-copies ``org.apache.samza:samza-api``, ``samza-core_2.12`` and ``samza-kafka_2.12`` with their runtime
+copies ``org.apache.samza:samza-api``, ``samza-core_2.12``, ``samza-kafka_2.12``, ``samza-kv_2.12`` and
+``samza-kv-rocksdb_2.12`` (the Java job's store) with their runtime
 dependencies from Maven Central into ``~/.cache/samza-dagster/samza-<version>-<pom hash>/libs``
 (``SAMZA_DAGSTER_CACHE`` moves the cache), and writes ``classpath`` beside it: every jar, one
 ``:``-separated line, for ``javac -cp`` / ``java -cp``. A later run finds the directory complete and
@@ -53,7 +54,7 @@ def samza_classpath(progress: bool = False) -> str:
             "(Debian: apt-get install maven)"
         )
     if progress:
-        print(f"fetching Apache Samza {samza_version()} (jars, ~60 MB) with mvn into {target}", file=sys.stderr)
+        print(f"fetching Apache Samza {samza_version()} (jars, ~100 MB) with mvn into {target}", file=sys.stderr)
     started = time.monotonic()
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)

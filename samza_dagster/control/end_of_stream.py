@@ -4,6 +4,14 @@ An intermediate partition is written by every task of the upstream stage, and ea
 its own end-of-stream when done; the partition has ended only once all of them have.
 A stream with no producer count (an input the task reads straight from a system) ends with
 its first end-of-stream message per partition.
+
+An end-of-stream without a task name ends the partition at once, as in Samza 1.8's
+``EndOfStreamStates`` ("from either the source or the aggregator task"): Samza's producers send
+their end-of-stream to one aggregate partition of an intermediate stream only
+(``ControlMessageSender``: ``stream.hashCode() % partitions``), and the task consuming that
+partition, once all producers' have arrived, broadcasts one without a task name to every other
+partition. The engine's producers write theirs to every partition (Samza's consumers count them
+per partition alike) and never write one without a task name.
 """
 
 from __future__ import annotations
@@ -56,12 +64,9 @@ class EndOfStreamStates(ProducerTaskStates):
             return False
         expected = state.expected
         task_name = message.task_name
-        if expected == 0:
+        if expected == 0 or task_name is None:
+            # a source's, or the broadcast of Samza's aggregator task (see the module's docstring)
             state.ended = True
-        elif task_name is None:
-            # A system's own end-of-stream on a partition that producer tasks write to says
-            # nothing about those tasks (as in Samza): only their messages count.
-            return False
         else:
             tasks = state.tasks
             if task_name not in tasks:

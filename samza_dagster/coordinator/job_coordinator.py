@@ -39,7 +39,7 @@ from samza_dagster.coordinator.stream.state import CoordinatorStreamState
 from samza_dagster.coordinator.stream.submission import SubmissionResult, is_stateful, submit_job_config
 from samza_dagster.metrics.config import metrics_config
 from samza_dagster.model import SystemStream
-from samza_dagster.startpoint.manager import StartpointManager, startpoints_in_state
+from samza_dagster.startpoint.manager import StartpointManager, StoredStartpoints
 from samza_dagster.system.protocols import SystemAdmin
 
 log = logging.getLogger(__name__)
@@ -271,13 +271,13 @@ class JobCoordinator:
         self._state.changelog.clear()
 
     def _fan_out_startpoints(self, model: JobModel) -> None:
-        """Partition-level startpoints become one per task that reads the partition, written
+        """Written startpoints go into the fan-outs of the tasks that read their partitions,
         before the model is served, so every container started on it finds its tasks' own."""
-        startpoints = startpoints_in_state(self._state)
-        if not any(key.task_name is None for key in startpoints):
+        stored = StoredStartpoints.from_state(self._state)
+        if not stored.written and not stored.legacy:
             return
         tasks = {name: task.ssps for name, task in model.all_tasks().items()}
-        StartpointManager(model.config, SOURCE, writer=self._writer).fan_out(tasks, startpoints)
+        StartpointManager(model.config, SOURCE, writer=self._writer).fan_out(tasks, self._state)
 
     def _publish(self, model: JobModel) -> None:
         served = ServedModel(

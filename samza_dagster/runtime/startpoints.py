@@ -8,6 +8,7 @@ timestamp one some message is at or after — so a bad one moves no offset at al
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ from samza_dagster.startpoint.startpoint import (
     StartpointSpecific,
 )
 from samza_dagster.system.factories import system_admin
+
+log = logging.getLogger(__name__)
 
 
 def job_input_streams(config: Config) -> dict[str, SystemStream]:
@@ -102,9 +105,20 @@ def _check_offset(admin: Any, ssp: SystemStreamPartition, offset: str, pm: Syste
         )
 
 
+def _input_pairs(config: Config) -> list[tuple[str, str]]:
+    """The job's inputs as (system, stream): what splits a startpoint key whose stream name
+    holds a dot. None when the job cannot be planned — listing and deleting startpoints must not
+    depend on the application's code importing (the keys are then split as written)."""
+    try:
+        return sorted({(ss.system, ss.stream) for ss in job_input_streams(config).values()})
+    except Exception as exc:  # noqa: BLE001 - any failure of the application's planning
+        log.debug("startpoint keys split without the job's inputs: its plan failed: %s", exc)
+        return []
+
+
 def list_startpoints(config: Config) -> dict[StartpointKey, Startpoint]:
     with StartpointManager(config) as manager:
-        return manager.read_all()
+        return manager.read_all(_input_pairs(config))
 
 
 def delete_startpoints(
@@ -114,14 +128,16 @@ def delete_startpoints(
     None), of ``partitions`` only when given. Returns what was deleted."""
     wanted_partitions = None if partitions is None else set(partitions)
     target = None if stream is None else _named_stream(config, stream)
+    hints = _input_pairs(config) + ([] if target is None else [(target.system, target.stream)])
     with StartpointManager(config) as manager:
+        stored = manager.stored()
         doomed = sorted(
             key
-            for key in manager.read_all()
+            for key in stored.all(hints)
             if (target is None or (key.ssp.system, key.ssp.stream) == (target.system, target.stream))
             and (wanted_partitions is None or key.ssp.partition in wanted_partitions)
         )
-        manager.delete_keys(doomed)
+        manager.delete_keys(doomed, stored)
     return doomed
 
 

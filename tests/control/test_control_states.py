@@ -75,10 +75,16 @@ def test_all_end_of_stream_once_every_partition_of_every_stream_ended():
     assert states.all_end_of_stream()
 
 
-def test_system_end_of_stream_does_not_end_a_partition_that_producer_tasks_write():
-    states = EndOfStreamStates([I0], COUNTS)
-    assert states.update(eos(None, 0), I0) is False
-    assert not states.is_end_of_stream(INTER)
+def test_an_end_of_stream_without_a_task_name_ends_a_partition_that_producer_tasks_write():
+    """Samza 1.8's aggregator task broadcasts one to the partitions other than the aggregate one
+    (EndOfStreamStates: "from either the source or the aggregator task")."""
+    states = EndOfStreamStates([I0, I1], COUNTS)
+    states.update(eos("a"), I0)
+    assert states.update(eos(None, 0), I0) is True
+    assert states.is_end_of_stream_per_ssp(I0) and not states.is_end_of_stream(INTER)
+    assert states.update(eos("b"), I0) is False  # ended once
+    assert states.update(eos(None, 0), I1) is True
+    assert states.is_end_of_stream(INTER)
 
 
 def test_end_of_stream_errors_name_the_partition_and_counts():

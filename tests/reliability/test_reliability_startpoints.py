@@ -36,9 +36,9 @@ FAULT_DIR_ENV = "SAMZA_TEST_FAULT_DIR"
 class _PauseOnStartpointDelete(ForwardingProducer):
     def send(self, source, envelope):
         key = envelope.key or b""
-        # a task's own startpoint (``<ssp>;<task>``): the coordinator's fan-out deletes the
-        # partition-level one before any task starts
-        task_level = b'"set-startpoint"' in key and b";" in key
+        # a task's fan-out (Samza's ``samza-startpoint-v1-fan-out`` namespace), deleted once its
+        # commit covers it: the coordinator's fan-out deletes the written one before any task starts
+        task_level = b'"samza-startpoint-v1-fan-out"' in key
         if envelope.message is None and task_level and os.environ.get(FAULT_DIR_ENV):
             Path(os.environ[FAULT_DIR_ENV], "deleting-startpoint").write_text(key.decode())
             time.sleep(600)  # killed here

@@ -34,24 +34,31 @@ def unb64(text: str) -> bytes:
     return base64.b64decode(text)
 
 
-def compile_driver(classpath: str, out_dir: Path) -> Path:
-    """``SamzaWire.java`` compiled with javac into ``out_dir/<source hash>`` (reused when there)."""
+def compile_java(source: Path, classpath: str, out_dir: Path) -> Path:
+    """``source`` compiled with javac into ``out_dir/<source hash>`` (reused when there)."""
     javac = shutil.which("javac")
     if javac is None:
-        raise RuntimeError("the Samza interop tests compile their driver with javac, which is not on PATH (a JDK 17)")
-    target = out_dir / hashlib.sha256(SOURCE.read_bytes() + classpath.encode()).hexdigest()[:12]
-    if (target / "SamzaWire.class").exists():
+        raise RuntimeError(
+            "the Samza interop tests compile their Java sources with javac, which is not on PATH (a JDK 17)"
+        )
+    target = out_dir / hashlib.sha256(source.read_bytes() + classpath.encode()).hexdigest()[:12]
+    if (target / f"{source.stem}.class").exists():
         return target
     target.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        [javac, "-nowarn", "-d", str(target), "-cp", classpath, str(SOURCE)],
+        [javac, "-nowarn", "-d", str(target), "-cp", classpath, str(source)],
         capture_output=True,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        raise RuntimeError(f"javac could not compile {SOURCE}:\n{result.stdout}{result.stderr}")
+        raise RuntimeError(f"javac could not compile {source}:\n{result.stdout}{result.stderr}")
     return target
+
+
+def compile_driver(classpath: str, out_dir: Path) -> Path:
+    """``SamzaWire.java`` compiled with javac into ``out_dir/<source hash>`` (reused when there)."""
+    return compile_java(SOURCE, classpath, out_dir)
 
 
 class SamzaWire:

@@ -18,6 +18,12 @@ Values as Samza 1.8 keeps them (the design documents' spellings are still read):
   (the design documents wrote ``partition``; Samza's reader found none of those);
 * ``set-container-host-assignment``: ``{"host":..,"jmx-url":..,"jmx-tunneling-url":..}`` —
   Samza's ``SetContainerHostMapping`` (the design documents wrote ``hostname``).
+
+Samza's metadata store (``CoordinatorStreamStore``) shares the stream: its namespaces are the key's
+type, and some of its users write their values unwrapped — Samza's ``StartpointManager`` puts the
+startpoint's own JSON (``samza-startpoint-v1``, ``samza-startpoint-v1-fan-out``) where other
+messages have the ``{"host":..,"values":..}`` envelope. Messages of those namespaces
+(:data:`UNWRAPPED_TYPES`) carry their value bytes as they are (``raw``).
 """
 
 from __future__ import annotations
@@ -48,8 +54,16 @@ SET_CHANGELOG = "set-changelog"
 SET_CONTAINER_HOST_ASSIGNMENT = "set-container-host-assignment"
 #: the partition count of an input stream (key ``<system>.<stream>``) a stateful job was grouped on
 SET_INPUT_PARTITIONS = "set-input-partitions"
-#: A startpoint (``startpoint.py``): values name the partition (and task) and hold the startpoint.
+#: The engine's earlier startpoints (values name the partition and task and hold the startpoint):
+#: still read, no longer written (``samza_dagster.startpoint.manager`` migrates them)
 SET_STARTPOINT = "set-startpoint"
+#: Samza 1.8's ``StartpointManager.NAMESPACE``: startpoints as written, keyed
+#: ``<system>.<stream>.<partition>`` (``.<task name>`` appended for a task's own)
+STARTPOINT_NAMESPACE = "samza-startpoint-v1"
+#: Samza 1.8's fan-out namespace: one ``StartpointFanOutPerTask`` per task, keyed by task name
+STARTPOINT_FAN_OUT_NAMESPACE = "samza-startpoint-v1-fan-out"
+#: metadata-store namespaces whose values Samza writes without the message envelope
+UNWRAPPED_TYPES = frozenset({STARTPOINT_NAMESPACE, STARTPOINT_FAN_OUT_NAMESPACE})
 
 _COMPACT = (",", ":")
 
@@ -96,6 +110,8 @@ class CoordinatorStreamMessage:
     timestamp: int = 0
     version: int = VERSION
     is_delete: bool = False
+    #: the value's bytes as they are, for a namespace of :data:`UNWRAPPED_TYPES` (no envelope)
+    raw: bytes | None = None
 
     # -- builders ----------------------------------------------------------------------------
     @classmethod
@@ -194,9 +210,16 @@ class CoordinatorStreamMessage:
         username: str | None = None,
         timestamp: int | None = None,
     ) -> CoordinatorStreamMessage:
-        """``values``: the partition (``system``, ``stream``, ``partition``, optional ``taskName``)
-        and ``startpoint``, the startpoint's compact JSON (see ``samza_dagster.startpoint.manager``)."""
+        """The engine's earlier startpoint message (read and migrated, no longer written by the
+        engine). ``values``: the partition (``system``, ``stream``, ``partition``, optional
+        ``taskName``) and ``startpoint``, the startpoint's compact JSON."""
         return cls._new(SET_STARTPOINT, key, dict(values), source, host, username, timestamp)
+
+    @classmethod
+    def unwrapped(cls, msg_type: str, key: str, value: bytes) -> CoordinatorStreamMessage:
+        """A metadata-store entry written as Samza's ``CoordinatorStreamStore.put`` writes it: the
+        key ``[1,"<namespace>","<key>"]``, the value's bytes unwrapped."""
+        return cls(type=msg_type, key=key, raw=bytes(value))
 
     @classmethod
     def delete(
@@ -251,6 +274,8 @@ class CoordinatorStreamMessage:
     def encode_value(self) -> bytes | None:
         if self.is_delete:
             return None
+        if self.raw is not None:
+            return self.raw
         body = {
             "host": self.host,
             "username": self.username,
@@ -286,6 +311,9 @@ class CoordinatorStreamMessage:
             raise CoordinatorStreamFormatError(f"key's type and key must be strings; got {_preview(key_bytes)}")
         if value_bytes is None:
             return cls(type=msg_type, key=msg_key, values={}, version=version, is_delete=True)
+        if msg_type in UNWRAPPED_TYPES:
+            raw = value_bytes.encode("utf-8") if isinstance(value_bytes, str) else bytes(value_bytes)
+            return cls(type=msg_type, key=msg_key, version=version, raw=raw)
         try:
             value = json.loads(value_bytes)
         except (ValueError, UnicodeDecodeError) as exc:

@@ -127,6 +127,8 @@ public class SamzaWire {
         return checkpointV2Decode(new CheckpointV2Serde().fromBytes(bytes(r, "bytes")));
       case "checkpoint.v2.encode":
         return withBytes(new CheckpointV2Serde().toBytes(checkpointV2(r)));
+      case "startpoint.store":
+        return startpointStore(r);
       case "checkpoint.changelog-offset":
         // what Samza's TaskInstance puts in a CheckpointV1 for a changelog partition
         return JSON.createObjectNode().put("value", new KafkaChangelogSSPOffset(
@@ -424,6 +426,149 @@ public class SamzaWire {
     }
     return new CheckpointV2(CheckpointId.deserialize(r.get("checkpointId").asText()), offsets(r.get("offsets")),
         markers);
+  }
+
+  // -- startpoints: StartpointManager over the coordinator stream's metadata store ---------------------
+
+  /**
+   * A MetadataStore holding coordinator stream messages, converting keys and values exactly as
+   * CoordinatorStreamStore does (its static key helpers, CoordinatorStreamKeySerde; values as they
+   * are), without a Samza system underneath: it is built from the messages the engine wrote and
+   * records the messages Samza's classes write.
+   */
+  static final class MessageStore implements org.apache.samza.metadatastore.MetadataStore {
+    final Map<String, byte[]> messages = new java.util.LinkedHashMap<>();
+    final List<byte[][]> written = new ArrayList<>();
+
+    MessageStore(JsonNode engineMessages) {
+      // as CoordinatorStreamStore.readMessagesFromCoordinatorStream
+      engineMessages.forEach(m -> {
+        Object[] keyArray = new JsonSerde<List<?>>().fromBytes(bytes(m, "key")).toArray();
+        CoordinatorStreamMessage message = new CoordinatorStreamMessage(keyArray, new HashMap<>());
+        String namespacedKey = org.apache.samza.coordinator.metadatastore.CoordinatorStreamStore
+            .serializeCoordinatorMessageKeyToJson(message.getType(), message.getKey());
+        if (m.hasNonNull("value")) {
+          messages.put(namespacedKey, bytes(m, "value"));
+        } else {
+          messages.remove(namespacedKey);
+        }
+      });
+    }
+
+    @Override public void init() { }
+    @Override public byte[] get(String key) { return messages.get(key); }
+    @Override public Map<String, byte[]> all() { return java.util.Collections.unmodifiableMap(new HashMap<>(messages)); }
+    @Override public void delete(String key) { put(key, null); }
+    @Override public void flush() { }
+    @Override public void close() { }
+
+    @Override
+    public void put(String namespacedKey, byte[] value) {
+      // as CoordinatorStreamStore.put: the namespace becomes the key's type, the value is sent as it is
+      org.apache.samza.coordinator.metadatastore.CoordinatorStreamStore.CoordinatorMessageKey key =
+          org.apache.samza.coordinator.metadatastore.CoordinatorStreamStore.deserializeCoordinatorMessageKeyFromJson(namespacedKey);
+      written.add(new byte[][]{new CoordinatorStreamKeySerde(key.getNamespace()).toBytes(key.getKey()), value});
+      if (value == null) {
+        messages.remove(namespacedKey);
+      } else {
+        messages.put(namespacedKey, value);
+      }
+    }
+  }
+
+  /** Samza's StartpointObjectMapper (package-private; the same mapper StartpointManager uses). */
+  private static ObjectMapper startpointMapper() throws Exception {
+    java.lang.reflect.Method m = Class.forName("org.apache.samza.startpoint.StartpointObjectMapper")
+        .getDeclaredMethod("getObjectMapper");
+    m.setAccessible(true);
+    return (ObjectMapper) m.invoke(null);
+  }
+
+  private static ObjectNode startpointStore(JsonNode r) throws Exception {
+    MessageStore store = new MessageStore(r.get("messages"));
+    ObjectMapper mapper = startpointMapper();
+    org.apache.samza.startpoint.StartpointManager manager = new org.apache.samza.startpoint.StartpointManager(store);
+    manager.start();
+    ArrayNode results = JSON.createArrayNode();
+    for (JsonNode a : r.get("actions")) {
+      String action = a.get("do").asText();
+      TaskName task = a.hasNonNull("taskName") ? new TaskName(a.get("taskName").asText()) : null;
+      switch (action) {
+        case "write":
+          manager.writeStartpoint(ssp(a.get("ssp")), task,
+              mapper.readValue(JSON.writeValueAsBytes(a.get("startpoint")), org.apache.samza.startpoint.Startpoint.class));
+          results.addNull();
+          break;
+        case "read": {
+          Optional<org.apache.samza.startpoint.Startpoint> sp = task == null ? manager.readStartpoint(ssp(a.get("ssp")))
+              : manager.readStartpoint(ssp(a.get("ssp")), task);
+          results.add(sp.isPresent() ? startpointJson(sp.get()) : JSON.nullNode());
+          break;
+        }
+        case "delete":
+          manager.deleteStartpoint(ssp(a.get("ssp")), task);
+          results.addNull();
+          break;
+        case "fanOut": {
+          Map<TaskName, java.util.Set<SystemStreamPartition>> tasks = new HashMap<>();
+          a.get("tasks").fields().forEachRemaining(t -> {
+            java.util.Set<SystemStreamPartition> ssps = new java.util.HashSet<>();
+            t.getValue().forEach(e -> ssps.add(ssp(e)));
+            tasks.put(new TaskName(t.getKey()), ssps);
+          });
+          ObjectNode out = JSON.createObjectNode();
+          manager.fanOut(tasks).forEach((t, fanOut) -> out.set(t.getTaskName(), fanOutJson(fanOut)));
+          results.add(out);
+          break;
+        }
+        case "getFanOut":
+          results.add(fanOutJson(manager.getFanOutForTask(task)));
+          break;
+        case "removeFanOut": {
+          java.util.Set<SystemStreamPartition> ssps = new java.util.HashSet<>();
+          a.get("ssps").forEach(e -> ssps.add(ssp(e)));
+          manager.removeFanOutForTaskSSPs(task, ssps);
+          results.addNull();
+          break;
+        }
+        default:
+          throw new IllegalArgumentException("unknown startpoint action " + action);
+      }
+    }
+    manager.stop();
+    ObjectNode out = JSON.createObjectNode();
+    out.set("results", results);
+    ArrayNode written = out.putArray("written");
+    for (byte[][] m : store.written) {
+      ObjectNode w = written.addObject().put("key", Base64.getEncoder().encodeToString(m[0]));
+      if (m[1] == null) {
+        w.putNull("value");
+      } else {
+        w.put("value", Base64.getEncoder().encodeToString(m[1]));
+      }
+    }
+    return out;
+  }
+
+  /** A startpoint as Samza's classes hold it: its class and getters. */
+  private static ObjectNode startpointJson(org.apache.samza.startpoint.Startpoint sp) {
+    ObjectNode out = JSON.createObjectNode();
+    out.put("class", sp.getClass().getSimpleName());
+    out.put("creationTimestamp", sp.getCreationTimestamp());
+    if (sp instanceof org.apache.samza.startpoint.StartpointSpecific) {
+      out.put("specificOffset", ((org.apache.samza.startpoint.StartpointSpecific) sp).getSpecificOffset());
+    }
+    if (sp instanceof org.apache.samza.startpoint.StartpointTimestamp) {
+      out.put("timestampOffset", ((org.apache.samza.startpoint.StartpointTimestamp) sp).getTimestampOffset());
+    }
+    return out;
+  }
+
+  private static ObjectNode fanOutJson(Map<SystemStreamPartition, org.apache.samza.startpoint.Startpoint> fanOut) {
+    ObjectNode out = JSON.createObjectNode();
+    fanOut.forEach((ssp, sp) -> out.set(ssp.getSystem() + "." + ssp.getStream() + "." + ssp.getPartition().getPartitionId(),
+        startpointJson(sp)));
+    return out;
   }
 
   // -- helpers ---------------------------------------------------------------------------------------
