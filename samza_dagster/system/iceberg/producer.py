@@ -28,8 +28,8 @@ from typing import Any
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import DataFile
-from pyiceberg.table import Table
-from pyiceberg.table.update.snapshot import ManageSnapshots
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.refs import SnapshotRefType
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
@@ -54,6 +54,27 @@ class _Pending:
     files: list[DataFile] = field(default_factory=list)
     table: Table | None = None
     records: int = 0
+
+
+class _TaggedCommit(Transaction):
+    """One table commit that appends a snapshot and moves ``tag`` to it (:func:`checkpoint_tag`:
+    snapshot expiry, Spark's ``expire_snapshots`` included, never drops a tagged snapshot).
+
+    pyiceberg 0.12 retries a conflicting commit itself by re-staging the snapshot alone — every
+    other ref update is dropped (measured: a container's tag left on its first snapshot) — so the
+    tag is staged again after each of its retries; the snapshot keeps its id across them."""
+
+    def __init__(self, table: Table, tag: str) -> None:
+        super().__init__(table)
+        self._tag = tag
+
+    def tag_snapshot(self) -> None:
+        (producer,) = self._snapshot_producers
+        self._stage(*self._set_ref_snapshot(producer._snapshot_id, self._tag, SnapshotRefType.TAG))
+
+    def _rebuild_snapshot_updates(self) -> None:
+        super()._rebuild_snapshot_updates()
+        self.tag_snapshot()
 
 
 @dataclass(frozen=True)
@@ -190,14 +211,12 @@ class IcebergSystemProducer:
         def attempt() -> Table:
             table = pending.table
             assert table is not None
-            with table.transaction() as tx:
+            tx = _TaggedCommit(table, checkpoint_tag(self.job, container))
+            with tx:
                 with tx.update_snapshot(snapshot_properties=props).fast_append() as append:
                     for data_file in files:
                         append.append_data_file(data_file)
-                # the same commit moves the container's tag to this snapshot: snapshot expiry
-                # (Spark's expire_snapshots included) never drops a tagged snapshot
-                with ManageSnapshots(tx) as refs:
-                    refs.create_tag(append._snapshot_id, checkpoint_tag(self.job, container))
+                tx.tag_snapshot()
             return table
 
         def refresh() -> None:
