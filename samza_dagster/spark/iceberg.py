@@ -19,8 +19,10 @@ and ``INSERT INTO`` / ``CALL <s>.system.*`` work on the same tables:
   ``spark.sql.extensions`` adds Iceberg's procedures (``CALL <s>.system.expire_snapshots``).
 
 The runtime is built for Spark 4.1 (``iceberg-spark-runtime-4.1_2.13``): the product's pyspark is
-pinned to 4.1.x (docs/decisions.md). Jars and extensions apply when the JVM starts:
-:func:`iceberg_session` refuses a session already running without them.
+pinned to 4.1.x (docs/decisions.md). Jars join the driver's classpath when the process's JVM
+starts (its first session), extensions when a session starts: :func:`iceberg_session` refuses a
+session or a JVM without them, and :func:`preload_runtime` puts the runtime on the JVM's classpath
+ahead of any session (a process that starts other sessions first, e.g. a test suite).
 """
 
 from __future__ import annotations
@@ -192,17 +194,48 @@ def iceberg_session(
 
     conf = iceberg_spark_conf(config, system)
     spark = get_or_create_spark(with_iceberg(spark_config or {}, conf), master=master, app_name=app_name)
-    running_jars = spark.sparkContext.getConf().get("spark.jars", "") or ""
     extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
-    if ARTIFACTS[0].split(":")[1] not in running_jars or EXTENSIONS not in extensions:
+    if EXTENSIONS not in extensions:
         raise ConfigError(
-            f"iceberg system {system!r}: a Spark session without Iceberg's runtime is already running in this "
-            "process; stop it (spark.stop()) or start it with iceberg_spark_conf's settings"
+            f"iceberg system {system!r}: a Spark session without Iceberg's extensions is already running in this "
+            "process; stop it (spark.stop()) first"
+        )
+    if not _runtime_loadable(spark):
+        raise ConfigError(
+            f"iceberg system {system!r}: this process's JVM started without Iceberg's Spark runtime (jars join the "
+            "driver's classpath only at its start): call samza_dagster.spark.iceberg.preload_runtime() first"
         )
     for key, value in conf.items():  # a session started for another system gets this one's catalog too
         if key.startswith(f"spark.sql.catalog.{system}"):
             spark.conf.set(key, value)
     return spark
+
+
+def _runtime_loadable(spark: SparkSession) -> bool:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    try:
+        jvm.java.lang.Class.forName(
+            SPARK_CATALOG, False, jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        )
+    except Exception:  # noqa: BLE001 - py4j's error for ClassNotFoundException: not on the classpath
+        return False
+    return True
+
+
+def preload_runtime() -> bool:
+    """Put Iceberg's Spark runtime on the driver's classpath of the JVM this process starts for its
+    first Spark session (``PYSPARK_SUBMIT_ARGS``), so an :func:`iceberg_session` created after
+    other sessions were stopped still loads it. False when the JVM is already running (too late)."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:
+        return False
+    classpath = os.pathsep.join(str(p) for p in iceberg_jars())
+    args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+    if classpath not in args:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-class-path {classpath} {args}"
+    return True
 
 
 if __name__ == "__main__":
