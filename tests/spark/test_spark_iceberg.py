@@ -121,7 +121,7 @@ def test_spark_snapshot_expiry_keeps_the_snapshots_holding_the_jobs_checkpoints(
 
     now = spark.sql("SELECT current_timestamp() + INTERVAL 1 SECOND AS t").first().t
     result = spark.sql(
-        f"CALL lake.system.expire_snapshots(table => 'web.clicks', older_than => TIMESTAMP '{now}', retain_last => 1)"
+        f"CALL lake.system.expire_snapshots(table => 'lake.web.clicks', older_than => TIMESTAMP '{now}', retain_last => 1)"
     ).first()
     assert result.deleted_manifest_lists_count > 0  # expiry did expire snapshots
 
