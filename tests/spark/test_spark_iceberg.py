@@ -10,6 +10,8 @@ session for the module (a session costs 7-14 s)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from datetime import date
 
 import pyarrow as pa
@@ -151,3 +153,35 @@ def test_a_misspelt_catalog_file_is_one_error_and_creates_nothing(lake, tmp_path
     assert not os.path.exists(wrong.removeprefix("sqlite:///"))
     good = iceberg_spark_conf(config, "lake", jars=False)
     assert good["spark.sql.catalog.lake.uri"] == "jdbc:sqlite:" + uri.removeprefix("sqlite:///")
+
+
+def test_a_jvm_started_without_the_runtime_is_refused_in_one_line(lake, tmp_path):
+    """A process whose first Spark session had no Iceberg runtime (its JVM's classpath is fixed):
+    the iceberg session is refused naming preload_runtime, not a Py4J trace at the first query."""
+    config, _ = lake
+    script = (
+        "import sys\n"
+        "from samza_dagster.config import Config\n"
+        "from samza_dagster.config.errors import ConfigError\n"
+        "from samza_dagster.spark.iceberg import iceberg_session\n"
+        "from samza_dagster.spark.session import get_or_create_spark\n"
+        "get_or_create_spark(master='local[1]').stop()\n"
+        "config = Config(dict(line.split('=', 1) for line in sys.stdin.read().splitlines()))\n"
+        "try:\n"
+        "    iceberg_session(config, 'lake', master='local[1]')\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}  # no preloaded runtime
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input="\n".join(f"{k}={v}" for k, v in config.items()),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = done.stdout.splitlines()
+    assert "iceberg system 'lake'" in line and "without Iceberg's Spark runtime" in line and "preload_runtime()" in line
