@@ -28,6 +28,7 @@ ahead of any session (a process that starts other sessions first, e.g. a test su
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -101,7 +102,9 @@ def _fetch(target: Path, progress: bool) -> None:
         )
         if result.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
-            raise ConfigError(f"mvn could not fetch {artifact}:\n{(result.stdout + result.stderr)[-2000:]}")
+            output = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)  # mvn's colours
+            errors = [ln for ln in output.splitlines() if "ERROR" in ln] or ["(no output)"]
+            raise ConfigError(f"mvn could not fetch {artifact} from Maven Central: {errors[0].strip()[:400]}")
     (staging / _COMPLETE).write_text(f"fetched in {time.monotonic() - started:.1f}s\n")
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
