@@ -20,6 +20,16 @@ def pytest_configure(config: pytest.Config) -> None:
     _SESSION_TMP.install()
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Spark tests share one JVM, whose classpath is fixed by the first session: Iceberg's Spark
+    runtime goes on it before any (fetched once with mvn, as scripts/test does), so the tables-on-
+    Spark tests pass whichever Spark test ran first."""
+    if any(item.get_closest_marker("spark") for item in items):
+        from samza_dagster.spark.iceberg import preload_runtime
+
+        preload_runtime()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     _SESSION_TMP.remove()
 

@@ -1,13 +1,15 @@
 """Dagster definitions of clicks_lake: the job's assets from its config (the input stream, the
 Iceberg table it writes — declared, as a low-level task's outputs are), the daily aggregate
-downstream of the table with its job and schedule, and an op job writing three days of sample
-clicks (the three days before today, so the schedule's next partition has data)."""
+downstream of the table with its job and schedule, the same aggregate on Spark with its job, and
+an op job writing three days of sample clicks (the three days before today, so the schedule's
+next partition has data)."""
 
 from pathlib import Path
 
 import dagster as dg
 
 from jobs.clicks_lake.daily import APPLICATION, daily_clicks, daily_clicks_job, daily_clicks_schedule
+from jobs.clicks_lake.daily_spark import daily_clicks_spark, daily_clicks_spark_job
 from samza_dagster.config import Config
 from samza_dagster.orchestration import SamzaSystemsResource, application_definitions
 
@@ -39,7 +41,7 @@ def definitions() -> dg.Definitions:
         APPLICATION,
         CONFIG_PATH,
         declared_outputs=DECLARED_OUTPUTS,
-        assets=[daily_clicks],
-        jobs=[load_sample_job, daily_clicks_job],
+        assets=[daily_clicks, daily_clicks_spark],
+        jobs=[load_sample_job, daily_clicks_job, daily_clicks_spark_job],
         schedules=[daily_clicks_schedule],
     )

@@ -228,7 +228,8 @@ ASSET_NODES = """{ assetNodes { assetKey { path } dependencyKeys { path } groupN
 
 def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggregate_in_the_ui(dg_dev):
     """The batch half as a user meets it in ``dg dev``: the clicks_lake group's graph shows the input
-    stream, the job's Iceberg table and the daily aggregate, each downstream of the one before."""
+    stream, the job's Iceberg table and the daily aggregate with pandas and on Spark, each downstream of
+    the one before."""
     port, _, _ = dg_dev
     base = f"http://127.0.0.1:{port}"
     _wait_for_code_location(base, 60)
@@ -242,11 +243,13 @@ def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggr
         "clicks_lake/click_events": [],
         "clicks_lake/clicks": ["clicks_lake/click_events"],
         "clicks_lake/daily_clicks": ["clicks_lake/clicks"],
+        "clicks_lake/daily_clicks_spark": ["clicks_lake/clicks"],
     }, deps
+    assert "clicks_lake_daily_clicks_spark" in nodes["clicks_lake/daily_clicks_spark"]["jobNames"]
 
     with _ui_page("dagster-ui-clicks-lake-lineage.png") as page:
         page.goto(f"{base}/locations/samza_dagster/asset-groups/clicks_lake", wait_until="domcontentloaded")
-        for name in ("click_events", "clicks", "daily_clicks"):  # the graph's three nodes
+        for name in ("click_events", "clicks", "daily_clicks", "daily_clicks_spark"):  # the graph's four nodes
             page.get_by_text(name, exact=True).first.wait_for(timeout=30000)
 
 

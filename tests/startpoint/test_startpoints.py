@@ -154,7 +154,17 @@ def test_startpoints_on_the_embedded_log(tmp_path: Path, runner: str):
             "systems.log.log.path": str(tmp_path / "log"),
         }
     )
-    run_scenario(Scenario(config, "log", "", runner))
+    try:
+        run_scenario(Scenario(config, "log", "", runner))
+    finally:
+        if runner == "spark":
+            # the runner's session (local[1]: one container) is left active by the runner; a later
+            # test asking for local[2] would get it back and fail on too few slots
+            from pyspark.sql import SparkSession
+
+            session = SparkSession.getActiveSession()
+            if session is not None:
+                session.stop()
 
 
 @pytest.mark.kafka

@@ -8,7 +8,9 @@ The commit and the checkpoint it carries are one atomic step of the table: a rea
 neither. At start, a container walks each table's snapshots from the newest back and takes, per
 task, the newest checkpoint found — what the table holds for that task — which it then prefers to
 the checkpoint stream's where it is ahead (container.py), so a crash between the table commit and
-the checkpoint write neither repeats the committed rows nor skips any.
+the checkpoint write neither repeats the committed rows nor skips any. The same commit moves the
+container's tag to its snapshot (:func:`checkpoint_tag`): snapshot expiry keeps tagged snapshots,
+so the newest checkpoints survive any expiry policy.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from collections.abc import Iterable, Mapping
 from pyiceberg.table import Table
 
 PREFIX = "samza.checkpoint."
+#: the tag of a container's newest commit: ``samza-checkpoint-<job.name>-<job.id>-<container>``
+TAG_PREFIX = "samza-checkpoint-"
+
+
+def checkpoint_tag(job: str, container: str) -> str:
+    """The tag each commit of ``container`` moves to its snapshot: expiry keeps tagged snapshots
+    (Iceberg's own ``expire_snapshots``, in Spark too), so the snapshot holding the container's
+    tasks' newest checkpoints stays however many snapshots other writers or maintenance add."""
+    return f"{TAG_PREFIX}{job}-{container}"
 
 
 def job_key(job: str) -> str:

@@ -9,7 +9,9 @@ the first batch's schema when it does not exist.
 The container's commit (container.py) then calls :meth:`commit_checkpoints` with the checkpoints
 it is about to write: every table this container wrote to since its last commit gets one commit —
 one Iceberg snapshot appending its data files — whose summary carries those checkpoints
-(checkpoints.py). Only then does the container write its checkpoint stream. A crash before the
+(checkpoints.py), and moves the container's tag (``checkpoint_tag``) to that snapshot, so expiring
+snapshots never drops the one holding a task's newest checkpoint. Only then does the container
+write its checkpoint stream. A crash before the
 table commit leaves data files no snapshot references (Iceberg's orphan files: invisible to
 readers, removed by orphan-file maintenance); a crash after it is repaired at restart from the
 checkpoints the table holds (:meth:`last_checkpoints`). Readers see whole commits only: a table is
@@ -26,14 +28,15 @@ from typing import Any
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import DataFile
-from pyiceberg.table import Table
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.refs import SnapshotRefType
 
 from samza_dagster.config.config import Config
 from samza_dagster.config.job_config import JobConfig
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.errors import WrongSystemError
 from samza_dagster.system.iceberg.catalog import IcebergTables
-from samza_dagster.system.iceberg.checkpoints import summary_properties, table_checkpoints
+from samza_dagster.system.iceberg.checkpoints import checkpoint_tag, summary_properties, table_checkpoints
 from samza_dagster.system.iceberg.config import IcebergSystemConfig
 from samza_dagster.system.rows import as_arrow_table, fit_table, rows_to_batch
 
@@ -51,6 +54,27 @@ class _Pending:
     files: list[DataFile] = field(default_factory=list)
     table: Table | None = None
     records: int = 0
+
+
+class _TaggedCommit(Transaction):
+    """One table commit that appends a snapshot and moves ``tag`` to it (:func:`checkpoint_tag`:
+    snapshot expiry, Spark's ``expire_snapshots`` included, never drops a tagged snapshot).
+
+    pyiceberg 0.12 retries a conflicting commit itself by re-staging the snapshot alone — every
+    other ref update is dropped (measured: a container's tag left on its first snapshot) — so the
+    tag is staged again after each of its retries; the snapshot keeps its id across them."""
+
+    def __init__(self, table: Table, tag: str) -> None:
+        super().__init__(table)
+        self._tag = tag
+
+    def tag_snapshot(self) -> None:
+        (producer,) = self._snapshot_producers
+        self._stage(*self._set_ref_snapshot(producer._snapshot_id, self._tag, SnapshotRefType.TAG))
+
+    def _rebuild_snapshot_updates(self) -> None:
+        super()._rebuild_snapshot_updates()
+        self.tag_snapshot()
 
 
 @dataclass(frozen=True)
@@ -131,7 +155,7 @@ class IcebergSystemProducer:
             pending = self._pending[name]
             self._write(name, pending)
             if pending.files:
-                made.append(self._commit(name, pending, props))
+                made.append(self._commit(name, pending, props, container_id))
         self._pending = {name: p for name, p in self._pending.items() if p.table is not None}
         self.commits.extend(made)
         return made
@@ -185,17 +209,19 @@ class IcebergSystemProducer:
         pending.files.extend(_dataframe_to_data_files(table.metadata, data, table.io, write_uuid=uuid.uuid4()))
         pending.records += data.num_rows
 
-    def _commit(self, name: str, pending: _Pending, props: dict[str, str]) -> TableCommit:
+    def _commit(self, name: str, pending: _Pending, props: dict[str, str], container: str) -> TableCommit:
         files = pending.files
         assert pending.table is not None
 
         def attempt() -> Table:
             table = pending.table
             assert table is not None
-            with table.transaction() as tx:
+            tx = _TaggedCommit(table, checkpoint_tag(self.job, container))
+            with tx:
                 with tx.update_snapshot(snapshot_properties=props).fast_append() as append:
                     for data_file in files:
                         append.append_data_file(data_file)
+                tx.tag_snapshot()
             return table
 
         def refresh() -> None:

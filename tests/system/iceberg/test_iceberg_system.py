@@ -4,7 +4,8 @@ SIGKILL ten times while the job writes the table — at points it has reached (b
 commit, between the table commit and the checkpoint, mid-processing), signalled by a marker file
 the fault hook writes — then run it to the end: every input row is in the table exactly once, and
 after every kill the table is readable (by a fresh pyiceberg reader) and holds no row twice. Two
-containers append to one table and both land (conflicts retried). A row that does not fit the
+containers append to one table and both land (conflicts retried), each container's checkpoint tag on
+its newest commit. A row that does not fit the
 table's schema fails the job naming the table and the row.
 """
 
@@ -25,6 +26,7 @@ from samza_dagster.runtime import run_job
 from samza_dagster.runtime.process_runner import ProcessJobRunner
 from samza_dagster.system import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.iceberg import IcebergSystemFactory, IcebergSystemProducer
+from samza_dagster.system.iceberg.checkpoints import TAG_PREFIX, checkpoint_tag, table_checkpoints
 from samza_dagster.task.api import BatchStreamTask, StreamTask
 from tests.kill_points import KillPoint, Kills, ThreadedRun, fault_points
 
@@ -182,6 +184,32 @@ def test_two_containers_append_to_one_table_and_both_land(tmp_path):
     commits = {s.container_id: s.metrics["table_commits"]["samza.copy"] for s in result.summaries}
     assert sum(c["rows"] for c in commits.values()) == ROWS
     assert all(c["commits"] >= 1 for c in commits.values())
+
+
+def test_each_containers_tag_follows_its_newest_commit_through_a_conflicting_commit(tmp_path):
+    """Container 1 commits on a table container 0 has moved on since it loaded it: pyiceberg's own
+    retry re-stages the snapshot, and the container's tag still lands on it (snapshot expiry keeps
+    tagged snapshots: tests/spark/test_spark_iceberg.py)."""
+    config = _config(tmp_path, **{"systems.ice.samza.factory": "iceberg"})
+    producers = [IcebergSystemProducer("ice", config) for _ in range(2)]
+    copy = SystemStream("ice", "copy")
+    for n, producer in enumerate(producers):  # both load the table before either commits again
+        producer.send("t", OutgoingMessageEnvelope(copy, {"id": n}))
+        producer.commit_checkpoints(str(n), {f"Partition {n}": b'{"n": 0}'})
+        producer.send("t", OutgoingMessageEnvelope(copy, {"id": 10 + n}))
+        producer.flush("t")
+    made = [p.commit_checkpoints(str(n), {f"Partition {n}": b'{"n": 1}'}) for n, p in enumerate(producers)]
+    catalog = load_catalog("ice", **{k: v for k, v in config.subset("systems.ice.iceberg.catalog.").items()})
+    table = catalog.load_table(("samza", "copy"))
+    assert sorted(table.scan().to_arrow()["id"].to_pylist()) == [0, 1, 10, 11]
+    tags = {name: ref.snapshot_id for name, ref in table.metadata.refs.items() if name.startswith(TAG_PREFIX)}
+    assert tags == {checkpoint_tag("to-iceberg-1", str(n)): made[n][0].snapshot_id for n in range(2)}
+    assert table.current_snapshot().snapshot_id == made[1][0].snapshot_id
+    assert table.current_snapshot().parent_snapshot_id == made[0][0].snapshot_id  # container 1 retried over 0
+    assert table_checkpoints(table, "to-iceberg-1", ["Partition 0", "Partition 1"]) == {
+        "Partition 0": b'{"n": 1}',
+        "Partition 1": b'{"n": 1}',
+    }
 
 
 class MisfitTask(StreamTask):
