@@ -12,76 +12,22 @@ changed pom gets a directory of its own.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+from support.maven_dist import MavenDist
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 LOG4J_CONFIG = POM.parent / "log4j2.properties"
-
-#: written last into the cache directory: its presence means every jar was copied
-_COMPLETE = ".complete"
+KAFKA = MavenDist("kafka", POM, "kafka.version", "Apache Kafka", "broker jars, ~45 MB")
 
 
 def kafka_version() -> str:
-    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
-    if not match:
-        raise RuntimeError(f"{POM} names no <kafka.version>")
-    return match.group(1).strip()
-
-
-def cache_dir() -> Path:
-    root = Path(os.environ.get("SAMZA_DAGSTER_CACHE") or Path.home() / ".cache" / "samza-dagster")
-    pom_hash = hashlib.sha256(POM.read_bytes()).hexdigest()[:8]
-    return root / f"kafka-{kafka_version()}-{pom_hash}"
+    return KAFKA.version()
 
 
 def kafka_libs(progress: bool = False) -> Path:
     """The directory of the broker's jars (its classpath is ``<dir>/*``), fetched if missing."""
-    target = cache_dir()
-    libs = target / "libs"
-    if (target / _COMPLETE).exists():
-        return libs
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise RuntimeError(
-            "the tests' Kafka broker comes from Maven Central through `mvn`, which is not on PATH "
-            "(Debian: apt-get install maven)"
-        )
-    if progress:
-        print(f"fetching Apache Kafka {kafka_version()} (broker jars, ~45 MB) with mvn into {target}", file=sys.stderr)
-    started = time.monotonic()
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    result = subprocess.run(
-        [
-            mvn,
-            "--batch-mode",
-            "--quiet",
-            "-f",
-            str(POM),
-            "dependency:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={staging / 'libs'}",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise RuntimeError(f"mvn could not fetch the Kafka broker ({POM}):\n{(result.stdout + result.stderr)[-3000:]}")
-    (staging / _COMPLETE).write_text(f"fetched in {time.monotonic() - started:.1f}s\n")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    if progress:
-        print(f"fetched Apache Kafka {kafka_version()} in {time.monotonic() - started:.1f}s", file=sys.stderr)
-    return libs
+    return KAFKA.fetch(progress) / "libs"
 
 
 if __name__ == "__main__":
