@@ -64,8 +64,9 @@ _CLI_QUIETED_LOGGERS = ("py4j", "pyspark", "kafka")
 @pytest.fixture(autouse=True)
 def _cli_logging_undone():
     """A test that runs the CLI in this process leaves its quiet logging behind (the Kafka
-    clients' loggers at ERROR, the root handlers filtered): undone after each test, so a later
-    test's caplog sees the records it asserts on whatever ran before it."""
+    clients' loggers at ERROR, the root handlers filtered), one that runs Dagster its loggers
+    disabled: undone after each test, so a later test's caplog sees the records it asserts on
+    whatever ran before it."""
     levels = {name: logging.getLogger(name).level for name in _CLI_QUIETED_LOGGERS}
     root = logging.getLogger()
     handlers = {handler: (handler.level, list(handler.filters)) for handler in root.handlers}
@@ -76,3 +77,8 @@ def _cli_logging_undone():
         if handler in handlers:
             handler.setLevel(handlers[handler][0])
             handler.filters = handlers[handler][1]
+    # Dagster configures its loggers with logging.config.dictConfig, which disables every logger
+    # that exists then (disable_existing_loggers): the engine's, made at import, among them
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if name.startswith("samza_dagster") and isinstance(logger, logging.Logger):
+            logger.disabled = False

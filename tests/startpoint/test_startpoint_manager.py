@@ -195,7 +195,7 @@ def test_the_earlier_set_startpoint_messages_are_read_and_migrated_by_the_fan_ou
         }
         # a container started before the coordinator migrated them still finds its task's
         assert manager.task_startpoints(["T1"]) == {"T1": {_ssp("in", 1): StartpointOldest(creation_timestamp=11)}}
-        with caplog.at_level(logging.INFO):
+        with caplog.at_level(logging.INFO, logger="samza_dagster.startpoint.manager"):
             manager.fan_out({"T0": {_ssp("in", 0)}, "T1": {_ssp("in", 1)}})
         assert "migrated 2 startpoint(s) from the engine's earlier set-startpoint messages" in caplog.text
         assert manager.read_all() == {

@@ -46,12 +46,16 @@ class IcebergSystemConfig:
 
 
 def default_catalog(system: str, config: Config) -> dict[str, str]:
-    """A SQL catalog on a SQLite file under the log root, its tables beside it."""
-    root = log_root()
-    if root is None:
-        default_system = keys.JOB_DEFAULT_SYSTEM.get(config)
-        configured = keys.LOG_PATH.get(config, system=default_system)
-        root = os.path.abspath(os.path.expanduser(configured))
+    """A SQL catalog on a SQLite file under the log root, its tables beside it.
+
+    The root is the job's config's first — its default system's ``log.path``, which the entry
+    points (the CLI, the Dagster resource) set from ``SAMZA_LOG_PATH`` or the resource's
+    ``log_path`` — and the environment's only when the config names none: a container runs
+    where the environment may be another's (a Spark worker started for an earlier job), and a
+    table written under that root is one its job never finds."""
+    default_system = keys.JOB_DEFAULT_SYSTEM.get(config)
+    configured = config.get_str(keys.LOG_PATH.key(system=default_system))
+    root = log_root(configured) or os.path.abspath(os.path.expanduser(keys.LOG_PATH.default))
     base = os.path.join(root, "iceberg", system)
     os.makedirs(os.path.join(base, "warehouse"), exist_ok=True)
     return {

@@ -271,3 +271,22 @@ def test_timed_commits_of_a_container_writing_a_table_are_spaced_by_the_tables_c
     # table's metadata, which grows with every snapshot, at each commit
     spaced, spaced_s = snapshots("1000", "spaced")
     assert 2 <= spaced <= spaced_s / 1.0 + 2, (spaced, spaced_s)
+
+
+def test_the_default_catalog_is_under_the_jobs_log_root_whatever_the_processs_environment_says(tmp_path, monkeypatch):
+    """A container runs where the environment may be another job's (a Spark worker started for an
+    earlier one): the job's config — which the CLI and the Dagster resource set from
+    ``SAMZA_LOG_PATH`` or ``log_path`` — names the catalog's root, the environment only when it
+    names none."""
+    from samza_dagster.system.iceberg.config import IcebergSystemConfig
+
+    monkeypatch.setenv("SAMZA_LOG_PATH", str(tmp_path / "another-jobs-root"))
+    config = Config(
+        {"job.name": "j", "systems.log.samza.factory": "log", "systems.log.log.path": str(tmp_path / "log")}
+    )
+    uri = IcebergSystemConfig.from_config("ice", config).catalog_properties["uri"]
+    assert uri == f"sqlite:///{tmp_path / 'log' / 'iceberg' / 'ice' / 'catalog.db'}"
+    # no log path in the config: the deployment's root
+    bare = Config({"job.name": "j", "systems.log.samza.factory": "log"})
+    uri = IcebergSystemConfig.from_config("ice", bare).catalog_properties["uri"]
+    assert uri.startswith(f"sqlite:///{tmp_path / 'another-jobs-root'}")
