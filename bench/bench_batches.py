@@ -180,6 +180,12 @@ def child_transform(root: str, messages: int, how: str, run: int) -> dict:
 
     cls = OrderTotalsPerBatch if how == "batch" else OrderTotalsPerMessage
     config = _config(Path(root), f"{how}-{run}", **{"task.class": f"bench.bench_batches:{cls.__name__}"})
+    return _measured_container(config, cls, messages)
+
+
+def _measured_container(config: Config, cls: type, messages: int) -> dict:
+    """One container of ``cls`` tasks over ``config``'s input: msgs/s and msgs per CPU second of
+    this process (every thread), and the per-segment totals its tasks arrived at (none for a no-op)."""
     factory = _KeepingFactory(cls)
     container = SamzaContainer("0", build_job_model(config).model, task_factory=factory)
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -188,8 +194,8 @@ def child_transform(root: str, messages: int, how: str, run: int) -> dict:
     if summary.messages_processed != messages:
         raise RuntimeError(f"processed {summary.messages_processed} of {messages}")
     totals: dict[str, float] = defaultdict(float)
-    for task in factory.tasks:
-        for segment, total in task.totals.items():
+    for made in factory.tasks:
+        for segment, total in getattr(made, "totals", {}).items():
             totals[segment] += total
     return {"per_cpu_s": messages / cpu, "rate": messages / wall, "cpu_s": cpu, "totals": dict(totals)}
 
@@ -283,20 +289,8 @@ def child_parquet(root: str, messages: int, task: str, run: int) -> dict:
     import samza_dagster.system.files  # noqa: F401
     import samza_dagster.system.log  # noqa: F401 - the checkpoints' system
 
-    cls = globals()[task]
     config = _parquet_config(Path(root), f"parquet-{task}-{run}", **{"task.class": f"bench.bench_batches:{task}"})
-    factory = _KeepingFactory(cls)
-    container = SamzaContainer("0", build_job_model(config).model, task_factory=factory)
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    summary = container.run()
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
-    if summary.messages_processed != messages:
-        raise RuntimeError(f"processed {summary.messages_processed} of {messages}")
-    totals: dict[str, float] = defaultdict(float)
-    for made in factory.tasks:
-        for segment, total in getattr(made, "totals", {}).items():
-            totals[segment] += total
-    return {"per_cpu_s": messages / cpu, "rate": messages / wall, "cpu_s": cpu, "totals": dict(totals)}
+    return _measured_container(config, globals()[task], messages)
 
 
 def child_noop(root: str, messages: int, task_class: str, run: int) -> dict:
