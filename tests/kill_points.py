@@ -388,11 +388,14 @@ class SubprocessRun:
             self.proc.wait(30)
 
 
-def kill_at_each_point(kills: Kills, start: Callable[[], RunningJob]) -> RunningJob | None:
+def kill_at_each_point(
+    kills: Kills, start: Callable[[], RunningJob], after_each: Callable[[KillPoint], None] | None = None
+) -> RunningJob | None:
     """Start the job and kill it at each planned point in turn — starting it again after each
-    kill unless it restarts by itself — until every point landed or the job ended first (then
-    :attr:`Kills.landed` falls short of the plan). Returns the job still running (one that
-    restarts by itself, after its last kill), else None."""
+    kill unless it restarts by itself, ``after_each`` (the point) called once the killed job is
+    gone — until every point landed or the job ended first (then :attr:`Kills.landed` falls
+    short of the plan). Returns the job still running (one that restarts by itself, after its
+    last kill), else None."""
     job: RunningJob | None = None
     try:
         while kills.pending:
@@ -403,6 +406,8 @@ def kill_at_each_point(kills: Kills, start: Callable[[], RunningJob]) -> Running
             if not job.restarts_after_a_kill:
                 job.wait(60)
                 job = None
+                if after_each is not None:
+                    after_each(kills.landed[-1])
     except BaseException:
         kills.kill_paused()
         if job is not None:

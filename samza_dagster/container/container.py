@@ -46,12 +46,13 @@ from samza_dagster.container.gc_threshold import apply_gc_threshold
 from samza_dagster.container.gil import apply_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
-from samza_dagster.container.output_checkpoints import commit_outputs, newest_checkpoints
+from samza_dagster.container.output_checkpoints import commit_outputs, tables_ahead
 from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.run_loop_config import RunLoopConfig
 from samza_dagster.container.side_inputs import SideInputsManager
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
+from samza_dagster.container.table_replay import TableReplay
 from samza_dagster.container.task_instance import TaskInstance
 from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.model import SystemStream, SystemStreamMetadata, SystemStreamPartition
@@ -259,24 +260,26 @@ class SamzaContainer:
         check_exactly_once(self.config)
         self._start_producers(plan)
         metadata = self._input_metadata(plan)
+        last = self._start_checkpoints(plan)
         # an output whose commits carry checkpoints (Iceberg) may be ahead of the stream after a crash
-        last = newest_checkpoints(
-            self._start_checkpoints(plan), self.producers.values(), self.container_model.tasks, self._admin
-        )
+        ahead = tables_ahead(last, self.producers.values(), self.container_model.tasks, self._admin)
         self._open_stores(plan, last)
         self.side_inputs = side_inputs_manager(
             self.config, self.container_model, self._task_stores, plan, self._admin, self._new_consumer
         )
         self.side_inputs_restored = self.side_inputs.bootstrap()
-        self._create_tasks(plan, last)
+        self._create_tasks(plan, last, ahead)
         starting = self._starting_offsets(plan.input_ssps, metadata, last)
         # startpoints (read from the coordinator stream) win over checkpoints
         self.startpoints = ContainerStartpoints(self.config, self.container_id)
-        starting.update(self.startpoints.apply(self.container_model.tasks, self._admin, metadata))
+        elsewhere = self.startpoints.apply(self.container_model.tasks, self._admin, metadata)
         for name in self.startpoints.applied:  # its first commit checkpoints the startpoint's position
             self.tasks[name].request_checkpoint()
         for ti in self.tasks.values():  # a task's own choice (TaskContext.set_start_offset) wins
-            starting.update(ti.context.start_offsets)
+            elsewhere.update(ti.context.start_offsets)
+        starting.update(elsewhere)
+        for ti in self.tasks.values():  # reprocessed on purpose: every table gets those rows again
+            ti.forget_replay(set(elsewhere) | self._reset_ssps(ti))
         consumers = self._start_consumers(plan, metadata, starting)
         run_loop = self.run_loop = self._create_run_loop(plan, consumers)
         self.reporting.start(self.tasks, self.consumers, self.metrics, self._new_metrics_admin, self.restored, starting)
@@ -367,8 +370,11 @@ class SamzaContainer:
         for stores in task_stores.values():
             stores.refuse_pickled_state()
 
-    def _create_tasks(self, plan: ContainerPlan, last: dict[str, Checkpoint]) -> None:
-        """A TaskInstance per task of the container model, then every task's ``init``."""
+    def _create_tasks(
+        self, plan: ContainerPlan, last: dict[str, Checkpoint], ahead: dict[str, dict[SystemStream, Checkpoint]]
+    ) -> None:
+        """A TaskInstance per task of the container model — replaying into the tables ``ahead`` of
+        its checkpoint (table_replay.py) — then every task's ``init``."""
         dead_letter = None
         dlq = plan.dead_letter_stream
         if dlq is not None:
@@ -390,12 +396,37 @@ class SamzaContainer:
                 dead_letter=dead_letter,
                 job_model=self.job_model,
                 last_checkpoint=last.get(name),
+                replay=self._table_replay(name, ahead.get(name), plan),
             )
             self.tasks[name] = ti
         if self._exactly_once:
             check_exactly_once(self.config, task_is_async=any(ti.is_async for ti in self.tasks.values()))
         for ti in self.tasks.values():
             ti.init()
+
+    def _table_replay(
+        self, task: str, tables: dict[SystemStream, Checkpoint] | None, plan: ContainerPlan
+    ) -> TableReplay | None:
+        if not tables:
+            return None
+        if plan.task.max_concurrency > 1:  # which message a send came from is unknown: at-least-once
+            log.warning(
+                "task %r: tables %s hold rows it replays; with %s=%d it may send them again",
+                task,
+                ", ".join(f"{ss.system}.{ss.stream}" for ss in tables),
+                keys.TASK_MAX_CONCURRENCY.name,
+                plan.task.max_concurrency,
+            )
+            return None
+        return TableReplay(task, tables, self._compare_offsets, self._admin)
+
+    def _compare_offsets(self, system: str, a: str, b: str) -> int:
+        return self._admin(system).offset_comparator(a, b)
+
+    def _reset_ssps(self, ti: TaskInstance) -> set[SystemStreamPartition]:
+        """``ti``'s partitions of streams whose offsets are reset at start (not read from the checkpoint)."""
+        streams = StreamConfig(self.config)
+        return {ssp for ssp in ti.ssps if streams.is_reset_offset(SystemStream(ssp.system, ssp.stream))}
 
     def _start_consumers(
         self,

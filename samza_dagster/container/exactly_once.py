@@ -10,9 +10,9 @@ checkpoint, become readable together (``read_committed``) or are removed. That h
   embedded log, Kafka) and every stream the job writes is on that system (changelogs, the dead-letter stream
   and any output: a message to another system could not be taken back, so sending one fails) — or on a
   system whose commits carry the job's checkpoints (its factory's ``commits_with_checkpoints``: Iceberg
-  tables, committed before the transaction and read back at start: container/output_checkpoints.py),
-  in a job whose stores keep no changelog (the changelog's writes would be in the transaction that a
-  crash after the table commit aborts);
+  tables, committed before the transaction; after a crash between the two a task restarts from the
+  checkpoint stream — its stores exact there — and replays without sending a table what it already
+  holds: container/table_replay.py);
 * every task of the container is quiet at each commit, so that no output is in the transaction
   without the offset of the input that caused it: the inline run loop (one thread, synchronous
   tasks, ``task.max.concurrency=1``) guarantees that. An asynchronous task, a thread pool or
@@ -29,13 +29,12 @@ from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.config.job_config import JobConfig
-from samza_dagster.config.system_config import SystemConfig
 from samza_dagster.config.task_config import TaskConfig
 from samza_dagster.container.dead_letter import DLQ_KEY, dead_letter_stream
 from samza_dagster.model import OutgoingMessageEnvelope
 from samza_dagster.storage import store_specs
 from samza_dagster.system.factories import system_factory
-from samza_dagster.system.protocols import CheckpointCommittingSystemFactory, TransactionalSystemFactory
+from samza_dagster.system.protocols import TransactionalSystemFactory
 
 GUARANTEE_KEY = keys.JOB_PROCESSING_GUARANTEE.name
 
@@ -74,15 +73,6 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
                 f"store {spec.name!r} logs to system {spec.changelog.system!r}, not to the checkpoint system "
                 f"{system!r} whose transactions cover the job's writes",
             )
-    own = _systems_committing_checkpoints(config)
-    for spec in store_specs(config, job.default_system):
-        if own and spec.changelog is not None:
-            raise _problem(
-                keys.STORE_CHANGELOG.key(store=spec.name),
-                f"store {spec.name!r} has a changelog and system {own[0]!r} commits its tables on its own, "
-                "before the checkpoint system's transaction: a crash between the two would keep the table's "
-                "rows and lose the changelog's; write the state to the table instead, or run at-least-once",
-            )
     dlq = dead_letter_stream(config)
     if dlq is not None and dlq.system != system:
         raise _problem(
@@ -107,17 +97,6 @@ def check_exactly_once(config: Config, task_is_async: bool | None = None) -> Non
             "an AsyncStreamTask completes messages on other threads, so its commits (its own or the "
             "container's) could take in outputs of messages still in flight; use a StreamTask",
         )
-
-
-def _systems_committing_checkpoints(config: Config) -> list[str]:
-    """Systems whose commits carry the job's checkpoints (Iceberg): exactly-once without the
-    transactions, committed before them."""
-    found = []
-    for system in SystemConfig(config).system_names():
-        factory = system_factory(config, system)
-        if isinstance(factory, CheckpointCommittingSystemFactory) and factory.commits_with_checkpoints(system, config):
-            found.append(system)
-    return found
 
 
 class NonTransactionalProducer:

@@ -1,14 +1,15 @@
-"""Checkpoints that outputs hold: where a restarted container resumes when an output is ahead of
-the checkpoint stream.
+"""Checkpoints that outputs hold: which tables are ahead of a restarted task's checkpoint stream.
 
 An output whose commits carry the job's checkpoints (an Iceberg table: system/iceberg/) commits
 before the container writes its checkpoint stream, so after a crash between the two the table
-holds a checkpoint the stream does not. At start, every such producer is asked for the newest
-checkpoint it holds per task (``last_checkpoints``), and a task whose held checkpoint is ahead of
-its stream checkpoint — at or past it in every partition it has, past it in at least one, as the
-partitions' admins compare offsets — resumes from the held one: the rows the table committed are
-not sent again, and nothing after them is skipped. Before the first commit of the table is
-written (``commit_checkpoints``), nothing else in this module runs on the commit path.
+holds a checkpoint the stream does not — with several tables, each its own, as the crash fell
+between their commits. At start, every such producer is asked for the newest checkpoint it holds
+per task (``last_checkpoints``); a table whose checkpoint is ahead of the task's stream checkpoint
+— at or past it in every partition it has, past it in at least one, as the partitions' admins
+compare offsets — already holds what the task will replay up to there, and the task's
+:class:`~samza_dagster.container.table_replay.TableReplay` keeps it from receiving that again.
+The task itself resumes from its checkpoint stream: its stores, changelog and other outputs are
+where that checkpoint says.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from samza_dagster.checkpoint.checkpoint import Checkpoint
+from samza_dagster.model import SystemStream
 from samza_dagster.system.protocols import CheckpointCarryingProducer
 
 log = logging.getLogger(__name__)
@@ -40,29 +42,31 @@ def ahead(candidate: Checkpoint, current: Checkpoint | None, admin_for: Callable
     return further and set(current.offsets) <= set(candidate.offsets)
 
 
-def newest_checkpoints(
+def tables_ahead(
     last: Mapping[str, Checkpoint],
     producers: Iterable[Any],
     tasks: Iterable[str],
     admin_for: Callable[[str], Any],
-) -> dict[str, Checkpoint]:
-    """``last`` (the checkpoint stream's), each task's replaced by the newest an output holds when that is ahead."""
-    result = dict(last)
+) -> dict[str, dict[SystemStream, Checkpoint]]:
+    """Per task, the tables holding a checkpoint ahead of ``last`` (the checkpoint stream's), with it."""
+    result: dict[str, dict[SystemStream, Checkpoint]] = {}
     names = list(tasks)
     for producer in producers:
         if not isinstance(producer, CheckpointCarryingProducer):
             continue
-        for task, found in producer.last_checkpoints(names).items():
-            for where, raw in found:
-                checkpoint = Checkpoint.from_bytes(raw, task, f"the checkpoint {where} holds")
-                if ahead(checkpoint, result.get(task), admin_for):
+        for task, held in producer.last_checkpoints(names).items():
+            for table, raw in held.items():
+                checkpoint = Checkpoint.from_bytes(raw, task, f"the checkpoint {table.system}.{table.stream} holds")
+                if ahead(checkpoint, last.get(task), admin_for):
                     log.info(
-                        "task %r resumes from the checkpoint its output %s holds (%s), ahead of the checkpoint stream",
+                        "task %r: table %s.%s holds its messages up to %s, ahead of its checkpoint stream: "
+                        "what the task replays up to there is not sent to the table again",
                         task,
-                        where,
+                        table.system,
+                        table.stream,
                         {str(ssp): o for ssp, o in checkpoint.offsets.items()},
                     )
-                    result[task] = checkpoint
+                    result.setdefault(task, {})[table] = checkpoint
     return result
 
 

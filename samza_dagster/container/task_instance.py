@@ -34,6 +34,7 @@ from samza_dagster.container.dead_letter import DeadLetterSender
 from samza_dagster.container.errors import ContainerError, DeserializationError, TaskProcessError, coordinates
 from samza_dagster.container.internal_context import ControlMessageHandling, InternalTaskContext, MessageDecoder
 from samza_dagster.container.metrics import TaskMetrics, register_store_metrics, register_task_metrics
+from samza_dagster.container.table_replay import TableReplay
 from samza_dagster.coordinator.model.job_model import JobModel
 from samza_dagster.metrics.registry import MetricsRegistry, task_source
 from samza_dagster.model import (
@@ -125,6 +126,7 @@ class TaskInstance:
         dead_letter: DeadLetterSender | None = None,
         job_model: JobModel | None = None,
         last_checkpoint: Checkpoint | None = None,
+        replay: TableReplay | None = None,
     ) -> None:
         self.task_name = task_name
         self.task = task
@@ -142,6 +144,13 @@ class TaskInstance:
         self.is_windowable = self._window is not None
         self.metrics = TaskMetrics(task_name, ssps)
         self.metrics_registry = MetricsRegistry(task_source(task_name))
+        #: tables ahead of the task's checkpoint (a restart after a crash between their commits
+        #: and the checkpoint stream's): what it replays up to there does not reach them again
+        self.replay = replay
+        if replay is not None:
+            producers = replay.producers(producers)
+            self.process_inline = self._replaying_inline  # type: ignore[method-assign]
+            self.process_run = self._replaying_run  # type: ignore[method-assign]
         self.collector = MessageCollector(task_name, producers, serdes)
         self.coordinator = TaskCoordinator(task_name, container_requests)
         self._container_requests = container_requests
@@ -218,12 +227,18 @@ class TaskInstance:
         self._control_handler = handler
         self._on_partition_end = on_partition_end
 
+    def forget_replay(self, ssps: set[SystemStreamPartition]) -> None:
+        """These partitions start elsewhere than the checkpoint: no table is muted for them."""
+        if self.replay is not None and ssps:
+            self.replay.forget(ssps)
+
     # -- the run loop's ---------------------------------------------------------------------------
     def inline_binding(self, ssp: SystemStreamPartition) -> InlineBinding | None:
         """What processing one envelope of ``ssp`` touches, for the inline run loop to bind once:
         it then processes and records the offset and count itself (the hot path: one dict lookup
-        per envelope). None when ``ssp`` needs deserializing (:meth:`process_inline` then)."""
-        if self._decoders.get(ssp) is not None:
+        per envelope). None when ``ssp`` needs deserializing, or the task replays into tables
+        (:meth:`process_inline` then)."""
+        if self._decoders.get(ssp) is not None or self.replay is not None:
             return None
         return InlineBinding(
             self,
@@ -316,6 +331,23 @@ class TaskInstance:
         self._processed[ssp] += 1
         self.uncommitted = True
 
+    def _replaying_inline(self, envelope: IncomingMessageEnvelope) -> None:
+        """:meth:`process_inline` while tables hold part of what the task replays."""
+        replay = self.replay
+        assert replay is not None
+        replay.at(envelope.ssp, envelope.offset)
+        TaskInstance.process_inline(self, envelope)
+        replay.muted = frozenset()
+
+    def _replaying_run(self, run: list[IncomingMessageEnvelope]) -> None:
+        """:meth:`process_run` while tables hold part of what the task replays: in pieces that
+        mute the same tables."""
+        replay = self.replay
+        assert replay is not None
+        for piece in replay.runs(run):
+            TaskInstance.process_run(self, piece)
+        replay.muted = frozenset()
+
     def process_run(self, run: list[IncomingMessageEnvelope]) -> None:
         """A batch task's processing of one chosen run (one partition's envelopes in offset order,
         an end-of-stream envelope only ever last, which the caller handles): the messages go to
@@ -377,6 +409,8 @@ class TaskInstance:
         )
 
     def call_process(self, envelope: IncomingMessageEnvelope, callback: TaskCallback | None = None) -> None:
+        if self.replay is not None:  # one message at a time (the container's _table_replay)
+            self.replay.at(envelope.ssp, envelope.offset)
         if callback is None:
             self._process(envelope, self.collector, self.coordinator)
         else:
@@ -408,6 +442,8 @@ class TaskInstance:
         t0 = time.perf_counter()
         try:
             assert self._window is not None  # the run loop windows windowable tasks only
+            if self.replay is not None:
+                self.replay.in_window()
             self._window(self.collector, self.coordinator)
         except Exception as exc:
             raise TaskProcessError(
@@ -419,6 +455,8 @@ class TaskInstance:
 
     def end_of_stream(self) -> None:
         if self._on_end_of_stream is not None:
+            if self.replay is not None:  # a table's checkpoint does not say whether it ran: it runs
+                self.replay.muted = frozenset()
             try:
                 self._on_end_of_stream(self.collector, self.coordinator)
             except Exception as exc:

@@ -206,6 +206,14 @@ class DeliversColumnar(Protocol):
 
 
 @runtime_checkable
+class SplitsColumnar(Protocol):
+    """An admin of a system that delivers columnar batches, which can cut one in two after a row
+    (a restart replaying into a table that holds part of a batch: container/table_replay.py)."""
+
+    def split_columnar(self, envelope: Any, offset: str) -> tuple[Any, Any]: ...
+
+
+@runtime_checkable
 class EmitsBadRows(Protocol):
     """A consumer that hands a row it cannot parse on as an envelope of its own instead of failing
     the read (the files system's JSON lines and CSV): the container decodes its partitions with
@@ -247,4 +255,4 @@ class CheckpointCarryingProducer(Protocol):
 
     def commit_checkpoints(self, container_id: str, checkpoints: Mapping[str, bytes]) -> list[Any]: ...
 
-    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, list[tuple[str, bytes]]]: ...
+    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, dict[SystemStream, bytes]]: ...

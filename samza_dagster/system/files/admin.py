@@ -20,9 +20,15 @@ import pyarrow.fs as pafs
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.model import StreamSpec, SystemStreamMetadata, SystemStreamPartition, SystemStreamPartitionMetadata
-from samza_dagster.system.errors import FileFormatError
-from samza_dagster.system.files.offsets import FileOffset, compare_file_offsets, file_offsets_after
+from samza_dagster.model import (
+    ColumnarEnvelope,
+    StreamSpec,
+    SystemStreamMetadata,
+    SystemStreamPartition,
+    SystemStreamPartitionMetadata,
+)
+from samza_dagster.system.errors import FileFormatError, OffsetError
+from samza_dagster.system.files.offsets import FileOffset, compare_file_offsets, file_offsets_after, parse_file_offset
 from samza_dagster.system.files.partitions import FileEntry
 from samza_dagster.system.files.streams import FilesStreams
 
@@ -130,3 +136,16 @@ class FilesSystemAdmin:
 
     def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
         return file_offsets_after(offsets)
+
+    def split_columnar(self, envelope: ColumnarEnvelope, offset: str) -> tuple[ColumnarEnvelope, ColumnarEnvelope]:
+        """``envelope``'s rows up to and including ``offset``, and those after it (both non-empty:
+        ``offset`` is at or past its first row and before its last). A batch is rows of one file."""
+        first = parse_file_offset(envelope.first_offset, envelope.ssp)
+        at = parse_file_offset(offset, envelope.ssp)
+        cut = at.row - first.row + 1
+        if at.path != first.path or not 0 < cut < envelope.rows:
+            raise OffsetError(f"{envelope!r} cannot be cut after offset {offset!r}: not one of its rows but its last")
+        batch = envelope.message
+        head = ColumnarEnvelope(envelope.ssp, envelope.first_offset, offset, batch.slice(0, cut))
+        tail = ColumnarEnvelope(envelope.ssp, str(FileOffset(at.path, at.row + 1)), envelope.offset, batch.slice(cut))
+        return head, tail

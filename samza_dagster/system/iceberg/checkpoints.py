@@ -6,9 +6,10 @@ commit covers (the same JSON the checkpoint stream holds) under
 ``samza.checkpoint.<job.name>-<job.id>.<task name>``, plus ``samza.job`` and ``samza.container``.
 The commit and the checkpoint it carries are one atomic step of the table: a reader sees both or
 neither. At start, a container walks each table's snapshots from the newest back and takes, per
-task, the newest checkpoint found — what the table holds for that task — which it then prefers to
-the checkpoint stream's where it is ahead (container.py), so a crash between the table commit and
-the checkpoint write neither repeats the committed rows nor skips any. The same commit moves the
+task, the newest checkpoint found — what the table holds for that task; where it is ahead of the
+checkpoint stream's, the task's replay does not send the table those rows again
+(container/table_replay.py), so a crash between the table commit and the checkpoint write neither
+repeats the committed rows nor skips any. The same commit moves the
 container's tag to its snapshot (:func:`checkpoint_tag`): snapshot expiry keeps tagged snapshots,
 so the newest checkpoints survive any expiry policy.
 """

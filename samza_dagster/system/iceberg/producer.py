@@ -13,8 +13,9 @@ one Iceberg snapshot appending its data files — whose summary carries those ch
 snapshots never drops the one holding a task's newest checkpoint. Only then does the container
 write its checkpoint stream. A crash before the
 table commit leaves data files no snapshot references (Iceberg's orphan files: invisible to
-readers, removed by orphan-file maintenance); a crash after it is repaired at restart from the
-checkpoints the table holds (:meth:`last_checkpoints`). Readers see whole commits only: a table is
+readers, removed by orphan-file maintenance); after a crash after it, the restarted task does not
+send the table again what its checkpoints say it holds (:meth:`last_checkpoints`,
+container/table_replay.py). Readers see whole commits only: a table is
 readable at every moment.
 """
 
@@ -160,17 +161,16 @@ class IcebergSystemProducer:
         self.commits.extend(made)
         return made
 
-    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, list[tuple[str, bytes]]]:
-        """Per task, the newest checkpoint (JSON) each of the namespace's tables holds for it, with
-        the table's name."""
+    def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, dict[SystemStream, bytes]]:
+        """Per task, the newest checkpoint (JSON) each of the namespace's tables holds for it."""
         wanted = list(tasks)
-        found: dict[str, list[tuple[str, bytes]]] = {}
+        found: dict[str, dict[SystemStream, bytes]] = {}
         for name in self.tables.tables():
             table = self.tables.load(name)
             if table is None:
                 continue
             for task, checkpoint in table_checkpoints(table, self.job, wanted).items():
-                found.setdefault(task, []).append((self.tables.name(name), checkpoint))
+                found.setdefault(task, {})[SystemStream(self.system_name, name)] = checkpoint
         return found
 
     def stop(self) -> None:

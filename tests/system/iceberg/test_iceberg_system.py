@@ -28,7 +28,7 @@ from samza_dagster.system import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.system.iceberg import IcebergSystemFactory, IcebergSystemProducer
 from samza_dagster.system.iceberg.checkpoints import TAG_PREFIX, checkpoint_tag, table_checkpoints
 from samza_dagster.task.api import BatchStreamTask, StreamTask
-from tests.kill_points import KillPoint, Kills, ThreadedRun, fault_points
+from tests.kill_points import KillPoint, Kills, ThreadedRun, fault_points, kill_at_each_point
 
 ROWS = 4_000
 FILES = 4
@@ -81,8 +81,10 @@ class _FaultyIcebergProducer(IcebergSystemProducer):
 
 
 class FaultyIcebergFactory(IcebergSystemFactory):
+    producer_class: type[_FaultyIcebergProducer] = _FaultyIcebergProducer
+
     def get_producer(self, system_name, config):
-        producer = _FaultyIcebergProducer(system_name, config)
+        producer = self.producer_class(system_name, config)
         producer._config = config
         return producer
 
@@ -148,17 +150,13 @@ def test_sigkill_ten_times_while_writing_a_table_leaves_every_row_exactly_once(t
         tmp_path,
         **{"task.commit.ms": "500", "test.process.delay.us": "3000", "task.class": task_class, **kills.config},
     )
-    for point in points:
-        job = ThreadedRun(ProcessJobRunner(config).run)
-        try:
-            assert kills.await_next(job.running), f"the job ended before reaching {point} ({kills.landed} landed)"
-            job.wait(60)
-        except BaseException:
-            kills.kill_paused()
-            raise
+
+    def readable_and_no_row_twice(point: KillPoint) -> None:
         ids = _table_ids(tmp_path)  # readable at every moment, and never a row twice
         duplicates = [i for i, n in Counter(ids).items() if n > 1]
         assert not duplicates, f"after the kill at {point}: rows twice in the table: {duplicates[:10]}"
+
+    kill_at_each_point(kills, lambda: ThreadedRun(ProcessJobRunner(config).run), readable_and_no_row_twice)
     assert kills.landed == points
 
     result = run_job(_config(tmp_path, **{"task.class": task_class}))
