@@ -31,6 +31,7 @@ settings anyway).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cmp_to_key
 from typing import Any
@@ -45,6 +46,8 @@ from samza_dagster.model import (
     SystemStreamPartition,
 )
 from samza_dagster.system.protocols import SplitsColumnar, SystemProducer
+
+log = logging.getLogger(__name__)
 
 #: compares two offsets of a system's partition (its admin's ``offset_comparator``)
 OffsetCompare = Callable[[str, str, str], int]
@@ -106,6 +109,13 @@ class TableReplay:
                 del offsets[ssp]
                 if not offsets:
                     del self._ahead[ss]
+                    log.info(
+                        "task %r replayed past what table %s.%s held: %d rows not sent to it again",
+                        self.task_name,
+                        ss.system,
+                        ss.stream,
+                        self.skipped.get(ss, 0),
+                    )
         self.muted = frozenset(muted)
 
     def in_window(self) -> None:
