@@ -12,7 +12,6 @@ the blacklist key that leaves it out: the job as configured cannot start.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 import pyarrow.fs as pafs
@@ -70,18 +69,11 @@ class FilesSystemAdmin:
     def _unreadable(self, stream: str, partition: int, entry: FileEntry, exc: FileFormatError) -> ConfigError:
         """``files stream files.trips partition 1: /data/trips/part-1.parquet: not a Parquet file: ...
         — replace it, or leave it out with <blacklist key>=<its name>``."""
-        key = keys.FILES_BLACKLIST.key(system=self.system_name)
         text, named = str(exc), f"file {entry.name}"
         cause = text.split(named, 1)[1].lstrip(": ") if named in text else text
-        # a full match of the name; '.' left as it is (it matches itself too): a backslash would
-        # need doubling in a .properties file but not in --config
-        pattern = re.escape(entry.name).replace("\\.", ".").replace("\\-", "-")
-        present = self.streams.files_config.blacklist
-        value = f"{present.pattern}|{pattern}" if present is not None else pattern
         return ConfigError(
-            f"{self.streams.where(stream, partition)}: {entry.path}: {cause} — replace the file, or leave it out "
-            f"with {key}={value}",
-            key=key,
+            f"{self.streams.where(stream, partition)}: {entry.path}: {cause} — {self.streams.leave_out_hint(entry)}",
+            key=keys.FILES_BLACKLIST.key(system=self.system_name),
         )
 
     def create_stream(self, spec: StreamSpec) -> bool:

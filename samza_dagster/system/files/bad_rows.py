@@ -32,12 +32,15 @@ from samza_dagster.system.errors import FileFormatError
 
 @dataclass(frozen=True, slots=True)
 class BadRow:
-    """A row of ``file`` that does not parse: its number, its raw bytes and why."""
+    """A row of ``file`` that does not parse: its number, its raw bytes and why — or, with
+    ``last_row``, rows ``row``..``last_row`` of a file that cannot be read from ``row`` on (no
+    raw bytes: the file itself is the evidence)."""
 
     file: str
     row: int
     raw: bytes
     cause: str
+    last_row: int | None = None
 
     def __bytes__(self) -> bytes:  # what a dead letter carries of it: the raw record
         return self.raw
@@ -52,6 +55,8 @@ class BadRowCheck:
     def decode(self, envelope: object) -> bool:
         bad = getattr(envelope, "message", None)
         if type(bad) is BadRow:
+            if bad.last_row is not None:
+                raise FileFormatError(f"file {bad.file} rows {bad.row}..{bad.last_row} cannot be read: {bad.cause}")
             raise FileFormatError(f"file {bad.file} row {bad.row} does not parse: {bad.cause}")
         return True
 

@@ -12,6 +12,13 @@ poll returns the batch itself as one :class:`ColumnarEnvelope` (offsets of its f
 ``files.fetch.size`` rows at most) — no dict, envelope or offset string per row. Its size is the
 batch's bytes, so the container's byte budget bounds how many batches wait in the buffers.
 
+A file that cannot be read — a Parquet page or footer that does not decode, a text file no row of
+which is at fault — fails the job in one line naming it, how to leave it out (the blacklist key)
+and ``task.dlq.stream``; when the job drops or dead-letters bad messages, the rest of the file
+from the row it failed at becomes one bad row (``BadRow.last_row``: its offset is the file's last
+row, so a restart resumes after the file) and the next file is read. A Parquet read that fails is
+retried a row group at a time first, so the rows of the groups before the bad one are handed out.
+
 Reading is a local decode (or a read from an object store through pyarrow's buffered streams), so
 the run loop polls the consumer on its own thread, as it does the embedded log's.
 """
@@ -22,9 +29,10 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.model import ColumnarEnvelope, IncomingMessageEnvelope, SystemStreamPartition
-from samza_dagster.system.errors import ConsumerSetupError, PartitionError, SystemClientError
+from samza_dagster.system.errors import ConsumerSetupError, FileFormatError, PartitionError, SystemClientError
 from samza_dagster.system.files.bad_rows import BadRow, BadRowCheck
 from samza_dagster.system.files.offsets import FileOffset, parse_file_offset
 from samza_dagster.system.files.partitions import FileEntry
@@ -89,6 +97,22 @@ class FilesSystemConsumer:
                 self._partitions[ssp] = _Partition(groups[ssp.partition], self._registered[ssp], where)
         self._started = True
 
+    def _unreadable(
+        self, ssp: SystemStreamPartition, state: _Partition, reader: FileReader, exc: FileFormatError
+    ) -> BadRow:
+        """A file that fails to read from ``reader.row`` on: the rest of it as one bad row, which the
+        task's bad-message policy drops or dead-letters (the next file is read next) — when the job
+        has such a policy; else ``exc``, with how to leave the file out."""
+        hint = self.streams.leave_out_hint(reader.entry)
+        if not self.streams.passes_on_unreadable_files:
+            raise FileFormatError(f"{exc} — {hint}, or set {keys.TASK_DLQ_STREAM.name} to dead-letter it") from exc
+        last = max(reader.row, self.streams.row_count(ssp.stream, reader.entry) - 1)
+        reader.close()
+        state.reader = None
+        state.index += 1
+        state.start_row = 0
+        return BadRow(reader.entry.name, reader.row, b"", str(exc), last_row=last)
+
     def stop(self) -> None:
         for state in self._partitions.values():
             if state.reader is not None:
@@ -115,13 +139,21 @@ class FilesSystemConsumer:
             reader = state.reader
             if reader is None:
                 entry = state.files[state.index]
+                if state.start_row and state.start_row >= self.streams.row_count(ssp.stream, entry):
+                    state.index += 1  # resumed past its last row (an unreadable file's too: never opened again)
+                    state.start_row = 0
+                    continue
                 fmt = self.streams.format(ssp.stream, entry)
                 reader = state.reader = FileReader(self.streams.root, entry, fmt, state.start_row, state.where)
             first = reader.row
             columnar = ssp in self._columnar
-            batch = reader.next_batch(self.streams.files_config.fetch_size if columnar else self._fetch)
+            try:
+                batch = reader.next_batch(self.streams.files_config.fetch_size if columnar else self._fetch)
+            except FileFormatError as exc:
+                batch = self._unreadable(ssp, state, reader, exc)
             if type(batch) is BadRow:  # the task instance fails, drops or dead-letters it (bad_rows.py)
-                return [IncomingMessageEnvelope(ssp, f"{batch.file}:{batch.row}", None, batch, len(batch.raw))]
+                offset = f"{batch.file}:{batch.last_row if batch.last_row is not None else batch.row}"
+                return [IncomingMessageEnvelope(ssp, offset, None, batch, len(batch.raw))]
             if batch is not None:
                 assert isinstance(batch, pa.RecordBatch)
                 name = reader.entry.name

@@ -66,6 +66,8 @@ class FileReader:
         self._stream_start = 0
         #: the schema of the rows read so far: rows after a bad one are read with it
         self._schema: pa.Schema | None = None
+        #: a Parquet file read a row group at a time (after a read failed: batches span groups)
+        self._group_by_group = False
         #: what a recovery from a bad row put ahead of the streaming reader
         self._queue: deque[pa.RecordBatch | BadRow] = deque()
 
@@ -82,6 +84,13 @@ class FileReader:
                     raise
                 except (pa.ArrowException, OSError, ValueError) as exc:
                     if self.format in ("jsonl", "csv") and self._recover():
+                        continue
+                    if self.format == "parquet" and not self._group_by_group:
+                        # a batch spanning row groups fails whole: read on a row group at a time,
+                        # so the rows before the bad group are handed out and the error is its own
+                        self._group_by_group = True
+                        self.close()
+                        self._pending = None
                         continue
                     self.close()
                     raise self._error(exc) from None
@@ -137,6 +146,8 @@ class FileReader:
         if first_group >= metadata.num_row_groups:
             return iter(())
         groups = list(range(first_group, metadata.num_row_groups))
+        if self._group_by_group:
+            return _skip(_each_group(parquet, groups, batch_rows), skip)
         return _skip(parquet.iter_batches(batch_size=batch_rows, row_groups=groups), skip)
 
     def _recover(self) -> bool:
@@ -181,6 +192,12 @@ class FileReader:
                 return _first_bad_json(text, self.row) if self.format == "jsonl" else _first_bad_csv(text, self.row)
         except (OSError, UnicodeDecodeError):
             return None
+
+
+def _each_group(parquet: pq.ParquetFile, groups: list[int], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The groups' batches, each group decoded only once the ones before it are handed out."""
+    for group in groups:
+        yield from parquet.iter_batches(batch_size=batch_rows, row_groups=[group])
 
 
 def _skip(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:

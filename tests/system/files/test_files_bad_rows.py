@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -124,3 +125,61 @@ def test_dropped_bad_rows_are_counted_and_a_restart_resumes_after_them(tmp_path)
     assert _output_ids(tmp_path / "lake") == Counter(good)
     tasks = [task for s in result.summaries for task in s.metrics["tasks"].values()]
     assert sum(task["deserialization_errors_dropped"] for task in tasks) == 3
+
+
+# -- a whole file that cannot be read ------------------------------------------------------------
+def _write_parquet_lake(root: Path) -> set[int]:
+    """Partition 0: a good file, one whose second row group's page header is garbage (rows
+    500..999 cannot be read), one whose footer is cut off (no row can be counted), a good one.
+    The ids of the rows that can be read."""
+    directory = root / "events"
+    directory.mkdir(parents=True)
+    readable: set[int] = set()
+    for n, name in enumerate(["part-0-a.parquet", "part-0-b.parquet", "part-0-c.parquet", "part-0-d.parquet"]):
+        ids = list(range(n * 1_000, (n + 1) * 1_000))
+        path = directory / name
+        pq.write_table(pa.table({"id": ids, "amount": [i / 4 for i in ids]}), path, row_group_size=500)
+        data = bytearray(path.read_bytes())
+        if name == "part-0-b.parquet":
+            column = pq.ParquetFile(path).metadata.row_group(1).column(0)
+            start = column.dictionary_page_offset or column.data_page_offset
+            data[start : start + 40] = b"\xff" * 40
+            readable.update(ids[:500])
+        elif name == "part-0-c.parquet":
+            data = data[: len(data) // 2]
+        else:
+            readable.update(ids)
+        path.write_bytes(bytes(data))
+    return readable
+
+
+def test_an_unreadable_parquet_file_fails_the_job_in_one_line_naming_it_and_the_blacklist_key(tmp_path):
+    _write_parquet_lake(tmp_path / "lake")
+    (tmp_path / "lake" / "events" / "part-0-c.parquet").unlink()  # only the file that fails mid-read
+    result = run_job(_config(tmp_path, TASKS["per-row"]))
+    assert not result.succeeded
+    error = str(result.error)
+    assert "\n" not in error, error
+    assert "files stream files.events partition 0: file part-0-b.parquet row 500 or after" in error, error
+    assert "systems.files.partitioner.defaultPartitioner.blacklist=part-0-b.parquet" in error, error
+    assert "task.dlq.stream" in error, error
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_unreadable_parquet_files_go_to_the_dead_letter_stream_once_and_the_job_reads_on(tmp_path, task):
+    readable = _write_parquet_lake(tmp_path / "lake")
+    config = _config(tmp_path, TASKS[task], **{"task.dlq.stream": "log.dlq"})
+    create_stream(config, "log", "dlq", 1)
+    result = run_job(config)
+    assert result.succeeded, result.summary_line()
+    assert _output_ids(tmp_path / "lake") == Counter(readable)
+    # the rest of the file that fails mid-read, and the whole file without a footer: one letter each
+    letters = {letter["offset"]: letter for _, letter in read_all(config, "dlq")}
+    assert sorted(letters) == ["part-0-b.parquet:999", "part-0-c.parquet:0"]
+    assert "file part-0-b.parquet rows 500..999 cannot be read" in letters["part-0-b.parquet:999"]["error"]
+    assert "file part-0-c.parquet rows 0..0 cannot be read" in letters["part-0-c.parquet:0"]["error"]
+
+    again = run_job(config)  # resumes after the last file: nothing read twice, no letter twice
+    assert again.succeeded, again.summary_line()
+    assert len(read_all(config, "dlq")) == 2
+    assert _output_ids(tmp_path / "lake") == Counter(readable)
