@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +63,40 @@ def _a_moment_later(proc) -> None:  # type: ignore[no-untyped-def]
     time.sleep(0.3)
 
 
+def _descendants_running(pid: int, marker: bytes) -> bool:
+    """Whether a process below ``pid`` has ``marker`` in its command line."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        try:
+            if marker in Path(f"/proc/{child}/cmdline").read_bytes():
+                return True
+        except OSError:
+            pass
+        todo.extend(children.get(child, []))
+    return False
+
+
+def _as_its_spark_session_starts(proc) -> None:  # type: ignore[no-untyped-def]
+    """Spark's JVM is starting: the session is not made yet, no container has been launched."""
+    wait_until(lambda: _descendants_running(proc.pid, b"java") or proc.poll() is not None, 60, "Spark's JVM")
+
+
+def _as_its_container_starts_on_spark(proc) -> None:  # type: ignore[no-untyped-def]
+    """The barrier stage's Python worker is up: the container is starting in it."""
+    wait_until(
+        lambda: _descendants_running(proc.pid, b"pyspark.daemon") or proc.poll() is not None, 120, "a Spark worker"
+    )
+
+
 @pytest.mark.parametrize(
     ("runner", "when"),
     [
@@ -69,8 +104,17 @@ def _a_moment_later(proc) -> None:  # type: ignore[no-untyped-def]
         ("process", _as_its_container_process_starts),
         ("process", _a_moment_later),
         ("thread", _as_soon_as_it_can_be_stopped),
+        pytest.param("spark", _as_its_spark_session_starts, marks=pytest.mark.spark),
+        pytest.param("spark", _as_its_container_starts_on_spark, marks=pytest.mark.spark),
     ],
-    ids=["process-before-launch", "process-at-launch", "process-after-launch", "thread-before-launch"],
+    ids=[
+        "process-before-launch",
+        "process-at-launch",
+        "process-after-launch",
+        "thread-before-launch",
+        "spark-session-start",
+        "spark-at-launch",
+    ],
 )
 @pytest.mark.timeout(180)
 def test_sigterm_at_the_start_of_a_job_stops_it_with_a_summary_and_loses_nothing(tmp_path, runner, when):
