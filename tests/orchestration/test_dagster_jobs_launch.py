@@ -154,3 +154,36 @@ def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location
     mats = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]
     final = [m for m in mats if m.metadata["job_status"].value != "running"]
     assert final and all(m.metadata["stopped_by"].value == "terminated from Dagster" for m in final)
+
+
+def test_the_unbounded_job_terminated_as_its_run_starts_stops_with_a_report(code_location):
+    """Terminate the moment Dagster marks the run started — before the op has launched the job's
+    containers: the run ends by itself, successfully, its final materializations saying it was
+    terminated, and nothing is left running."""
+    defs, instance = code_location
+    assert defs.resolve_job_def("user_classification_load_sample").execute_in_process(instance=instance).success
+    outcome: dict[str, dg.ExecuteInProcessResult] = {}
+    job = defs.resolve_job_def(UNBOUNDED)
+    known = {r.run_id for r in instance.get_runs(dg.RunsFilter(job_name=UNBOUNDED))}
+    worker = threading.Thread(target=lambda: outcome.setdefault("run", job.execute_in_process(instance=instance)))
+    worker.start()
+    try:
+        run = wait_until(
+            lambda: [
+                r
+                for r in instance.get_runs(dg.RunsFilter(job_name=UNBOUNDED, statuses=[dg.DagsterRunStatus.STARTED]))
+                if r.run_id not in known
+            ],
+            timeout_s=60,
+            poll_s=0.01,
+            what="the run to start",
+        )[0]
+        instance.report_run_canceling(instance.get_run_by_id(run.run_id))
+    finally:
+        worker.join(180)
+    assert not worker.is_alive()
+    result = outcome["run"]
+    assert result.success
+    mats = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]
+    final = [m for m in mats if m.metadata["job_status"].value != "running"]
+    assert final and all(m.metadata["stopped_by"].value == "terminated from Dagster" for m in final)
