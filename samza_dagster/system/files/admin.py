@@ -25,6 +25,7 @@ from samza_dagster.system.errors import FileFormatError
 from samza_dagster.system.files.offsets import FileOffset, compare_file_offsets, file_offsets_after
 from samza_dagster.system.files.partitions import FileEntry
 from samza_dagster.system.files.streams import FilesStreams
+from samza_dagster.system.protocols import PartitionFile
 
 
 class FilesSystemAdmin:
@@ -54,6 +55,16 @@ class FilesSystemAdmin:
         return SystemStreamPartitionMetadata(
             str(FileOffset(files[0].name, 0)), newest, str(FileOffset(last.name, rows))
         )
+
+    def partition_files(self, stream: str) -> list[list[PartitionFile]]:
+        """Per partition, its files in offset order with their rows and modification times."""
+        return [
+            [
+                PartitionFile(entry.name, self._row_count(stream, p, entry), entry.size, entry.mtime_ns // 1_000_000)
+                for entry in files
+            ]
+            for p, files in enumerate(self.streams.partitions(stream))
+        ]
 
     def _row_count(self, stream: str, partition: int, entry: FileEntry) -> int:
         try:
