@@ -44,7 +44,7 @@ def _columns(messages: list[Any]) -> dict[str, list[Any]] | list[Any]:
     return {MESSAGE_COLUMN: messages}
 
 
-def _messages(columns: list[str], records: Callable[[], list[Any]], column: Callable[[str], list[Any]]) -> list[Any]:
+def _messages(columns: list[Any], records: Callable[[], list[Any]], column: Callable[[str], list[Any]]) -> list[Any]:
     if columns == [MESSAGE_COLUMN]:
         return column(MESSAGE_COLUMN)
     if columns == KV_COLUMNS:
@@ -62,17 +62,17 @@ def _to_pandas(messages: list[Any]) -> Any:
     return pd.DataFrame.from_records(columns) if isinstance(columns, list) else pd.DataFrame(columns)
 
 
-def _pandas_columns(frame: Any, op_id: str) -> list[str]:
+def _pandas_columns(frame: Any, op_id: str) -> list[Any]:
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
         raise OperatorError(
             f"operator {op_id!r}: the map_batches function returned {type(frame).__name__}, not a pandas DataFrame"
         )
-    return [str(c) for c in frame.columns]
+    return list(frame.columns)
 
 
-def _from_pandas(frame: Any, columns: list[str]) -> list[Any]:
+def _from_pandas(frame: Any, columns: list[Any]) -> list[Any]:
     return _messages(columns, lambda: frame.to_dict("records"), lambda c: frame[c].tolist())
 
 
@@ -112,7 +112,7 @@ def _tables(batches: list[Any]) -> list[Any]:
 
 
 #: format → (messages to a batch, a result's columns (checking its type), a result's messages)
-_FORMATS: dict[str, tuple[Callable[[list[Any]], Any], Callable[[Any, str], list[str]], Callable[..., list[Any]]]] = {
+_FORMATS: dict[str, tuple[Callable[[list[Any]], Any], Callable[[Any, str], list[Any]], Callable[..., list[Any]]]] = {
     "pandas": (_to_pandas, _pandas_columns, _from_pandas),
     "pyarrow": (_to_arrow, _arrow_columns, _from_arrow),
 }
