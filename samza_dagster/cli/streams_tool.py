@@ -209,8 +209,11 @@ def _describe_table(admin: DescribesTables, target: SystemStream) -> int:
     left in the snapshot summary (what a restarted job resumes from)."""
     summary = admin.table_summary(target.stream)
     if summary is None:
-        hint = absent_input_hint(admin, target.system, target.stream)
-        raise StreamNotFoundError(target.system, target.stream, hint or "a table is created by its first write")
+        raise StreamNotFoundError(
+            target.system,
+            target.stream,
+            f"no table {admin.table_name(target.stream)} in its catalog (a job's first write creates it)",
+        )
     print(
         f"{target.system}.{target.stream}: table {admin.table_name(target.stream)}, 1 partition (offsets count rows): "
         f"{count_of(summary.rows, 'row')}, {count_of(summary.data_files, 'data file')}, "

@@ -63,6 +63,9 @@ def test_describe_and_tail_of_a_files_stream_and_of_the_iceberg_table_a_job_wrot
     (offset,) = json.loads(task_line.split(": ", 1)[1])["offsets"]
     assert offset["offset"] == "part-0-1.parquet:149"  # where the job resumes: after the last row
 
+    assert main(["streams", "describe", "ice.outt", "--config-path", str(props)]) == 1
+    assert "no table samza.outt in its catalog (a job's first write creates it)" in capsys.readouterr().err
+
     assert main(["streams", "tail", "ice.out", "--config-path", str(props)]) == 2
     refused = capsys.readouterr().err
     assert "ice.out is a table" in refused and "streams describe ice.out" in refused
