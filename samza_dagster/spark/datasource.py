@@ -113,6 +113,10 @@ def _stream_info(system: str, stream: str, config: Any) -> tuple[Any, bool]:
     return metadata, files
 
 
+def _oldest(metadata: Any) -> dict[int, str]:
+    return {p: m.oldest_offset for p, m in metadata.partitions.items()}
+
+
 class SamzaDataSource(DataSource):
     """Format ``samza``: see the module docstring for options."""
 
@@ -134,7 +138,7 @@ class SamzaDataSource(DataSource):
         )
         metadata, files = _stream_info(system, stream, config)
         if files:
-            return files_schema(system, stream, config, len(metadata.partitions))
+            return files_schema(system, stream, config, _oldest(metadata))
         serde = opts.get("serde")
         if serde in ("string",):
             return DEFAULT_SCHEMA.replace("value BINARY", "value STRING")
@@ -152,7 +156,7 @@ class SamzaDataSource(DataSource):
         system, stream = opts.get("system", "log").strip() or "log", required(opts, "stream")
         metadata, files = _stream_info(system, stream, build_config(opts))
         if files:
-            return FilesReader(opts, system, stream, len(metadata.partitions), schema)
+            return FilesReader(opts, system, stream, _oldest(metadata), schema)
         return SamzaReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> SamzaWriter:

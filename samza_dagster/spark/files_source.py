@@ -35,13 +35,13 @@ from samza_dagster.system.factories import system_factory
 METADATA = ("partition", "offset")
 
 
-def files_schema(system: str, stream: str, config: Config, partitions: int) -> StructType:
+def files_schema(system: str, stream: str, config: Config, oldest: dict[int, str]) -> StructType:
     """``partition INT, offset STRING`` and the columns of the stream's first batch of rows."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     first = None
-    for p in range(partitions):
-        with closing(_batches(system, stream, config, p)) as batches:
+    for p, start in sorted(oldest.items()):
+        with closing(_batches(system, stream, config, p, start)) as batches:
             first = next(batches, None)
         if first is not None:
             break
@@ -61,14 +61,16 @@ def files_schema(system: str, stream: str, config: Config, partitions: int) -> S
 
 
 class FilesInputPartition(InputPartition):
-    def __init__(self, partition: int) -> None:
+    def __init__(self, partition: int, start: str) -> None:
         self.partition = partition
+        #: the partition's oldest offset (its first file's row 0), as the admin gave it at planning
+        self.start = start
 
 
 class FilesReader(DataSourceReader):
     """Reads a files stream's partitions whole (module docstring)."""
 
-    def __init__(self, opts: dict[str, str], system: str, stream: str, partitions: int, schema: Any) -> None:
+    def __init__(self, opts: dict[str, str], system: str, stream: str, oldest: dict[int, str], schema: Any) -> None:
         for option in ("startoffset", "endoffset"):
             if opts.get(option):
                 name = {"startoffset": "startOffset", "endoffset": "endOffset"}[option]
@@ -79,6 +81,8 @@ class FilesReader(DataSourceReader):
         self.opts = opts
         self.system = system
         self.stream = stream
+        self.oldest = oldest
+        partitions = len(oldest)
         self.wanted = list(range(partitions))
         raw = opts.get("partitions", "").strip()
         if raw:
@@ -97,7 +101,7 @@ class FilesReader(DataSourceReader):
         self.schema_json = schema.json()
 
     def partitions(self) -> list[FilesInputPartition]:
-        return [FilesInputPartition(p) for p in self.wanted]
+        return [FilesInputPartition(p, self.oldest[p]) for p in self.wanted]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
@@ -106,20 +110,19 @@ class FilesReader(DataSourceReader):
         assert isinstance(partition, FilesInputPartition)  # Spark hands back what partitions() made
         schema = to_arrow_schema(StructType.fromJson(json.loads(self.schema_json)))
         p = partition.partition
-        for envelope in _batches(self.system, self.stream, build_config(self.opts), p, whole=True):
+        for envelope in _batches(self.system, self.stream, build_config(self.opts), p, partition.start, whole=True):
             yield _with_offsets(envelope, p, schema, pa)
 
 
 def _batches(
-    system: str, stream: str, config: Config, partition: int, *, whole: bool = False
+    system: str, stream: str, config: Config, partition: int, start: str, *, whole: bool = False
 ) -> Generator[Any, None, None]:
-    """A partition's rows from its oldest, as the files consumer's ColumnarEnvelopes (``whole``) or
+    """A partition's rows from ``start``, as the files consumer's ColumnarEnvelopes (``whole``) or
     their record batches; a row that does not parse fails naming its file and row."""
     consumer: Any = system_factory(config, system).get_consumer(system, config)
     ssp = SystemStreamPartition(system, stream, partition)
     consumer.deliver_columnar([ssp])
-    files = consumer.streams.partitions(stream)[partition]
-    consumer.register(ssp, f"{files[0].name}:0")
+    consumer.register(ssp, start)
     consumer.start()
     try:
         while True:
