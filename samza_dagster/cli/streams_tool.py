@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from samza_dagster.cli.errors import EXIT_OK, UsageError
@@ -35,7 +36,14 @@ from samza_dagster.system import (
 from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import absent_input_hint, nearest_stream, system_admin
 from samza_dagster.system.positions import position_reached
-from samza_dagster.system.protocols import CleansStreams, DeletesStreams, ListsStreams
+from samza_dagster.system.protocols import (
+    CleansStreams,
+    DeletesStreams,
+    DescribesTables,
+    ListsPartitionFiles,
+    ListsStreams,
+    PartitionFile,
+)
 
 TAIL_TIMEOUT_S = 30.0
 #: a read_committed tail gives up on a partition that returned nothing this long: an open
@@ -152,14 +160,77 @@ def _metadata(admin: Any, target: SystemStream) -> Any:
 
 def describe(config: Config, target: SystemStream) -> int:
     with _admin(config, target.system) as admin:
+        if isinstance(admin, DescribesTables):
+            return _describe_table(admin, target)
         md = _metadata(admin, target)
+        files = admin.partition_files(target.stream) if isinstance(admin, ListsPartitionFiles) else None
     print(f"{target.system}.{target.stream}: {count_of(len(md.partitions), 'partition')}")
-    print("  partition  oldest  newest  upcoming")
-    for p, m in sorted(md.partitions.items()):
-        print(
-            f"  {p:>9}  {m.oldest_offset:>6}  {m.newest_offset if m.newest_offset is not None else '-':>6}  "
-            f"{m.upcoming_offset:>8}"
+    header = ["partition", "oldest", "newest", "upcoming"]
+    rows = [
+        [str(p), m.oldest_offset, m.newest_offset if m.newest_offset is not None else "-", m.upcoming_offset]
+        for p, m in sorted(md.partitions.items())
+    ]
+    if files is not None:  # a files stream: a partition is a group of files, offsets <file>:<row>
+        header[1:1] = ["files", "rows"]
+        for row, group in zip(rows, files, strict=True):
+            row[1:1] = [str(len(group)), str(sum(f.rows for f in group))]
+    _print_table(header, rows)
+    if files is not None:
+        for p, group in enumerate(files):
+            print(f"  partition {p}:")
+            _print_table(
+                ["file", "rows", "bytes", "modified"],
+                [[f.name, str(f.rows), str(f.size), _utc(f.modified_ms)] for f in group],
+                indent="    ",
+                names=True,
+            )
+    return EXIT_OK
+
+
+def _print_table(header: list[str], rows: list[list[str]], indent: str = "  ", names: bool = False) -> None:
+    """Columns as wide as their widest cell, right-aligned (the first left-aligned when it holds
+    ``names``)."""
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    for row in [header, *rows]:
+        cells = [cell.rjust(w) for cell, w in zip(row, widths, strict=True)]
+        if names:
+            cells[0] = row[0].ljust(widths[0])
+        print(indent + "  ".join(cells).rstrip())
+
+
+def _utc(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _describe_table(admin: DescribesTables, target: SystemStream) -> int:
+    """A table stream (Iceberg): its snapshots and rows, and the checkpoints its job's last commit
+    left in the snapshot summary (what a restarted job resumes from)."""
+    summary = admin.table_summary(target.stream)
+    if summary is None:
+        raise StreamNotFoundError(
+            target.system,
+            target.stream,
+            f"no table {admin.table_name(target.stream)} in its catalog (a job's first write creates it)",
         )
+    print(
+        f"{target.system}.{target.stream}: table {admin.table_name(target.stream)}, 1 partition (offsets count rows): "
+        f"{count_of(summary.rows, 'row')}, {count_of(summary.data_files, 'data file')}, "
+        f"{count_of(summary.snapshots, 'snapshot')}"
+    )
+    if summary.current_snapshot_id is not None:
+        print(f"  current snapshot {summary.current_snapshot_id} ({_utc(summary.current_snapshot_ms)})")
+    if summary.checkpoint_snapshot_id is None:
+        print("  no snapshot summary holds a job's checkpoint (no job has committed to it)")
+        return EXIT_OK
+    newer = "" if summary.checkpoint_snapshot_id == summary.current_snapshot_id else " (newer snapshots hold none)"
+    print(
+        f"  checkpoint in snapshot {summary.checkpoint_snapshot_id}'s summary{newer}: job {summary.checkpoint_job}, "
+        f"container {summary.checkpoint_container}"
+    )
+    for task, checkpoint in sorted(summary.checkpoints.items()):
+        print(f"    {task}: {checkpoint}")
     return EXIT_OK
 
 
@@ -279,7 +350,15 @@ def _decode(serde: Any, data: bytes | None) -> str:
 def tail(config: Config, target: SystemStream, per_partition: int) -> int:  # noqa: C901 - the command's options each change the loop a little; split when it next grows
     factory = system_factory(config, target.system)
     with _admin(config, target.system) as admin:
+        if isinstance(admin, DescribesTables):
+            raise UsageError(
+                f"{target.system}.{target.stream} is a table (system {target.system!r}): a job's output, with no "
+                f"consumer to tail; `streams describe {target.system}.{target.stream}` shows its rows, snapshots and "
+                "checkpoint, and pyiceberg or Spark (samza_dagster.spark.iceberg) read its rows"
+            )
         md = _metadata(admin, target)
+        if isinstance(admin, ListsPartitionFiles):
+            return _tail_files(config, target, admin.partition_files(target.stream), per_partition)
     serdes = SerdeRegistry(config)
     msg_serde, key_serde = serdes.msg_serde(target), serdes.key_serde(target)
     wanted: dict[Any, int] = {}
@@ -344,3 +423,56 @@ def tail(config: Config, target: SystemStream, per_partition: int) -> int:  # no
     if not rows and not held:
         print(f"{target.system}.{target.stream} is empty", file=sys.stderr)
     return EXIT_OK
+
+
+def _tail_files(config: Config, target: SystemStream, files: list[list[PartitionFile]], per_partition: int) -> int:
+    """The last rows of each partition of a files stream, at their offsets ``<file>:<row>``, each
+    row as JSON (a row that does not parse: its raw text, and why)."""
+    consumer = system_factory(config, target.system).get_consumer(target.system, config)
+    ssps = []
+    for p, group in enumerate(files):
+        start = _rows_back(group, per_partition)
+        if start is not None:
+            ssp = SystemStreamPartition(target.system, target.stream, p)
+            consumer.register(ssp, start)
+            ssps.append(ssp)
+    rows: dict[SystemStreamPartition, list[str]] = {ssp: [] for ssp in ssps}
+    if ssps:
+        consumer.start()
+        try:
+            reading = set(ssps)
+            while reading:  # a files partition ends by itself: its end-of-stream after its last row
+                for ssp, envelopes in consumer.poll(set(reading), 0).items():
+                    for env in envelopes:
+                        if env.is_end_of_stream:
+                            reading.discard(ssp)
+                        else:
+                            rows[ssp].append(f"{ssp.partition}:{env.offset}\t-\t{_row_text(env.message)}")
+        finally:
+            consumer.stop()
+    for ssp in ssps:
+        for line in rows[ssp]:
+            print(line)
+    if not any(rows.values()):
+        print(f"{target.system}.{target.stream} is empty", file=sys.stderr)
+    return EXIT_OK
+
+
+def _rows_back(group: list[PartitionFile], count: int) -> str | None:
+    """The offset ``count`` rows before a partition's end (its first row when it holds fewer);
+    None when it holds none."""
+    remaining = count
+    for entry in reversed(group):
+        if entry.rows >= remaining:
+            return f"{entry.name}:{entry.rows - remaining}"
+        remaining -= entry.rows
+    return f"{group[0].name}:0" if remaining < count else None
+
+
+def _row_text(message: Any) -> str:
+    if isinstance(message, dict):
+        return json.dumps(message, default=str)
+    raw, cause = getattr(message, "raw", None), getattr(message, "cause", None)
+    if isinstance(raw, bytes):  # a row that does not parse (the files system's BadRow)
+        return f"{raw.decode(errors='replace').rstrip()}\t(does not parse: {cause})"
+    return str(message)

@@ -633,6 +633,13 @@ STREAM_FILES_FORMAT = _stream_property(
     None,
     "a files stream's format (unset: from each file's extension: .parquet, .jsonl/.json/.ndjson, .csv)",
 )
+STREAM_FILES_TIMESTAMP_COLUMN = _stream_property(
+    "files.timestamp.column",
+    STR,
+    None,
+    "a files stream's column of event times (Arrow timestamps or dates, or epoch ms) that timestamp startpoints "
+    "resolve by (unset: each file's modification time)",
+)
 STREAM_OFFSET_DEFAULT = _stream_property(
     "samza.offset.default", OFFSET_DEFAULT, None, "where a partition without a checkpoint starts (unset: the system's)"
 )

@@ -468,8 +468,9 @@ class SamzaContainer:
         for ti in self.tasks.values():
             for ssp in ti.ssps:
                 consumer = self._consumers_by_system.get(ssp.system)
-                if ti.columnar_format is not None and isinstance(consumer, DeliversColumnar):
+                if isinstance(consumer, DeliversColumnar) and ti.takes_columns(ssp):
                     consumer.deliver_columnar([ssp])
+                    ti.columnar_ssps.add(ssp)
                 if isinstance(consumer, EmitsBadRows) and not ti.decodes(ssp):
                     ti.set_stream_decoder(ssp.system_stream, consumer.bad_row_decoder())
 

@@ -138,6 +138,14 @@ class TaskInstance:
         #: "arrow" / "pandas": the task takes its batches as columns (``batch_format``), and its
         #: partitions on a system that reads columns arrive as Arrow batches (ColumnarEnvelope)
         self.columnar_format = columnar_format(task) if self.is_batch else None
+        #: the inputs a batch task of envelopes takes as Arrow batches where their system reads
+        #: columns (an operator graph's inputs straight into a ``map_batches``)
+        self._columnar_inputs: frozenset[SystemStream] = (
+            frozenset(getattr(task, "columnar_inputs", ())) if self.is_batch else frozenset()
+        )
+        #: the partitions whose consumer delivers ColumnarEnvelopes (set by the container before
+        #: its consumers start: ``takes_columns``); their runs count rows, not envelopes
+        self.columnar_ssps: set[SystemStreamPartition] = set()
         #: the task's window / end-of-stream hooks, when it has them
         self._window = task.window if is_windowable(task) else None
         self._on_end_of_stream = task.on_end_of_stream if is_end_of_stream_listener(task) else None
@@ -199,6 +207,12 @@ class TaskInstance:
         register_task_metrics(self.metrics_registry, self.metrics, self.last_processed)
         if stores is not None:
             register_store_metrics(self.metrics_registry, stores)
+
+    def takes_columns(self, ssp: SystemStreamPartition) -> bool:
+        """Whether the task takes this partition as Arrow batches where its system reads columns:
+        a batch task with a columnar ``batch_format`` takes all its partitions so; a batch task of
+        envelopes those of its ``columnar_inputs`` (and handles the ColumnarEnvelopes itself)."""
+        return self.columnar_format is not None or ssp.system_stream in self._columnar_inputs
 
     # -- lifecycle -----------------------------------------------------------------------------
     def init(self) -> None:
@@ -362,7 +376,7 @@ class TaskInstance:
         else:
             self._process_decoded_run(run)
         self.last_processed[ssp] = run[-1].offset
-        self._processed[ssp] += rows_in(run) if self.columnar_format is not None else len(run)
+        self._processed[ssp] += rows_in(run) if ssp in self.columnar_ssps else len(run)
         self.uncommitted = True
 
     def _process_decoded_run(self, run: list[IncomingMessageEnvelope]) -> None:

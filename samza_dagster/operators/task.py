@@ -47,13 +47,14 @@ from samza_dagster.control.handler import ControlMessageHandler, IntermediateStr
 from samza_dagster.control.sender import ControlMessageSender
 from samza_dagster.control.watermark import WATERMARK_NOT_EXIST
 from samza_dagster.control.watermark_source import InputWatermarks
-from samza_dagster.model import SystemStream, SystemStreamPartition
+from samza_dagster.model import ColumnarEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.operators import impl
 from samza_dagster.operators.analysis import store_name
-from samza_dagster.operators.batch_map import BatchMap
+from samza_dagster.operators.batch_map import BatchMap, TableOutput
 from samza_dagster.operators.errors import OperatorError
 from samza_dagster.operators.side_inputs import TableSideInputsProcessor
 from samza_dagster.serde.registry import SerdeRegistry
+from samza_dagster.system.protocols import AppendsTables
 from samza_dagster.task.context import TaskContext
 
 _ENDED = 1 << 62  # watermark of an ended partition: it no longer holds others back
@@ -107,6 +108,11 @@ class OperatorTask:
         self.handler: ControlMessageHandler | None = None
         #: map_batches operators, upstream ones first (flushed in this order: ``_flush_batches``)
         self.batch_maps: list[BatchMap] = []
+        #: the inputs this task takes as Arrow batches where their system reads columns (the
+        #: container asks the consumer: ``TaskInstance.takes_columns``; a BatchOperatorTask's
+        #: inputs into a map_batches), and their routes
+        self.columnar_inputs: frozenset[SystemStream] = frozenset()
+        self.columnar_routes: dict[SystemStreamPartition, Callable[[Any], None]] = {}
 
     # -- init ----------------------------------------------------------------------------------
     def init(self, context: TaskContext) -> None:
@@ -170,10 +176,14 @@ class OperatorTask:
             if spec.op_id not in prepared.op_ids:
                 continue
             ss = stream_of_id[spec.stream_id]
-            nxt = impl.fan_out([self._build(d, spec) for d in spec.registered_operator_specs])
+            targets = [self._build(d, spec) for d in spec.registered_operator_specs]
+            nxt = impl.fan_out(targets)
             watermarks = self.input_watermarks
+            columnar = _columnar_route(targets) if ss in self.columnar_inputs else None
             for ssp in by_stream.get(ss, ()):
                 self.routes[ssp] = self._input_route(ssp, spec, nxt, watermarks)
+                if columnar is not None:
+                    self.columnar_routes[ssp] = columnar
         order = {op.op_id: i for i, op in enumerate(prepared.order)}
         self.timed.sort(key=lambda pair: order.get(getattr(pair[0], "op_id", ""), 0))
         self.batch_maps.sort(key=lambda op: order.get(op.op_id, 0))
@@ -252,7 +262,17 @@ class OperatorTask:
         if isinstance(spec, FilterOperatorSpec):
             return impl.filter_op(self._initialised(spec.fn), self._downstream(spec))
         if isinstance(spec, BatchMapOperatorSpec):
-            batch_map = BatchMap(spec.op_id, self._initialised(spec.fn), spec.batch_format, self._downstream(spec))
+            rows: list[Any] = []
+            tables: list[TableOutput] = []
+            for d in spec.registered_operator_specs:
+                built = self._build(d, spec)
+                whole = self._table_output(d)
+                if whole is None:
+                    rows.append(built)
+                else:
+                    tables.append(TableOutput(whole, built))
+            fn = self._initialised(spec.fn)
+            batch_map = BatchMap(spec.op_id, fn, spec.batch_format, impl.fan_out(rows) if rows else None, tables)
             self.batch_maps.append(batch_map)
             return batch_map
         if isinstance(spec, FlatMapOperatorSpec):
@@ -303,6 +323,19 @@ class OperatorTask:
             self.timed.append((window, self.upstream_ssps.get(spec.op_id, frozenset())))
             return window
         raise OperatorError(f"operator {spec.op_id!r}: no runtime for operator type {spec.op_type!r}")
+
+    def _table_output(self, spec: OperatorSpec) -> Callable[[Any], None] | None:
+        """A batch map's result goes whole to an output stream (not keyed, no descriptor serde)
+        whose system appends tables (Iceberg, files): ``send_table`` of that stream, else None."""
+        if not isinstance(spec, OutputOperatorSpec):
+            return None
+        out = spec.output_stream
+        if out.kv or out.serde is not None or out.key_serde is not None:
+            return None
+        if not isinstance(self.context.producers.get(out.system), AppendsTables):
+            return None
+        stream, send_table = SystemStream(out.system, out.physical_name), self.collector.send_table
+        return lambda table: send_table(stream, table)
 
     # -- per message ---------------------------------------------------------------------------
     def process(self, envelope: Any, collector: Any, coordinator: Any) -> None:
@@ -394,14 +427,58 @@ class BatchOperatorTask(OperatorTask):
     """The operator task of a graph with ``map_batches``: a batch task (``process_batch``), so its
     batch maps see whole batches. Each envelope of the batch runs through the per-message chains
     (their event time is the envelope's); then every batch map flushes, with the batch's last
-    event time on what it sends."""
+    event time on what it sends. A files input read straight into a batch map arrives as the
+    files' Arrow batches (``columnar_inputs``), handed to the batch maps whole."""
+
+    def __init__(self, prepared: Any, task_name: str, factory: Any) -> None:
+        super().__init__(prepared, task_name, factory)
+        self.columnar_inputs = columnar_inputs(prepared)
 
     def process_batch(self, envelopes: Any, collector: Any, coordinator: Any) -> None:
-        route = self.routes[envelopes[0].ssp]
-        for envelope in envelopes:
-            self.event_time = envelope.event_time
-            route(envelope)
+        first = envelopes[0]
+        if type(first) is ColumnarEnvelope:  # a columnar input's run: its Arrow batches whole
+            take = self.columnar_routes[first.ssp]
+            self.event_time = None
+            for envelope in envelopes:
+                take(envelope.message)
+        else:
+            route = self.routes[first.ssp]
+            for envelope in envelopes:
+                self.event_time = envelope.event_time
+                route(envelope)
         self._flush_batches()
+
+
+def columnar_inputs(prepared: Any) -> frozenset[SystemStream]:
+    """The inputs a graph's task takes as Arrow batches: those read straight into a
+    ``map_batches`` (one of the operators right after the input is one) — not intermediate
+    streams, not keyed inputs (their messages are KVs), not inputs with a descriptor serde (it
+    deserializes one message at a time). Whether they then arrive as batches is their system's
+    say: the files system reads columns, the log and Kafka deliver messages as before."""
+    return frozenset(
+        SystemStream(spec.system, spec.physical_name)
+        for spec in prepared.descriptor.input_operators.values()
+        if spec.op_id in prepared.op_ids
+        and not (spec.is_intermediate or spec.kv or spec.serde is not None or spec.key_serde is not None)
+        and any(isinstance(d, BatchMapOperatorSpec) for d in spec.registered_operator_specs)
+    )
+
+
+def _columnar_route(targets: list[Any]) -> Callable[[Any], None]:
+    """An Arrow record batch of a columnar input to the operators after it: whole to the batch
+    maps, one dict per row to the others (a filter or map beside the batch map)."""
+    whole = tuple(target.add_batch for target in targets if isinstance(target, BatchMap))
+    others = [target for target in targets if not isinstance(target, BatchMap)]
+    per_row = impl.fan_out(others) if others else None
+
+    def take(batch: Any) -> None:
+        for add in whole:
+            add(batch)
+        if per_row is not None:
+            for row in batch.to_pylist():
+                per_row(row)
+
+    return take
 
 
 def op_ended(op: Any) -> bool:

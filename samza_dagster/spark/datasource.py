@@ -11,7 +11,10 @@ Everything goes through ``system_factory`` and the System* protocols, so the log
 systems (and any user system whose workers can reach it) work alike. Reading plans one Spark
 partition per stream partition, with the range fixed at planning time (see
 :func:`samza_dagster.spark.options.offset_ranges`); a stream that does not exist fails the
-planning on the driver with the stream's name. Offsets must be integers (log, Kafka).
+planning on the driver with the stream's name. Offsets must be integers (log, Kafka); a files
+stream reads through its own reader (spark/files_source.py: its rows as columns, one Spark
+partition per stream partition, offsets ``<file>:<row>`` as a column), and an Iceberg table is
+refused, naming Iceberg's own Spark runtime (spark/iceberg.py), which reads it.
 A consumer with ``position(ssp)`` (the Kafka one) ends a partition's read once its fetch
 position reaches the end offset, so a range ending in offsets that hold no message (a
 transaction's commit marker) is read without waiting ``pollTimeoutMs``.
@@ -61,6 +64,7 @@ from pyspark.sql.types import StructType
 
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream, SystemStreamPartition
 from samza_dagster.serde.registry import SerdeRegistry
+from samza_dagster.spark.files_source import FilesReader, files_schema
 from samza_dagster.spark.options import (
     SamzaDataSourceError,
     build_config,
@@ -74,6 +78,7 @@ from samza_dagster.system.errors import StreamNotFoundError
 from samza_dagster.system.factories import stop_admin, system_factory
 from samza_dagster.system.log.two_phase import LedgerRecord, PreparedTransaction
 from samza_dagster.system.partitioner import key_to_bytes, partition_for_key
+from samza_dagster.system.protocols import DescribesTables, ListsPartitionFiles
 
 DEFAULT_SCHEMA = "partition INT, offset LONG, key BINARY, value BINARY, timestamp LONG"
 DEFAULT_SCHEMA_STRING = "struct<partition:int,offset:bigint,key:binary,value:binary,timestamp:bigint>"
@@ -82,17 +87,34 @@ DEFAULT_POLL_TIMEOUT_MS = 60_000
 
 
 def _stream_metadata(system: str, stream: str, config: Any) -> Any:
-    """The stream's metadata from its system's admin; a clear error naming a missing stream."""
+    return _stream_info(system, stream, config)[0]
+
+
+def _stream_info(system: str, stream: str, config: Any) -> tuple[Any, bool]:
+    """The stream's metadata from its system's admin, and whether it is a files stream; a clear
+    error naming a missing stream, or — a table of the iceberg system — what reads it."""
     admin = system_factory(config, system).get_admin(system, config)
     try:
+        if isinstance(admin, DescribesTables):
+            raise SamzaDataSourceError(
+                f"samza data source: stream {stream!r} of system {system!r} is an Iceberg table "
+                f"({admin.table_name(stream)}): Spark reads and writes it through Iceberg's own Spark runtime, "
+                f"over the same catalog — spark = samza_dagster.spark.iceberg.iceberg_session(config, {system!r}); "
+                f"spark.table('{system}.{admin.table_name(stream)}')"
+            )
         metadata = admin.get_system_stream_metadata([stream]).get(stream)
+        files = isinstance(admin, ListsPartitionFiles)
     except StreamNotFoundError as exc:
         raise SamzaDataSourceError(f"samza data source: {exc}") from None
     finally:
         stop_admin(admin)
     if metadata is None or not metadata.partitions:
         raise SamzaDataSourceError(f"samza data source: stream {stream!r} does not exist on system {system!r}")
-    return metadata
+    return metadata, files
+
+
+def _oldest(metadata: Any) -> dict[int, str]:
+    return {p: m.oldest_offset for p, m in metadata.partitions.items()}
 
 
 class SamzaDataSource(DataSource):
@@ -105,11 +127,18 @@ class SamzaDataSource(DataSource):
     def _opts(self) -> dict[str, str]:
         return normalized(self.options)
 
-    def schema(self) -> str:
+    def schema(self) -> str | StructType:
         """The default schema; also checks the stream exists, so a missing one fails at
         ``load()`` on the driver (with a user schema it fails when the read is planned)."""
         opts = self._opts()
-        _stream_metadata(opts.get("system", "log").strip() or "log", required(opts, "stream"), build_config(opts))
+        system, stream, config = (
+            opts.get("system", "log").strip() or "log",
+            required(opts, "stream"),
+            build_config(opts),
+        )
+        metadata, files = _stream_info(system, stream, config)
+        if files:
+            return files_schema(system, stream, config, _oldest(metadata))
         serde = opts.get("serde")
         if serde in ("string",):
             return DEFAULT_SCHEMA.replace("value BINARY", "value STRING")
@@ -122,8 +151,13 @@ class SamzaDataSource(DataSource):
             )
         return DEFAULT_SCHEMA
 
-    def reader(self, schema: StructType) -> SamzaReader:
-        return SamzaReader(self._opts(), schema)
+    def reader(self, schema: StructType) -> DataSourceReader:
+        opts = self._opts()
+        system, stream = opts.get("system", "log").strip() or "log", required(opts, "stream")
+        metadata, files = _stream_info(system, stream, build_config(opts))
+        if files:
+            return FilesReader(opts, system, stream, _oldest(metadata), schema)
+        return SamzaReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> SamzaWriter:
         opts = self._opts()

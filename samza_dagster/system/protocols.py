@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from samza_dagster.config.config import Config
 from samza_dagster.model import (
@@ -256,3 +256,50 @@ class CheckpointCarryingProducer(Protocol):
     def commit_checkpoints(self, container_id: str, checkpoints: Mapping[str, bytes]) -> list[Any]: ...
 
     def last_checkpoints(self, tasks: Iterable[str]) -> dict[str, dict[SystemStream, bytes]]: ...
+
+
+class PartitionFile(NamedTuple):
+    """One file of a files stream's partition, as ``ListsPartitionFiles`` gives it."""
+
+    #: the path under the stream's directory: the file part of the partition's offsets
+    name: str
+    rows: int
+    size: int
+    #: the file's modification time (ms since the epoch)
+    modified_ms: int
+
+
+@runtime_checkable
+class ListsPartitionFiles(Protocol):
+    """An admin whose partitions are groups of files (the files system): per partition, in
+    offset order, its files with their row counts and modification times."""
+
+    def partition_files(self, stream: str) -> list[list[PartitionFile]]: ...
+
+
+class TableSummary(NamedTuple):
+    """A table stream's state (``DescribesTables``): its snapshots and rows, and the job
+    checkpoints (task → checkpoint JSON) in the summary of the newest snapshot that carries any."""
+
+    snapshots: int
+    rows: int
+    data_files: int
+    current_snapshot_id: int | None
+    current_snapshot_ms: int | None
+    #: the snapshot whose summary holds ``checkpoints`` (None when no snapshot holds any)
+    checkpoint_snapshot_id: int | None
+    #: the job (``<job.name>-<job.id>``) and container of that commit
+    checkpoint_job: str | None
+    checkpoint_container: str | None
+    checkpoints: dict[str, str]
+
+
+@runtime_checkable
+class DescribesTables(Protocol):
+    """An admin whose streams are tables (the iceberg system): what ``streams describe`` shows."""
+
+    def table_summary(self, stream: str) -> TableSummary | None: ...
+
+    def table_name(self, stream: str) -> str:
+        """The stream's table as its catalog names it (``<namespace>.<table>``)."""
+        ...

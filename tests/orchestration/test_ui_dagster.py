@@ -24,6 +24,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -226,13 +227,23 @@ def test_materialize_wordcount_from_the_ui(dg_dev, tmp_path):
 ASSET_NODES = """{ assetNodes { assetKey { path } dependencyKeys { path } groupName jobNames } }"""
 
 
-def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggregate_in_the_ui(dg_dev):
+SPARK_DAILY_MATERIALIZATION = """{ assetOrError(assetKey: {path: ["clicks_lake", "daily_clicks_spark"]}) {
+  ... on Asset { assetMaterializations(limit: 1) { runId partition metadataEntries { label
+    ... on IntMetadataEntry { intValue } ... on TextMetadataEntry { text } } } } } }"""
+
+
+@pytest.mark.spark
+def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggregate_in_the_ui(dg_dev, monkeypatch):
     """The batch half as a user meets it in ``dg dev``: the clicks_lake group's graph shows the input
     stream, the job's Iceberg table and the daily aggregate with pandas and on Spark, each downstream of
-    the one before."""
-    port, _, _ = dg_dev
+    the one before; once the sample is loaded, the job has landed it in the table and the Spark
+    aggregate has run on yesterday (in this process, on the instance and log root dg dev serves),
+    the UI shows that day's aggregate computed on Spark from the table, with its metadata."""
+    port, log_path, home = dg_dev
     base = f"http://127.0.0.1:{port}"
     _wait_for_code_location(base, 60)
+    day = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()  # the sample: the three days before today
+    spark_run = _materialize_spark_daily(monkeypatch, log_path, home, day)
     nodes = {
         "/".join(n["assetKey"]["path"]): n
         for n in _graphql(base, ASSET_NODES)["assetNodes"]
@@ -247,10 +258,48 @@ def test_clicks_lake_lineage_from_the_stream_through_the_table_to_the_daily_aggr
     }, deps
     assert "clicks_lake_daily_clicks_spark" in nodes["clicks_lake/daily_clicks_spark"]["jobNames"]
 
+    (mat,) = _graphql(base, SPARK_DAILY_MATERIALIZATION)["assetOrError"]["assetMaterializations"]
+    assert mat["runId"] == spark_run and mat["partition"] == day
+    md = {e["label"]: e.get("intValue", e.get("text")) for e in mat["metadataEntries"]}
+    assert md["clicks"] > 0 and md["dagster/row_count"] > 0 and md["spark_version"].startswith("4.1")
+    assert md["dagster/table_name"] == "web.daily_clicks"
+
     with _ui_page("dagster-ui-clicks-lake-lineage.png") as page:
         page.goto(f"{base}/locations/samza_dagster/asset-groups/clicks_lake", wait_until="domcontentloaded")
         for name in ("click_events", "clicks", "daily_clicks", "daily_clicks_spark"):  # the graph's four nodes
             page.get_by_text(name, exact=True).first.wait_for(timeout=30000)
+        # the Spark aggregate's page: its materialization of that day, with what Spark computed
+        page.goto(f"{base}/assets/clicks_lake/daily_clicks_spark?view=events", wait_until="domcontentloaded")
+        page.get_by_text("spark_version").first.wait_for(timeout=30000)
+        text = page.inner_text("body")
+    assert day in text and md["spark_version"] in text, text[:3000]
+
+
+def _materialize_spark_daily(monkeypatch, log_path: Path, home: Path, day: str) -> str:
+    """The sample loaded, the job run (the stream landed in web.clicks) and ``day`` aggregated on
+    Spark from that table, in this process on dg dev's instance and log root: the Spark run's id."""
+    import dagster as dg
+    from pyspark.sql import SparkSession
+
+    import definitions
+
+    monkeypatch.setenv("SAMZA_LOG_PATH", str(log_path))
+    active = SparkSession.getActiveSession()
+    if active is not None:  # a session of an earlier test, without Iceberg's extensions
+        active.stop()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for name, partition in (("clicks_lake_load_sample", None), ("clicks_lake_job", None)):
+            done = definitions.defs.resolve_job_def(name).execute_in_process(instance=instance, partition_key=partition)
+            assert done.success, name
+        spark = definitions.defs.resolve_job_def("clicks_lake_daily_clicks_spark")
+        try:
+            result = spark.execute_in_process(instance=instance, partition_key=day)
+        finally:
+            session = SparkSession.getActiveSession()
+            if session is not None:
+                session.stop()
+        assert result.success
+        return result.run_id
 
 
 def _run_page_text(base: str, run_id: str, screenshot: str) -> str:

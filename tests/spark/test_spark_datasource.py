@@ -162,6 +162,58 @@ def test_json_values_decode_into_columns_of_a_user_schema(spark, log):
     assert all(r["partition"] == partition_for_key(f"u{r['amount']}".encode(), 2) for r in rows)
 
 
+def test_a_files_stream_reads_one_spark_partition_per_stream_partition_with_offsets_as_columns(spark, tmp_path):
+    """Partition 0: two Parquet files (the second with a column the first lacks: null there, left
+    out); partition 1: JSON lines. Each row once, at its files offset; an Iceberg table is refused
+    at load, naming Iceberg's own Spark runtime."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    events = tmp_path / "lake" / "events"
+    events.mkdir(parents=True)
+    pq.write_table(
+        pa.table({"id": pa.array([0, 1, 2], pa.int32()), "page": ["a", "b", "c"]}), events / "part-0-a.parquet"
+    )
+    pq.write_table(
+        pa.table({"id": pa.array([3, 4], pa.int32()), "page": ["d", "e"], "x": [1, 2]}), events / "part-0-b.parquet"
+    )
+    (events / "part-1-a.jsonl").write_text(
+        "".join(json.dumps({"id": 10 + i, "page": f"j{i}"}) + "\n" for i in range(4))
+    )
+    config = {
+        "systems.files.samza.factory": "files",
+        "systems.files.files.root": str(tmp_path / "lake"),
+        "systems.files.partitioner.defaultPartitioner.groupPattern": "part-[id]-.*",
+    }
+    df = spark.read.format("samza").options(**read_options("files", "events", config)).load()
+    assert df.columns == ["partition", "offset", "id", "page"]  # the first file's columns
+    assert dict(df.dtypes)["id"] == "int" and dict(df.dtypes)["offset"] == "string"
+    assert df.rdd.getNumPartitions() == 2
+    rows = sorted((r["partition"], r["offset"], r["id"], r["page"]) for r in df.collect())
+    assert rows == [
+        (0, "part-0-a.parquet:0", 0, "a"),
+        (0, "part-0-a.parquet:1", 1, "b"),
+        (0, "part-0-a.parquet:2", 2, "c"),
+        (0, "part-0-b.parquet:0", 3, "d"),
+        (0, "part-0-b.parquet:1", 4, "e"),
+        *[(1, f"part-1-a.jsonl:{i}", 10 + i, f"j{i}") for i in range(4)],
+    ]
+    one = spark.read.format("samza").options(**read_options("files", "events", config)).option("partitions", "1")
+    picked = one.schema("partition INT, offset STRING, page STRING, x LONG").load().collect()
+    assert [(r["page"], r["x"]) for r in picked] == [(f"j{i}", None) for i in range(4)]
+
+    iceberg = {
+        "systems.ice.samza.factory": "iceberg",
+        "systems.ice.iceberg.catalog.type": "sql",
+        "systems.ice.iceberg.catalog.uri": f"sqlite:///{tmp_path}/catalog.db",
+        "systems.ice.iceberg.catalog.warehouse": f"file://{tmp_path}/warehouse",
+    }
+    with pytest.raises(
+        Exception, match=r"'clicks' of system 'ice' is an Iceberg table \(samza.clicks\).*iceberg_session"
+    ):
+        spark.read.format("samza").options(**read_options("ice", "clicks", iceberg)).load()
+
+
 def test_backfill_resends_the_selected_past_records_into_the_batch_stream(spark, log):
     log.create("orders", 4)
     log.create("orders-batch", 3)

@@ -26,10 +26,12 @@ from samza_dagster.model import (
     SystemStreamPartition,
     SystemStreamPartitionMetadata,
 )
-from samza_dagster.system.errors import FileFormatError, OffsetError
+from samza_dagster.system.errors import FileFormatError, OffsetError, PartitionError
 from samza_dagster.system.files.offsets import FileOffset, compare_file_offsets, file_offsets_after, parse_file_offset
 from samza_dagster.system.files.partitions import FileEntry
 from samza_dagster.system.files.streams import FilesStreams
+from samza_dagster.system.files.times import offset_for_time
+from samza_dagster.system.protocols import PartitionFile
 
 
 class FilesSystemAdmin:
@@ -59,6 +61,34 @@ class FilesSystemAdmin:
         return SystemStreamPartitionMetadata(
             str(FileOffset(files[0].name, 0)), newest, str(FileOffset(last.name, rows))
         )
+
+    def offsets_for_times(
+        self, timestamps: dict[SystemStreamPartition, int]
+    ) -> dict[SystemStreamPartition, str | None]:
+        """Per partition, the earliest offset whose time is at or after the timestamp (ms): by the
+        files' modification times, or the stream's timestamp column (times.py); None: none is."""
+        result: dict[SystemStreamPartition, str | None] = {}
+        listed: dict[str, list[list[FileEntry]]] = {}
+        for ssp, ts in timestamps.items():
+            groups = listed.get(ssp.stream)
+            if groups is None:
+                groups = listed[ssp.stream] = self.streams.partitions(ssp.stream)
+            if not 0 <= ssp.partition < len(groups):
+                raise PartitionError(
+                    f"{self.streams.where(ssp.stream)} has no partition {ssp.partition} (it has {len(groups)})"
+                )
+            result[ssp] = offset_for_time(self.streams, ssp.stream, ssp.partition, groups[ssp.partition], int(ts))
+        return result
+
+    def partition_files(self, stream: str) -> list[list[PartitionFile]]:
+        """Per partition, its files in offset order with their rows and modification times."""
+        return [
+            [
+                PartitionFile(entry.name, self._row_count(stream, p, entry), entry.size, entry.mtime_ns // 1_000_000)
+                for entry in files
+            ]
+            for p, files in enumerate(self.streams.partitions(stream))
+        ]
 
     def _row_count(self, stream: str, partition: int, entry: FileEntry) -> int:
         try:

@@ -40,6 +40,15 @@ class FilesStreams:
             configured = keys.STREAM_FILES_FORMAT.read(Config({key: configured}), key)
         return format_of(entry.name, configured, self.where(stream))
 
+    def timestamp_column(self, stream: str) -> str | None:
+        """The column timestamp startpoints resolve by (times.py); None: files' modification times."""
+        column = self._streams.get_property(SystemStream(self.system, stream), keys.STREAM_FILES_TIMESTAMP_COLUMN)
+        return column.strip() or None if column else None
+
+    def timestamp_column_key(self, stream: str) -> str:
+        """The key that names the stream's timestamp column (for errors)."""
+        return self._streams.property_key(SystemStream(self.system, stream), keys.STREAM_FILES_TIMESTAMP_COLUMN)
+
     def row_count(self, stream: str, entry: FileEntry) -> int:
         """The file's rows; a file they cannot be counted in (a broken Parquet footer) holds one
         row — the bad message it becomes — when the job passes unreadable files on, else the

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from pyiceberg.table import Table
+from pyiceberg.table import Snapshot, Table
 
 PREFIX = "samza.checkpoint."
 #: the tag of a container's newest commit: ``samza-checkpoint-<job.name>-<job.id>-<container>``
@@ -64,3 +64,12 @@ def table_checkpoints(table: Table, job: str, tasks: Iterable[str]) -> dict[str,
         if len(found) == len(wanted):
             break
     return found
+
+
+def newest_checkpoint_snapshot(table: Table) -> Snapshot | None:
+    """The newest snapshot whose summary carries a job's checkpoints (a Spark or other writer's
+    commits after it carry none)."""
+    for snapshot in sorted(table.metadata.snapshots, key=lambda s: s.sequence_number or 0, reverse=True):
+        if snapshot.summary is not None and snapshot.summary.get("samza.job") is not None:
+            return snapshot
+    return None

@@ -59,12 +59,12 @@ class PandasCopy(BatchStreamTask):
         collector.send_table(self.out, frame.assign(doubled=frame["amount"] * 2))
 
 
-def _write_lake(root: Path, files: int = 3) -> list[int]:
+def _write_lake(root: Path, files: int = 3, id_type: pa.DataType | None = None) -> list[int]:
     ids: list[int] = []
     for n in range(files):
         rows = list(range(n * 1000, n * 1000 + ROWS_PER_FILE))
         ids.extend(rows)
-        table = pa.table({"id": rows, "amount": [i / 4 for i in rows]})
+        table = pa.table({"id": pa.array(rows, id_type), "amount": [i / 4 for i in rows]})
         path = root / "events" / f"part-0-{n}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path, row_group_size=100)
