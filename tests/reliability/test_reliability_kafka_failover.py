@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import io
 import logging
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samza_dagster.checkpoint.manager import checkpoint_stream_name
@@ -152,6 +154,12 @@ def _wait(what: str, condition, timeout_s: float = DEADLINE_S, interval_s: float
         time.sleep(interval_s)
 
 
+#: a cluster that was just restarted whole can drop the admin's connection to a broker that is
+#: re-registering ("Broker handle destroyed"): the creation is asked again
+CREATE_ATTEMPTS = 5
+_CREATE_AGAIN = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT)
+
+
 def _create_led_by(admin: AdminClient, leader: int, others: list[int], topics: dict[str, tuple[int, dict]]) -> None:
     """Create each topic (partitions, configs) with ``leader`` first in every replica list (the
     engine's admin cannot place replicas, so confluent's creates them). This process created them:
@@ -165,8 +173,23 @@ def _create_led_by(admin: AdminClient, leader: int, others: list[int], topics: d
         )
         for name, (count, configs) in topics.items()
     ]
-    for future in admin.create_topics(new).values():
-        future.result()
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        again = []
+        futures = admin.create_topics(new)
+        for topic in new:
+            try:
+                futures[topic.topic].result()
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if attempt > 1 and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue  # the earlier attempt created it after all
+                if attempt == CREATE_ATTEMPTS or code not in _CREATE_AGAIN:
+                    raise
+                again.append(topic)
+        if not again:
+            break
+        new = again
+        time.sleep(1)
     for name in topics:
         note_created(name)
 
@@ -474,6 +497,16 @@ OUTAGE_INPUTS = 600
 OUTAGE_PACE_S = 0.01
 
 
+def _container_stacks() -> str:
+    """Where the containers' threads are (what a stall that was not reported waits in)."""
+    frames = sys._current_frames()
+    return "\n".join(
+        f"--- {thread.name}\n" + "".join(traceback.format_stack(frames[thread.ident]))
+        for thread in threading.enumerate()
+        if thread.name.startswith("samza-container") and thread.ident in frames
+    )
+
+
 def _commit_waiting_ms(job: RunningJob) -> int:
     """The container's gauge, read alone (a whole snapshot reads the input's lag too, from the
     brokers that are down)."""
@@ -525,7 +558,12 @@ def test_two_brokers_down_and_a_whole_cluster_restart_stall_the_job_which_then_g
         _wait(f"{at} inputs processed", lambda: not job.alive() or len(times) >= at)
         assert job.alive(), job.box
         stop()
-        _wait("the stall reported", lambda: not job.alive() or bool(job.runner.live_stalls()), timeout_s=60)
+        _wait(
+            "the stall reported",
+            lambda: not job.alive() or bool(job.runner.live_stalls()),
+            timeout_s=60,
+            explain=_container_stacks,
+        )
         assert job.alive(), job.box
         held = len(times)
         _wait("the progress line saying so", lambda: "stalled: container 0: commit waiting" in progress.getvalue())

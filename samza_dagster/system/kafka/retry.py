@@ -74,12 +74,13 @@ def retrying(
     what: str,
     call: Callable[[], T],
     transient: Callable[[BaseException], bool],
-    window_s: float = RETRY_WINDOW_S,
+    window_s: float | None = None,
     window_key: str = keys.SYSTEM_KAFKA_RETRY_WINDOW_MS.name,
 ) -> T:
     """``call()``, again after a back-off while it fails with an error ``transient`` accepts,
-    for up to ``window_s``; then :class:`KafkaRetryWindowError` (``what``, ``window_key`` and
-    the last error in one line). Any other error is raised as it is."""
+    for up to ``window_s`` (:data:`RETRY_WINDOW_S` when None); then :class:`KafkaRetryWindowError`
+    (``what``, ``window_key`` and the last error in one line). Any other error is raised as it is."""
+    window_s = RETRY_WINDOW_S if window_s is None else window_s
     deadline = time.monotonic() + window_s
     backoff = FIRST_BACKOFF_S
     waited = False
@@ -90,7 +91,9 @@ def retrying(
             if not transient(exc):
                 raise
             if time.monotonic() + backoff > deadline:
-                cause = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line, whatever the client said
+                text = str(exc)  # kafka-python's errors name their class themselves
+                text = text if text.startswith(type(exc).__name__) else f"{type(exc).__name__}: {text}"
+                cause = " ".join(text.split())  # one line, whatever the client said
                 raise KafkaRetryWindowError(
                     f"{what}: no answer within the retry window of {window_s:g} s ({window_key}): {cause}"
                 ) from exc
