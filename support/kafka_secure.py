@@ -8,6 +8,8 @@ random password; then one Kafka node (support/kafka_broker.py) listening with:
 
 * ``SASL_SSL`` — SCRAM-SHA-512 over TLS; a client certificate is asked for, not required;
 * ``SASL_PLAINTEXT`` — SCRAM-SHA-512 in the clear;
+* ``SSL`` — TLS without SASL, a client certificate signed by the CA required
+  (``ssl.client.auth=required``): the certificate is the client's only credential;
 * ``PLAINTEXT`` — as every test node, for the nodes themselves and for a test to check what a
   job wrote independently of the secured path.
 
@@ -33,6 +35,7 @@ from support.kafka_tls import CertificateAuthority, KeyStore, make_certificate_a
 MECHANISM = "SCRAM-SHA-512"
 SASL_SSL = Listener("SASL_SSL", "SASL_SSL", MECHANISM)
 SASL_PLAINTEXT = Listener("SASL_PLAINTEXT", "SASL_PLAINTEXT", MECHANISM)
+SSL = Listener("SSL", "SSL", client_auth="required")
 USER = "samza-job"
 
 
@@ -47,6 +50,8 @@ class SecureKafka:
     broker_keystore: KeyStore
     #: a client certificate signed by ``ca``, its key encrypted with ``client_key.password``
     client_key: KeyStore
+    #: a client certificate signed by ``untrusted_ca``: the SSL listener must refuse it
+    stranger_key: KeyStore
     #: the certificates' directory, removed by :meth:`stop` when :func:`start_secure_broker` made it
     made_directory: Path | None = None
 
@@ -64,6 +69,7 @@ class SecureKafka:
             "SCRAM password": self.user.password,
             "broker key store password": self.broker_keystore.password,
             "client key password": self.client_key.password,
+            "stranger's key password": self.stranger_key.password,
         }
 
     def stop(self) -> None:
@@ -75,7 +81,7 @@ class SecureKafka:
 
 
 def start_secure_broker(directory: Path | None = None) -> SecureKafka:
-    """One Kafka node with the SASL_SSL and SASL_PLAINTEXT listeners, ready for clients."""
+    """One Kafka node with the SASL_SSL, SASL_PLAINTEXT and SSL listeners, ready for clients."""
     made = None if directory is not None else Path(tempfile.mkdtemp(prefix="kafka-tls-"))
     directory = directory or made
     assert directory is not None
@@ -83,9 +89,10 @@ def start_secure_broker(directory: Path | None = None) -> SecureKafka:
     untrusted = make_certificate_authority(directory / "untrusted-ca", "untrusted")
     broker_keystore = ca.issue("broker")
     client_key = ca.issue("client", hosts=(USER,))
+    stranger_key = untrusted.issue("stranger", hosts=(USER,))
     user = ScramUser(USER, secrets.token_urlsafe(16), MECHANISM)
     security = BrokerSecurity(
-        listeners=(SASL_SSL, SASL_PLAINTEXT),
+        listeners=(SASL_SSL, SASL_PLAINTEXT, SSL),
         scram_users=(user,),
         keystore=broker_keystore,
         truststore_pem=ca.certificate_pem,
@@ -97,7 +104,7 @@ def start_secure_broker(directory: Path | None = None) -> SecureKafka:
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         raise
-    return SecureKafka(cluster, user, ca, untrusted, broker_keystore, client_key, made)
+    return SecureKafka(cluster, user, ca, untrusted, broker_keystore, client_key, stranger_key, made)
 
 
 @pytest.fixture(scope="module")

@@ -158,7 +158,13 @@ def run(config: Config, args: argparse.Namespace) -> int:
         if early:
             runner.stop_for_signal(early[0])
         with (
-            show_progress(job.name, config, [*provisioned.created, *provisioned.existing], live=runner.live_positions),
+            show_progress(
+                job.name,
+                config,
+                [*provisioned.created, *provisioned.existing],
+                live=runner.live_positions,
+                stalls=runner.live_stalls,
+            ),
             run_log(job, args.config_path) as log_path,
         ):
             result = runner.run()

@@ -9,6 +9,11 @@ move at each commit). Offsets, not counters: a reconfigured job's restarted cont
 reset nor double the count. Written is what was appended to the streams the job writes — its
 outputs, not its own metrics snapshots.
 
+A stalled job says so: when a container's commit has waited seconds for a system that does not
+answer (brokers down: ``JobRunner.live_stalls``), each line ends with what it waits for, and the
+offsets shown are the last ones read while the brokers cannot tell them (the display's own
+requests retry for ``WATCH_RETRY_WINDOW_MS`` only: progress never waits a retry window out).
+
 On a terminal it is a ``rich`` progress display, replaced by the run's summary line when the job
 ends; otherwise (a pipe, a file, CI) a plain line every ``PLAIN_INTERVAL_S`` seconds. The rate is
 the recent one — messages processed over the last ``RATE_WINDOW_S`` seconds (at least one
@@ -23,12 +28,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from samza_dagster.checkpoint.manager import CheckpointManager, checkpoint_system
-from samza_dagster.config import Config
+from samza_dagster.config import Config, keys
 from samza_dagster.metrics.config import metrics_config
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.planner.admins import fetch_metadata
@@ -43,6 +50,10 @@ PLAIN_INTERVAL_S = 10.0
 RATE_WINDOW_S = 10.0
 #: the runner's live positions: last processed offset per input partition (None: it has none)
 LivePositions = Callable[[], "dict[SystemStreamPartition, str] | None"]
+#: the runner's live stalls: what each stalled container's commit waits for
+LiveStalls = Callable[[], "list[str]"]
+#: how long the display's own admin requests are asked again while the cluster answers "not yet"
+WATCH_RETRY_WINDOW_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,8 @@ class Sample:
     #: (processed, elapsed_s) where the rate's window starts (:class:`RecentRate`); None: the
     #: rate is the average since the start
     window_start: tuple[int, float] | None = None
+    #: what the stalled containers wait for (empty: none is stalled)
+    stalled: tuple[str, ...] = ()
 
     @property
     def rate(self) -> str:
@@ -67,7 +80,12 @@ class Sample:
         return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
     def line(self, job: str) -> str:
-        return f"{job}: {self.processed:,} processed ({self.rate}), lag {self.lag:,}, {self.written:,} written, {self.clock}"
+        line = f"{job}: {self.processed:,} processed ({self.rate}), lag {self.lag:,}, {self.written:,} written, {self.clock}"
+        return line + self.stall_text
+
+    @property
+    def stall_text(self) -> str:
+        return f" — stalled: {'; '.join(self.stalled)}" if self.stalled else ""
 
 
 class RecentRate:
@@ -89,12 +107,27 @@ class RecentRate:
 class JobWatch:
     """Samples a job's progress from its streams' offsets and its checkpoint stream."""
 
-    def __init__(self, config: Config, streams: Iterable[DeclaredStream], live: LivePositions | None = None) -> None:
-        self.config = config
+    def __init__(
+        self,
+        config: Config,
+        streams: Iterable[DeclaredStream],
+        live: LivePositions | None = None,
+        stalls: LiveStalls | None = None,
+    ) -> None:
+        streams = list(streams)
+        # a courtesy display never waits a Kafka retry window out (a minute by default)
+        window = keys.SYSTEM_KAFKA_RETRY_WINDOW_MS
+        self.config = config.with_overrides(
+            {window.key(system=system): str(WATCH_RETRY_WINDOW_MS) for system in {s.system for s in streams}}
+        )
         # what the job writes, not its own metrics snapshots (an idle job writes those too)
         reporters = {(s.system, s.stream) for s in metrics_config(config).snapshot_streams}
         self.streams = [s for s in streams if s.reads or (s.system, s.physical_name) not in reporters]
         self._live = live
+        self._stalls = stalls
+        self._last: Sample | None = None
+        #: the offsets being read (see :meth:`sample`)
+        self._pending: Future[Sample] | None = None
         self._admins: dict[str, Any] = {}
         self._stack = ExitStack()
         self._started = time.monotonic()
@@ -108,7 +141,29 @@ class JobWatch:
     def close(self) -> None:
         self._stack.close()
 
-    def sample(self) -> Sample:
+    def sample(self, wait_s: float | None = None) -> Sample:
+        """The job's progress now. The offsets are read on a thread of their own, waited for up
+        to ``wait_s`` (None: until read): while the brokers cannot tell them (down, electing),
+        the sample is the last one's counts with the clock and the stalls of now, and the read
+        goes on for the next sample. Raises when the read fails and there is no earlier sample."""
+        stalled = tuple(self._stalls()) if self._stalls is not None else ()
+        if self._pending is None:
+            self._pending = _in_thread(self._sample)
+        try:
+            sample = replace(self._pending.result(timeout=None if self._last is None else wait_s), stalled=stalled)
+            self._pending = None
+        except FutureTimeout:
+            assert self._last is not None
+            sample = replace(self._last, elapsed_s=time.monotonic() - self._started, stalled=stalled)
+        except Exception:
+            self._pending = None
+            if self._last is None:
+                raise
+            sample = replace(self._last, elapsed_s=time.monotonic() - self._started, stalled=stalled)
+        self._last = sample
+        return sample
+
+    def _sample(self) -> Sample:
         covered = self._covered()
         live = self._live() if self._live is not None else None
         for ssp, offset in (live or {}).items():
@@ -164,6 +219,21 @@ class JobWatch:
         return out
 
 
+def _in_thread(fn: Callable[[], Sample]) -> Future[Sample]:
+    """``fn()`` on a daemon thread (a read blocked on brokers that are down never holds up the
+    process's exit, as a thread pool's worker would)."""
+    future: Future[Sample] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="samza-run-progress-read", daemon=True).start()
+    return future
+
+
 def _int(offset: str | None) -> int:
     try:
         return int(offset) if offset is not None else 0
@@ -180,13 +250,15 @@ def show_progress(
     out: TextIO | None = None,
     interval_s: float | None = None,
     live: LivePositions | None = None,
+    stalls: LiveStalls | None = None,
     rate_window_s: float = RATE_WINDOW_S,
 ) -> Iterator[None]:
-    """Show the job's progress while the body runs (``live``: the runner's live positions).
-    Progress is a courtesy: a stream that cannot be observed stops the display, never the job."""
+    """Show the job's progress while the body runs (``live``: the runner's live positions,
+    ``stalls``: its live stalls). Progress is a courtesy: a stream that cannot be observed stops
+    the display, never the job."""
     out = out or sys.stderr
     try:
-        watch = JobWatch(config, streams, live)
+        watch = JobWatch(config, streams, live, stalls)
     except Exception:  # noqa: BLE001 - the job itself reports a system it cannot reach
         yield
         return
@@ -214,7 +286,7 @@ def show_progress(
 def _loop(watch: JobWatch, render: Any, done: threading.Event, interval: float) -> None:
     while not done.wait(interval):
         try:
-            render(watch.sample())
+            render(watch.sample(wait_s=interval))
         except Exception:  # noqa: BLE001 - see show_progress
             return
 
@@ -254,7 +326,8 @@ def _rich_display(job: str, out: TextIO) -> Any:
             task,
             completed=sample.processed,
             total=sample.processed + sample.lag or None,
-            line=f"{sample.processed:,} processed ({sample.rate})  lag {sample.lag:,}  {sample.written:,} written",
+            line=f"{sample.processed:,} processed ({sample.rate})  lag {sample.lag:,}  {sample.written:,} written"
+            + sample.stall_text,
             clock=sample.clock,
         )
 

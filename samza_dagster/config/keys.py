@@ -452,6 +452,13 @@ SYSTEM_FETCH_THRESHOLD_BYTES = define(
 SYSTEM_KAFKA_CLIENT = define(
     "systems.<system>.kafka.client", _choice("confluent", "kafka-python"), "confluent", "the Kafka client library"
 )
+SYSTEM_KAFKA_RETRY_WINDOW_MS = define(
+    "systems.<system>.kafka.retry.window.ms",
+    _int(0),
+    60_000,
+    'Kafka: how long an admin request the cluster answers "not yet" (a leader being elected, brokers '
+    "down) is asked again — Kafka's `default.api.timeout.ms`; then the job fails with one line naming it",
+)
 SYSTEM_REPLICATION_FACTOR = define(
     "systems.<system>.default.stream.replication.factor",
     _int(1),

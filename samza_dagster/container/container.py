@@ -81,6 +81,10 @@ from samza_dagster.task.factory import TaskFactory
 
 log = logging.getLogger(__name__)
 
+#: a commit that lasts this long is a stall (a commit takes milliseconds when its systems answer);
+#: reported in the log, the progress display and the ``commit-waiting-ms`` gauge from then on
+STALL_AFTER_S = 5.0
+
 
 class JobModelNotice(Protocol):
     """What the container reads of a job-model watcher (``coordinator.client.JobModelWatcher``):
@@ -156,6 +160,8 @@ class SamzaContainer:
         self.table_commits: list[Any] = []
         #: set when run() ends, so the monitor thread stops asking the run loop to stop
         self._finished = False
+        #: the monitor logged the commit in progress as stalled (its end is logged too)
+        self._stall_reported = False
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -606,20 +612,11 @@ class SamzaContainer:
                 self._commit_transaction()  # e.g. the restore's trimming writes: they restore committed state
             return
         names = [ti.task_name for ti, _ in batch]
-        if self.side_inputs is not None:
-            self.side_inputs.flush(names)
-        self._flush_producers(names)
-        changelog_offsets = self._changelog_offsets(names)
-        checkpoints = {
-            ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch
-        }
-        # outputs whose commits carry the checkpoints (Iceberg tables) commit first: a crash before the
-        # checkpoint stream is written is repaired at start from what they hold (output_checkpoints.py)
-        self.table_commits.extend(commit_outputs(self.producers.values(), self.container_id, checkpoints))
-        assert self.checkpoints is not None
-        self.checkpoints.write_all(checkpoints)
-        if self._transactions is not None:
-            self._commit_transaction()
+        self.metrics.commit_started_at = time.monotonic()
+        try:
+            checkpoints = self._commit_batch(batch, names)
+        finally:
+            self._commit_ended()
         for ti, _ in batch:
             checkpoint = checkpoints[ti.task_name]
             ti.committed(checkpoint)
@@ -627,6 +624,57 @@ class SamzaContainer:
                 self.startpoints.committed(ti.task_name, checkpoint.offsets, set(ti.last_processed))
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("committed %s: %s %s", ti.task_name, checkpoint.offsets, ti.metrics.snapshot())
+
+    def _commit_batch(
+        self, batch: list[tuple[TaskInstance, dict[SystemStreamPartition, str]]], names: list[str]
+    ) -> dict[str, Checkpoint]:
+        """The steps of a commit that talk to systems, each named in ``metrics.commit_step``
+        (what a stalled commit waits for: :meth:`stall`)."""
+        if self.side_inputs is not None:
+            self.metrics.commit_step = "flushing the side-input stores"
+            self.side_inputs.flush(names)
+        self._flush_producers(names)
+        self.metrics.commit_step = "looking up the changelogs' offsets"
+        changelog_offsets = self._changelog_offsets(names)
+        checkpoints = {
+            ti.task_name: ti.checkpoint(offsets, changelog_offsets.get(ti.task_name, {})) for ti, offsets in batch
+        }
+        # outputs whose commits carry the checkpoints (Iceberg tables) commit first: a crash before the
+        # checkpoint stream is written is repaired at start from what they hold (output_checkpoints.py)
+        self.metrics.commit_step = "committing the table outputs"
+        self.table_commits.extend(commit_outputs(self.producers.values(), self.container_id, checkpoints))
+        assert self.checkpoints is not None
+        self.metrics.commit_step = "writing the checkpoints"
+        self.checkpoints.write_all(checkpoints)
+        if self._transactions is not None:
+            self.metrics.commit_step = "committing the transaction"
+            self._commit_transaction()
+        return checkpoints
+
+    def _commit_ended(self) -> None:
+        waited = self.metrics.commit_waiting_s(time.monotonic())
+        self.metrics.commit_started_at = 0.0
+        if self._stall_reported:
+            self._stall_reported = False
+            log.warning(
+                "container %s: the commit went through after %.0f s; the job goes on", self.container_id, waited
+            )
+
+    def stall(self) -> str | None:
+        """What the commit in progress waits for, once it has waited :data:`STALL_AFTER_S` or
+        longer (None otherwise): brokers that do not answer stall the job at its commit — the
+        producers cannot flush, a transaction cannot commit — until they answer or a client's
+        own timeout fails the commit. Any thread (for the progress display and the log)."""
+        waited = self.metrics.commit_waiting_s(time.monotonic())
+        if waited < STALL_AFTER_S:
+            return None
+        return f"container {self.container_id}: commit waiting {waited:.0f} s ({self.metrics.commit_step})"
+
+    def _report_stall(self) -> None:
+        """Log a stall once when it begins (the monitor thread); :meth:`_commit_ended` logs its end."""
+        if not self._stall_reported and (stall := self.stall()) is not None:
+            self._stall_reported = True
+            log.warning("%s: a system does not answer; the job waits for it", stall)
 
     def _commit_transaction(self) -> None:
         """Exactly-once: the commit point. A failure aborts what the transaction wrote (a fenced
@@ -645,7 +693,8 @@ class SamzaContainer:
         """Make every task's output and changelog writes durable: one flush per producer when its
         flush covers all of its sources (every producer of the built-in systems: one client
         serves every source, as in Samza), else one per source."""
-        for producer in self.producers.values():
+        for system, producer in self.producers.items():
+            self.metrics.commit_step = f"flushing the producer of system {system!r}"
             if getattr(producer, "flush_covers_all_sources", False):
                 producer.flush(sources[0])
             else:
@@ -672,6 +721,7 @@ class SamzaContainer:
         while not self._finished:
             if self.stop_event.wait(0.1):
                 break
+            self._report_stall()
             if self._watcher is not None and self._watcher.new_version_available:
                 break
             if self.side_inputs is not None and self.side_inputs.error is not None:

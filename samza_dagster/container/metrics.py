@@ -88,6 +88,8 @@ class ContainerMetrics:
         "ended_at",
         "start_s",
         "shutdown_s",
+        "commit_started_at",
+        "commit_step",
     )
 
     def __init__(self, container_id: str) -> None:
@@ -101,6 +103,15 @@ class ContainerMetrics:
         #: down (final commit excluded: the run loop does it; consumers, tasks, producers stopped)
         self.start_s = 0.0
         self.shutdown_s = 0.0
+        #: when the commit in progress began (0.0: none is) and the step it is at: a commit that
+        #: lasts is a system that does not answer (brokers down), what the job's stall reports
+        self.commit_started_at = 0.0
+        self.commit_step = ""
+
+    def commit_waiting_s(self, now: float) -> float:
+        """How long the commit in progress has lasted (0 when none is); any thread."""
+        started = self.commit_started_at
+        return now - started if started else 0.0
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -212,6 +223,9 @@ def register_container_metrics(
     registry.computed_timer(group, "block-ns", lambda: (consumers.block_s * _NS, consumers.blocks))
     gauge(group, "event-loop-utilization", _Utilization(consumers, clock))
     gauge(group, "container-startup-time", lambda: int(container.start_s * _NS))
+    # not Samza's: how long the commit in progress has waited (0 between commits); it grows while
+    # a system the commit writes to does not answer (a Kafka cluster without enough brokers)
+    gauge(group, "commit-waiting-ms", lambda: int(container.commit_waiting_s(clock()) * 1000))
     gauge(group, "physical-memory-mb", _resident_mb)
     for store, count in sorted(restored.items()):  # changelog messages applied at start-up
         gauge(STORAGE_MANAGER_GROUP, f"{store}-restored-messages", partial(int, count))

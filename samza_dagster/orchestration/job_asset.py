@@ -338,6 +338,7 @@ def _supervised_run(
         before.bootstrap_inputs,
         before.read,
         getattr(runner, "live_positions", None),
+        getattr(runner, "live_stalls", None),
     )
     follower = follow_metrics(context, cfg, job_name)
     live = LiveMaterializations(

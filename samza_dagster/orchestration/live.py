@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from samza_dagster.cli.progress import JobWatch, LivePositions, RecentRate
+from samza_dagster.cli.progress import JobWatch, LivePositions, LiveStalls, RecentRate
 from samza_dagster.config import Config
 from samza_dagster.metrics.stream_reader import MetricsStreamFollower
 from samza_dagster.orchestration import bootstrap, checks
@@ -157,6 +157,7 @@ class ProgressLine:
         bootstrap_inputs: list[StreamObservation],
         read: list[StreamInfo] | None = None,
         live: LivePositions | None = None,
+        stalls: LiveStalls | None = None,
     ) -> None:
         self.cfg, self.written, self.before = cfg, written, before
         self.bootstrap_inputs = bootstrap_inputs
@@ -166,6 +167,7 @@ class ProgressLine:
             *(DeclaredStream(s.id, s.system, s.physical_name, s.partitions) for s in written),
         ]
         self._live = live
+        self._stalls = stalls
         #: made at the first line, once the job runs: it reads the checkpoints, which must not
         #: wait on a crashed container's transaction before the new one has fenced it
         self._watch: JobWatch | None = None
@@ -203,11 +205,12 @@ class ProgressLine:
             return None
         try:
             if self._watch is None:
-                self._watch = JobWatch(self.cfg, self._streams, self._live)
+                self._watch = JobWatch(self.cfg, self._streams, self._live, self._stalls)
             sample = self._rate(self._watch.sample())
         except Exception:  # noqa: BLE001 - see the docstring
             return None
-        return f"{sample.processed:,} processed ({sample.rate}), lag {sample.lag:,}", sample.processed
+        line = f"{sample.processed:,} processed ({sample.rate}), lag {sample.lag:,}{sample.stall_text}"
+        return line, sample.processed
 
 
 def written_progress(cfg: Config, written: list[StreamInfo], before: dict[str, StreamObservation]) -> tuple[str, int]:

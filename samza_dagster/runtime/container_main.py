@@ -62,9 +62,14 @@ def _stop_when_parent_exits(container: SamzaContainer, parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+#: beside the positions file: the container's stall (SamzaContainer.stall), empty when none
+STALL_SUFFIX = ".stall"
+
+
 def _report_positions(container: SamzaContainer, path: str) -> None:
-    """Every PROGRESS_S, the container's last processed offsets to ``path`` (written whole and
-    renamed into place, so the runner never reads half a file), until the container stops."""
+    """Every PROGRESS_S, the container's last processed offsets to ``path`` and its stall to
+    ``path`` + STALL_SUFFIX (each written whole and renamed into place, so the runner never reads
+    half a file), until the container stops."""
 
     def write() -> None:
         tmp = f"{path}.tmp"
@@ -75,12 +80,24 @@ def _report_positions(container: SamzaContainer, path: str) -> None:
                 with open(tmp, "w") as f:
                     json.dump(positions, f)
                 os.replace(tmp, path)
+                with open(tmp, "w") as f:  # the stall beside them ("" when none)
+                    f.write(container.stall() or "")
+                os.replace(tmp, path + STALL_SUFFIX)
             except OSError:  # progress is a courtesy: the runner falls back to checkpoints
                 log.debug("container progress not written to %s", path, exc_info=True)
             if stopping:
                 return
 
     threading.Thread(target=write, name="samza-container-progress", daemon=True).start()
+
+
+def read_stall(path: str) -> str | None:
+    """The stall :func:`_report_positions` wrote beside the positions at ``path``, if any."""
+    try:
+        with open(path + STALL_SUFFIX) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 def read_positions(path: str) -> dict[SystemStreamPartition, str]:

@@ -34,6 +34,7 @@ from samza_dagster.runtime.container_main import (
     PROGRESS_PATH_ENV,
     SUMMARY_PATH_ENV,
     read_positions,
+    read_stall,
 )
 from samza_dagster.runtime.interrupts import STOP_SIGNALS
 from samza_dagster.runtime.result import JobResult
@@ -57,6 +58,12 @@ class ProcessJobRunner(JobRunner):
             for path in workdir.glob("progress-*.json"):
                 self._positions.update(read_positions(str(path)))
         return dict(self._positions)
+
+    def live_stalls(self) -> list[str]:
+        workdir = self._workdir
+        if workdir is None:
+            return []
+        return [stall for path in sorted(workdir.glob("progress-*.json")) if (stall := read_stall(str(path)))]
 
     def _stop_containers(self) -> None:
         for p in list(self.processes.values()):

@@ -76,6 +76,12 @@ class JobRunner(ABC):
         runner cannot see its containers while they run (then progress moves at each commit)."""
         return None
 
+    def live_stalls(self) -> list[str]:
+        """What each stalled container's commit waits for (``SamzaContainer.stall``: a commit
+        lasting seconds, brokers that do not answer), for a progress display (any thread). Empty
+        when none is stalled, or when this runner cannot see its containers while they run."""
+        return []
+
     def run(self) -> JobResult:
         started = time.monotonic()
         result = self._new_result()

@@ -47,6 +47,9 @@ class ThreadJobRunner(JobRunner):
             out.update(container.positions())
         return out
 
+    def live_stalls(self) -> list[str]:
+        return [stall for container in list(self.containers) if (stall := container.stall()) is not None]
+
     def _job_model(self, url: str) -> Any:
         # the served model masks secrets; containers in this process get them back from here
 

@@ -1,5 +1,8 @@
 """Broker failure (issue 36, point 4): a job on a three-node Kafka cluster loses the broker that
-leads every partition it uses, and goes on.
+leads every partition it uses, and goes on. Issue 53, point 3: two of the three brokers die, then
+the whole cluster is restarted, under a running exactly-once job — it stalls, says so, and goes on
+when the brokers return; a request the cluster cannot answer fails after the configured retry
+window with one line (the tests at the end).
 
 The cluster (support/kafka_broker.py, :func:`start_cluster`) is three KRaft nodes, each broker and
 controller, with replication factor 3 and ``min.insync.replicas=2``; the job's producers send
@@ -27,8 +30,12 @@ the admin's offset lookup of every commit, asked while the dead leader is still 
 
 from __future__ import annotations
 
+import io
+import logging
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -36,15 +43,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samza_dagster.checkpoint.manager import checkpoint_stream_name
+from samza_dagster.cli.progress import show_progress
 from samza_dagster.config import Config
+from samza_dagster.metrics.groups import CONTAINER_GROUP
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStream
 from samza_dagster.runtime import JobResult, create_runner
+from samza_dagster.runtime.provision import DeclaredStream
 from samza_dagster.storage.changelog import CHANGELOG_PROPERTIES
 from samza_dagster.system.factories import system_factory
+from samza_dagster.system.kafka.errors import KafkaRetryWindowError
 from samza_dagster.system.kafka.retry import note_created
 from samza_dagster.task.api import InitableTask, StreamTask
 from support.hl_harness import read_all
@@ -76,13 +87,14 @@ class CountAndEcho(StreamTask, InitableTask):
         self.store = context.get_store("counts")
         self.out = SystemStream("kafka", context.config.get_str("test.output"))
         self.times = PROCESS_TIMES.setdefault(context.config.get_str("job.name"), [])
+        self.pace_s = context.config.get_float("test.pace.s", PACE_S)
 
     def process(self, envelope, collector, coordinator):
         self.times.append(time.monotonic())
         msg_id, word = envelope.message.split(":")
         self.store.put(word, (self.store.get(word) or 0) + 1)
         collector.send(OutgoingMessageEnvelope(self.out, msg_id, key=msg_id))
-        time.sleep(PACE_S)
+        time.sleep(self.pace_s)
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +154,12 @@ def _wait(what: str, condition, timeout_s: float = DEADLINE_S, interval_s: float
         time.sleep(interval_s)
 
 
+#: a cluster that was just restarted whole can drop the admin's connection to a broker that is
+#: re-registering ("Broker handle destroyed"): the creation is asked again
+CREATE_ATTEMPTS = 5
+_CREATE_AGAIN = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT)
+
+
 def _create_led_by(admin: AdminClient, leader: int, others: list[int], topics: dict[str, tuple[int, dict]]) -> None:
     """Create each topic (partitions, configs) with ``leader`` first in every replica list (the
     engine's admin cannot place replicas, so confluent's creates them). This process created them:
@@ -155,8 +173,23 @@ def _create_led_by(admin: AdminClient, leader: int, others: list[int], topics: d
         )
         for name, (count, configs) in topics.items()
     ]
-    for future in admin.create_topics(new).values():
-        future.result()
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        again = []
+        futures = admin.create_topics(new)
+        for topic in new:
+            try:
+                futures[topic.topic].result()
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if attempt > 1 and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue  # the earlier attempt created it after all
+                if attempt == CREATE_ATTEMPTS or code not in _CREATE_AGAIN:
+                    raise
+                again.append(topic)
+        if not again:
+            break
+        new = again
+        time.sleep(1)
     for name in topics:
         note_created(name)
 
@@ -455,3 +488,167 @@ def test_a_commits_offset_lookup_waits_for_the_election_instead_of_failing(kafka
         "the restarted node back in every ISR",
         lambda: all(len(isr) == 3 for _, isr in _partitions(admin, [topic]).values()),
     )
+
+
+# -- two of three brokers down; the whole cluster restarted (issue 53, point 3) ---------------------
+
+OUTAGE_INPUTS = 600
+#: per message: the job is still mid-input at both outages (600 messages, 6 s of processing)
+OUTAGE_PACE_S = 0.01
+
+
+def _container_stacks() -> str:
+    """Where the containers' threads are (what a stall that was not reported waits in)."""
+    frames = sys._current_frames()
+    return "\n".join(
+        f"--- {thread.name}\n" + "".join(traceback.format_stack(frames[thread.ident]))
+        for thread in threading.enumerate()
+        if thread.name.startswith("samza-container") and thread.ident in frames
+    )
+
+
+def _commit_waiting_ms(job: RunningJob) -> int:
+    """The container's gauge, read alone (a whole snapshot reads the input's lag too, from the
+    brokers that are down)."""
+    (container,) = job.runner.containers
+    gauge = container.reporting.registry.get(CONTAINER_GROUP, "commit-waiting-ms")
+    return int(gauge.value())
+
+
+@pytest.mark.timeout(300)
+def test_two_brokers_down_and_a_whole_cluster_restart_stall_the_job_which_then_goes_on(
+    kafka_cluster: KafkaCluster, kafka_client: str, tmp_path: Path, caplog, capsys
+):
+    """Two of three nodes SIGKILLed under the exactly-once job (``acks=all``,
+    ``min.insync.replicas=2``; the KRaft quorum has lost its majority too, so nothing is
+    re-elected): no write can be acknowledged and the job's commit waits. It stays up, and says
+    so — its log, the progress display's line (what ``samza-dagster run`` shows) and the
+    ``commit-waiting-ms`` gauge — until one node returns; later all three nodes are stopped and
+    started again under it, with the same result. One container run throughout (no failure, no
+    restart), each input exactly once to ``read_committed``, the store equal to the input's counts."""
+    cluster = kafka_cluster
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    first, second, third = (node.node_id for node in cluster.nodes)
+    prefix = f"outage-{kafka_client[:5]}-{uuid.uuid4().hex[:6]}"
+    config = _job_config(cluster, kafka_client, "exactly-once", prefix, tmp_path / "state").with_overrides(
+        {"test.pace.s": str(OUTAGE_PACE_S)}
+    )
+    words, out, changelog = f"{prefix}-words", f"{prefix}-out", f"{prefix}-counts-changelog"
+    _create_led_by(
+        admin,
+        first,
+        [second, third],
+        {
+            words: (PARTITIONS, {}),
+            out: (1, {}),
+            changelog: (PARTITIONS, dict(CHANGELOG_PROPERTIES)),
+            checkpoint_stream_name(prefix, "1"): (1, {"cleanup.policy": "compact"}),
+        },
+    )
+    _produce_words(config, words, range(OUTAGE_INPUTS))
+    caplog.set_level(logging.INFO, logger="samza_dagster.container.container")
+    streams = [DeclaredStream(words, "kafka", words, PARTITIONS, reads=True), DeclaredStream(out, "kafka", out, 1)]
+    progress = io.StringIO()
+    job = RunningJob(config)
+    times = PROCESS_TIMES.setdefault(prefix, [])
+    stalls: list[tuple[int, int]] = []  # (processed when it began, commit-waiting-ms seen)
+    going_on: list[float] = []  # seconds from the brokers' start to the job processing again
+
+    def outage(at: int, stop, start) -> None:
+        _wait(f"{at} inputs processed", lambda: not job.alive() or len(times) >= at)
+        assert job.alive(), job.box
+        stop()
+        _wait(
+            "the stall reported",
+            lambda: not job.alive() or bool(job.runner.live_stalls()),
+            timeout_s=60,
+            explain=_container_stacks,
+        )
+        assert job.alive(), job.box
+        held = len(times)
+        _wait("the progress line saying so", lambda: "stalled: container 0: commit waiting" in progress.getvalue())
+        stalls.append((held, _commit_waiting_ms(job)))
+        assert len(times) <= held + 1, "the job went on while it could not commit"
+        started = time.monotonic()
+        start()
+        _wait("the job going on", lambda: not job.alive() or len(times) > held)
+        going_on.append(time.monotonic() - started)
+
+    with show_progress(
+        prefix,
+        config,
+        streams,
+        out=progress,
+        interval_s=0.5,
+        live=job.runner.live_positions,
+        stalls=job.runner.live_stalls,
+    ):
+        outage(
+            OUTAGE_INPUTS // 4,
+            lambda: [cluster.node(n).kill() for n in (first, second)],
+            lambda: cluster.restart(second),
+        )
+        outage(OUTAGE_INPUTS // 2, cluster.stop_nodes, cluster.start_nodes)
+        _wait("every input processed", lambda: not job.alive() or len(times) >= OUTAGE_INPUTS)
+        _wait(
+            "every output readable",
+            lambda: len(_read_ids(config, out, "read_committed")) >= OUTAGE_INPUTS,
+            interval_s=0.5,
+        )
+        result = job.stop()
+
+    assert result.succeeded, result.summary_line()
+    assert result.runs == 1 and not result.earlier_summaries, "the containers were restarted"
+    assert result.messages_processed == OUTAGE_INPUTS, result.summary_line()
+    ids = _read_ids(config, out, "read_committed")
+    assert ids == Counter({f"m{i}": 1 for i in range(OUTAGE_INPUTS)}), "an input missing or twice in the output"
+    assert _store_contents(tmp_path, prefix) == dict(Counter(WORDS[(i * 7) % len(WORDS)] for i in range(OUTAGE_INPUTS)))
+    assert all(waiting >= 5000 for _, waiting in stalls), stalls  # the gauge: the commit's wait, in ms
+    logged = [r.getMessage() for r in caplog.records if r.name == "samza_dagster.container.container"]
+    assert sum("a system does not answer; the job waits for it" in m for m in logged) == 2, logged
+    assert sum("the commit went through after" in m for m in logged) == 2, logged
+    assert "stalled" not in progress.getvalue().splitlines()[-1]  # the last line: going on again
+    waits = [times[held] - times[held - 1] for held, _ in stalls]
+    with capsys.disabled():
+        print(
+            f"\n[outage {kafka_client}] two of three nodes down: the job stalled {waits[0]:.1f} s, processing "
+            f"again {going_on[0]:.1f} s after one node's start; the whole cluster restarted: stalled "
+            f"{waits[1]:.1f} s, processing again {going_on[1]:.1f} s after the nodes' start; {len(ids)} inputs "
+            "once each"
+        )
+
+
+def test_a_request_the_cluster_cannot_answer_fails_after_the_configured_retry_window(kafka_cluster: KafkaCluster):
+    """The partitions' leader and one more node down (no quorum: no new leader): the admin's
+    offset lookup — what every commit asks — is asked again for ``systems.<s>.kafka.retry.window.ms``
+    (here 2 s, not the default minute), then fails with one line naming the system, the request
+    with its topic and partitions, the key and the cause."""
+    cluster = kafka_cluster
+    topic = f"window-{uuid.uuid4().hex[:6]}"
+    key = "systems.kafka.kafka.retry.window.ms"
+    config = Config(
+        {
+            "systems.kafka.samza.factory": "kafka",
+            "systems.kafka.consumer.bootstrap.servers": cluster.bootstrap_servers,
+            "systems.kafka.producer.bootstrap.servers": cluster.bootstrap_servers,
+            key: "2000",
+        }
+    )
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    first, second, third = (node.node_id for node in cluster.nodes)
+    _create_led_by(admin, first, [second, third], {topic: (PARTITIONS, {})})
+    _wait("the first node leads", lambda: {v[0] for v in _partitions(admin, [topic]).values()} == {first})
+    engine_admin = system_factory(config, "kafka").get_admin("kafka", config)
+    try:
+        engine_admin.get_system_stream_metadata([topic])  # connected while the cluster is whole
+        cluster.node(first).kill()
+        cluster.node(second).kill()
+        with pytest.raises(KafkaRetryWindowError) as failed:
+            engine_admin.get_system_stream_metadata([topic])
+    finally:
+        engine_admin.close()
+    line = str(failed.value)
+    assert "\n" not in line, line
+    assert line.startswith("Kafka system 'kafka': list "), line
+    assert f"{topic}[0,1]" in line and f"retry window of 2 s ({key})" in line, line
+    assert "Error" in line.split(f"({key}): ", 1)[1], line  # the client's last cause

@@ -30,7 +30,13 @@ from samza_dagster.system.int_offsets import compare_int_offsets, offsets_after
 from samza_dagster.system.kafka.config import KafkaClientConfigs
 from samza_dagster.system.kafka.connecting import connect
 from samza_dagster.system.kafka.errors import TopicNotYetKnownError, unavailable
-from samza_dagster.system.kafka.retry import kafka_python_transient, note_created, recently_created, retrying
+from samza_dagster.system.kafka.retry import (
+    kafka_python_transient,
+    note_created,
+    recently_created,
+    retry_window_s,
+    retrying,
+)
 
 #: CreateTopics' "the broker's ``default.replication.factor``" (KIP-464)
 _BROKER_DEFAULT_REPLICATION = -1
@@ -57,6 +63,8 @@ class KafkaSystemAdmin:
         }
         self._admin: Any = None
         self._lock = threading.Lock()
+        self._retry_window_s = retry_window_s(system_name, config)
+        self._retry_window_key = keys.SYSTEM_KAFKA_RETRY_WINDOW_MS.key(system=system_name)
 
     # -- connection ------------------------------------------------------------------------
     def _client(self) -> Any:
@@ -81,7 +89,11 @@ class KafkaSystemAdmin:
 
         try:
             return retrying(
-                f"Kafka system {self.system_name!r}: {what}", lambda: fn(*args, **kwargs), kafka_python_transient
+                f"Kafka system {self.system_name!r}: {what}",
+                lambda: fn(*args, **kwargs),
+                kafka_python_transient,
+                self._retry_window_s,
+                self._retry_window_key,
             )
         except (KafkaTimeoutError, KafkaConnectionError) as exc:
             raise unavailable(self.system_name, self._clients.bootstrap_servers, exc, what) from exc
@@ -186,10 +198,13 @@ class KafkaSystemAdmin:
         counts = self._partition_counts(names)
         tps = [TopicPartition(t, p) for t in names for p in range(counts[t])]
         admin = self._client()
+        where = _partitions_text(tps)
         earliest = self._call(
-            "list earliest offsets", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.EARLIEST)
+            f"list earliest offsets of {where}", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.EARLIEST)
         )
-        latest = self._call("list latest offsets", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.LATEST))
+        latest = self._call(
+            f"list latest offsets of {where}", admin.list_partition_offsets, dict.fromkeys(tps, OffsetSpec.LATEST)
+        )
         result: dict[str, SystemStreamMetadata] = {}
         for topic in names:
             partitions: dict[int, SystemStreamPartitionMetadata] = {}
@@ -215,7 +230,7 @@ class KafkaSystemAdmin:
         if not tps:
             return {}
         found = self._call(
-            "list last stable offsets",
+            f"list last stable offsets of {_partitions_text(tps.values())}",
             self._client().list_partition_offsets,
             dict.fromkeys(tps.values(), OffsetSpec.LATEST),
             isolation_level=IsolationLevel.READ_COMMITTED,
@@ -241,7 +256,7 @@ class KafkaSystemAdmin:
                 )
         tps = {ssp: TopicPartition(ssp.stream, ssp.partition) for ssp in timestamps}
         found = self._call(
-            "list offsets for times",
+            f"list offsets for times of {_partitions_text(tps.values())}",
             self._client().list_partition_offsets,
             {tps[ssp]: int(ts) for ssp, ts in timestamps.items()},
         )
@@ -260,3 +275,11 @@ class KafkaSystemAdmin:
 
     def get_offsets_after(self, offsets: dict[SystemStreamPartition, str]) -> dict[SystemStreamPartition, str]:
         return offsets_after(offsets)
+
+
+def _partitions_text(tps: Iterable[Any]) -> str:
+    """``orders[0,1], words[3]``: the topic partitions a request asks about, for its error."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in tps:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ", ".join(f"{topic}[{','.join(map(str, sorted(ps)))}]" for topic, ps in by_topic.items())

@@ -23,6 +23,12 @@ class KafkaProducerFencedError(KafkaTransactionError):
     container): this one may never write again, as in Kafka (``ProducerFencedException``)."""
 
 
+class KafkaRetryWindowError(SystemUnavailableError):
+    """A request the cluster kept answering "not yet" (no leader, brokers down) for the whole retry
+    window (``systems.<s>.kafka.retry.window.ms``). Names the system, the request and its topics
+    and partitions, the key and the last cause."""
+
+
 class TopicNotYetKnownError(SamzaSystemError):
     """A topic this process created a moment ago is not known yet to the broker that was asked
     (metadata reaches each broker on its own time). Raised inside a retried lookup (retry.py) and

@@ -7,7 +7,9 @@ be answered with an error that says "not yet" — a leader that is gone or not e
 broker that does not know a topic created a moment ago (``UnknownTopicOrPartition``), a request
 that timed out. Kafka's own clients retry those within ``default.api.timeout.ms`` (60 s), and
 Samza's KafkaSystemAdmin retries its metadata lookups with an exponential back-off; so does this
-system (:func:`retrying`), logging one warning per call that had to wait.
+system (:func:`retrying`), logging one warning per call that had to wait. The window is
+``systems.<s>.kafka.retry.window.ms`` (:func:`retry_window_s`); a call still failing when it runs
+out is :class:`KafkaRetryWindowError`, one line naming the request, the key and the last cause.
 
 A topic this process created is known to exist: a broker that answers "unknown topic" for it
 within :data:`CREATED_GRACE_S` of its creation has not applied the controller's record yet
@@ -23,16 +25,19 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from samza_dagster.system.kafka.errors import TopicNotYetKnownError
+from samza_dagster.config import keys
+from samza_dagster.config.config import Config
+from samza_dagster.system.kafka.errors import KafkaRetryWindowError, TopicNotYetKnownError
 
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-#: how long a call is retried: Kafka's ``default.api.timeout.ms``. Longer than a leader election
-#: after a broker dies (the controller waits ``broker.session.timeout.ms``, 9 s, before it fences
-#: the broker; a controller fail-over adds a quorum election)
-RETRY_WINDOW_S = 60.0
+#: how long a call is retried by default (``systems.<s>.kafka.retry.window.ms``): Kafka's
+#: ``default.api.timeout.ms``. Longer than a leader election after a broker dies (the controller
+#: waits ``broker.session.timeout.ms``, 9 s, before it fences the broker; a controller fail-over
+#: adds a quorum election)
+RETRY_WINDOW_S = keys.SYSTEM_KAFKA_RETRY_WINDOW_MS.default / 1000
 #: the back-off between attempts doubles from the first to the last (Kafka's retry.backoff.ms and
 #: retry.backoff.max.ms: 100 ms, 1 s)
 FIRST_BACKOFF_S = 0.1
@@ -60,24 +65,42 @@ def recently_created(topic: str) -> bool:
     return at is not None and time.monotonic() - at <= CREATED_GRACE_S
 
 
-def retrying(what: str, call: Callable[[], T], transient: Callable[[BaseException], bool]) -> T:
+def retry_window_s(system: str, config: Config) -> float:
+    """``systems.<system>.kafka.retry.window.ms``, in seconds."""
+    return keys.SYSTEM_KAFKA_RETRY_WINDOW_MS.get(config, system=system) / 1000
+
+
+def retrying(
+    what: str,
+    call: Callable[[], T],
+    transient: Callable[[BaseException], bool],
+    window_s: float | None = None,
+    window_key: str = keys.SYSTEM_KAFKA_RETRY_WINDOW_MS.name,
+) -> T:
     """``call()``, again after a back-off while it fails with an error ``transient`` accepts,
-    for up to :data:`RETRY_WINDOW_S`; then (or for any other error) its error is raised."""
-    deadline = time.monotonic() + RETRY_WINDOW_S
+    for up to ``window_s`` (:data:`RETRY_WINDOW_S` when None); then :class:`KafkaRetryWindowError`
+    (``what``, ``window_key`` and the last error in one line). Any other error is raised as it is."""
+    window_s = RETRY_WINDOW_S if window_s is None else window_s
+    deadline = time.monotonic() + window_s
     backoff = FIRST_BACKOFF_S
     waited = False
     while True:
         try:
             result = call()
         except Exception as exc:
-            if not transient(exc) or time.monotonic() + backoff > deadline:
+            if not transient(exc):
                 raise
+            if time.monotonic() + backoff > deadline:
+                text = str(exc)  # kafka-python's errors name their class themselves
+                text = text if text.startswith(type(exc).__name__) else f"{type(exc).__name__}: {text}"
+                cause = " ".join(text.split())  # one line, whatever the client said
+                raise KafkaRetryWindowError(
+                    f"{what}: no answer within the retry window of {window_s:g} s ({window_key}): {cause}"
+                ) from exc
             if not waited:
                 # a topic not yet known everywhere is a normal moment after its creation
                 level = logging.INFO if isinstance(exc, TopicNotYetKnownError) else logging.WARNING
-                log.log(
-                    level, "%s: %s: %s; asking again for up to %.0f s", what, type(exc).__name__, exc, RETRY_WINDOW_S
-                )
+                log.log(level, "%s: %s: %s; asking again for up to %g s", what, type(exc).__name__, exc, window_s)
                 waited = True
             time.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
@@ -109,5 +132,5 @@ def partition_counts_of_created(what: str, lookup: Callable[[], dict[str, int]],
 
     try:
         return retrying(what, ask, lambda exc: isinstance(exc, TopicNotYetKnownError))
-    except TopicNotYetKnownError:
+    except KafkaRetryWindowError:
         return lookup()

@@ -14,7 +14,9 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from samza_dagster.config import Config
 from samza_dagster.system.kafka import retry
+from samza_dagster.system.kafka.errors import KafkaRetryWindowError
 
 
 class Flaky:
@@ -55,12 +57,23 @@ def test_an_error_that_is_not_transient_is_raised_at_once():
     assert call.calls == 1
 
 
-def test_a_transient_error_that_outlasts_the_window_is_raised(monkeypatch):
+def test_a_transient_error_that_outlasts_the_window_is_one_line_naming_the_key(monkeypatch):
     monkeypatch.setattr(retry, "RETRY_WINDOW_S", 0.05)
-    call = Flaky([KafkaConnectionError("refused")] * 10_000)
-    with pytest.raises(KafkaConnectionError):
-        retry.retrying("list offsets", call, retry.kafka_python_transient)
+    call = Flaky([KafkaConnectionError("refused\nby the broker")] * 10_000)
+    with pytest.raises(KafkaRetryWindowError) as failed:
+        retry.retrying("Kafka system 'k': list offsets of t[0]", call, retry.kafka_python_transient)
     assert 1 < call.calls < 10_000
+    assert str(failed.value) == (
+        "Kafka system 'k': list offsets of t[0]: no answer within the retry window of 0.05 s "
+        "(systems.<system>.kafka.retry.window.ms): KafkaConnectionError: refused by the broker"
+    )
+    assert isinstance(failed.value.__cause__, KafkaConnectionError)
+
+
+def test_the_window_is_the_systems_key():
+    config = Config({"systems.k.kafka.retry.window.ms": "2500"})
+    assert retry.retry_window_s("k", config) == 2.5
+    assert retry.retry_window_s("other", config) == 60.0
 
 
 def test_a_topic_created_a_moment_ago_is_waited_for_and_any_other_is_missing_at_once(monkeypatch):

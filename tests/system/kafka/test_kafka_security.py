@@ -1,12 +1,14 @@
-"""Kafka security for real: Apache Kafka with a SASL_SSL (SCRAM-SHA-512) and a SASL_PLAINTEXT
-listener (support/kafka_secure.py, a broker of this module's own), configured with exactly the
-keys docs/operations.md documents (tests/secure_kafka_config.py reads them from the page).
+"""Kafka security for real: Apache Kafka with a SASL_SSL (SCRAM-SHA-512), a SASL_PLAINTEXT and an
+SSL listener requiring a client certificate (support/kafka_secure.py, a broker of this module's
+own), configured with exactly the keys docs/operations.md documents (tests/secure_kafka_config.py
+reads them from the page).
 
 * a job on each client reads, writes, checkpoints and keeps its coordinator stream through each
   listener;
-* a wrong password and an untrusted certificate are one line naming the system and the cause,
-  without the password — from each part of the system (admin, consumer, producer), from a job
-  whose containers fail, and from ``samza-dagster run`` (exit 1, nothing else on stderr);
+* a wrong password, an untrusted broker certificate and a client certificate the brokers refuse
+  (of another CA, or none) are one line naming the system and the cause, without the password —
+  from each part of the system (admin, consumer, producer), from a job whose containers fail,
+  and from ``samza-dagster run`` (exit 1, nothing else on stderr);
 * the key translations the security settings need reach every client.
 """
 
@@ -29,14 +31,18 @@ from samza_dagster.system import SystemAuthenticationError
 from samza_dagster.system.factories import system_factory
 from samza_dagster.system.kafka import kafka_client_configs
 from samza_dagster.system.kafka.confluent_config import confluent_configs
-from support.kafka_secure import SASL_PLAINTEXT, SASL_SSL, SecureKafka
+from support.kafka_secure import SASL_PLAINTEXT, SASL_SSL, SSL, SecureKafka
 from tests import REPO
 from tests.apps.harness import create_stream, produce
 from tests.secure_kafka_config import documented_kafka_config, job_config
 
 pytestmark = pytest.mark.kafka
 
-LISTENERS = [pytest.param(SASL_SSL, id="SASL_SSL"), pytest.param(SASL_PLAINTEXT, id="SASL_PLAINTEXT")]
+LISTENERS = [
+    pytest.param(SASL_SSL, id="SASL_SSL"),
+    pytest.param(SASL_PLAINTEXT, id="SASL_PLAINTEXT"),
+    pytest.param(SSL, id="SSL-client-certificate-required"),
+]
 MESSAGES = 200
 WRONG_PASSWORD = "not-the-password-" + uuid.uuid4().hex[:8]
 
@@ -91,13 +97,21 @@ def test_a_job_reads_and_writes_through_the_secured_listener_with_the_documented
 CAUSES = {
     "wrong password": ("refused the SASL login", "invalid credentials"),
     "untrusted certificate": ("TLS certificate of the brokers", "is not trusted"),
+    # the SSL listener requires a client certificate signed by its CA; this one's CA is another
+    "refused client certificate": ("refused the client certificate", "ssl.client.auth=required", "alert"),
 }
 
 
 def _failing_config(kafka: SecureKafka, client: str, cause: str, listener=None) -> dict[str, str]:
     if cause == "wrong password":
         return documented_kafka_config(kafka, listener or SASL_PLAINTEXT, client, password=WRONG_PASSWORD)
+    if cause == "refused client certificate":
+        return documented_kafka_config(kafka, SSL, client, certificate="stranger")
     return documented_kafka_config(kafka, SASL_SSL, client, ca_pem=kafka.untrusted_ca.certificate_pem)
+
+
+def _listener_of(cause: str):
+    return SSL if cause == "refused client certificate" else SASL_SSL
 
 
 def _assert_one_clear_line(text: str, kafka: SecureKafka, cause: str) -> None:
@@ -134,6 +148,18 @@ def test_each_client_fails_with_one_line_naming_the_system_and_the_cause(secure_
     assert not left, left
 
 
+@pytest.mark.timeout(60, func_only=True)
+def test_no_client_certificate_on_a_listener_requiring_one_is_the_one_line(secure_kafka, kafka_client):
+    """The documented SSL config without its certificate keys: the brokers' alert, not a
+    timeout "cannot reach the brokers" (what both clients said before), names the cause."""
+    config = Config(documented_kafka_config(secure_kafka, SSL, kafka_client, certificate="none"))
+    assert "systems.kafka.consumer.ssl.certificate.location" not in config
+    with pytest.raises(SystemAuthenticationError) as failed:
+        _start("consumer", config)
+    _assert_one_clear_line(str(failed.value), secure_kafka, "refused client certificate")
+    assert "alert bad certificate" in str(failed.value)
+
+
 @pytest.mark.parametrize("cause", list(CAUSES))
 def test_the_confluent_client_fails_at_once_not_at_its_bootstrap_timeout(secure_kafka, cause):
     """Java's clients fail on an authentication error instead of retrying it; so does the
@@ -152,7 +178,7 @@ def test_a_job_whose_containers_are_refused_fails_with_the_one_line(secure_kafka
     the embedded log; the containers' consumer and producer are refused: the job fails, its
     error is the one line. (With the coordinator stream on Kafka, its writer is refused first
     and ``run_job`` raises the same line.)"""
-    listener = SASL_SSL
+    listener = _listener_of(cause)
     prefix = _prefix(listener, kafka_client)
     good = documented_kafka_config(secure_kafka, listener, kafka_client)
     config = job_config(good, prefix)
@@ -160,9 +186,11 @@ def test_a_job_whose_containers_are_refused_fails_with_the_one_line(secure_kafka
     create_stream(config, "kafka", f"{prefix}-out", 1)
     produce(config, "kafka", f"{prefix}-in", [(0, b"k", b"v")])
     bad = _failing_config(secure_kafka, kafka_client, cause, listener)
-    admin = {  # the admin keeps the right password and CA
-        f"systems.kafka.admin.{key}": good[f"systems.kafka.consumer.{key}"]
-        for key in ("sasl.password", "ssl.ca.location")
+    consumer = "systems.kafka.consumer."
+    admin = {  # the admin keeps the right password, CA or certificate
+        f"systems.kafka.admin.{key[len(consumer) :]}": value
+        for key, value in good.items()
+        if key.startswith(consumer) and bad.get(key) != value
     }
     coordinator_on_the_log = {
         "job.coordinator.system": "log",
@@ -193,7 +221,7 @@ def _cli_run(tmp_path: Path, entries: dict[str, str]) -> subprocess.CompletedPro
 
 @pytest.mark.parametrize("cause", list(CAUSES))
 def test_samza_dagster_run_prints_the_one_line_and_exits_1(secure_kafka, kafka_client, cause, tmp_path):
-    prefix = _prefix(SASL_SSL, kafka_client)
+    prefix = _prefix(_listener_of(cause), kafka_client)
     entries = dict(job_config(_failing_config(secure_kafka, kafka_client, cause, SASL_SSL), prefix).items())
     done = _cli_run(tmp_path, {**entries, f"streams.{prefix}-in.partitions": "1"})
     assert done.returncode == 1, done.stderr
