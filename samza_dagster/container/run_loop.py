@@ -32,6 +32,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from itertools import cycle
+from typing import cast
 
 from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
@@ -40,7 +42,7 @@ from samza_dagster.container.run_loop_config import RunLoopConfig
 from samza_dagster.container.scheduled import RunLoopSteps, ScheduledLoop
 from samza_dagster.container.task_instance import InlineBinding, TaskInstance
 from samza_dagster.container.task_worker import TaskWorker
-from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.coordinator import ContainerRequests
 
@@ -68,6 +70,13 @@ def check_batch_task_settings(thread_pool_size: int, max_concurrency: int) -> No
 
 #: the run loop's settings when none are given (a container passes its job's: RunLoopConfig.from_config)
 DEFAULTS = RunLoopConfig()
+
+#: ``time.perf_counter`` reads the clock the timers run on (``time.monotonic``), so the rounds loop's
+#: timing of ``process`` doubles as its look at the clock (one read per envelope, not three); true
+#: on Linux (both CLOCK_MONOTONIC), checked rather than assumed
+_PERF_COUNTER_IS_MONOTONIC = (
+    time.get_clock_info("perf_counter").implementation == time.get_clock_info("monotonic").implementation
+)
 
 
 class RunLoopStatus:
@@ -158,6 +167,8 @@ class RunLoop:
             return self._run_inline_batches()
         if self.consumers.supports_runs:
             return self._run_inline_runs()
+        if self.consumers.supports_rounds and self.clock is time.monotonic and _PERF_COUNTER_IS_MONOTONIC:
+            return self._run_inline_rounds()
         return self._run_inline()
 
     # -- inline mode ---------------------------------------------------------------------------
@@ -222,6 +233,95 @@ class RunLoop:
                         return status
         finally:
             metrics.chooses += chosen
+
+    def _run_inline_rounds(self) -> str:  # noqa: C901 - the hot path: a helper per branch would cost a call per envelope
+        """Inline mode with a round-robin chooser: SystemConsumers.choose_rounds hands over many
+        picks at once (the one-at-a-time order: module docstring of system/consumers.py), and
+        their partitions repeat with the list's ``round_width``, so what each envelope's task needs
+        is looked up once per partition per list, not per envelope. After every envelope the same
+        checks as :meth:`_run_inline` (a request, or a timer due: before the next envelope). The
+        processed offsets and counts are recorded per list, or before anything (housekeeping, an
+        error) can see them (:meth:`_settle`); an interrupted list leaves its unprocessed
+        envelopes out of the checkpoint, as a run does."""
+        consumers = self.consumers
+        choose_rounds = consumers.choose_rounds
+        task_for = self._task_for
+        fast_get = self._fast_paths().get
+        requests = self.requests
+        monotonic = self.clock  # time.monotonic here (run())
+        perf_counter = time.perf_counter
+        timed = self.timer_enabled
+        poll_timeout = self.poll_timeout_s
+        metrics = self.metrics
+        eos = END_OF_STREAM_OFFSET
+        chosen = 0
+        try:
+            while True:
+                batch = choose_rounds(poll_timeout)
+                if batch is None:
+                    metrics.null_chooses += 1  # live: the idle path, read by the metrics
+                    if requests.pending or monotonic() >= self._next_deadline:
+                        status = self._housekeeping(monotonic())
+                        if status is not None:
+                            return status
+                    continue
+                chosen += len(batch)
+                width = consumers.round_width
+                binds = [fast_get(env.ssp) for env in batch[:width]]
+                if len(batch) == 1 or None in binds:  # one pick (maybe an end of stream), or serdes
+                    for env in batch:
+                        ssp = env.ssp
+                        if env.offset == eos:
+                            task_for[ssp].mark_end_of_stream(ssp)
+                            requests.notice()
+                        else:
+                            task_for[ssp].process_inline(env)
+                        if requests.pending or monotonic() >= self._next_deadline:
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                    continue
+                fast = cast(list[InlineBinding], binds)  # none is None here
+                deadline = self._next_deadline
+                done = settled = 0
+                t0 = t1 = 0.0
+                for env, f in zip(batch, cycle(fast)):
+                    ti, process, collector, coordinator, _last, _counts, task_metrics = f
+                    try:
+                        if timed:
+                            t0 = perf_counter()
+                            process(env, collector, coordinator)
+                            t1 = perf_counter()
+                            task_metrics.process_s += t1 - t0
+                        else:
+                            process(env, collector, coordinator)
+                            t1 = monotonic()
+                    except Exception as exc:
+                        self._settle(batch, fast, width, settled, done)
+                        raise ti.process_error(env, exc) from exc
+                    done += 1
+                    if requests.pending or t1 >= deadline:
+                        self._settle(batch, fast, width, settled, done)
+                        settled = done
+                        status = self._housekeeping(monotonic())
+                        if status is not None:
+                            return status
+                        deadline = self._next_deadline
+                self._settle(batch, fast, width, settled, done)
+        finally:
+            metrics.chooses += chosen
+
+    @staticmethod
+    def _settle(
+        batch: list[IncomingMessageEnvelope], binds: list[InlineBinding], width: int, start: int, stop: int
+    ) -> None:
+        """Record ``batch[start:stop]`` as processed: per partition its last offset there and how
+        many (envelope ``j`` is of the partition of ``binds[j % width]``)."""
+        for j in range(max(start, stop - width), stop):  # the last envelope of each partition
+            env = batch[j]
+            f = binds[j % width]
+            f.last_processed[env.ssp] = env.offset
+            f.counts[env.ssp] += (j - start) // width + 1
 
     def _run_inline_runs(self) -> str:  # noqa: C901 - the hot path: a helper per branch would cost a call per envelope
         """Inline mode when the chooser offers runs (``task.consumer.batch.size`` > 1): one

@@ -1,0 +1,150 @@
+"""The inline run loop over rounds (a round-robin chooser: SystemConsumers.choose_rounds hands over
+many picks at once, and the loop records offsets per list): a commit, a shutdown or a failure in
+the middle of a list sees exactly the messages processed before it, as with one pick at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from samza_dagster.config import Config
+from samza_dagster.container import ContainerStatus, SamzaContainer, TaskProcessError
+from samza_dagster.model import SystemStreamPartition
+from samza_dagster.system.consumers import SystemConsumers
+from samza_dagster.task import StreamTask
+from samza_dagster.task.coordinator import RequestScope
+from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
+
+PARTITIONS = 4
+PER_PARTITION = 3000
+
+
+@pytest.fixture
+def lists(monkeypatch):
+    """The sizes of the lists choose_rounds handed over (to show the loop ran on rounds)."""
+    sizes: list[int] = []
+    original = SystemConsumers.choose_rounds
+
+    def recording(self, timeout_s=0.0):
+        batch = original(self, timeout_s)
+        if batch is not None:
+            sizes.append(len(batch))
+        return batch
+
+    monkeypatch.setattr(SystemConsumers, "choose_rounds", recording)
+    return sizes
+
+
+def _config(tmp_path: Path) -> Config:
+    config = Config(
+        {
+            "job.name": "rounds",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.inputs": "log.input",
+            "systems.log.streams.input.samza.bounded": "true",
+            "task.commit.ms": "600000",
+        }
+    )
+    create_stream(config, "log", "input", PARTITIONS)
+    produce(config, "log", "input", [(i % PARTITIONS, None, b"x") for i in range(PARTITIONS * PER_PARTITION)])
+    return config
+
+
+class Shared:
+    """What every task of a run saw: messages processed in all, the last offset per partition."""
+
+    def __init__(self, act_at: int, act) -> None:
+        self.total = 0
+        self.last: dict[SystemStreamPartition, str] = {}
+        self.counts: dict[SystemStreamPartition, int] = {}
+        self.act_at = act_at
+        self.act = act
+        self.seen_after: dict | None = None
+
+
+class ActingTask(StreamTask):
+    """Counts what it processes; at the ``act_at``-th message of the run does ``act``."""
+
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+
+    def process(self, envelope, collector, coordinator):
+        shared = self.shared
+        if shared.total == shared.act_at:
+            shared.act(envelope, coordinator)  # may raise: then this message is not processed
+        shared.total += 1
+        shared.last[envelope.ssp] = envelope.offset
+        shared.counts[envelope.ssp] = shared.counts.get(envelope.ssp, 0) + 1
+
+
+def _run(config: Config, shared: Shared) -> SamzaContainer:
+    container = SamzaContainer("0", job_model(config), task_factory=FnTaskFactory(lambda name: ActingTask(shared)))
+    try:
+        container.run()
+    except TaskProcessError:
+        pass
+    return container
+
+
+def _processed(container: SamzaContainer) -> tuple[dict, dict]:
+    last, counts = {}, {}
+    for ti in container.tasks.values():
+        last.update(ti.last_processed)
+        counts.update({ssp: n for ssp, n in ti.metrics.processed.items() if n})
+    return last, counts
+
+
+def test_a_shutdown_in_the_middle_of_a_list_checkpoints_exactly_what_was_processed(tmp_path, lists):
+    config = _config(tmp_path)
+    shared = Shared(5001, lambda env, coordinator: coordinator.shutdown(RequestScope.ALL_TASKS_IN_CONTAINER))
+    container = _run(config, shared)
+    assert container.summary.status is ContainerStatus.SHUTDOWN
+    assert max(lists) > 100, "the loop did not run on rounds"
+    assert shared.total == 5002  # the message that asked is processed; none after it
+    last, counts = _processed(container)
+    assert last == shared.last and counts == shared.counts
+    checkpoints = read_checkpoints(config)
+    offsets = {ssp: offset for cp in checkpoints.values() for ssp, offset in cp.offsets.items()}
+    assert offsets == {(s.system, s.stream, s.partition): o for s, o in shared.last.items()}
+
+
+def test_a_failure_in_the_middle_of_a_list_leaves_its_message_unprocessed(tmp_path, lists):
+    config = _config(tmp_path)
+
+    def fail(envelope, coordinator):
+        raise ValueError("boom")
+
+    shared = Shared(4321, fail)
+    container = _run(config, shared)
+    assert container.summary.status is ContainerStatus.FAILED
+    assert "boom" in str(container.summary.error)
+    assert max(lists) > 100
+    assert shared.total == 4321
+    last, counts = _processed(container)
+    assert last == shared.last and counts == shared.counts
+
+
+def test_a_commit_asked_in_the_middle_of_a_list_is_made_before_the_next_message(tmp_path, lists):
+    config = _config(tmp_path)
+    shared = Shared(3001, lambda env, coordinator: coordinator.commit())
+    asked: dict = {}
+
+    class CheckingTask(ActingTask):
+        def process(self, envelope, collector, coordinator):
+            if shared.total == shared.act_at + 1:  # the next message of the run: the commit is made
+                asked["checkpoints"] = read_checkpoints(config)
+                asked["last"] = dict(shared.last)
+            super().process(envelope, collector, coordinator)
+
+    container = SamzaContainer("0", job_model(config), task_factory=FnTaskFactory(lambda name: CheckingTask(shared)))
+    container.run()
+    assert container.summary.status is ContainerStatus.COMPLETED
+    assert max(lists) > 100
+    asking = [ssp for ssp, offset in asked["last"].items()]
+    committed = {ssp: offset for cp in asked["checkpoints"].values() for ssp, offset in cp.offsets.items()}
+    # the asking task's checkpoint holds its partition's offset of the asking message, exactly
+    (ssp,) = [s for s in asking if (s.system, s.stream, s.partition) in committed]
+    assert committed[(ssp.system, ssp.stream, ssp.partition)] == asked["last"][ssp]
