@@ -282,31 +282,47 @@ class RunLoop:
                                 return status
                     continue
                 fast = cast(list[InlineBinding], binds)  # none is None here
+                calls = [(f.process, f.collector, f.coordinator, f.metrics) for f in fast]
                 deadline = self._next_deadline
                 done = settled = 0
-                t0 = t1 = 0.0
-                for env, f in zip(batch, cycle(fast)):
-                    ti, process, collector, coordinator, _last, _counts, task_metrics = f
-                    try:
-                        if timed:
-                            t0 = perf_counter()
+                if timed:
+                    # one clock read per envelope: the time since the previous envelope was done
+                    # is this one's process time (the loop's step, ~0.1 µs, included), and the
+                    # same read is the look at the timers
+                    t0 = perf_counter()
+                    for env, (process, collector, coordinator, task_metrics) in zip(batch, cycle(calls)):
+                        try:
                             process(env, collector, coordinator)
-                            t1 = perf_counter()
-                            task_metrics.process_s += t1 - t0
-                        else:
+                        except Exception as exc:
+                            self._settle(batch, fast, width, settled, done)
+                            raise fast[done % width].ti.process_error(env, exc) from exc
+                        t1 = perf_counter()
+                        task_metrics.process_s += t1 - t0
+                        t0 = t1
+                        done += 1
+                        if requests.pending or t1 >= deadline:
+                            self._settle(batch, fast, width, settled, done)
+                            settled = done
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            deadline = self._next_deadline
+                            t0 = perf_counter()  # the housekeeping is not the next envelope's
+                else:
+                    for env, (process, collector, coordinator, _) in zip(batch, cycle(calls)):
+                        try:
                             process(env, collector, coordinator)
-                            t1 = monotonic()
-                    except Exception as exc:
-                        self._settle(batch, fast, width, settled, done)
-                        raise ti.process_error(env, exc) from exc
-                    done += 1
-                    if requests.pending or t1 >= deadline:
-                        self._settle(batch, fast, width, settled, done)
-                        settled = done
-                        status = self._housekeeping(monotonic())
-                        if status is not None:
-                            return status
-                        deadline = self._next_deadline
+                        except Exception as exc:
+                            self._settle(batch, fast, width, settled, done)
+                            raise fast[done % width].ti.process_error(env, exc) from exc
+                        done += 1
+                        if requests.pending or monotonic() >= deadline:
+                            self._settle(batch, fast, width, settled, done)
+                            settled = done
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            deadline = self._next_deadline
                 self._settle(batch, fast, width, settled, done)
         finally:
             metrics.chooses += chosen
@@ -341,7 +357,8 @@ class RunLoop:
         metrics = self.metrics
         eos = END_OF_STREAM_OFFSET
         chosen = 0
-        t0 = 0.0
+        # the timing's clock reads are the look at the timers too, when they read the same clock
+        shared_clock = monotonic is time.monotonic and _PERF_COUNTER_IS_MONOTONIC
         try:
             while True:
                 run = choose_run(poll_timeout)
@@ -374,34 +391,42 @@ class RunLoop:
                 if end_of_stream:
                     run.pop()
                 # Per envelope only what must happen per envelope; the offset and the count are
-                # recorded once per run, or before anything (housekeeping, an error) can see them.
-                done = 0
-                previous = None
+                # recorded once per run, or before anything (housekeeping, an error) can see them
+                # (``i`` processed, up to ``recorded`` recorded). One clock read per envelope,
+                # timed or not (as in _run_inline_rounds).
+                deadline = self._next_deadline
+                recorded = i = 0
+                t0 = perf_counter() if timed else 0.0
                 for env in run:
-                    if timed:
-                        t0 = perf_counter()
                     try:
                         process(env, collector, coordinator)
                     except Exception as exc:
-                        if previous is not None:
-                            last[ssp] = previous.offset
-                            counts[ssp] += done
+                        if i > recorded:
+                            last[ssp] = run[i - 1].offset
+                            counts[ssp] += i - recorded
                         raise ti.process_error(env, exc) from exc
+                    i += 1
                     if timed:
-                        task_metrics.process_s += perf_counter() - t0
-                    done += 1
-                    previous = env
-                    if requests.pending or monotonic() >= self._next_deadline:
+                        t1 = perf_counter()
+                        task_metrics.process_s += t1 - t0
+                        t0 = t1
+                        if not shared_clock:
+                            t1 = monotonic()
+                    else:
+                        t1 = monotonic()
+                    if requests.pending or t1 >= deadline:
                         last[ssp] = env.offset
-                        counts[ssp] += done
-                        done = 0
-                        previous = None
+                        counts[ssp] += i - recorded
+                        recorded = i
                         status = self._housekeeping(monotonic())
                         if status is not None:
                             return status
-                if previous is not None:
-                    last[ssp] = previous.offset
-                    counts[ssp] += done
+                        deadline = self._next_deadline
+                        if timed:
+                            t0 = perf_counter()
+                if i > recorded:
+                    last[ssp] = run[i - 1].offset
+                    counts[ssp] += i - recorded
                 if end_of_stream:
                     ti.mark_end_of_stream(ssp)
                     requests.notice()

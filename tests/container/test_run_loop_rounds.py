@@ -1,6 +1,8 @@
 """The inline run loop over rounds (a round-robin chooser: SystemConsumers.choose_rounds hands over
-many picks at once, and the loop records offsets per list): a commit, a shutdown or a failure in
-the middle of a list sees exactly the messages processed before it, as with one pick at a time."""
+many picks at once, and the loop records offsets per list) and over runs (a batching chooser,
+``task.consumer.batch.size``: one partition's envelopes per decision), timed or not: a commit, a
+shutdown or a failure in the middle of a list sees exactly the messages processed before it, as
+with one pick at a time."""
 
 from __future__ import annotations
 
@@ -20,11 +22,21 @@ PARTITIONS = 4
 PER_PARTITION = 3000
 
 
-@pytest.fixture
-def lists(monkeypatch):
-    """The sizes of the lists choose_rounds handed over (to show the loop ran on rounds)."""
+#: the loop variants: the config that selects each, and the SystemConsumers call it takes lists from
+VARIANTS = {
+    "rounds": ({}, "choose_rounds"),
+    "rounds-untimed": ({"metrics.timer.enabled": "false"}, "choose_rounds"),
+    "runs": ({"task.consumer.batch.size": "700"}, "choose_run"),
+    "runs-untimed": ({"task.consumer.batch.size": "700", "metrics.timer.enabled": "false"}, "choose_run"),
+}
+
+
+@pytest.fixture(params=sorted(VARIANTS))
+def variant(request, monkeypatch):
+    """A loop variant's config, and the sizes of the lists it was handed (to show it ran on them)."""
+    extra, method = VARIANTS[request.param]
     sizes: list[int] = []
-    original = SystemConsumers.choose_rounds
+    original = getattr(SystemConsumers, method)
 
     def recording(self, timeout_s=0.0):
         batch = original(self, timeout_s)
@@ -32,11 +44,11 @@ def lists(monkeypatch):
             sizes.append(len(batch))
         return batch
 
-    monkeypatch.setattr(SystemConsumers, "choose_rounds", recording)
-    return sizes
+    monkeypatch.setattr(SystemConsumers, method, recording)
+    return extra, sizes
 
 
-def _config(tmp_path: Path) -> Config:
+def _config(tmp_path: Path, extra: dict[str, str]) -> Config:
     config = Config(
         {
             "job.name": "rounds",
@@ -46,6 +58,7 @@ def _config(tmp_path: Path) -> Config:
             "task.inputs": "log.input",
             "systems.log.streams.input.samza.bounded": "true",
             "task.commit.ms": "600000",
+            **extra,
         }
     )
     create_stream(config, "log", "input", PARTITIONS)
@@ -97,8 +110,9 @@ def _processed(container: SamzaContainer) -> tuple[dict, dict]:
     return last, counts
 
 
-def test_a_shutdown_in_the_middle_of_a_list_checkpoints_exactly_what_was_processed(tmp_path, lists):
-    config = _config(tmp_path)
+def test_a_shutdown_in_the_middle_of_a_list_checkpoints_exactly_what_was_processed(tmp_path, variant):
+    extra, lists = variant
+    config = _config(tmp_path, extra)
     shared = Shared(5001, lambda env, coordinator: coordinator.shutdown(RequestScope.ALL_TASKS_IN_CONTAINER))
     container = _run(config, shared)
     assert container.summary.status is ContainerStatus.SHUTDOWN
@@ -111,8 +125,9 @@ def test_a_shutdown_in_the_middle_of_a_list_checkpoints_exactly_what_was_process
     assert offsets == {(s.system, s.stream, s.partition): o for s, o in shared.last.items()}
 
 
-def test_a_failure_in_the_middle_of_a_list_leaves_its_message_unprocessed(tmp_path, lists):
-    config = _config(tmp_path)
+def test_a_failure_in_the_middle_of_a_list_leaves_its_message_unprocessed(tmp_path, variant):
+    extra, lists = variant
+    config = _config(tmp_path, extra)
 
     def fail(envelope, coordinator):
         raise ValueError("boom")
@@ -127,8 +142,9 @@ def test_a_failure_in_the_middle_of_a_list_leaves_its_message_unprocessed(tmp_pa
     assert last == shared.last and counts == shared.counts
 
 
-def test_a_commit_asked_in_the_middle_of_a_list_is_made_before_the_next_message(tmp_path, lists):
-    config = _config(tmp_path)
+def test_a_commit_asked_in_the_middle_of_a_list_is_made_before_the_next_message(tmp_path, variant):
+    extra, lists = variant
+    config = _config(tmp_path, extra)
     shared = Shared(3001, lambda env, coordinator: coordinator.commit())
     asked: dict = {}
 
