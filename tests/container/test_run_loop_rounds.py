@@ -6,16 +6,20 @@ with one pick at a time."""
 
 from __future__ import annotations
 
+import math
+import time
 from pathlib import Path
 
 import pytest
 
 from samza_dagster.config import Config
 from samza_dagster.container import ContainerStatus, SamzaContainer, TaskProcessError
+from samza_dagster.container.run_loop import DeadlineAlarm
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.system.consumers import SystemConsumers
-from samza_dagster.task import StreamTask
-from samza_dagster.task.coordinator import RequestScope
+from samza_dagster.task import StreamTask, WindowableTask
+from samza_dagster.task.coordinator import ContainerRequests, RequestScope
+from support.waiting import wait_until
 from tests.apps.harness import FnTaskFactory, create_stream, job_model, produce, read_checkpoints
 
 PARTITIONS = 4
@@ -164,3 +168,73 @@ def test_a_commit_asked_in_the_middle_of_a_list_is_made_before_the_next_message(
     # the asking task's checkpoint holds its partition's offset of the asking message, exactly
     (ssp,) = [s for s in asking if (s.system, s.stream, s.partition) in committed]
     assert committed[(ssp.system, ssp.stream, ssp.partition)] == asked["last"][ssp]
+
+
+class SlowWindowedTask(StreamTask):
+    """Half a millisecond per message; counts its windows and the messages seen between them."""
+
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def process(self, envelope, collector, coordinator):
+        self.log.append("m")
+        deadline = time.perf_counter() + 0.0005
+        while time.perf_counter() < deadline:
+            pass
+
+    def window(self, collector, coordinator):
+        self.log.append("w")
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_windows_fall_due_while_a_list_is_processed(tmp_path, name):
+    """Timed, the loop's clock reads are the look at the timers; untimed, the deadline alarm's flag:
+    either way a window due in the middle of a list runs before the next message."""
+    extra, _ = VARIANTS[name]
+    config = Config(
+        {
+            "job.name": "windows",
+            "job.default.system": "log",
+            "systems.log.samza.factory": "log",
+            "systems.log.log.path": str(tmp_path / "log"),
+            "task.inputs": "log.input",
+            "systems.log.streams.input.samza.bounded": "true",
+            "task.window.ms": "20",
+            **extra,
+        }
+    )
+    create_stream(config, "log", "input", 1)  # one task: its windows and messages in one log
+    produce(config, "log", "input", [(0, None, b"x") for _ in range(600)])
+    log: list[str] = []
+
+    class Windowed(SlowWindowedTask, WindowableTask):
+        pass
+
+    container = SamzaContainer("0", job_model(config), task_factory=FnTaskFactory(lambda n: Windowed(log)))
+    container.run()
+    assert container.summary.status is ContainerStatus.COMPLETED and log.count("m") == 600
+    # ~300 ms of messages, a window due every 20 ms: windows between the messages, not at the end
+    gaps = [len(run) for run in "".join(log).split("w")]
+    assert log.count("w") >= 5 and max(gaps) < 200, gaps
+
+
+def test_the_deadline_alarm_raises_the_flag_at_its_deadline_and_not_before():
+    requests = ContainerRequests()
+    alarm = DeadlineAlarm(requests)
+    try:
+        alarm.arm(math.inf)
+        time.sleep(0.05)
+        assert not requests.pending
+        armed = time.monotonic()
+        alarm.arm(armed + 0.1)
+        wait_until(lambda: requests.pending, what="the alarm")
+        assert time.monotonic() - armed >= 0.099
+        requests.looked()
+        time.sleep(0.05)
+        assert not requests.pending  # fired once: until armed again
+        alarm.arm(time.monotonic() + 0.05)
+        alarm.arm(math.inf)  # disarmed before it fell due
+        time.sleep(0.1)
+        assert not requests.pending
+    finally:
+        alarm.stop()
