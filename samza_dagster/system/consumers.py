@@ -75,7 +75,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain, islice, repeat
-from operator import call
+from operator import attrgetter, call
 from typing import Any
 
 from samza_dagster.errors import SamzaError
@@ -108,6 +108,8 @@ _INLINE_IDLE_BACKOFF_MAX_S = 0.05
 _THREADED_BUFFER_CAPACITY = 2000
 _INLINE_BUFFER_CAPACITY = 500
 
+
+_SIZE = attrgetter("size")
 
 #: Least envelopes a partition may buffer whatever the budget divided among partitions leaves it.
 MIN_BUFFER_PER_SSP = 16
@@ -187,7 +189,7 @@ class _SspState:
         """Lower (or raise back) the capacity so that this partition's buffer holds about its
         share of the bytes budget, at the mean size of the batch just polled."""
         assert self.bytes_share is not None
-        size = ENVELOPE_OVERHEAD_BYTES + sum(e.size for e in envelopes) // len(envelopes)
+        size = ENVELOPE_OVERHEAD_BYTES + sum(map(_SIZE, envelopes)) // len(envelopes)  # summed in C
         capacity = max(MIN_BUFFER_PER_SSP, min(self.max_capacity, self.bytes_share // size))
         if capacity != self.capacity:
             self.bound(capacity)
@@ -395,9 +397,8 @@ class SystemConsumers:
                 if count == before:  # the whole buffer (the common case): copied in C, not popped one by one
                     run.extend(buffer)
                     buffer.clear()
-                else:
-                    popleft = buffer.popleft
-                    run.extend([popleft() for _ in range(count)])
+                else:  # popped in C too (a Python loop here cost B5 ~0.07 µs an envelope)
+                    run.extend(map(call, repeat(buffer.popleft, count)))
                 self._take_run(run[-1], count)  # type: ignore[misc]
         st.chosen += len(run)
         if buffer:
