@@ -387,6 +387,22 @@ class RunLoop:
             f.last_processed[env.ssp] = env.offset
             f.counts[env.ssp] += (j - start) // width + 1
 
+    @staticmethod
+    def _record(
+        last: dict[SystemStreamPartition, str],
+        counts: dict[SystemStreamPartition, int],
+        ssp: SystemStreamPartition,
+        run: list[IncomingMessageEnvelope],
+        recorded: int,
+        processed: int,
+    ) -> int:
+        """Record ``run[recorded:processed]`` as processed (its last offset, how many); returns
+        ``processed``, now recorded."""
+        if processed > recorded:
+            last[ssp] = run[processed - 1].offset
+            counts[ssp] += processed - recorded
+        return processed
+
     def _run_inline_runs(self) -> str:  # noqa: C901 - the hot path: a helper per branch would cost a call per envelope
         """Inline mode when the chooser offers runs (``task.consumer.batch.size`` > 1): one
         chooser decision hands over a run of one partition's envelopes (SystemConsumers.choose_run),
@@ -443,48 +459,60 @@ class RunLoop:
                     run.pop()
                 # Per envelope only what must happen per envelope; the offset and the count are
                 # recorded once per run, or before anything (housekeeping, an error) can see them
-                # (``i`` processed, up to ``recorded`` recorded). One clock read per envelope,
-                # timed or not (as in _run_inline_rounds).
+                # (``i`` processed, up to ``recorded`` recorded). At most one clock read per
+                # envelope (as in _run_inline_rounds), none when the alarm's flag says when a timer
+                # is due: one loop per case, so that no envelope pays for the others' tests.
                 deadline = self._next_deadline
-                if alarm is not None:
-                    alarm.arm(deadline)
-                    deadline = math.inf  # the flag says when
                 recorded = i = 0
-                t0 = perf_counter() if timed else 0.0
-                t1 = 0.0  # below any deadline the alarm watches (math.inf)
-                for env in run:
-                    try:
-                        process(env, collector, coordinator)
-                    except Exception as exc:
-                        if i > recorded:
-                            last[ssp] = run[i - 1].offset
-                            counts[ssp] += i - recorded
-                        raise ti.process_error(env, exc) from exc
-                    i += 1
-                    if timed:
+                if timed:
+                    t0 = perf_counter()
+                    for env in run:
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._record(last, counts, ssp, run, recorded, i)
+                            raise ti.process_error(env, exc) from exc
+                        i += 1
                         t1 = perf_counter()
                         task_metrics.process_s += t1 - t0
                         t0 = t1
-                        if not shared_clock:
-                            t1 = monotonic()
-                    elif alarm is None:
-                        t1 = monotonic()
-                    if requests.pending or t1 >= deadline:
-                        last[ssp] = env.offset
-                        counts[ssp] += i - recorded
-                        recorded = i
-                        status = self._housekeeping(monotonic())
-                        if status is not None:
-                            return status
-                        deadline = self._next_deadline
-                        if alarm is not None:
-                            alarm.arm(deadline)
-                            deadline = math.inf
-                        if timed:
+                        if requests.pending or (t1 if shared_clock else monotonic()) >= deadline:
+                            recorded = self._record(last, counts, ssp, run, recorded, i)
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            deadline = self._next_deadline
                             t0 = perf_counter()
-                if i > recorded:
-                    last[ssp] = run[i - 1].offset
-                    counts[ssp] += i - recorded
+                elif alarm is not None:
+                    alarm.arm(deadline)
+                    for env in run:
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._record(last, counts, ssp, run, recorded, i)
+                            raise ti.process_error(env, exc) from exc
+                        i += 1
+                        if requests.pending:
+                            recorded = self._record(last, counts, ssp, run, recorded, i)
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            alarm.arm(self._next_deadline)
+                else:
+                    for env in run:
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._record(last, counts, ssp, run, recorded, i)
+                            raise ti.process_error(env, exc) from exc
+                        i += 1
+                        if requests.pending or monotonic() >= deadline:
+                            recorded = self._record(last, counts, ssp, run, recorded, i)
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            deadline = self._next_deadline
+                self._record(last, counts, ssp, run, recorded, i)
                 if end_of_stream:
                     ti.mark_end_of_stream(ssp)
                     requests.notice()
