@@ -251,6 +251,8 @@ class SystemConsumers:
         #: Systems polled on the run loop's thread: system → (consumer, its partitions' states).
         self._inline: dict[str, tuple[SystemConsumer, list[_SspState]]] = {}
         self._next_inline_poll = 0.0
+        #: a top-up poll of every partition at its low water ran since the last pick (``_pick``)
+        self._topped = False
         self._countdown = _CHOOSES_PER_CLOCK_CHECK
         self._started = False
         self._stopped = False
@@ -435,18 +437,20 @@ class SystemConsumers:
         if per_envelope * limit > _ROUNDS_TARGET_S:
             limit = max(1, int(_ROUNDS_TARGET_S / per_envelope))
         if self._inline and now >= self._next_inline_poll:
-            self._poll_inline(0.0, topping_up=True)
+            self._topped = self._poll_inline(0.0, topping_up=True)
         if self._arrivals:
             self._drain_arrivals()
         batch = self._rounds(fifo, limit) if limit > 1 else None
         if batch is None:
             return self._one(timeout_s)
+        self._topped = False
         self._round_size = len(batch)
         self._rounds_at = time.monotonic()
         return batch
 
     def _one(self, timeout_s: float) -> list[IncomingMessageEnvelope] | None:
         envelope = self.choose(timeout_s)
+        self._topped = False  # (when choose did not get as far as _pick)
         self.round_width = 1
         self._round_size = 1
         self._rounds_at = time.monotonic()
@@ -521,15 +525,21 @@ class SystemConsumers:
         """The chooser's pick after surfacing a poller's error and handing it what arrived;
         waiting up to ``timeout_s`` (no spinning) when it has none. The caller does the
         per-envelope bookkeeping of the pick."""
+        topped = self._topped  # choose_rounds' top-up just ran
+        self._topped = False
         if self._inline:
             self._countdown = _CHOOSES_PER_CLOCK_CHECK
             if time.monotonic() >= self._next_inline_poll:
-                self._poll_inline(0.0, topping_up=True)
+                topped = self._poll_inline(0.0, topping_up=True) or topped
         envelope = self._choose_now()
         if envelope is not None:
             return envelope
-        if self._inline:
-            self._poll_inline(0.0)  # the chooser ran dry: fetch now, whatever the interval
+        # the chooser ran dry: fetch now, whatever the interval — unless a top-up just did. (A
+        # partition with something buffered has its envelope in the chooser, so when it is dry
+        # every partition with room is at its low water, and a top-up polls exactly those: at a
+        # trickle the second poll was one more for every message that came.)
+        if self._inline and not topped:
+            self._poll_inline(0.0)
             envelope = self._choose_now()
             if envelope is not None:
                 return envelope

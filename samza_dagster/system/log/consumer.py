@@ -10,10 +10,15 @@ statements per stream. (Traced at B12's 1,000 msgs/s: 73 % of the reads returned
 the reads were most of the job's CPU; docs/benchmarks.md, "The embedded log nearly idle".)
 
 When nothing is new, a poll with a timeout waits without spinning: it sleeps and asks only the
-version between sleeps. The sleep starts at 1 ms and doubles to 50 ms while nothing comes, across
-polls — the run loop polls again every 50 ms or so while idle, and a backoff that restarted at
-1 ms in every poll woke the thread six times a poll — and drops back to 1 ms as soon as a read
-returns anything.
+version between sleeps. The sleep starts at 5 ms and doubles to 50 ms while nothing comes, across
+polls — the run loop polls again every 50 ms or so while idle, and a backoff that restarted in
+every poll woke the thread six times a poll — and drops back to 5 ms as soon as a read returns
+anything. The first sleep is the log's counterpart of the producer's ``log.linger.ms`` (5 ms):
+a message that finds the reader waiting is read up to 5 ms later, with whatever else came
+meanwhile. At 1 ms a job fed 1,000 messages a second looked and read about once a message (1.5
+rows a read), and the looks cost more than the messages: 19–20 % of a core against 10–11 % at
+5 ms (2 ms: 14 %, 3 ms: 13 %; docs/benchmarks.md, "The embedded log nearly idle"). A poll that
+finds data waits for nothing, so a backlog is read as fast as before.
 
 Bounded streams (``streams.<id>.samza.bounded``) end at the upcoming offset each registered
 partition had at ``start()``: after the message just before it, the next poll returns the
@@ -41,7 +46,8 @@ from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.system.log import storage, transactions
 from samza_dagster.system.log.config import LogSystemConfig
 
-_MIN_BACKOFF_S = 0.001
+#: the first sleep of a waiting poll, and the one after a read that found something
+_MIN_BACKOFF_S = 0.005
 _MAX_BACKOFF_S = 0.05
 
 
