@@ -60,6 +60,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--latency-seconds", type=float, default=20.0, help="B12: seconds measured at 1,000 msgs/s per repetition"
     )
     parser.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=20.0,
+        help="B12's idle figure: seconds the job on the embedded log runs with no input, measured",
+    )
+    parser.add_argument(
         "--broker-warm-up-seconds",
         type=float,
         default=120.0,
@@ -96,7 +102,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.smoke:
         args.repetitions, args.messages, args.kafka_messages = 1, 2000, 2000
         args.spark_messages, args.b4_rt_messages, args.no_faust = 2000, 200, True
-        args.latency_seconds, args.broker_warm_up_seconds = 1.0, 1.0
+        args.latency_seconds, args.broker_warm_up_seconds, args.idle_seconds = 1.0, 1.0, 1.0
         args.scale_messages, args.scale_memory_messages = 4000, 0
         args.scale_kafka_messages, args.scale_spark_messages = 0, 0
         args.batch_messages, args.parquet_rows = 2000, 2000
@@ -174,7 +180,11 @@ def run(args: argparse.Namespace) -> list[Section]:
         add(
             "B12",
             lambda: bench_latency.b12_section(
-                args.repetitions, args.latency_seconds, log, warm_up_s=args.broker_warm_up_seconds
+                args.repetitions,
+                args.latency_seconds,
+                log,
+                warm_up_s=args.broker_warm_up_seconds,
+                idle_s=args.idle_seconds,
             ),
         )
         add(

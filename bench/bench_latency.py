@@ -19,12 +19,18 @@ path for its first tens of seconds — longer on a loaded machine, where its com
 for a CPU): rounds of one-hop traffic until a round's p99 is under :data:`WARM_P99_MS` or
 :data:`BROKER_WARM_UP_S` have passed; the rounds' latencies are reported.
 
+Also measured: what the job costs when nothing comes — the same job on the embedded log with
+no input at all for ``--idle-seconds``, its CPU seconds per second (all its threads, after a
+warm-up of :data:`IDLE_WARM_S`); and the CPU of the job on the log against the same job on Kafka
+at 1,000 msgs/s (the log job's CPU over the Kafka job's, per repetition).
+
     python -m bench --only B12 --repetitions 5
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import struct
 import tempfile
 import threading
@@ -51,6 +57,12 @@ WARM_ROUND_S = 10.0
 WARM_P99_MS = 50.0
 #: how long after the measured window every measured message may take to come out
 TAIL_S = 60
+#: the idle job runs this long before its CPU is measured (start-up, the first polls' backoff)
+IDLE_WARM_S = 3.0
+#: targets (issue 54): the log job's CPU at most this many times the Kafka job's; idle, at most
+#: this fraction of a core
+CPU_RATIO_TARGET = 1.3
+IDLE_TARGET = 0.01
 PARTITIONS = 4
 STAMP = struct.Struct("<dq")  # send time (s since the epoch), sequence number
 INPUT, OUTPUT = "b12-in", "b12-out"
@@ -309,6 +321,50 @@ def child_latency(  # noqa: C901 - one measured run's set-up, traffic and teardo
     return result
 
 
+def _thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of process ``pid``, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    result = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # ended meanwhile
+        result[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks
+    return result
+
+
+def child_idle(seconds: float) -> dict[str, Any]:
+    """The B12 job on the embedded log with no input at all: its CPU seconds per second over
+    ``seconds`` (every thread of its process), after IDLE_WARM_S; and the busiest thread's share."""
+    from bench.harness import process_cpu_seconds
+
+    root = tempfile.mkdtemp(prefix="b12-idle-")
+    driver = _Log(root)
+    spawn = multiprocessing.get_context("spawn")
+    stop = spawn.Event()
+    job = spawn.Process(target=_run_job, args=(_job_config("log", driver.keys), stop), daemon=True)
+    job.start()
+    try:
+        time.sleep(IDLE_WARM_S)
+        threads0, cpu0, t0 = _thread_cpu(job.pid), process_cpu_seconds(job.pid), time.perf_counter()
+        time.sleep(seconds)
+        threads1, cpu1, elapsed = _thread_cpu(job.pid), process_cpu_seconds(job.pid), time.perf_counter() - t0
+    finally:
+        stop.set()
+        job.join(60)
+        if job.is_alive():
+            job.kill()
+        driver.close()
+    busiest = max((threads1[t] - threads0.get(t, 0.0) for t in threads1), default=0.0)
+    return {
+        "idle_cpu_per_s": (cpu1 - cpu0) / elapsed,
+        "busiest_thread_per_s": busiest / elapsed,
+        "threads": len(threads1),
+        "seconds": elapsed,
+    }
+
+
 def _pct(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
@@ -387,7 +443,7 @@ def warm_up_broker(bootstrap: str, max_s: float, log=print) -> list[dict[str, An
     return rounds
 
 
-def b12_section(repetitions: int, seconds: float, log=print, warm_up_s: float = BROKER_WARM_UP_S):
+def b12_section(repetitions: int, seconds: float, log=print, warm_up_s: float = BROKER_WARM_UP_S, idle_s: float = 20.0):
     from bench.bench_kafka import with_broker_cpu
     from bench.harness import Section, alternate, column, fmt, isolated, median
     from bench.kafka_util import broker_line, start_broker
@@ -401,6 +457,8 @@ def b12_section(repetitions: int, seconds: float, log=print, warm_up_s: float = 
             def measure(rep: int) -> dict[str, Any]:
                 if variant == "log":
                     return isolated("bench.bench_latency:child_latency", system="log", seconds=seconds)
+                if variant == "idle":
+                    return isolated("bench.bench_latency:child_idle", seconds=idle_s)
                 job_keys, relay = KAFKA_VARIANTS[variant]
                 return with_broker_cpu(
                     broker,
@@ -416,7 +474,7 @@ def b12_section(repetitions: int, seconds: float, log=print, warm_up_s: float = 
 
             return measure
 
-        runs = alternate(repetitions, {v: on(v) for v in ("log", *KAFKA_VARIANTS)}, log)
+        runs = alternate(repetitions, {v: on(v) for v in ("log", *KAFKA_VARIANTS, "idle")}, log)
         broker_name = broker_line(broker)
     finally:
         broker.stop()
@@ -434,6 +492,12 @@ def b12_section(repetitions: int, seconds: float, log=print, warm_up_s: float = 
     p99_log, p99_kafka = median(column(runs["log"], "out_p99_ms")), median(column(runs["kafka"], "out_p99_ms"))
     p99_hop = median(column(runs["kafka"], "in_p99_ms"))
     p99_relay = median(column(runs["relay"], "out_p99_ms"))
+    cpu_ratios = [
+        lg / kf for lg, kf in zip(column(runs["log"], "job_cpu_s"), column(runs["kafka"], "job_cpu_s"), strict=True)
+    ]
+    cpu_ratio = median(cpu_ratios)
+    idle = column(runs["idle"], "idle_cpu_per_s")
+    idle_cpu = median(idle)
     body = (
         f"A pass-through job (1 container, {PARTITIONS} input and output partitions, default config: commit "
         f"every 60 s, `log.linger.ms` 5, librdkafka's `linger.ms` 5) in its own process; on Kafka the broker is "
@@ -458,16 +522,25 @@ def b12_section(repetitions: int, seconds: float, log=print, warm_up_s: float = 
         "| | msgs/s sent | input p50, ms | input p99, ms | output p50, ms | output p99, ms | output max, ms "
         "| job's share p50, ms | job's share p99, ms | job CPU, s | broker CPU, s | load |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+        f"\nJob CPU on the log over job CPU on Kafka, per repetition (target ≤ {CPU_RATIO_TARGET}): "
+        f"{fmt(cpu_ratios, '.2f')}.\n\n"
+        f"*Idle:* the same job on the embedded log with no input at all, {idle_s:.0f} s measured after "
+        f"{IDLE_WARM_S:.0f} s of running: **{fmt([100 * x for x in idle], '.2f')} % of a core** (CPU s per s, "
+        f"every thread of the process; target < {100 * IDLE_TARGET:.0f} %), its busiest thread "
+        f"{fmt([100 * x for x in column(runs['idle'], 'busiest_thread_per_s')], '.2f')} %; "
+        f"load as it started {fmt(column(runs['idle'], 'load_1min'), '.1f')}.\n"
     )
-    met = p99_log < 100 and p99_kafka < 100
+    met = p99_log < 100 and p99_kafka < 100 and cpu_ratio <= CPU_RATIO_TARGET and idle_cpu < IDLE_TARGET
     return Section(
         key="B12",
         title="end-to-end latency at a steady 1,000 msgs/s",
         command=f"python -m bench --only B12 --repetitions {repetitions} --latency-seconds {seconds:g}",
         body=body,
         result=f"p99 {p99_log:.1f} ms on the log, {p99_kafka:.1f} ms on Kafka (one hop through the broker "
-        f"alone: p99 {p99_hop:.1f} ms; two hops through a bare librdkafka relay: p99 {p99_relay:.1f} ms)",
-        target="p99 < 100 ms on the log and on Kafka with the default config",
+        f"alone: p99 {p99_hop:.1f} ms; two hops through a bare librdkafka relay: p99 {p99_relay:.1f} ms); "
+        f"job CPU on the log {cpu_ratio:.2f}× the job on Kafka; idle on the log {100 * idle_cpu:.2f} % of a core",
+        target=f"p99 < 100 ms on the log and on Kafka with the default config; log job CPU ≤ {CPU_RATIO_TARGET}× "
+        f"the Kafka job's; idle < {100 * IDLE_TARGET:.0f} % of a core",
         met=met,
         why="" if met else "Why: see *Profiles* below.",
         elapsed_s=time.perf_counter() - t0,

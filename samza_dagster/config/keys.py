@@ -275,14 +275,15 @@ JOB_CONTAINER_SWITCH_INTERVAL_US = define(
     "job.container.switch.interval.us",
     _int(0),
     500,
-    "lowers the interpreter's thread switch interval in a container to this many µs (0: leave Python's own)",
+    "lowers the interpreter's thread switch interval to this many µs while a container runs (restored when "
+    "the process's last container stops; 0: leave Python's own)",
 )
 JOB_CONTAINER_GC_THRESHOLD = define(
     "job.container.gc.threshold",
     _int(0),
     50_000,
-    "raises the garbage collector's young-generation threshold in a container to this many allocations "
-    "(0: leave Python's own, 700)",
+    "raises the garbage collector's young-generation threshold to this many allocations while a container "
+    "runs (restored when the process's last container stops; 0: leave Python's own, 700)",
 )
 JOB_COORDINATOR_HTTP_HOST = define(
     "job.coordinator.http.host",

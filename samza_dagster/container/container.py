@@ -42,11 +42,12 @@ from samza_dagster.config.system_config import StreamConfig, SystemConfig
 from samza_dagster.container.assembly import ContainerPlan, side_inputs_manager
 from samza_dagster.container.dead_letter import DeadLetterSender, ensure_dead_letter_stream
 from samza_dagster.container.exactly_once import NonTransactionalProducer, check_exactly_once, transactional_id
-from samza_dagster.container.gc_threshold import apply_gc_threshold
-from samza_dagster.container.gil import apply_switch_interval
+from samza_dagster.container.gc_threshold import hold_gc_threshold
+from samza_dagster.container.gil import hold_switch_interval
 from samza_dagster.container.metrics import ContainerMetrics
 from samza_dagster.container.offset_reset import admin_cleanup_policy, reset_out_of_range
 from samza_dagster.container.output_checkpoints import commit_outputs, tables_ahead
+from samza_dagster.container.process_setting import SettingLease
 from samza_dagster.container.reporting import ContainerReporting
 from samza_dagster.container.run_loop import RunLoop, RunLoopStatus
 from samza_dagster.container.run_loop_config import RunLoopConfig
@@ -162,6 +163,8 @@ class SamzaContainer:
         self._finished = False
         #: the monitor logged the commit in progress as stalled (its end is logged too)
         self._stall_reported = False
+        #: the interpreter-wide settings this container holds while it runs (process_setting.py)
+        self._settings: list[SettingLease[Any]] = []
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -232,6 +235,9 @@ class SamzaContainer:
             if error is None and shutdown_error is not None:
                 error, status = shutdown_error, ContainerStatus.FAILED
             self.summary = self._summarize(status, time.monotonic() - started, error, stopping)
+            for lease in self._settings:  # the process's own switch interval and GC threshold back
+                lease.release()  # when no other container of it runs (process_setting.py)
+            self._settings.clear()
             log.info("%s", self.summary.one_line())
         if error is not None:
             # the summary carries one line; the trace goes to the log (a run's log file, --verbose)
@@ -259,8 +265,9 @@ class SamzaContainer:
         """Assemble the container in Samza's order, one named step each: producers, input
         metadata, checkpoints, stores (restored from changelogs), side inputs (read to their
         head), task instances (initialised), consumers from the starting offsets, the run loop."""
-        apply_switch_interval(self.config)
-        apply_gc_threshold(self.config)
+        # the interpreter-wide settings, held while this container runs (released in ``run``)
+        self._settings.append(hold_switch_interval(self.config))
+        self._settings.append(hold_gc_threshold(self.config))
         plan = ContainerPlan.of(self.config, self.container_model, self.task_factory)
         self._exactly_once = plan.job.exactly_once
         check_exactly_once(self.config)

@@ -11,8 +11,10 @@ runs of 4,096 spent 2.0 CPU s at 700 and 1.0 at 50,000 (the raw read alone: 1.1 
 StreamTask 2.05 and 1.6 (docs/benchmarks.md, B15). A young collection every 50,000 allocations
 lets buffered envelopes die young; cyclic garbage waits a little longer to be freed.
 
-The setting is process-wide (the thread runner's containers share one interpreter), so it is
-only ever raised, never lowered below what the process already uses.
+The setting is process-wide (the thread runner's containers share one interpreter; a Dagster run
+worker goes on running the user's code after the job), so a container holds it only while it runs
+(process_setting.py): the threshold in force is the highest any running container asks for, never
+below what the process had, and the process gets its own back when its last container stops.
 """
 
 from __future__ import annotations
@@ -21,13 +23,24 @@ import gc
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
+from samza_dagster.container.process_setting import ProcessSetting, SettingLease
 
 
-def apply_gc_threshold(config: Config) -> int:
-    """Raise the young-generation threshold to ``job.container.gc.threshold`` (0 leaves it
-    alone). Returns the threshold in force."""
-    wanted = keys.JOB_CONTAINER_GC_THRESHOLD.get(config)
-    young, middle, old = gc.get_threshold()
-    if wanted > young:
-        gc.set_threshold(wanted, middle, old)
+def _young() -> int:
     return gc.get_threshold()[0]
+
+
+def _set_young(young: int) -> None:
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, old)
+
+
+#: the young generation's threshold, held by the running containers of this process
+GC_THRESHOLD: ProcessSetting[int] = ProcessSetting(_young, _set_young, max)
+
+
+def hold_gc_threshold(config: Config) -> SettingLease[int]:
+    """Raise the young-generation threshold to ``job.container.gc.threshold`` (0 leaves it
+    alone) until the lease is released; ``lease.value`` is the threshold in force."""
+    wanted = keys.JOB_CONTAINER_GC_THRESHOLD.get(config)
+    return GC_THRESHOLD.hold(wanted if wanted > 0 else None)

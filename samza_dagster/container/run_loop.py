@@ -30,8 +30,12 @@ envelopes, which bounds memory; other tasks keep running what they already have.
 from __future__ import annotations
 
 import logging
+import math
+import threading
 import time
 from collections.abc import Callable, Iterable
+from itertools import cycle
+from typing import cast
 
 from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
@@ -40,7 +44,7 @@ from samza_dagster.container.run_loop_config import RunLoopConfig
 from samza_dagster.container.scheduled import RunLoopSteps, ScheduledLoop
 from samza_dagster.container.task_instance import InlineBinding, TaskInstance
 from samza_dagster.container.task_worker import TaskWorker
-from samza_dagster.model import END_OF_STREAM_OFFSET, SystemStreamPartition
+from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.consumers import SystemConsumers
 from samza_dagster.task.coordinator import ContainerRequests
 
@@ -68,6 +72,56 @@ def check_batch_task_settings(thread_pool_size: int, max_concurrency: int) -> No
 
 #: the run loop's settings when none are given (a container passes its job's: RunLoopConfig.from_config)
 DEFAULTS = RunLoopConfig()
+
+#: ``time.perf_counter`` reads the clock the timers run on (``time.monotonic``), so the rounds loop's
+#: timing of ``process`` doubles as its look at the clock (one read per envelope, not three); true
+#: on Linux (both CLOCK_MONOTONIC), checked rather than assumed
+_PERF_COUNTER_IS_MONOTONIC = (
+    time.get_clock_info("perf_counter").implementation == time.get_clock_info("monotonic").implementation
+)
+
+
+class DeadlineAlarm:
+    """Raises ``ContainerRequests.pending`` once ``time.monotonic()`` passes the deadline it was last
+    armed with, from a thread of its own (started at the first finite deadline): an inline loop
+    that does not time ``process`` (``metrics.timer.enabled=false``) then looks at that one flag
+    per envelope instead of reading the clock — ~50 ns of B5's ~350 per envelope
+    (docs/benchmarks.md). Only for the real clock: a test's hand-moved clock is read per envelope."""
+
+    def __init__(self, requests: ContainerRequests) -> None:
+        self._requests = requests
+        self._deadline = math.inf
+        self._cond = threading.Condition(threading.Lock())
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float) -> None:
+        """The loop's thread: raise the flag at ``deadline`` (monotonic seconds; inf: never)."""
+        if deadline == self._deadline:
+            return  # still armed for it (a race with firing only makes one more look)
+        with self._cond:
+            self._deadline = deadline
+            self._cond.notify()
+        if self._thread is None and deadline != math.inf:
+            self._thread = threading.Thread(target=self._run, name="samza-run-loop-alarm", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                remaining = self._deadline - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(None if remaining == math.inf else remaining)
+                    continue
+                self._requests.notice()
+                self._deadline = math.inf  # fired: until the loop arms the next one
 
 
 class RunLoopStatus:
@@ -158,6 +212,8 @@ class RunLoop:
             return self._run_inline_batches()
         if self.consumers.supports_runs:
             return self._run_inline_runs()
+        if self.consumers.supports_rounds and self.clock is time.monotonic and _PERF_COUNTER_IS_MONOTONIC:
+            return self._run_inline_rounds()
         return self._run_inline()
 
     # -- inline mode ---------------------------------------------------------------------------
@@ -223,6 +279,130 @@ class RunLoop:
         finally:
             metrics.chooses += chosen
 
+    def _run_inline_rounds(self) -> str:  # noqa: C901 - the hot path: a helper per branch would cost a call per envelope
+        """Inline mode with a round-robin chooser: SystemConsumers.choose_rounds hands over many
+        picks at once (the one-at-a-time order: module docstring of system/consumers.py), and
+        their partitions repeat with the list's ``round_width``, so what each envelope's task needs
+        is looked up once per partition per list, not per envelope. After every envelope the same
+        checks as :meth:`_run_inline` (a request, or a timer due: before the next envelope). The
+        processed offsets and counts are recorded per list, or before anything (housekeeping, an
+        error) can see them (:meth:`_settle`); an interrupted list leaves its unprocessed
+        envelopes out of the checkpoint, as a run does."""
+        consumers = self.consumers
+        choose_rounds = consumers.choose_rounds
+        task_for = self._task_for
+        fast_get = self._fast_paths().get
+        requests = self.requests
+        monotonic = self.clock  # time.monotonic here (run())
+        perf_counter = time.perf_counter
+        timed = self.timer_enabled
+        poll_timeout = self.poll_timeout_s
+        metrics = self.metrics
+        eos = END_OF_STREAM_OFFSET
+        chosen = 0
+        alarm = DeadlineAlarm(requests)
+        try:
+            while True:
+                batch = choose_rounds(poll_timeout)
+                if batch is None:
+                    metrics.null_chooses += 1  # live: the idle path, read by the metrics
+                    if requests.pending or monotonic() >= self._next_deadline:
+                        status = self._housekeeping(monotonic())
+                        if status is not None:
+                            return status
+                    continue
+                chosen += len(batch)
+                width = consumers.round_width
+                binds = [fast_get(env.ssp) for env in batch[:width]]
+                if len(batch) == 1 or None in binds:  # one pick (maybe an end of stream), or serdes
+                    for env in batch:
+                        ssp = env.ssp
+                        if env.offset == eos:
+                            task_for[ssp].mark_end_of_stream(ssp)
+                            requests.notice()
+                        else:
+                            task_for[ssp].process_inline(env)
+                        if requests.pending or monotonic() >= self._next_deadline:
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                    continue
+                fast = cast(list[InlineBinding], binds)  # none is None here
+                calls = [(f.process, f.collector, f.coordinator, f.metrics) for f in fast]
+                deadline = self._next_deadline
+                done = settled = 0
+                if timed:
+                    # one clock read per envelope: the time since the previous envelope was done
+                    # is this one's process time (the loop's step, ~0.1 µs, included), and the
+                    # same read is the look at the timers
+                    t0 = perf_counter()
+                    for env, (process, collector, coordinator, task_metrics) in zip(batch, cycle(calls)):
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._settle(batch, fast, width, settled, done)
+                            raise fast[done % width].ti.process_error(env, exc) from exc
+                        t1 = perf_counter()
+                        task_metrics.process_s += t1 - t0
+                        t0 = t1
+                        done += 1
+                        if requests.pending or t1 >= deadline:
+                            self._settle(batch, fast, width, settled, done)
+                            settled = done
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            deadline = self._next_deadline
+                            t0 = perf_counter()  # the housekeeping is not the next envelope's
+                else:
+                    alarm.arm(deadline)  # the flag is the look at the timers: no clock read
+                    for env, (process, collector, coordinator, _) in zip(batch, cycle(calls)):
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._settle(batch, fast, width, settled, done)
+                            raise fast[done % width].ti.process_error(env, exc) from exc
+                        done += 1
+                        if requests.pending:
+                            self._settle(batch, fast, width, settled, done)
+                            settled = done
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            alarm.arm(self._next_deadline)
+                self._settle(batch, fast, width, settled, done)
+        finally:
+            alarm.stop()
+            metrics.chooses += chosen
+
+    @staticmethod
+    def _settle(
+        batch: list[IncomingMessageEnvelope], binds: list[InlineBinding], width: int, start: int, stop: int
+    ) -> None:
+        """Record ``batch[start:stop]`` as processed: per partition its last offset there and how
+        many (envelope ``j`` is of the partition of ``binds[j % width]``)."""
+        for j in range(max(start, stop - width), stop):  # the last envelope of each partition
+            env = batch[j]
+            f = binds[j % width]
+            f.last_processed[env.ssp] = env.offset
+            f.counts[env.ssp] += (j - start) // width + 1
+
+    @staticmethod
+    def _record(
+        last: dict[SystemStreamPartition, str],
+        counts: dict[SystemStreamPartition, int],
+        ssp: SystemStreamPartition,
+        run: list[IncomingMessageEnvelope],
+        recorded: int,
+        processed: int,
+    ) -> int:
+        """Record ``run[recorded:processed]`` as processed (its last offset, how many); returns
+        ``processed``, now recorded."""
+        if processed > recorded:
+            last[ssp] = run[processed - 1].offset
+            counts[ssp] += processed - recorded
+        return processed
+
     def _run_inline_runs(self) -> str:  # noqa: C901 - the hot path: a helper per branch would cost a call per envelope
         """Inline mode when the chooser offers runs (``task.consumer.batch.size`` > 1): one
         chooser decision hands over a run of one partition's envelopes (SystemConsumers.choose_run),
@@ -241,7 +421,11 @@ class RunLoop:
         metrics = self.metrics
         eos = END_OF_STREAM_OFFSET
         chosen = 0
-        t0 = 0.0
+        # the timing's clock reads are the look at the timers too, when they read the same clock;
+        # untimed on the real clock, the alarm's flag is
+        real_clock = monotonic is time.monotonic
+        shared_clock = real_clock and _PERF_COUNTER_IS_MONOTONIC
+        alarm = DeadlineAlarm(requests) if real_clock and not timed else None
         try:
             while True:
                 run = choose_run(poll_timeout)
@@ -274,34 +458,61 @@ class RunLoop:
                 if end_of_stream:
                     run.pop()
                 # Per envelope only what must happen per envelope; the offset and the count are
-                # recorded once per run, or before anything (housekeeping, an error) can see them.
-                done = 0
-                previous = None
-                for env in run:
-                    if timed:
-                        t0 = perf_counter()
-                    try:
-                        process(env, collector, coordinator)
-                    except Exception as exc:
-                        if previous is not None:
-                            last[ssp] = previous.offset
-                            counts[ssp] += done
-                        raise ti.process_error(env, exc) from exc
-                    if timed:
-                        task_metrics.process_s += perf_counter() - t0
-                    done += 1
-                    previous = env
-                    if requests.pending or monotonic() >= self._next_deadline:
-                        last[ssp] = env.offset
-                        counts[ssp] += done
-                        done = 0
-                        previous = None
-                        status = self._housekeeping(monotonic())
-                        if status is not None:
-                            return status
-                if previous is not None:
-                    last[ssp] = previous.offset
-                    counts[ssp] += done
+                # recorded once per run, or before anything (housekeeping, an error) can see them
+                # (``i`` processed, up to ``recorded`` recorded). At most one clock read per
+                # envelope (as in _run_inline_rounds), none when the alarm's flag says when a timer
+                # is due: one loop per case, so that no envelope pays for the others' tests.
+                deadline = self._next_deadline
+                recorded = i = 0
+                if timed:
+                    t0 = perf_counter()
+                    for env in run:
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._record(last, counts, ssp, run, recorded, i)
+                            raise ti.process_error(env, exc) from exc
+                        i += 1
+                        t1 = perf_counter()
+                        task_metrics.process_s += t1 - t0
+                        t0 = t1
+                        if requests.pending or (t1 if shared_clock else monotonic()) >= deadline:
+                            recorded = self._record(last, counts, ssp, run, recorded, i)
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            deadline = self._next_deadline
+                            t0 = perf_counter()
+                elif alarm is not None:
+                    alarm.arm(deadline)
+                    for env in run:
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._record(last, counts, ssp, run, recorded, i)
+                            raise ti.process_error(env, exc) from exc
+                        i += 1
+                        if requests.pending:
+                            recorded = self._record(last, counts, ssp, run, recorded, i)
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            alarm.arm(self._next_deadline)
+                else:
+                    for env in run:
+                        try:
+                            process(env, collector, coordinator)
+                        except Exception as exc:
+                            self._record(last, counts, ssp, run, recorded, i)
+                            raise ti.process_error(env, exc) from exc
+                        i += 1
+                        if requests.pending or monotonic() >= deadline:
+                            recorded = self._record(last, counts, ssp, run, recorded, i)
+                            status = self._housekeeping(monotonic())
+                            if status is not None:
+                                return status
+                            deadline = self._next_deadline
+                self._record(last, counts, ssp, run, recorded, i)
                 if end_of_stream:
                     ti.mark_end_of_stream(ssp)
                     requests.notice()
@@ -309,6 +520,8 @@ class RunLoop:
                     if status is not None:
                         return status
         finally:
+            if alarm is not None:
+                alarm.stop()
             metrics.chooses += chosen
 
     def _run_inline_batches(self) -> str:

@@ -49,6 +49,17 @@ chooser/base.py), :meth:`SystemConsumers.choose_run` hands the run loop the chos
 the next buffered envelopes of its partition that the chooser would pick anyway, with one
 chooser decision for all of them instead of an ``update``/``choose`` pair each.
 
+Rounds. When the chooser is a plain round-robin one, its picks are the order of its updates (a
+FIFO it exposes: chooser/base.py), so :meth:`SystemConsumers.choose_rounds` hands the run loop
+many picks at once — the FIFO's envelopes, then each partition's next buffered ones, round after
+round — with a few C-level list operations instead of a ``choose`` call, a chooser call and a
+buffer update per envelope (B1's no-op job spent a quarter of its engine time there:
+docs/benchmarks.md, "The per-message engine, traced"). How many: about a millisecond's worth at
+the rate the run loop has been taking them (doubling or halving per call), so a run-loop-thread
+system is still topped up and looked at for new partitions about every millisecond, as the
+one-at-a-time path does; a slow task gets one envelope at a time. Rounds never hold an
+end-of-stream envelope: a partition's last envelope stays in the FIFO.
+
 Errors. An exception in a poller thread is kept and re-raised from ``choose`` in the caller's
 thread as :class:`SystemConsumersError` naming the system (with the original as its cause); one
 from a poll on the run loop's thread is raised the same way at once.
@@ -63,6 +74,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain, islice, repeat
+from operator import attrgetter, call
 from typing import Any
 
 from samza_dagster.errors import SamzaError
@@ -80,6 +93,11 @@ _POLL_TIMEOUT_WHILE_FULL_S = 0.001
 _INLINE_POLL_INTERVAL_S = 0.001
 #: ``choose`` calls between two looks at the clock for that poll: the clock is not read per envelope.
 _CHOOSES_PER_CLOCK_CHECK = 16
+#: What one ``choose_rounds`` aims to hand over: about this long's worth of envelopes at the rate
+#: the run loop took the previous ones (the inline poll's interval, so polls keep their cadence).
+_ROUNDS_TARGET_S = _INLINE_POLL_INTERVAL_S
+#: The most envelopes one ``choose_rounds`` hands over.
+_ROUNDS_MAX = 4096
 #: Longest sleep between polls of run-loop-thread systems while nothing at all is available.
 _INLINE_IDLE_BACKOFF_MAX_S = 0.05
 #: Default envelopes buffered per partition. A poller thread's buffer absorbs the time it takes
@@ -90,6 +108,8 @@ _INLINE_IDLE_BACKOFF_MAX_S = 0.05
 _THREADED_BUFFER_CAPACITY = 2000
 _INLINE_BUFFER_CAPACITY = 500
 
+
+_SIZE = attrgetter("size")
 
 #: Least envelopes a partition may buffer whatever the budget divided among partitions leaves it.
 MIN_BUFFER_PER_SSP = 16
@@ -169,7 +189,7 @@ class _SspState:
         """Lower (or raise back) the capacity so that this partition's buffer holds about its
         share of the bytes budget, at the mean size of the batch just polled."""
         assert self.bytes_share is not None
-        size = ENVELOPE_OVERHEAD_BYTES + sum(e.size for e in envelopes) // len(envelopes)
+        size = ENVELOPE_OVERHEAD_BYTES + sum(map(_SIZE, envelopes)) // len(envelopes)  # summed in C
         capacity = max(MIN_BUFFER_PER_SSP, min(self.max_capacity, self.bytes_share // size))
         if capacity != self.capacity:
             self.bound(capacity)
@@ -201,6 +221,15 @@ class SystemConsumers:
         self._chooser_choose = chooser.choose
         self._run_length = chooser.run_length if supports_runs(chooser) else None
         self._take_run = chooser.take_run if supports_runs(chooser) else None
+        fifo = getattr(chooser, "fifo", None)
+        #: the chooser's picks in order, when it offers rounds (chooser/base.py)
+        self._fifo: deque[IncomingMessageEnvelope] | None = fifo if isinstance(fifo, deque) else None
+        #: how many the last ``choose_rounds`` handed over, and when it returned
+        self._round_size = 1
+        self._rounds_at = 0.0
+        #: the period of the last ``choose_rounds``' list: its envelope ``i`` is of the same
+        #: partition as envelope ``i - round_width`` (its first ``round_width`` are distinct)
+        self.round_width = 1
         self._consumers = dict(consumers)
         self._capacity = buffer_capacity_per_ssp
         self._thresholds = dict(fetch_thresholds or {})
@@ -222,6 +251,8 @@ class SystemConsumers:
         #: Systems polled on the run loop's thread: system → (consumer, its partitions' states).
         self._inline: dict[str, tuple[SystemConsumer, list[_SspState]]] = {}
         self._next_inline_poll = 0.0
+        #: a top-up poll of every partition at its low water ran since the last pick (``_pick``)
+        self._topped = False
         self._countdown = _CHOOSES_PER_CLOCK_CHECK
         self._started = False
         self._stopped = False
@@ -368,9 +399,8 @@ class SystemConsumers:
                 if count == before:  # the whole buffer (the common case): copied in C, not popped one by one
                     run.extend(buffer)
                     buffer.clear()
-                else:
-                    popleft = buffer.popleft
-                    run.extend([popleft() for _ in range(count)])
+                else:  # popped in C too (a Python loop here cost B5 ~0.07 µs an envelope)
+                    run.extend(map(call, repeat(buffer.popleft, count)))
                 self._take_run(run[-1], count)  # type: ignore[misc]
         st.chosen += len(run)
         if buffer:
@@ -382,6 +412,104 @@ class SystemConsumers:
         if before > st.low_water >= len(buffer):
             st.room()  # the poller may be waiting for room
         return run
+
+    @property
+    def supports_rounds(self) -> bool:
+        """True when the chooser offers rounds (chooser/base.py): :meth:`choose_rounds` hands
+        over many picks at a time."""
+        return self._fifo is not None
+
+    def choose_rounds(self, timeout_s: float = 0.0) -> list[IncomingMessageEnvelope] | None:
+        """The chooser's next picks, as many as the one-at-a-time ``choose`` calls would return
+        with nothing arriving in between (module docstring, "Rounds"): envelope ``i`` is of the
+        same partition as envelope ``i - round_width``, and none is an end of stream unless the
+        list holds one envelope (the one-at-a-time ``choose``, which it falls back to whenever a
+        round cannot be formed). Waits up to ``timeout_s`` when there is nothing."""
+        fifo = self._fifo
+        if fifo is None or self._error is not None:
+            return self._one(timeout_s)
+        now = time.monotonic()
+        # about _ROUNDS_TARGET_S of envelopes at the rate the last ones were processed (the time
+        # since the last call, over how many it handed over), and at most twice as many as then
+        last = self._round_size
+        per_envelope = (now - self._rounds_at) / last
+        limit = min(_ROUNDS_MAX, 2 * last)
+        if per_envelope * limit > _ROUNDS_TARGET_S:
+            limit = max(1, int(_ROUNDS_TARGET_S / per_envelope))
+        if self._inline and now >= self._next_inline_poll:
+            self._topped = self._poll_inline(0.0, topping_up=True)
+        if self._arrivals:
+            self._drain_arrivals()
+        batch = self._rounds(fifo, limit) if limit > 1 else None
+        if batch is None:
+            return self._one(timeout_s)
+        self._topped = False
+        self._round_size = len(batch)
+        self._rounds_at = time.monotonic()
+        return batch
+
+    def _one(self, timeout_s: float) -> list[IncomingMessageEnvelope] | None:
+        envelope = self.choose(timeout_s)
+        self._topped = False  # (when choose did not get as far as _pick)
+        self.round_width = 1
+        self._round_size = 1
+        self._rounds_at = time.monotonic()
+        return None if envelope is None else [envelope]
+
+    def _rounds(self, fifo: deque[IncomingMessageEnvelope], limit: int) -> list[IncomingMessageEnvelope] | None:
+        """Up to ``limit`` picks from the FIFO and the buffers of its partitions, the FIFO left as
+        the one-at-a-time picks would leave it; None when not even two can be taken this way."""
+        n = len(fifo)
+        if n == 0:
+            return None
+        states = self._states
+        if limit < n:  # part of one round: the FIFO's first envelopes, each partition's next behind
+            sts = [states[envelope.ssp] for envelope in islice(fifo, limit)]
+            for i, st in enumerate(sts):
+                if not st.buffer:
+                    sts = sts[:i]
+                    break
+            m = len(sts)
+            if m < 2:
+                return None
+            popleft = fifo.popleft
+            batch = [popleft() for _ in range(m)]
+            append = fifo.append
+            for st in sts:
+                buffer = st.buffer
+                append(buffer.popleft())
+                st.chosen += 1
+                if len(buffer) == st.low_water:
+                    st.room()
+            self.round_width = m
+            return batch
+        sts = [states[envelope.ssp] for envelope in fifo]
+        lengths = [len(st.buffer) for st in sts]
+        rounds = min(lengths)  # every partition has this many next envelopes buffered
+        if rounds == 0:
+            return None
+        k, m = divmod(min(limit, rounds * n), n)  # k whole rounds and m picks of one more
+        # each partition's column: its envelope in the FIFO, then what is taken from its buffer
+        # (k + 1 for the first m partitions, k for the others; popped in C)
+        columns = [
+            [envelope, *map(call, repeat(st.buffer.popleft, k + 1 if x < m else k))]
+            for x, (envelope, st) in enumerate(zip(fifo, sts, strict=True))
+        ]
+        # k + 1 whole rounds: the first m columns hold one more, added after
+        picks = list(chain.from_iterable(zip(*columns, strict=False)))
+        picks.extend(column[k + 1] for column in columns[:m])
+        size = k * n + m
+        fifo.clear()
+        fifo.extend(picks[size:])  # what the one-at-a-time picks leave in the chooser: n envelopes
+        del picks[size:]
+        for x, st in enumerate(sts):
+            taken = k + 1 if x < m else k
+            st.chosen += taken
+            before = lengths[x]
+            if before > st.low_water >= before - taken:
+                st.room()  # the poller may be waiting for room
+        self.round_width = n
+        return picks
 
     def _drain_arrivals(self) -> None:
         arrivals = self._arrivals
@@ -397,15 +525,21 @@ class SystemConsumers:
         """The chooser's pick after surfacing a poller's error and handing it what arrived;
         waiting up to ``timeout_s`` (no spinning) when it has none. The caller does the
         per-envelope bookkeeping of the pick."""
+        topped = self._topped  # choose_rounds' top-up just ran
+        self._topped = False
         if self._inline:
             self._countdown = _CHOOSES_PER_CLOCK_CHECK
             if time.monotonic() >= self._next_inline_poll:
-                self._poll_inline(0.0, topping_up=True)
+                topped = self._poll_inline(0.0, topping_up=True) or topped
         envelope = self._choose_now()
         if envelope is not None:
             return envelope
-        if self._inline:
-            self._poll_inline(0.0)  # the chooser ran dry: fetch now, whatever the interval
+        # the chooser ran dry: fetch now, whatever the interval — unless a top-up just did. (A
+        # partition with something buffered has its envelope in the chooser, so when it is dry
+        # every partition with room is at its low water, and a top-up polls exactly those: at a
+        # trickle the second poll was one more for every message that came.)
+        if self._inline and not topped:
+            self._poll_inline(0.0)
             envelope = self._choose_now()
             if envelope is not None:
                 return envelope

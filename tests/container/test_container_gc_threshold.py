@@ -9,7 +9,7 @@ import gc
 import pytest
 
 from samza_dagster.config import Config, ConfigError, keys
-from samza_dagster.container.gc_threshold import apply_gc_threshold
+from samza_dagster.container.gc_threshold import hold_gc_threshold
 
 KEY = keys.JOB_CONTAINER_GC_THRESHOLD.name
 
@@ -24,18 +24,26 @@ def python_default_threshold():
 
 def test_default_raises_the_young_threshold_and_keeps_the_older_ones(python_default_threshold):
     _, middle, old = gc.get_threshold()
-    assert apply_gc_threshold(Config({})) == 50_000
+    lease = hold_gc_threshold(Config({}))
+    assert lease.value == 50_000
     assert gc.get_threshold() == (50_000, middle, old)
+    lease.release()
+    assert gc.get_threshold() == (700, middle, old)
 
 
 def test_never_lowers_a_threshold_already_higher(python_default_threshold):
     gc.set_threshold(200_000)
-    assert apply_gc_threshold(Config({KEY: "1000"})) == 200_000
+    lease = hold_gc_threshold(Config({KEY: "1000"}))
+    assert lease.value == 200_000
+    lease.release()
+    assert gc.get_threshold()[0] == 200_000
 
 
 def test_zero_leaves_it_alone_and_bad_values_name_the_key(python_default_threshold):
-    assert apply_gc_threshold(Config({KEY: "0"})) == 700
+    lease = hold_gc_threshold(Config({KEY: "0"}))
+    assert lease.value == 700
+    lease.release()
     with pytest.raises(ConfigError, match=KEY):
-        apply_gc_threshold(Config({KEY: "-1"}))
+        hold_gc_threshold(Config({KEY: "-1"}))
     with pytest.raises(ConfigError, match=KEY):
-        apply_gc_threshold(Config({KEY: "lots"}))
+        hold_gc_threshold(Config({KEY: "lots"}))

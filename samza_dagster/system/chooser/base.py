@@ -21,6 +21,15 @@ per-envelope ``update``/``choose``, and calls ``take_run`` with the last of them
 bookkeeping ends where the one-at-a-time calls would have left it. The order of envelopes is
 the one-at-a-time order with other partitions' arrivals seen after the run, which is a timing the
 poller threads could have produced anyway. A chooser without the two methods never gets runs.
+
+**Rounds** (optional, engine-internal, like runs). A chooser whose ``choose`` returns the envelopes
+in exactly the order ``update`` gave them — RoundRobinChooser, whose state is that FIFO — may
+expose the FIFO itself as ``fifo`` (a deque; wrappers pass it through). The one-at-a-time order is
+then known in advance for as long as every partition in the FIFO has its next envelopes
+buffered: the FIFO's envelopes, then each partition's next one in the same partition order, round
+after round. SystemConsumers.choose_rounds hands the run loop many of those picks at once and
+leaves the FIFO holding what the one-at-a-time calls would have left in it; again the only
+difference is that other partitions' arrivals are seen after the rounds.
 """
 
 from __future__ import annotations

@@ -82,6 +82,7 @@ class DefaultChooser(MessageChooser):
         "choose",
         "run_length",
         "take_run",
+        "fifo",
     )
 
     def __init__(
@@ -106,6 +107,8 @@ class DefaultChooser(MessageChooser):
         # Runs (chooser/base.py) come from the batching tiers; None when the inner chooser has none.
         self.run_length = getattr(inner, "run_length", None)
         self.take_run = getattr(inner, "take_run", None)
+        # Rounds (chooser/base.py) come from a plain round-robin chooser; None otherwise.
+        self.fifo = getattr(inner, "fifo", None)
 
     def register(self, ssp: SystemStreamPartition, offset: str) -> None:
         self.inner.register(ssp, offset)

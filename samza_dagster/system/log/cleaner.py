@@ -16,8 +16,13 @@ A pass reads the stream's policy from the file (retention.py) and, per partition
   supersedes (never past the first message of an open transaction: transactions.py), and a newest-of-its-key tombstone older than ``delete.retention.ms``. Messages with
   no key are kept. Offsets are kept: compaction leaves gaps, which range reads step over.
 
-Scans run in a read snapshot and never block anyone (WAL). Deletions run in transactions of at
-most ``CHUNK`` messages each, so a producer's batch waits for one short transaction at most and a
+A pass has two steps. First it decides what goes, for every partition, in one read snapshot
+(WAL: it blocks no one) through the format's pass scanner, which reads rows that partitions share
+once for all of them (format 3's head: runs_format.py; scanned once per partition before, a pass
+over 1,024 partitions cost ~1 CPU s even when it removed nothing). Then it deletes, partition by
+partition, in transactions of at most ``CHUNK`` messages each (deciding from a snapshot is safe:
+a message superseded or expired then still is; one a seal has moved since is found where it now
+is), so a producer's batch waits for one short transaction at most and a
 reader sees each chunk whole or not at all. Each deleting transaction first records the
 partition's next offset in ``meta`` (formats.NEXT_OFFSET_META): an emptied partition goes on
 where it was. Freed pages go back to the file system by ``PRAGMA incremental_vacuum`` in steps,
@@ -30,12 +35,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
 from samza_dagster.system.log import storage, transactions
 from samza_dagster.system.log.file_worker import StreamFileWorker
+from samza_dagster.system.log.format_base import PassScanner
 from samza_dagster.system.log.formats import LogFormat
 from samza_dagster.system.log.retention import CleanupPolicy
 
@@ -78,30 +84,58 @@ def clean_stream(
     stats = CleanStats()
     fmt = conn.log_format
     partitions = sorted(partitions)
-    stable = transactions.stable_ends(conn, fmt, partitions) if policy.compact else {}
-    for partition in partitions:
+    # what goes, from one read snapshot: (partition, its first offset, the retention cut, the
+    # offsets compaction removes)
+    plans: list[tuple[int, int | None, int | None, list[int]]] = []
+    conn.execute("BEGIN")
+    try:
+        scanner = fmt.scanner(conn)
+        stable = transactions.stable_ends(conn, fmt, partitions) if policy.compact else {}
+        for partition in partitions:
+            if stopping():
+                break
+            first = cut = None
+            compactable: list[int] = []
+            if policy.delete:
+                cut = _retention_cut(conn, scanner, fmt, partition, policy, now)
+                if cut is not None:
+                    first = _first_offset(scanner, partition)
+            if policy.compact:
+                compactable = _compactable(scanner, partition, policy, now, stable[partition])
+                if cut is not None:
+                    compactable = [offset for offset in compactable if offset >= cut]  # retention takes those
+            plans.append((partition, first, cut, compactable))
+    finally:
+        conn.execute("COMMIT")
+    for partition, first, cut, compactable in plans:
         if stopping():
             break
-        if policy.delete:
-            cut = _retention_cut(conn, fmt, partition, policy, now)
-            if cut is not None:
-                stats.deleted += _delete_prefix(conn, fmt, partition, cut, stopping)
-        if policy.compact:
-            compactable = _compactable(conn, fmt, partition, policy, now, stable[partition])
-            stats.deleted += _delete_offsets(conn, fmt, partition, compactable, stopping)
+        if first is not None and cut is not None:
+            stats.deleted += _delete_prefix(conn, fmt, partition, first, cut, stopping)
+        if compactable:
+            stats.deleted += _delete_offsets(conn, fmt, partition, compactable, stopping, scanner.hints(partition))
     if stats.deleted and not stopping():
         stats.vacuumed_pages = _vacuum(conn, stopping)
     return stats
 
 
+def _first_offset(scanner: PassScanner, partition: int) -> int | None:
+    cursor = scanner.scan(partition)
+    try:
+        first = cursor.fetchone()
+    finally:
+        cursor.close()
+    return None if first is None else first[0]
+
+
 def _retention_cut(
-    conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int
+    conn: sqlite3.Connection, scanner: PassScanner, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int
 ) -> int | None:
     """The first offset retention keeps (everything before it goes), or None: nothing to delete."""
     cut: int | None = None
     if policy.retention_ms >= 0:
         horizon = now - policy.retention_ms
-        cursor = fmt.scan(conn, partition)
+        cursor = scanner.scan(partition)
         try:
             first = True
             for offset, _key, _tombstone, _size, timestamp in cursor:
@@ -115,7 +149,7 @@ def _retention_cut(
             cursor.close()
     if policy.retention_bytes >= 0:
         total = 0
-        cursor = fmt.scan(conn, partition, descending=True)
+        cursor = scanner.scan(partition, descending=True)
         try:
             for offset, _key, _tombstone, size, _timestamp in cursor:
                 total += size
@@ -127,9 +161,7 @@ def _retention_cut(
     return cut
 
 
-def _compactable(
-    conn: sqlite3.Connection, fmt: LogFormat, partition: int, policy: CleanupPolicy, now: int, stable_end: int
-) -> list[int]:
+def _compactable(scanner: PassScanner, partition: int, policy: CleanupPolicy, now: int, stable_end: int) -> list[int]:
     """Offsets compaction removes: superseded keyed messages and expired newest tombstones, below
     ``stable_end`` (the first offset of an open transaction, which may still be aborted: Kafka's
     cleaner stops at the last stable offset too)."""
@@ -138,7 +170,7 @@ def _compactable(
     newest: dict[bytes, int] = {}
     tombstones: dict[bytes, tuple[int, int]] = {}  # key -> (offset, timestamp) of a newest tombstone
     removable: list[int] = []
-    cursor = fmt.scan(conn, partition)
+    cursor = scanner.scan(partition)
     try:
         for offset, key, tombstone, _size, timestamp in cursor:
             if timestamp > lag_horizon or offset >= stable_end:
@@ -168,16 +200,15 @@ def _in_transaction(conn: storage.StreamConnection, fmt: LogFormat, partition: i
 
 
 def _delete_prefix(
-    conn: storage.StreamConnection, fmt: LogFormat, partition: int, cut: int, stopping: Callable[[], bool]
+    conn: storage.StreamConnection,
+    fmt: LogFormat,
+    partition: int,
+    first: int,
+    cut: int,
+    stopping: Callable[[], bool],
 ) -> int:
-    cursor = fmt.scan(conn, partition)
-    try:
-        first = cursor.fetchone()
-    finally:
-        cursor.close()
-    if first is None:
-        return 0
-    removed, start = 0, first[0]
+    """Remove the partition's messages from ``first`` (its oldest, as the pass saw it) up to ``cut``."""
+    removed, start = 0, first
     while start < cut and not stopping():
         end = min(start + CHUNK, cut)
         removed += _in_transaction(conn, fmt, partition, partial(fmt.delete_range, conn, partition, start, end))
@@ -186,7 +217,12 @@ def _delete_prefix(
 
 
 def _delete_offsets(
-    conn: storage.StreamConnection, fmt: LogFormat, partition: int, offsets: list[int], stopping: Callable[[], bool]
+    conn: storage.StreamConnection,
+    fmt: LogFormat,
+    partition: int,
+    offsets: list[int],
+    stopping: Callable[[], bool],
+    hints: Mapping[int, int] | None = None,
 ) -> int:
     removed = 0
     for i in range(0, len(offsets), CHUNK):
@@ -195,7 +231,7 @@ def _delete_offsets(
         chunk = offsets[i : i + CHUNK]
 
         def delete(chunk: list[int] = chunk) -> int:
-            fmt.delete_offsets(conn, partition, chunk)
+            fmt.delete_offsets(conn, partition, chunk, hints)
             return len(chunk)
 
         removed += _in_transaction(conn, fmt, partition, delete)

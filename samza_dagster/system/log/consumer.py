@@ -1,11 +1,26 @@
 """SystemConsumer of the log system.
 
-Each poll runs one prepared range query per requested partition
-(``WHERE partition=? AND offset>=? ORDER BY offset LIMIT ?``) on the stream file's single,
-reused connection. When nothing is new it waits without spinning: it sleeps with exponential
-backoff (1 ms doubling to 50 ms) and between sleeps asks only ``PRAGMA data_version`` of each
-stream file, which changes when any other connection — in any process — commits; only then are
-the range queries run again.
+Each poll reads the requested partitions of a stream in one call of the file's layout
+(``LogFormat.read_many``) on the stream file's single, reused connection. ``PRAGMA data_version``
+of a stream file changes when any other connection — in any process — commits to it; a partition
+whose last read returned everything it had (fewer rows than the fetch size) is *caught up* at the
+version asked just before that read, and is not read again until the version moves: a poll of
+partitions with nothing new costs one ``PRAGMA`` per stream, not a read transaction of several
+statements per stream. (Traced at B12's 1,000 msgs/s: 73 % of the reads returned nothing, and
+the reads were most of the job's CPU; docs/benchmarks.md, "The embedded log nearly idle".)
+
+When nothing is new, a poll with a timeout waits without spinning: it sleeps and asks only the
+version between sleeps. The sleep starts at 5 ms and doubles to 20 ms while nothing comes, across
+polls — the run loop polls again every 50 ms or so while idle, and a backoff that restarted (at 1
+ms, up to 50) in every poll woke the thread six times a poll — and drops back to 5 ms as soon as a
+read returns anything. 20 ms keeps what a message sent after a quiet spell waited before (the
+restarted backoff's steps reached 16–19 ms); at 50 ms an idle job cost 0.5 % of a core instead of
+0.7 %, and such a message could wait 50 ms. The first sleep is the log's counterpart of the producer's ``log.linger.ms`` (5 ms):
+a message that finds the reader waiting is read up to 5 ms later, with whatever else came
+meanwhile. At 1 ms a job fed 1,000 messages a second looked and read about once a message (1.5
+rows a read), and the looks cost more than the messages: 19–20 % of a core against 10–11 % at
+5 ms (2 ms: 14 %, 3 ms: 13 %; docs/benchmarks.md, "The embedded log nearly idle"). A poll that
+finds data waits for nothing, so a backlog is read as fast as before.
 
 Bounded streams (``streams.<id>.samza.bounded``) end at the upcoming offset each registered
 partition had at ``start()``: after the message just before it, the next poll returns the
@@ -33,8 +48,10 @@ from samza_dagster.system.int_offsets import parse_offset
 from samza_dagster.system.log import storage, transactions
 from samza_dagster.system.log.config import LogSystemConfig
 
-_MIN_BACKOFF_S = 0.001
-_MAX_BACKOFF_S = 0.05
+#: the first sleep of a waiting poll, and the one after a read that found something
+_MIN_BACKOFF_S = 0.005
+#: the longest sleep of a waiting poll (module docstring)
+_MAX_BACKOFF_S = 0.02
 
 
 class LogSystemConsumer:
@@ -63,6 +80,11 @@ class LogSystemConsumer:
         self._stable: dict[SystemStreamPartition, int] = {}
         #: per stream, the layout's read state between polls (LogFormat.new_read_state)
         self._read_states: dict[str, object | None] = {}
+        #: partition -> the stream file's ``data_version`` asked just before a read that returned
+        #: everything the partition had: until the version moves, reading it again finds nothing
+        self._caught_up: dict[SystemStreamPartition, int] = {}
+        #: the next sleep of a waiting poll: grows while nothing comes, across polls
+        self._backoff = _MIN_BACKOFF_S
 
     def limit_fetch(self, envelopes: int) -> None:
         """Read at most ``envelopes`` per partition per poll (below ``log.fetch.size``): the
@@ -104,30 +126,25 @@ class LogSystemConsumer:
             if self._stopped:
                 return {}
             result = self._read(ssps)
-            if result or timeout_s <= 0:
+            if result:
+                self._backoff = _MIN_BACKOFF_S
                 return result
-            conns = [self._conn(stream) for stream in {ssp.stream for ssp in ssps}]
-            versions = [conn.execute("PRAGMA data_version").fetchone()[0] for conn in conns]
+            if timeout_s <= 0:
+                return result
             deadline = time.monotonic() + timeout_s
-            backoff = _MIN_BACKOFF_S
             while not self._stopped:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return {}
-                time.sleep(min(backoff, remaining))
-                backoff = min(backoff * 2, _MAX_BACKOFF_S)
+                time.sleep(min(self._backoff, remaining))
+                self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)
                 if self._stopped:
                     break
-                changed = False
-                for i, conn in enumerate(conns):
-                    version = conn.execute("PRAGMA data_version").fetchone()[0]
-                    if version != versions[i]:
-                        versions[i] = version
-                        changed = True
-                if changed:
-                    result = self._read(ssps)
-                    if result:
-                        return result
+                # each caught-up partition costs its stream's version here, not a read
+                result = self._read(ssps)
+                if result:
+                    self._backoff = _MIN_BACKOFF_S
+                    return result
             return {}
 
     # -- internals (called with the lock held) --------------------------------------------------
@@ -167,12 +184,18 @@ class LogSystemConsumer:
             {SystemStreamPartition(self.system_name, stream, p): lso.get(p, upcoming[p]) for p in partitions}
         )
 
-    def _read_in(
-        self, ssps: list[SystemStreamPartition], stable: dict[SystemStreamPartition, int] | None
-    ) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
-        result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
-        positions, ends, fetch = self._positions, self._ends, self._fetch
-        envelope = IncomingMessageEnvelope
+    def _requests(
+        self,
+        ssps: list[SystemStreamPartition],
+        stable: dict[SystemStreamPartition, int] | None,
+        versions: dict[str, int],
+        result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]],
+    ) -> dict[str, list[tuple[SystemStreamPartition, int, int | None]]]:
+        """What to read of each stream: (partition, position, bound) of every partition of
+        ``ssps`` that may have something new. A bounded partition at its end gets its
+        end-of-stream envelope in ``result`` (once); a caught-up one is left out while its
+        stream's version (asked here, once per stream, into ``versions``) has not moved."""
+        positions, ends, caught_up = self._positions, self._ends, self._caught_up
         by_stream: dict[str, list[tuple[SystemStreamPartition, int, int | None]]] = {}
         for ssp in ssps:
             position = positions.get(ssp)
@@ -182,17 +205,35 @@ class LogSystemConsumer:
             if end is not None and position >= end:
                 if ssp not in self._ended:
                     self._ended.add(ssp)
-                    result[ssp] = [envelope.end_of_stream(ssp)]
+                    result[ssp] = [IncomingMessageEnvelope.end_of_stream(ssp)]
                 continue
+            stream = ssp.stream
+            version = versions.get(stream)
+            if version is None:
+                version = versions[stream] = self._conn(stream).execute("PRAGMA data_version").fetchone()[0]
+            if caught_up.get(ssp) == version:
+                continue  # read to its end at this version: nothing was committed since
             if stable is not None:
                 below = stable.get(ssp)
                 if below is None or position >= below:
-                    self._refresh_stable(ssp.stream, self._conn(ssp.stream))
+                    self._refresh_stable(stream, self._conn(stream))
                     below = stable[ssp]
                     if position >= below:
+                        caught_up[ssp] = version
                         continue  # nothing new, or an open transaction: wait for its commit or abort
                 end = below if end is None else min(end, below)
-            by_stream.setdefault(ssp.stream, []).append((ssp, position, end))
+            by_stream.setdefault(stream, []).append((ssp, position, end))
+        return by_stream
+
+    def _read_in(
+        self, ssps: list[SystemStreamPartition], stable: dict[SystemStreamPartition, int] | None
+    ) -> dict[SystemStreamPartition, list[IncomingMessageEnvelope]]:
+        result: dict[SystemStreamPartition, list[IncomingMessageEnvelope]] = {}
+        positions, fetch, caught_up = self._positions, self._fetch, self._caught_up
+        envelope = IncomingMessageEnvelope
+        #: stream -> its file's data_version, asked once per call before anything of it is read
+        versions: dict[str, int] = {}
+        by_stream = self._requests(ssps, stable, versions, result)
         for stream, requests in by_stream.items():
             conn = self._conn(stream)
             # one call per stream: a layout may read all of them in one pass (format 3's head)
@@ -204,6 +245,7 @@ class LogSystemConsumer:
                 fetch,
                 self._read_states[stream],
             )
+            version = versions[stream]
             for ssp, _position, end in requests:
                 rows = read[ssp.partition]
                 if rows:
@@ -212,9 +254,13 @@ class LogSystemConsumer:
                         for offset, key, value, timestamp in rows
                     ]
                     positions[ssp] = rows[-1][0] + 1
-                if end is not None and len(rows) < fetch:
-                    # everything below the bound is read: step over a gap (compaction, an abort)
-                    # before it, so a bounded partition reaches its end even when its last offsets
-                    # are gone
-                    positions[ssp] = end
+                if len(rows) < fetch:
+                    caught_up[ssp] = version  # all there was, as of (at least) this version
+                    if end is not None:
+                        # everything below the bound is read: step over a gap (compaction, an
+                        # abort) before it, so a bounded partition reaches its end even when its
+                        # last offsets are gone
+                        positions[ssp] = end
+                else:
+                    caught_up.pop(ssp, None)
         return result

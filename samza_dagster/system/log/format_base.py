@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 #: A message row as the producer writes it and the consumer reads it back.
 Row = tuple[int, int, bytes | None, bytes | None, int]  # partition, offset, key, value, timestamp
@@ -145,8 +145,17 @@ class LogFormat:
         """Remove the partition's messages with ``start <= offset < end``; the number removed."""
         raise NotImplementedError
 
-    def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
+    def delete_offsets(
+        self, conn: sqlite3.Connection, partition: int, offsets: list[int], hints: Mapping[int, int] | None = None
+    ) -> None:
+        """Remove the partition's messages at ``offsets``. ``hints``: where a layout may find some
+        of them, from this pass's scanner (``PassScanner.hints``; a hint that no longer holds is
+        not used)."""
         raise NotImplementedError
+
+    def scanner(self, conn: sqlite3.Connection) -> PassScanner:
+        """Scans of many partitions in the caller's read transaction (the cleaner's pass)."""
+        return PassScanner(self, conn)
 
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Row], defer_seal: bool = False) -> bool:
         """Append ``rows`` inside the caller's write transaction. True when the layout is due
@@ -199,3 +208,20 @@ def insert_in_chunks(conn: sqlite3.Connection, insert_sql: str, columns: int, fl
         execute(_insert_rows_sql(insert_sql, columns, size), flat[start : start + columns * size])
         start += columns * size
         left -= size
+
+
+class PassScanner:
+    """``scan(partition, descending)`` for many partitions of one file, all in the caller's read
+    transaction: here each is the layout's own ``scan``; a layout whose partitions share rows
+    (format 3's head) reads those once for every partition (runs_format.py). ``hints(partition)``:
+    what ``delete_offsets`` may use to find the scanned messages again (none here)."""
+
+    def __init__(self, log_format: LogFormat, conn: sqlite3.Connection) -> None:
+        self._format = log_format
+        self._conn = conn
+
+    def scan(self, partition: int, descending: bool = False) -> sqlite3.Cursor:
+        return self._format.scan(self._conn, partition, descending)
+
+    def hints(self, partition: int) -> Mapping[int, int] | None:
+        return None

@@ -27,7 +27,7 @@ format_base.py.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from samza_dagster.system.log.format_base import (
     ALL_PARTITIONS_CTE,
@@ -87,7 +87,9 @@ class RowidFormat(LogFormat):
         base = partition << _PARTITION_SHIFT
         return conn.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (base + start, base + end)).rowcount
 
-    def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
+    def delete_offsets(
+        self, conn: sqlite3.Connection, partition: int, offsets: list[int], hints: Mapping[int, int] | None = None
+    ) -> None:
         base = partition << _PARTITION_SHIFT
         conn.executemany("DELETE FROM messages WHERE id = ?", [(base + o,) for o in offsets])
 
@@ -151,7 +153,9 @@ class WithoutRowidFormat(LogFormat):
             'DELETE FROM messages WHERE "partition" = ? AND "offset" >= ? AND "offset" < ?', (partition, start, end)
         ).rowcount
 
-    def delete_offsets(self, conn: sqlite3.Connection, partition: int, offsets: list[int]) -> None:
+    def delete_offsets(
+        self, conn: sqlite3.Connection, partition: int, offsets: list[int], hints: Mapping[int, int] | None = None
+    ) -> None:
         conn.executemany(
             'DELETE FROM messages WHERE "partition" = ? AND "offset" = ?', [(partition, o) for o in offsets]
         )

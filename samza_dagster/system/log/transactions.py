@@ -96,8 +96,11 @@ def last_stable_offsets(conn: sqlite3.Connection) -> dict[int, int]:
 def stable_ends(conn: sqlite3.Connection, fmt: LogFormat, partitions: Iterable[int]) -> dict[int, int]:
     """Per partition, the offset below which no transaction is open, in one snapshot: the last
     stable offset, or the next offset when nothing is open (what the cleaner may compact up to:
-    a message of an open transaction must not supersede a committed one it may never replace)."""
-    conn.execute("BEGIN")
+    a message of an open transaction must not supersede a committed one it may never replace).
+    In the caller's read transaction when one is open (the cleaner's pass)."""
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
     try:
         try:
             lso = last_stable_offsets(conn)
@@ -108,7 +111,8 @@ def stable_ends(conn: sqlite3.Connection, fmt: LogFormat, partitions: Iterable[i
         ends.update((p, lso[p]) for p in partitions if p in lso)
         return ends
     finally:
-        conn.execute("COMMIT")
+        if own:
+            conn.execute("COMMIT")
 
 
 # -- in a stream file (each call inside the caller's write transaction) -------------------------

@@ -469,3 +469,93 @@ def test_a_cleaning_pass_reads_each_partitions_floor_not_every_floor_per_partiti
     assert _clean(config, "s", now + 1).deleted == partitions
     assert sum(floors_read) <= 4 * partitions, f"{sum(floors_read)} floors read in {len(floors_read)} lookups"
     assert [_read(config, "s", p) for p in (0, partitions - 1)] == [[(2, "k", "3")]] * 2
+
+
+# -- a pass over many partitions with rows in format 3's head ------------------------------------
+WIDE = 64
+
+
+def _wide_head(tmp_path, monkeypatch, **properties: str) -> Config:
+    """A stream of WIDE partitions whose rows all stay in format 3's head: every key twice (the
+    first of each superseded), written in wide batches (too few rows per partition to be a run of
+    their own) with no seal."""
+    from samza_dagster.system.log.runs_format import RunsFormat
+
+    monkeypatch.setattr(RunsFormat, "seal_rows", 10**9)  # (whatever the conftest's variant set)
+    monkeypatch.setattr(RunsFormat, "direct_rows_per_partition", 10**9)
+    config = _config(tmp_path, **{f"systems.{SYSTEM}.log.cleaner.interval.ms": str(10**12)})
+    _create(config, "w", partitions=WIDE, **properties)
+    producer = LogSystemFactory().get_producer(SYSTEM, config)
+    producer.register("t")
+    ss = SystemStream(SYSTEM, "w")
+    now = int(time.time() * 1000)
+    for round_ in range(2):
+        for i in range(WIDE * 3):
+            producer.send(
+                "t", OutgoingMessageEnvelope(ss, b"%d" % round_, b"k%d" % i, partition=i % WIDE, event_time=now)
+            )
+    producer.stop()
+    conn, _ = storage.open_stream(SYSTEM, str(tmp_path), "w", "NORMAL", 30.0)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM head").fetchone()[0] == 2 * WIDE * 3
+    finally:
+        conn.close()
+    return config
+
+
+def test_a_pass_reads_the_head_once_for_all_its_partitions_and_deletes_head_rows_by_seq(tmp_path, monkeypatch):
+    config = _wide_head(tmp_path, monkeypatch, **{"cleanup.policy": "compact"})
+    statements: list[str] = []
+    connect = storage.connect
+
+    def tracing(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(storage, "connect", tracing)
+    stats = _clean(config, "w")
+    assert stats.deleted == WIDE * 3  # every first write of a key
+    per_partition = [s for s in statements if 'FROM head WHERE "partition"' in s]
+    whole = [s for s in statements if "FROM head ORDER BY seq" in s]
+    assert not per_partition and len(whole) == 1  # the head read once per pass, not once per partition
+    deletes = [s for s in statements if s.startswith("DELETE FROM head")]
+    assert len(deletes) == WIDE and all("WHERE seq IN" in s for s in deletes)
+    for partition in range(WIDE):
+        assert {(k, v) for _, k, v in _read(config, "w", partition)} == {
+            (f"k{i}", "1") for i in range(partition, WIDE * 3, WIDE)
+        }
+
+
+def test_a_seal_between_deciding_and_deleting_still_removes_exactly_the_superseded(tmp_path, monkeypatch):
+    """The pass decides from one snapshot, then deletes: a seal in between moves the head's rows
+    into runs, the seqs it noted no longer hold, and the rows are found in their spans."""
+    from samza_dagster.system.log import cleaner
+
+    config = _wide_head(tmp_path, monkeypatch, **{"cleanup.policy": "compact"})
+    in_transaction = cleaner._in_transaction
+    sealed = []
+
+    def seal_first(conn, fmt, partition, delete):
+        if not sealed:
+            with storage.write_transaction(conn):
+                fmt.seal(conn)
+            sealed.append(conn.execute("SELECT COUNT(*) FROM head").fetchone()[0])
+        return in_transaction(conn, fmt, partition, delete)
+
+    monkeypatch.setattr(cleaner, "_in_transaction", seal_first)
+    assert _clean(config, "w").deleted == WIDE * 3
+    assert sealed == [0]
+    for partition in range(WIDE):
+        assert {(k, v) for _, k, v in _read(config, "w", partition)} == {
+            (f"k{i}", "1") for i in range(partition, WIDE * 3, WIDE)
+        }
+
+
+def test_retention_over_the_head_of_many_partitions(tmp_path, monkeypatch):
+    config = _wide_head(tmp_path, monkeypatch, **{"retention.ms": str(HOUR_MS)})
+    later = int(time.time() * 1000) + 2 * HOUR_MS  # every message has expired by then
+    assert _clean(config, "w", later).deleted == 2 * WIDE * 3
+    for partition in range(WIDE):
+        assert _read(config, "w", partition) == []
+        assert _metadata(config, "w", partition).upcoming_offset == "6"  # offsets go on where they were

@@ -326,6 +326,41 @@ def test_poll_returns_early_when_data_arrives(harness):
     assert [e.message for e in box["batch"][ssp]] == [b"hello"]
 
 
+def test_a_caught_up_partition_is_not_read_again_until_another_connection_commits(log):
+    """A poll of partitions read to their end asks each stream file's ``PRAGMA data_version``, not
+    the file's rows: reading again only once another connection (here another producer) committed;
+    a partition whose read was cut at the fetch size is read on at once."""
+    log.create("tail", 2)
+    ssps = ssps_of("tail", 2)
+    stream = SystemStream(SYSTEM, "tail")
+    log.send_all(OutgoingMessageEnvelope(stream, b"%d" % i, partition=0) for i in range(15))
+    consumer = log.start_consumer(
+        dict.fromkeys(ssps, "0"), log.configured(**{f"systems.{SYSTEM}.log.fetch.size": "10"})
+    )
+    reads: list[list[int]] = []
+    conn = consumer._conn("tail")
+    read_many = conn.log_format.read_many
+
+    def counting(conn_, requests, limit, state=None):
+        reads.append([partition for partition, _, _ in requests])
+        return read_many(conn_, requests, limit, state)
+
+    conn.log_format.read_many = counting  # this connection's layout object only
+    assert [len(v) for v in consumer.poll(ssps, 0).values()] == [10]  # partition 0 cut at the fetch size
+    assert [len(v) for v in consumer.poll(ssps, 0).values()] == [5]  # so it is read on; 1 is caught up
+    assert reads == [[0, 1], [0]]
+    for _ in range(3):
+        assert consumer.poll(ssps, 0) == {}
+    assert consumer.poll(ssps, 0.05) == {}  # a waiting poll asks the version, not the rows
+    assert reads == [[0, 1], [0]]
+    log.send_all([OutgoingMessageEnvelope(stream, b"new", partition=1)])
+    batch = consumer.poll(ssps, 0)
+    assert [e.message for e in batch[ssps[1]]] == [b"new"] and ssps[0] not in batch
+    assert reads[2:] == [[0, 1]]  # both are read again after the commit, once
+    assert consumer.poll(ssps, 0) == {} and len(reads) == 3
+    consumer.stop()
+
+
 # -- bounded streams ----------------------------------------------------------------------------
 
 
