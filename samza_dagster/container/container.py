@@ -161,10 +161,13 @@ class SamzaContainer:
         self.table_commits: list[Any] = []
         #: set when run() ends, so the monitor thread stops asking the run loop to stop
         self._finished = False
-        #: the monitor logged the commit in progress as stalled (its end is logged too)
-        self._stall_reported = False
         #: the interpreter-wide settings this container holds while it runs (process_setting.py)
         self._settings: list[SettingLease[Any]] = []
+        #: the monitor's view of the run loop: its last mark (_loop_mark), when that last changed
+        #: (0.0: the loop has not started), and when the stall it logged began (None: none)
+        self._loop_seen: tuple[int, int, float] = (0, 0, 0.0)
+        self._loop_moved_at = 0.0
+        self._stall_began: float | None = None
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -211,6 +214,7 @@ class SamzaContainer:
             self._start()
             self.metrics.start_s = time.monotonic() - started
             assert self.run_loop is not None
+            self._loop_moved_at = time.monotonic()
             monitor = threading.Thread(target=self._monitor, name=f"container-{self.container_id}-monitor", daemon=True)
             monitor.start()
             result = self.run_loop.run()
@@ -230,6 +234,8 @@ class SamzaContainer:
             self.stop_event.set()
             if monitor is not None:
                 monitor.join(timeout=2)
+            if error is None:
+                self._stall_ended()  # the run loop went on and ended before the monitor looked again
             stopping = time.monotonic()
             shutdown_error = self._shutdown(clean=error is None)
             if error is None and shutdown_error is not None:
@@ -659,29 +665,49 @@ class SamzaContainer:
         return checkpoints
 
     def _commit_ended(self) -> None:
-        waited = self.metrics.commit_waiting_s(time.monotonic())
         self.metrics.commit_started_at = 0.0
-        if self._stall_reported:
-            self._stall_reported = False
-            log.warning(
-                "container %s: the commit went through after %.0f s; the job goes on", self.container_id, waited
-            )
 
     def stall(self) -> str | None:
-        """What the commit in progress waits for, once it has waited :data:`STALL_AFTER_S` or
-        longer (None otherwise): brokers that do not answer stall the job at its commit — the
-        producers cannot flush, a transaction cannot commit — until they answer or a client's
-        own timeout fails the commit. Any thread (for the progress display and the log)."""
-        waited = self.metrics.commit_waiting_s(time.monotonic())
-        if waited < STALL_AFTER_S:
+        """What the container waits for, once it has waited :data:`STALL_AFTER_S` or longer (None
+        otherwise); any thread (the progress display, the log). Brokers that do not answer stall
+        a job at its commit — the producers cannot flush, a transaction cannot commit — named by
+        the commit's step; or elsewhere in its run loop (a send waiting for metadata, a consumer's
+        poll), seen as a loop that has neither processed, polled empty nor committed since."""
+        if self._finished:
             return None
-        return f"container {self.container_id}: commit waiting {waited:.0f} s ({self.metrics.commit_step})"
+        now = time.monotonic()
+        waited = self.metrics.commit_waiting_s(now)
+        if waited >= STALL_AFTER_S:
+            return f"container {self.container_id}: commit waiting {waited:.0f} s ({self.metrics.commit_step})"
+        frozen = now - self._loop_moved_at if self._loop_moved_at else 0.0
+        if frozen >= STALL_AFTER_S:
+            return f"container {self.container_id}: run loop waiting {frozen:.0f} s (processing or polling the inputs)"
+        return None
+
+    def _loop_mark(self) -> tuple[int, int, float]:
+        """What moves while the run loop runs: empty polls (every ``poll_timeout``), messages
+        processed, commits begun and ended."""
+        processed = sum(ti.metrics.envelopes_processed for ti in list(self.tasks.values()))
+        return self.metrics.null_chooses, processed, self.metrics.commit_started_at
 
     def _report_stall(self) -> None:
-        """Log a stall once when it begins (the monitor thread); :meth:`_commit_ended` logs its end."""
-        if not self._stall_reported and (stall := self.stall()) is not None:
-            self._stall_reported = True
+        """The monitor thread: note whether the run loop moved, and log a stall once as it
+        begins and once as it ends."""
+        now = time.monotonic()
+        mark = self._loop_mark()
+        if mark != self._loop_seen:
+            self._loop_seen, self._loop_moved_at = mark, now
+        stall = self.stall()
+        if stall is not None and self._stall_began is None:
+            self._stall_began = now - STALL_AFTER_S
             log.warning("%s: a system does not answer; the job waits for it", stall)
+        elif stall is None:
+            self._stall_ended()
+
+    def _stall_ended(self) -> None:
+        began, self._stall_began = self._stall_began, None
+        if began is not None:
+            log.warning("container %s: waited %.0f s; the job goes on", self.container_id, time.monotonic() - began)
 
     def _commit_transaction(self) -> None:
         """Exactly-once: the commit point. A failure aborts what the transaction wrote (a fenced
