@@ -227,6 +227,8 @@ class SystemConsumers:
         #: how many the last ``choose_rounds`` handed over, and when it returned
         self._round_size = 1
         self._rounds_at = 0.0
+        #: picks to make before the next look for whole rounds, after one found none (``_rounds``)
+        self._rounds_credit = 0
         #: the period of the last ``choose_rounds``' list: its envelope ``i`` is of the same
         #: partition as envelope ``i - round_width`` (its first ``round_width`` are distinct)
         self.round_width = 1
@@ -445,6 +447,7 @@ class SystemConsumers:
             return self._one(timeout_s)
         self._topped = False
         self._round_size = len(batch)
+        self._rounds_credit -= len(batch)
         self._rounds_at = time.monotonic()
         return batch
 
@@ -453,41 +456,63 @@ class SystemConsumers:
         self._topped = False  # (when choose did not get as far as _pick)
         self.round_width = 1
         self._round_size = 1
+        self._rounds_credit -= 1
         self._rounds_at = time.monotonic()
         return None if envelope is None else [envelope]
 
     def _rounds(self, fifo: deque[IncomingMessageEnvelope], limit: int) -> list[IncomingMessageEnvelope] | None:
         """Up to ``limit`` picks from the FIFO and the buffers of its partitions, the FIFO left as
-        the one-at-a-time picks would leave it; None when not even two can be taken this way."""
+        the one-at-a-time picks would leave it; None when not even two can be taken this way.
+
+        Whole rounds need every partition of the FIFO to have its next envelopes buffered, which
+        takes a look at all of them; when that look finds one with nothing buffered, the next
+        ``len(fifo)`` picks are made without another (``_rounds_credit``), so a wide job whose
+        partitions' buffers run dry one by one does not pay that look per envelope."""
         n = len(fifo)
         if n == 0:
             return None
         states = self._states
-        if limit < n:  # part of one round: the FIFO's first envelopes, each partition's next behind
-            sts = [states[envelope.ssp] for envelope in islice(fifo, limit)]
-            for i, st in enumerate(sts):
-                if not st.buffer:
-                    sts = sts[:i]
-                    break
-            m = len(sts)
-            if m < 2:
-                return None
-            popleft = fifo.popleft
-            batch = [popleft() for _ in range(m)]
-            append = fifo.append
-            for st in sts:
-                buffer = st.buffer
-                append(buffer.popleft())
-                st.chosen += 1
-                if len(buffer) == st.low_water:
-                    st.room()
-            self.round_width = m
-            return batch
-        sts = [states[envelope.ssp] for envelope in fifo]
-        lengths = [len(st.buffer) for st in sts]
-        rounds = min(lengths)  # every partition has this many next envelopes buffered
-        if rounds == 0:
+        if limit >= n and self._rounds_credit <= 0:
+            sts = [states[envelope.ssp] for envelope in fifo]
+            lengths = [len(st.buffer) for st in sts]
+            rounds = min(lengths)  # every partition has this many next envelopes buffered
+            if rounds > 0:
+                return self._whole_rounds(fifo, sts, lengths, rounds, limit)
+            self._rounds_credit = n
+        # part of one round: the FIFO's first envelopes up to the first partition with nothing
+        # buffered behind its own, each partition's next envelope then put behind them
+        sts = []
+        for envelope in islice(fifo, limit):
+            st = states[envelope.ssp]
+            if not st.buffer:
+                break
+            sts.append(st)
+        m = len(sts)
+        if m < 2:
             return None
+        popleft = fifo.popleft
+        batch = [popleft() for _ in range(m)]
+        append = fifo.append
+        for st in sts:
+            buffer = st.buffer
+            append(buffer.popleft())
+            st.chosen += 1
+            if len(buffer) == st.low_water:
+                st.room()
+        self.round_width = m
+        return batch
+
+    def _whole_rounds(
+        self,
+        fifo: deque[IncomingMessageEnvelope],
+        sts: list[_SspState],
+        lengths: list[int],
+        rounds: int,
+        limit: int,
+    ) -> list[IncomingMessageEnvelope]:
+        """Whole rounds (and part of one more) of the FIFO's ``n`` partitions, each with at least
+        ``rounds`` envelopes buffered behind its own."""
+        n = len(fifo)
         k, m = divmod(min(limit, rounds * n), n)  # k whole rounds and m picks of one more
         # each partition's column: its envelope in the FIFO, then what is taken from its buffer
         # (k + 1 for the first m partitions, k for the others; popped in C)
