@@ -340,6 +340,7 @@ class RunLoop:
                             status = self._housekeeping(monotonic())
                             if status is not None:
                                 return status
+                    batch = None  # (as below)
                     continue
                 deadline = self._next_deadline
                 done = settled = 0
@@ -383,6 +384,9 @@ class RunLoop:
                                 return status
                             alarm.arm(self._next_deadline)
                 self._settle(batch, fast, width, settled, done)
+                # let the list go before the next choose: its top-up poll refills the buffers it
+                # came from, and the two together would hold twice the fetch threshold's budget
+                batch = None
         finally:
             alarm.stop()
             metrics.chooses += chosen
