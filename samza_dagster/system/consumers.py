@@ -53,12 +53,12 @@ Rounds. When the chooser is a plain round-robin one, its picks are the order of 
 FIFO it exposes: chooser/base.py), so :meth:`SystemConsumers.choose_rounds` hands the run loop
 many picks at once — the FIFO's envelopes, then each partition's next buffered ones, round after
 round — with a few C-level list operations instead of a ``choose`` call, a chooser call and a
-buffer update per envelope (B1's no-op job spent a quarter of its engine time there:
-docs/benchmarks.md, "The per-message engine, traced"). How many: about a millisecond's worth at
-the rate the run loop has been taking them (doubling or halving per call), so a run-loop-thread
-system is still topped up and looked at for new partitions about every millisecond, as the
-one-at-a-time path does; a slow task gets one envelope at a time. Rounds never hold an
-end-of-stream envelope: a partition's last envelope stays in the FIFO.
+buffer update per envelope (B1's no-op job spent a fifth of its run loop's time there: issue 54's
+section of docs/benchmarks.md). How many: about a millisecond's worth at the rate the run loop has
+been taking them, and at most twice as many as last time, so a run-loop-thread system is still
+topped up and looked at for new partitions about every millisecond, as the one-at-a-time path
+does, and a slow task gets one envelope at a time (a wide FIFO aims longer: _ROUNDS_TARGET_S).
+Rounds never hold an end-of-stream envelope: a partition's last envelope stays in the FIFO.
 
 Errors. An exception in a poller thread is kept and re-raised from ``choose`` in the caller's
 thread as :class:`SystemConsumersError` naming the system (with the original as its cause); one

@@ -7,7 +7,7 @@ whose last read returned everything it had (fewer rows than the fetch size) is *
 version asked just before that read, and is not read again until the version moves: a poll of
 partitions with nothing new costs one ``PRAGMA`` per stream, not a read transaction of several
 statements per stream. (Traced at B12's 1,000 msgs/s: 73 % of the reads returned nothing, and
-the reads were most of the job's CPU; docs/benchmarks.md, "The embedded log nearly idle".)
+the reads were most of the job's CPU: issue 54's section of docs/benchmarks.md.)
 
 When nothing is new, a poll with a timeout waits without spinning: it sleeps and asks only the
 version between sleeps. The sleep starts at 5 ms and doubles to 20 ms while nothing comes, across
@@ -19,7 +19,7 @@ restarted backoff's steps reached 16–19 ms); at 50 ms an idle job cost 0.5 % o
 a message that finds the reader waiting is read up to 5 ms later, with whatever else came
 meanwhile. At 1 ms a job fed 1,000 messages a second looked and read about once a message (1.5
 rows a read), and the looks cost more than the messages: 19–20 % of a core against 10–11 % at
-5 ms (2 ms: 14 %, 3 ms: 13 %; docs/benchmarks.md, "The embedded log nearly idle"). A poll that
+5 ms (2 ms: 14 %, 3 ms: 13 %; issue 54's section of docs/benchmarks.md). A poll that
 finds data waits for nothing, so a backlog is read as fast as before.
 
 Bounded streams (``streams.<id>.samza.bounded``) end at the upcoming offset each registered
