@@ -211,6 +211,10 @@ def memory_row(workdir: Path, messages: int, log=print) -> str:
     )
 
 
+#: B1's target: the no-op container at this fraction of the raw loop's rate (issue 54; 0.5 before)
+B1_TARGET = 0.75
+
+
 def runner_section(messages: int, repetitions: int, workdir: Path, log=print, memory_messages: int = MEMORY_MESSAGES):
     """B1: no-op StreamTask in one container vs the raw log consumer loop, same data, same run."""
     from bench.harness import Section, alternate, column, fmt, isolated, median
@@ -253,8 +257,8 @@ at commit. The capped run finishes only because it never holds more than a small
         f"--repetitions {repetitions}",
         body=body,
         result=f"{ratio:.2f}× of raw ({median(eng):,.0f} vs {median(raw):,.0f} msgs/s)",
-        target="engine ≥ 0.50 × the raw loop's rate",
-        met=ratio >= 0.5,
+        target=f"engine ≥ {B1_TARGET:.2f} × the raw loop's rate",
+        met=ratio >= B1_TARGET,
     )
 
 

@@ -263,7 +263,8 @@ the flood lasts.
 
 # -- B5 --------------------------------------------------------------------------------------------
 #: B5's target: the default config reads a bootstrap stream at this fraction of the raw consumer
-B5_TARGET = 0.8
+#: (issue 54; 0.8 before)
+B5_TARGET = 0.85
 
 
 class _Boot:

@@ -35,18 +35,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from itertools import cycle
-from typing import cast
+from operator import attrgetter
+from typing import Any, cast
 
 from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
-from samza_dagster.container.metrics import ContainerMetrics
+from samza_dagster.container.metrics import ContainerMetrics, TaskMetrics
 from samza_dagster.container.run_loop_config import RunLoopConfig
 from samza_dagster.container.scheduled import RunLoopSteps, ScheduledLoop
 from samza_dagster.container.task_instance import InlineBinding, TaskInstance
 from samza_dagster.container.task_worker import TaskWorker
 from samza_dagster.model import END_OF_STREAM_OFFSET, IncomingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.consumers import SystemConsumers
-from samza_dagster.task.coordinator import ContainerRequests
+from samza_dagster.task.collector import MessageCollector
+from samza_dagster.task.coordinator import ContainerRequests, TaskCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -301,6 +303,11 @@ class RunLoop:
         eos = END_OF_STREAM_OFFSET
         chosen = 0
         alarm = DeadlineAlarm(requests)
+        ssp_of = attrgetter("ssp")
+        last_ssps: list[SystemStreamPartition] = []
+        binds: list[InlineBinding | None] = []
+        fast: list[InlineBinding] = []
+        calls: list[tuple[Callable[..., Any], MessageCollector, TaskCoordinator, TaskMetrics]] = []
         try:
             while True:
                 batch = choose_rounds(poll_timeout)
@@ -313,7 +320,14 @@ class RunLoop:
                     continue
                 chosen += len(batch)
                 width = consumers.round_width
-                binds = [fast_get(env.ssp) for env in batch[:width]]
+                # a FIFO's order stays as it was across whole rounds: the bindings of the last
+                # list serve again when its partitions are the same objects in the same order
+                ssps = list(map(ssp_of, batch[:width]))
+                if ssps != last_ssps:
+                    last_ssps = ssps
+                    binds = list(map(fast_get, ssps))
+                    fast = cast(list[InlineBinding], binds)
+                    calls = [(f.process, f.collector, f.coordinator, f.metrics) for f in fast if f is not None]
                 if len(batch) == 1 or None in binds:  # one pick (maybe an end of stream), or serdes
                     for env in batch:
                         ssp = env.ssp
@@ -326,9 +340,8 @@ class RunLoop:
                             status = self._housekeeping(monotonic())
                             if status is not None:
                                 return status
+                    batch = None  # (as below)
                     continue
-                fast = cast(list[InlineBinding], binds)  # none is None here
-                calls = [(f.process, f.collector, f.coordinator, f.metrics) for f in fast]
                 deadline = self._next_deadline
                 done = settled = 0
                 if timed:
@@ -371,6 +384,9 @@ class RunLoop:
                                 return status
                             alarm.arm(self._next_deadline)
                 self._settle(batch, fast, width, settled, done)
+                # let the list go before the next choose: its top-up poll refills the buffers it
+                # came from, and the two together would hold twice the fetch threshold's budget
+                batch = None
         finally:
             alarm.stop()
             metrics.chooses += chosen

@@ -53,12 +53,12 @@ Rounds. When the chooser is a plain round-robin one, its picks are the order of 
 FIFO it exposes: chooser/base.py), so :meth:`SystemConsumers.choose_rounds` hands the run loop
 many picks at once — the FIFO's envelopes, then each partition's next buffered ones, round after
 round — with a few C-level list operations instead of a ``choose`` call, a chooser call and a
-buffer update per envelope (B1's no-op job spent a quarter of its engine time there:
-docs/benchmarks.md, "The per-message engine, traced"). How many: about a millisecond's worth at
-the rate the run loop has been taking them (doubling or halving per call), so a run-loop-thread
-system is still topped up and looked at for new partitions about every millisecond, as the
-one-at-a-time path does; a slow task gets one envelope at a time. Rounds never hold an
-end-of-stream envelope: a partition's last envelope stays in the FIFO.
+buffer update per envelope (B1's no-op job spent a fifth of its run loop's time there: issue 54's
+section of docs/benchmarks.md). How many: about a millisecond's worth at the rate the run loop has
+been taking them, and at most twice as many as last time, so a run-loop-thread system is still
+topped up and looked at for new partitions about every millisecond, as the one-at-a-time path
+does, and a slow task gets one envelope at a time (a wide FIFO aims longer: _ROUNDS_TARGET_S).
+Rounds never hold an end-of-stream envelope: a partition's last envelope stays in the FIFO.
 
 Errors. An exception in a poller thread is kept and re-raised from ``choose`` in the caller's
 thread as :class:`SystemConsumersError` naming the system (with the original as its cause); one
@@ -94,10 +94,17 @@ _INLINE_POLL_INTERVAL_S = 0.001
 #: ``choose`` calls between two looks at the clock for that poll: the clock is not read per envelope.
 _CHOOSES_PER_CLOCK_CHECK = 16
 #: What one ``choose_rounds`` aims to hand over: about this long's worth of envelopes at the rate
-#: the run loop took the previous ones (the inline poll's interval, so polls keep their cadence).
+#: the run loop took the previous ones (the inline poll's interval, so polls keep their cadence) —
+#: longer for a wide FIFO, up to _ROUNDS_TARGET_MAX_S: whole rounds cost a few Python steps per
+#: partition per call (the partitions' states, the run loop's bindings and offsets), and at 1,024
+#: partitions a millisecond's worth was ~3 rounds, that cost a fifth of the engine's time (B13:
+#: 1.52 CPU s at 1 ms, 1.26 at 4 ms)
 _ROUNDS_TARGET_S = _INLINE_POLL_INTERVAL_S
-#: The most envelopes one ``choose_rounds`` hands over.
+_ROUNDS_TARGET_PER_PARTITION_S = 0.000004
+_ROUNDS_TARGET_MAX_S = 0.004
+#: The most envelopes one ``choose_rounds`` hands over (at least _ROUNDS_MIN_WHOLE whole rounds).
 _ROUNDS_MAX = 4096
+_ROUNDS_MIN_WHOLE = 8
 #: Longest sleep between polls of run-loop-thread systems while nothing at all is available.
 _INLINE_IDLE_BACKOFF_MAX_S = 0.05
 #: Default envelopes buffered per partition. A poller thread's buffer absorbs the time it takes
@@ -227,6 +234,8 @@ class SystemConsumers:
         #: how many the last ``choose_rounds`` handed over, and when it returned
         self._round_size = 1
         self._rounds_at = 0.0
+        #: picks to make before the next look for whole rounds, after one found none (``_rounds``)
+        self._rounds_credit = 0
         #: the period of the last ``choose_rounds``' list: its envelope ``i`` is of the same
         #: partition as envelope ``i - round_width`` (its first ``round_width`` are distinct)
         self.round_width = 1
@@ -429,13 +438,15 @@ class SystemConsumers:
         if fifo is None or self._error is not None:
             return self._one(timeout_s)
         now = time.monotonic()
-        # about _ROUNDS_TARGET_S of envelopes at the rate the last ones were processed (the time
-        # since the last call, over how many it handed over), and at most twice as many as then
+        # about a target time's worth of envelopes at the rate the last ones were processed (the
+        # time since the last call, over how many it handed over), and at most twice as many as then
+        width = len(fifo)
+        target = min(_ROUNDS_TARGET_MAX_S, max(_ROUNDS_TARGET_S, width * _ROUNDS_TARGET_PER_PARTITION_S))
         last = self._round_size
         per_envelope = (now - self._rounds_at) / last
-        limit = min(_ROUNDS_MAX, 2 * last)
-        if per_envelope * limit > _ROUNDS_TARGET_S:
-            limit = max(1, int(_ROUNDS_TARGET_S / per_envelope))
+        limit = min(max(_ROUNDS_MAX, _ROUNDS_MIN_WHOLE * width), 2 * last)
+        if per_envelope * limit > target:
+            limit = max(1, int(target / per_envelope))
         if self._inline and now >= self._next_inline_poll:
             self._topped = self._poll_inline(0.0, topping_up=True)
         if self._arrivals:
@@ -445,6 +456,7 @@ class SystemConsumers:
             return self._one(timeout_s)
         self._topped = False
         self._round_size = len(batch)
+        self._rounds_credit -= len(batch)
         self._rounds_at = time.monotonic()
         return batch
 
@@ -453,41 +465,63 @@ class SystemConsumers:
         self._topped = False  # (when choose did not get as far as _pick)
         self.round_width = 1
         self._round_size = 1
+        self._rounds_credit -= 1
         self._rounds_at = time.monotonic()
         return None if envelope is None else [envelope]
 
     def _rounds(self, fifo: deque[IncomingMessageEnvelope], limit: int) -> list[IncomingMessageEnvelope] | None:
         """Up to ``limit`` picks from the FIFO and the buffers of its partitions, the FIFO left as
-        the one-at-a-time picks would leave it; None when not even two can be taken this way."""
+        the one-at-a-time picks would leave it; None when not even two can be taken this way.
+
+        Whole rounds need every partition of the FIFO to have its next envelopes buffered, which
+        takes a look at all of them; when that look finds one with nothing buffered, the next
+        ``len(fifo)`` picks are made without another (``_rounds_credit``), so a wide job whose
+        partitions' buffers run dry one by one does not pay that look per envelope."""
         n = len(fifo)
         if n == 0:
             return None
         states = self._states
-        if limit < n:  # part of one round: the FIFO's first envelopes, each partition's next behind
-            sts = [states[envelope.ssp] for envelope in islice(fifo, limit)]
-            for i, st in enumerate(sts):
-                if not st.buffer:
-                    sts = sts[:i]
-                    break
-            m = len(sts)
-            if m < 2:
-                return None
-            popleft = fifo.popleft
-            batch = [popleft() for _ in range(m)]
-            append = fifo.append
-            for st in sts:
-                buffer = st.buffer
-                append(buffer.popleft())
-                st.chosen += 1
-                if len(buffer) == st.low_water:
-                    st.room()
-            self.round_width = m
-            return batch
-        sts = [states[envelope.ssp] for envelope in fifo]
-        lengths = [len(st.buffer) for st in sts]
-        rounds = min(lengths)  # every partition has this many next envelopes buffered
-        if rounds == 0:
+        if limit >= n and self._rounds_credit <= 0:
+            sts = [states[envelope.ssp] for envelope in fifo]
+            lengths = [len(st.buffer) for st in sts]
+            rounds = min(lengths)  # every partition has this many next envelopes buffered
+            if rounds > 0:
+                return self._whole_rounds(fifo, sts, lengths, rounds, limit)
+            self._rounds_credit = n
+        # part of one round: the FIFO's first envelopes up to the first partition with nothing
+        # buffered behind its own, each partition's next envelope then put behind them
+        sts = []
+        for envelope in islice(fifo, limit):
+            st = states[envelope.ssp]
+            if not st.buffer:
+                break
+            sts.append(st)
+        m = len(sts)
+        if m < 2:
             return None
+        popleft = fifo.popleft
+        batch = [popleft() for _ in range(m)]
+        append = fifo.append
+        for st in sts:
+            buffer = st.buffer
+            append(buffer.popleft())
+            st.chosen += 1
+            if len(buffer) == st.low_water:
+                st.room()
+        self.round_width = m
+        return batch
+
+    def _whole_rounds(
+        self,
+        fifo: deque[IncomingMessageEnvelope],
+        sts: list[_SspState],
+        lengths: list[int],
+        rounds: int,
+        limit: int,
+    ) -> list[IncomingMessageEnvelope]:
+        """Whole rounds (and part of one more) of the FIFO's ``n`` partitions, each with at least
+        ``rounds`` envelopes buffered behind its own."""
+        n = len(fifo)
         k, m = divmod(min(limit, rounds * n), n)  # k whole rounds and m picks of one more
         # each partition's column: its envelope in the FIFO, then what is taken from its buffer
         # (k + 1 for the first m partitions, k for the others; popped in C)

@@ -7,19 +7,19 @@ whose last read returned everything it had (fewer rows than the fetch size) is *
 version asked just before that read, and is not read again until the version moves: a poll of
 partitions with nothing new costs one ``PRAGMA`` per stream, not a read transaction of several
 statements per stream. (Traced at B12's 1,000 msgs/s: 73 % of the reads returned nothing, and
-the reads were most of the job's CPU; docs/benchmarks.md, "The embedded log nearly idle".)
+the reads were most of the job's CPU: issue 54's section of docs/benchmarks.md.)
 
 When nothing is new, a poll with a timeout waits without spinning: it sleeps and asks only the
-version between sleeps. The sleep starts at 5 ms and doubles to 20 ms while nothing comes, across
-polls — the run loop polls again every 50 ms or so while idle, and a backoff that restarted (at 1
-ms, up to 50) in every poll woke the thread six times a poll — and drops back to 5 ms as soon as a
-read returns anything. 20 ms keeps what a message sent after a quiet spell waited before (the
-restarted backoff's steps reached 16–19 ms); at 50 ms an idle job cost 0.5 % of a core instead of
-0.7 %, and such a message could wait 50 ms. The first sleep is the log's counterpart of the producer's ``log.linger.ms`` (5 ms):
+version between sleeps. The sleep starts at 5 ms and doubles to 25 ms while nothing comes, across
+polls — the run loop polls again every 50 ms while idle, and a backoff that restarted (at 1 ms, up
+to 50) in every poll woke the thread six times a poll — and drops back to 5 ms as soon as a read
+returns anything. 25 ms: two sleeps per idle 50 ms poll (20 ms made three); a message sent after a
+quiet spell waits up to 25 ms (before: the restarted backoff's steps reached 16–19 ms). An idle
+job: 0.65–0.7 % of a core with 50 ms, 0.7–0.8 % with 25, 0.75–0.95 % with 20, 1.2 % before. The first sleep is the log's counterpart of the producer's ``log.linger.ms`` (5 ms):
 a message that finds the reader waiting is read up to 5 ms later, with whatever else came
 meanwhile. At 1 ms a job fed 1,000 messages a second looked and read about once a message (1.5
 rows a read), and the looks cost more than the messages: 19–20 % of a core against 10–11 % at
-5 ms (2 ms: 14 %, 3 ms: 13 %; docs/benchmarks.md, "The embedded log nearly idle"). A poll that
+5 ms (2 ms: 14 %, 3 ms: 13 %; issue 54's section of docs/benchmarks.md). A poll that
 finds data waits for nothing, so a backlog is read as fast as before.
 
 Bounded streams (``streams.<id>.samza.bounded``) end at the upcoming offset each registered
@@ -51,7 +51,7 @@ from samza_dagster.system.log.config import LogSystemConfig
 #: the first sleep of a waiting poll, and the one after a read that found something
 _MIN_BACKOFF_S = 0.005
 #: the longest sleep of a waiting poll (module docstring)
-_MAX_BACKOFF_S = 0.02
+_MAX_BACKOFF_S = 0.025
 
 
 class LogSystemConsumer:

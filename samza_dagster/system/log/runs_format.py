@@ -185,8 +185,8 @@ class HeadPassScanner(PassScanner):
     """Scans of many partitions in the caller's read transaction, the head read once for all of
     them. ``RunsFormat.scan`` finds a partition's head rows by a scan of the whole head (it has no
     per-partition index), so a cleaning pass over 1,024 partitions scanned a head of 28,000 rows
-    1,024 times — 0.65–1.0 CPU s for a pass that removed nothing (docs/benchmarks.md, "The log
-    cleaner's head scans"). Here the first scan that reaches the head reads it whole, grouped by
+    1,024 times — 0.5–1.0 CPU s for a pass that removed nothing (issue 54's section of
+    docs/benchmarks.md). Here the first scan that reaches the head reads it whole, grouped by
     partition in arrival order, with each row's seq: ``hints(partition)`` (offset -> seq) lets
     ``delete_offsets`` delete head rows by their rowid. The head's rows are held for the pass
     (keys, sizes and timestamps, not values)."""
