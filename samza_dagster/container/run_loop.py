@@ -10,7 +10,9 @@ Two modes share the scheduling rules:
   runs on the loop's thread right after choose, so every happens-before guarantee holds by
   construction and the per-message path is a handful of dict lookups. With a batching chooser
   (``task.consumer.batch.size`` > 1) the loop takes runs of one partition's envelopes per chooser
-  decision (SystemConsumers.choose_run) and still checks requests and timers after every one.
+  decision (SystemConsumers.choose_run), and with the plain round-robin chooser (the default) whole
+  rounds of picks at once (SystemConsumers.choose_rounds); either way it still checks requests
+  and timers after every envelope.
 * **scheduled** (``job.container.thread.pool.size > 1``, an AsyncStreamTask, or
   ``task.max.concurrency > 1``; a :class:`~samza_dagster.container.scheduled.ScheduledLoop` the run
   loop builds, which calls back the steps both modes share): as Samza's AsyncRunLoop, each task keeps a queue of chosen
