@@ -117,6 +117,8 @@ _INLINE_BUFFER_CAPACITY = 500
 
 
 _SIZE = attrgetter("size")
+#: how many envelopes of a polled batch estimate its mean size (:meth:`_SspState.fit_bytes`)
+FIT_SAMPLE = 32
 
 #: Least envelopes a partition may buffer whatever the budget divided among partitions leaves it.
 MIN_BUFFER_PER_SSP = 16
@@ -194,9 +196,13 @@ class _SspState:
 
     def fit_bytes(self, envelopes: list[IncomingMessageEnvelope]) -> None:
         """Lower (or raise back) the capacity so that this partition's buffer holds about its
-        share of the bytes budget, at the mean size of the batch just polled."""
+        share of the bytes budget, at the mean size of the batch just polled — estimated from at
+        most :data:`FIT_SAMPLE` envelopes spread evenly over it (summing every size cost B5 ~2 %
+        of its time, 24 ns an envelope; the budget is approximate anyway)."""
         assert self.bytes_share is not None
-        size = ENVELOPE_OVERHEAD_BYTES + sum(map(_SIZE, envelopes)) // len(envelopes)  # summed in C
+        step = len(envelopes) // FIT_SAMPLE
+        sample = envelopes[::step] if step > 1 else envelopes
+        size = ENVELOPE_OVERHEAD_BYTES + sum(map(_SIZE, sample)) // len(sample)  # summed in C
         capacity = max(MIN_BUFFER_PER_SSP, min(self.max_capacity, self.bytes_share // size))
         if capacity != self.capacity:
             self.bound(capacity)

@@ -5,13 +5,27 @@ the in-memory system; the keys' validation."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from samza_dagster.config import Config, ConfigError
 from samza_dagster.config.system_config import SystemConfig
-from samza_dagster.system import OutgoingMessageEnvelope, StreamSpec, SystemStream, SystemStreamPartition
+from samza_dagster.system import (
+    IncomingMessageEnvelope,
+    OutgoingMessageEnvelope,
+    StreamSpec,
+    SystemStream,
+    SystemStreamPartition,
+)
 from samza_dagster.system.chooser import RoundRobinChooser
-from samza_dagster.system.consumers import MIN_BUFFER_PER_SSP, FetchThreshold, SystemConsumers
+from samza_dagster.system.consumers import (
+    ENVELOPE_OVERHEAD_BYTES,
+    MIN_BUFFER_PER_SSP,
+    FetchThreshold,
+    SystemConsumers,
+    _SspState,
+)
 from samza_dagster.system.inmemory import InMemorySystemFactory
 from samza_dagster.system.inmemory import reset as reset_inmemory
 from samza_dagster.system.log import LogSystemFactory
@@ -87,6 +101,29 @@ def test_the_bytes_budget_follows_the_message_size_with_a_floor(log_system):
         assert most <= PARTITIONS * MIN_BUFFER_PER_SSP
     finally:
         consumers.stop()
+
+
+@pytest.mark.parametrize("count", [1, 31, 250, 1000, 5000])
+def test_the_mean_size_a_partitions_capacity_follows_is_that_of_the_batch(count):
+    """The capacity comes from the batch's mean envelope size, estimated from a sample spread
+    over it: within a tenth of the exact mean's capacity for sizes that vary from envelope to
+    envelope, and exact when every envelope is the same size."""
+    rng = random.Random(count)
+    ssp = SystemStreamPartition("log", "s", 0)
+    sizes = [rng.randint(10, 4000) for _ in range(count)]
+    varied = [IncomingMessageEnvelope(ssp, str(i), None, b"", size) for i, size in enumerate(sizes)]
+    share = 1000 * (ENVELOPE_OVERHEAD_BYTES + 2000)  # about 1,000 envelopes of the mean size: no bound reached
+
+    def capacity(envelopes, mean: int) -> tuple[int, int]:
+        state = _SspState(ssp, lambda: None, 10_000)
+        state.bytes_share = share
+        state.fit_bytes(envelopes)
+        return state.capacity, max(MIN_BUFFER_PER_SSP, min(10_000, share // (ENVELOPE_OVERHEAD_BYTES + mean)))
+
+    got, exact = capacity(varied, sum(sizes) // count)
+    assert abs(got - exact) <= exact / 10, (got, exact)
+    same = [IncomingMessageEnvelope(ssp, str(i), None, b"", 1000) for i in range(count)]
+    assert capacity(same, 1000)[0] == capacity(same, 1000)[1]
 
 
 def test_a_poller_thread_system_is_bounded_too():
