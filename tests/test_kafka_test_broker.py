@@ -34,8 +34,9 @@ RECORDS = 13
 @pytest.mark.kafka
 @pytest.mark.timeout(180)
 def test_records_with_old_timestamps_survive_the_brokers_retention_check():
-    # Kafka's first retention check runs 30 s after start, then every check interval
-    cluster = start_cluster(1, {"log.retention.check.interval.ms": "1000"})
+    # Kafka's first retention check runs log.initial.task.delay.ms (30 s) after start, then every
+    # check interval: both short, so the check runs within seconds
+    cluster = start_cluster(1, {"log.retention.check.interval.ms": "1000", "log.initial.task.delay.ms": "1000"})
     try:
         servers = cluster.bootstrap_servers
         _create_and_fill(servers)

@@ -269,7 +269,11 @@ JOB_GROUPER = define(
     "job.systemstreampartition.grouper.factory", _choice(*GROUPERS), GROUPERS[0], "how input partitions become tasks"
 )
 JOB_CONTAINER_RETRY_COUNT = define(
-    "job.container.retry.count", _int(0), 3, "restarts of a failed container before the job fails (spark runner)"
+    "job.container.retry.count",
+    _int(0),
+    3,
+    "restarts of a failed container before the job fails (spark runner: any failure; thread and process "
+    "runners: a system that lost what the container sent since its last commit, as an aborted Kafka transaction)",
 )
 JOB_CONTAINER_SWITCH_INTERVAL_US = define(
     "job.container.switch.interval.us",

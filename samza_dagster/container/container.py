@@ -168,6 +168,10 @@ class SamzaContainer:
         self._loop_seen: tuple[int, int, float] = (0, 0, 0.0)
         self._loop_moved_at = 0.0
         self._stall_began: float | None = None
+        #: while run() shuts the container down: since when, and the step it is at (a stop can
+        #: wait on a system too — aborting a transaction while no broker answers)
+        self._stopping_since: float | None = None
+        self._stopping_step = ""
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -229,6 +233,9 @@ class SamzaContainer:
         except BaseException as exc:  # noqa: BLE001 - any failure is the container's result (summary, status)
             error = exc
             status = ContainerStatus.FAILED
+            # said now: a shutdown can itself wait on the system that failed (aborting a transaction
+            # while no broker answers), and the cause would otherwise be seen only after it
+            log.warning("container %s failed: %s: %s; shutting down", self.container_id, type(exc).__name__, exc)
         finally:
             self._finished = True
             self.stop_event.set()
@@ -673,9 +680,12 @@ class SamzaContainer:
         a job at its commit — the producers cannot flush, a transaction cannot commit — named by
         the commit's step; or elsewhere in its run loop (a send waiting for metadata, a consumer's
         poll), seen as a loop that has neither processed, polled empty nor committed since."""
-        if self._finished:
-            return None
         now = time.monotonic()
+        if self._finished:
+            since = self._stopping_since
+            if since is not None and now - since >= STALL_AFTER_S:
+                return f"container {self.container_id}: stopping, waiting {now - since:.0f} s ({self._stopping_step})"
+            return None
         waited = self.metrics.commit_waiting_s(now)
         if waited >= STALL_AFTER_S:
             return f"container {self.container_id}: commit waiting {waited:.0f} s ({self.metrics.commit_step})"
@@ -764,9 +774,11 @@ class SamzaContainer:
 
     def _shutdown(self, clean: bool) -> BaseException | None:
         first: BaseException | None = None
+        self._stopping_since = time.monotonic()
 
-        def attempt(fn: Callable[[], Any]) -> None:
+        def attempt(fn: Callable[[], Any], step: str = "closing") -> None:
             nonlocal first
+            self._stopping_step = step
             try:
                 fn()
             except BaseException as exc:  # noqa: BLE001 - keep shutting down the rest
@@ -774,9 +786,11 @@ class SamzaContainer:
                     first = exc
                 log.warning("container %s: error during shutdown: %s", self.container_id, exc)
 
-        attempt(self.reporting.stop)  # first: the last snapshot holds the final counts
+        attempt(
+            self.reporting.stop, "sending the last metrics snapshot"
+        )  # first: the last snapshot holds the final counts
         if self.consumers is not None:
-            attempt(self.consumers.stop)
+            attempt(self.consumers.stop, "stopping the consumers")
         if self.side_inputs is not None:
             attempt(self.side_inputs.stop)
             attempt(self.side_inputs.flush)
@@ -785,14 +799,17 @@ class SamzaContainer:
         for name, stores in self._task_stores.items():
             if name not in self.tasks:
                 attempt(stores.close)
+        systems = {id(producer): system for system, producer in self.producers.items()}
         for producer in self._started_producers:
-            attempt(producer.stop)
+            system = systems.get(id(producer))
+            attempt(producer.stop, f"stopping the producer of system {system!r}" if system else "stopping a producer")
         if self.checkpoints is not None:
-            attempt(self.checkpoints.stop)
+            attempt(self.checkpoints.stop, "stopping the checkpoint stream's producer")
         if self.startpoints is not None:
             attempt(self.startpoints.close)
         for admin in self.admins.values():
             attempt(partial(stop_admin, admin))
+        self._stopping_since = None
         return first if clean else None
 
     def _summarize(

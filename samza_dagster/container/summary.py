@@ -39,6 +39,9 @@ class ContainerSummary:
     elapsed_s: float = field(default=0.0, metadata={"round": 3})
     error: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    #: why the container was started again from its last checkpoint, one line per restart
+    #: (runtime/restarts.py); its counts and time cover every start
+    restarts: list[str] = field(default_factory=list)
 
     @property
     def messages_processed(self) -> int:
@@ -61,6 +64,9 @@ class ContainerSummary:
             f"container {self.container_id} {self.status.value}: {self.messages_processed} messages "
             f"in {self.elapsed_s:.2f} s ({rate:,.0f}/s)"
         )
+        if self.restarts:
+            times = "once" if len(self.restarts) == 1 else f"{len(self.restarts)} times"
+            line += f"; restarted from its last checkpoint {times} ({self.restarts[-1]})"
         if self.error:
             line += f"; error: {self.error}"
         return line

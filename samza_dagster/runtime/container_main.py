@@ -20,17 +20,16 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING
+from functools import partial
 
+from samza_dagster.config import keys
 from samza_dagster.config.errors import ConfigError
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
 from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import STOP_SIGNALS, describe_uncommitted, exit_now, install_stop_handlers
-
-if TYPE_CHECKING:
-    from samza_dagster.container.container import SamzaContainer
+from samza_dagster.runtime.restarts import RestartingContainer
 
 CONTAINER_ID_ENV = "SAMZA_CONTAINER_ID"
 SUMMARY_PATH_ENV = "SAMZA_SUMMARY_PATH"
@@ -46,7 +45,7 @@ EXIT_BAD_CONFIG = 2
 PARENT_CHECK_S = 1.0
 
 
-def _stop_when_parent_exits(container: SamzaContainer, parent_pid: int) -> None:
+def _stop_when_parent_exits(container: RestartingContainer, parent_pid: int) -> None:
     """Stop ``container`` gracefully once this process is no longer ``parent_pid``'s child (the
     parent died and the process was re-parented)."""
 
@@ -66,7 +65,7 @@ def _stop_when_parent_exits(container: SamzaContainer, parent_pid: int) -> None:
 STALL_SUFFIX = ".stall"
 
 
-def _report_positions(container: SamzaContainer, path: str) -> None:
+def _report_positions(container: RestartingContainer, path: str) -> None:
     """Every PROGRESS_S, the container's last processed offsets to ``path`` and its stall to
     ``path`` + STALL_SUFFIX (each written whole and renamed into place, so the runner never reads
     half a file), until the container stops."""
@@ -131,7 +130,9 @@ def main() -> int:
             raise ConfigError(f"environment variable {CONTAINER_ID_ENV} is not set")
         model = unmask(fetch_job_model(), secrets)
         watcher = JobModelWatcher(None, model.version, watch_interval_s(model.config)).start()
-        container = new_container(container_id, model, watcher)
+        container = RestartingContainer(
+            partial(new_container, container_id, model, watcher), keys.JOB_CONTAINER_RETRY_COUNT.get(model.config)
+        )
         running = container
         install_stop_handlers(
             lambda _name: running.stop(),

@@ -1,7 +1,9 @@
 """``job.factory.class=thread``: every container of the job as a thread of this process.
 
 The JobCoordinator serves the JobModel over HTTP (as for every runner) and the containers
-fetch it from there. A failed container stops the others gracefully; the job fails naming it.
+fetch it from there. A container that failed because a system lost what it had sent since its last
+commit starts again from that commit (restarts.py); any other failed container stops the others
+gracefully, and the job fails naming it.
 When a newer JobModel is served every container stops, commits, and all are started again on
 the new model (up to ``job.max.model.restarts`` times).
 """
@@ -9,8 +11,10 @@ the new model (up to ``job.max.model.restarts`` times).
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
+from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.config.secrets import secrets_of
 from samza_dagster.container.summary import ContainerStatus, ContainerSummary
@@ -18,6 +22,7 @@ from samza_dagster.coordinator.client import JobModelWatcher, fetch_job_model
 from samza_dagster.model import SystemStreamPartition
 from samza_dagster.runtime.common import new_container, unmask, watch_interval_s
 from samza_dagster.runtime.interrupts import describe_uncommitted
+from samza_dagster.runtime.restarts import RestartingContainer
 from samza_dagster.runtime.result import JobResult
 from samza_dagster.runtime.runner import JobRunner
 
@@ -69,7 +74,8 @@ class ThreadJobRunner(JobRunner):
         self.containers = []
         for cid in ids:
             try:
-                self.containers.append(new_container(cid, model, watcher))
+                build = partial(new_container, cid, model, watcher)
+                self.containers.append(RestartingContainer(build, keys.JOB_CONTAINER_RETRY_COUNT.get(model.config)))
             except BaseException as exc:  # noqa: BLE001 - reported as that container's failure
                 errors[cid] = exc
                 summaries[cid] = ContainerSummary(cid, ContainerStatus.FAILED, error=f"{type(exc).__name__}: {exc}")

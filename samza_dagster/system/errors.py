@@ -24,6 +24,14 @@ class SystemUnavailableError(SamzaSystemError, ConnectionError):
     """The system cannot be reached (e.g. the Kafka bootstrap servers); names the address."""
 
 
+class TransientSystemError(SamzaSystemError):
+    """A system lost what the container had sent since its last commit, in a way a new start from
+    that commit clears: the cluster aborted the open transaction (a broker restarted under it), or
+    sends timed out while no broker could take them. Nothing committed is lost; the runners start
+    the container again from its last checkpoint (``job.container.retry.count`` times), as Samza's
+    cluster manager restarts a failed container."""
+
+
 class SystemAuthenticationError(SystemUnavailableError):
     """The system refused this client: a wrong user name or password, or a TLS handshake that
     failed (above all a server certificate the client does not trust). Names the system, the

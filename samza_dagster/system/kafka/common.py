@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from samza_dagster.model import OutgoingMessageEnvelope, SystemStreamPartition
 from samza_dagster.system.errors import MessageTypeError, OffsetError, SystemClientError
-from samza_dagster.system.kafka.errors import KafkaProducerFencedError, KafkaTransactionError
+from samza_dagster.system.kafka.errors import (
+    KafkaProducerFencedError,
+    KafkaTransactionAbortedError,
+    KafkaTransactionError,
+)
 
 #: Kafka's default ``transaction.timeout.ms``: the broker aborts a transaction open longer
 TRANSACTION_TIMEOUT_MS = 60_000
@@ -46,13 +50,19 @@ def transaction_timeout_ms(commit_ms: int, delivery_timeout_ms: int) -> int:
 
 
 def transaction_error(
-    system: str, transactional_id: str | None, what: str, detail: str, fenced: bool
+    system: str, transactional_id: str | None, what: str, detail: str, fenced: bool, aborted: bool = False
 ) -> KafkaTransactionError:
-    """The error of a failed transaction call, naming the system and the transactional id."""
+    """The error of a failed transaction call, naming the system and the transactional id;
+    ``aborted``: the cluster aborted the transaction (Kafka's abortable errors), which a start
+    from the last checkpoint clears (:class:`KafkaTransactionAbortedError`)."""
     if fenced:
         return KafkaProducerFencedError(
             f"Kafka system {system!r}: transactional producer {transactional_id!r} is fenced ({what}): a newer "
             f"instance of this container started with the same transactional id, and only it may write: {detail}"
+        )
+    if aborted:
+        return KafkaTransactionAbortedError(
+            f"Kafka system {system!r}: the cluster aborted the transaction of {transactional_id!r} ({what}): {detail}"
         )
     return KafkaTransactionError(
         f"Kafka system {system!r}: {what} of a transaction of {transactional_id!r} failed: {detail}"

@@ -28,7 +28,10 @@ that instance's open transaction and refuses its writes: :class:`KafkaProducerFe
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 # this module loads only when a Kafka system runs on the confluent client (factory.py)
@@ -49,6 +52,8 @@ from samza_dagster.system.kafka.connecting import first_metadata
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,
+    KafkaSendInterruptedError,
+    KafkaTransactionAbortedError,
     KafkaTransactionError,
     unavailable,
 )
@@ -80,6 +85,8 @@ class ConfluentSystemProducer:
         self._commit_ms = keys.TASK_COMMIT_MS.get(config)
         #: set by init_transactions: every send is then part of the open transaction
         self._transactional_id: str | None = None
+        #: librdkafka's reason, once it logged that the cluster aborted the open transaction (_AbortWatch)
+        self._aborted: str | None = None
         #: whether the open transaction holds a message (a commit of an empty one is skipped)
         self._sent = False
         if int(clients.producer.get("statistics.interval.ms", 0) or 0) > 0:
@@ -195,7 +202,13 @@ class ConfluentSystemProducer:
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None and self._error is None:
-            kind = KafkaProducerFencedError if _is_fenced(error) else KafkaProducerError
+            kind = (
+                KafkaProducerFencedError
+                if _is_fenced(error)
+                else KafkaSendInterruptedError
+                if _is_transient(error)
+                else KafkaProducerError
+            )
             self._error = kind(
                 f"Kafka system {self.system_name!r}: send to topic {message.topic()!r} partition "
                 f"{message.partition()} failed: {error.str()}"
@@ -221,7 +234,7 @@ class ConfluentSystemProducer:
         self._flushes += 1
         if self._producer is not None:
             try:
-                left = self._producer.flush(self._flush_timeout_s)
+                left = self._flush_watching(self._producer)
             except KafkaException as exc:
                 raise self._client_error("flush", exc) from exc
             if left:
@@ -233,6 +246,26 @@ class ConfluentSystemProducer:
                 )
         if self._error is not None:
             raise self._error
+
+    def _flush_watching(self, producer: Any) -> int:
+        """``producer.flush`` up to the flush timeout, a second at a time, so that a transaction
+        the cluster aborted meanwhile fails the flush at once (its sends still in flight would
+        otherwise be waited for until they time out, minutes later)."""
+        deadline = time.monotonic() + self._flush_timeout_s
+        while True:
+            left = producer.flush(max(0.0, min(FLUSH_SLICE_S, deadline - time.monotonic())))
+            if not left or time.monotonic() >= deadline:
+                return left
+            if self._aborted is not None and self._error is None:
+                self._error = KafkaTransactionAbortedError(
+                    f"Kafka system {self.system_name!r}: the cluster aborted the transaction of "
+                    f"{self._transactional_id!r} with {left} sends unacknowledged: {self._aborted}"
+                )
+                return 0
+
+    def _note_aborted(self, cause: str) -> None:
+        if self._aborted is None:
+            self._aborted = cause
 
     def stop(self) -> None:
         if self._producer is None:
@@ -265,6 +298,7 @@ class ConfluentSystemProducer:
         conf["transactional.id"] = transactional_id
         delivery_ms = int(conf.get("delivery.timeout.ms") or conf.get("message.timeout.ms") or 0)
         conf.setdefault("transaction.timeout.ms", transaction_timeout_ms(self._commit_ms, delivery_ms))
+        conf["logger"] = _AbortWatch(conf.get("logger"), self._note_aborted)
         producer = self._client(conf)
         self._transactional_id = transactional_id
         try:
@@ -309,6 +343,7 @@ class ConfluentSystemProducer:
             raise self._transaction_error("abort", exc) from exc
         self._sent = False
         self._error = None
+        self._aborted = None
 
     def _require_transaction(self) -> Any:
         if self._transactional_id is None or self._producer is None:
@@ -325,8 +360,54 @@ class ConfluentSystemProducer:
     def _transaction_error(self, what: str, exc: BaseException) -> KafkaTransactionError:
         error = exc.args[0] if exc.args else None
         if isinstance(error, KafkaError):
-            return transaction_error(self.system_name, self._transactional_id, what, error.str(), _is_fenced(error))
+            fenced = _is_fenced(error)
+            aborted = not fenced and not error.fatal() and (error.txn_requires_abort() or _is_transient(error))
+            return transaction_error(self.system_name, self._transactional_id, what, error.str(), fenced, aborted)
         return transaction_error(self.system_name, self._transactional_id, what, str(exc), False)
+
+
+#: how long one call of librdkafka's flush waits before the producer looks for an aborted transaction
+FLUSH_SLICE_S = 1.0
+
+
+class _AbortWatch:
+    """librdkafka's logger for a transactional producer: passes every line on, and notes the one
+    that says the cluster aborted the open transaction (``TXNERR`` "Current transaction failed",
+    an abortable error: an out-of-order sequence after a broker restarted). librdkafka reports that
+    state to the application only at the next commit or abort, and sends of the transaction still
+    in flight would hold a flush until they time out; lines are served by poll/flush, on the
+    container's thread."""
+
+    def __init__(self, logger: Any, noted: Callable[[str], None]) -> None:
+        self._logger = logger
+        self._noted = noted
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        if self._logger is not None:
+            self._logger.log(level, msg, *args)
+        if level >= logging.WARNING and args and args[0] == "TXNERR":
+            text = str(args[-1])
+            if "Current transaction failed" in text:
+                self._noted(text.split("]: ", 1)[-1])
+
+
+#: librdkafka's delivery errors of a cluster that could not take the messages for a while: a start
+#: from the last checkpoint sends them again (a send's own fault — too large, not authorized — is not)
+_TRANSIENT_CODES = frozenset(
+    {
+        KafkaError._MSG_TIMED_OUT,  # no broker acknowledged it within message.timeout.ms
+        KafkaError._PURGE_QUEUE,  # dropped from the queue: the transaction became abortable
+        KafkaError._PURGE_INFLIGHT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,  # a broker restarted under the idempotent sequence
+    }
+)
+
+
+def _is_transient(error: Any) -> bool:
+    """Whether a librdkafka error is one a new start from the last commit clears."""
+    return not error.fatal() and (error.retriable() or error.code() in _TRANSIENT_CODES)
 
 
 def _is_fenced(error: Any) -> bool:

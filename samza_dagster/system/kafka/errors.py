@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from samza_dagster.system.errors import SamzaSystemError, SystemUnavailableError
+from samza_dagster.system.errors import SamzaSystemError, SystemUnavailableError, TransientSystemError
 
 
 class KafkaProducerError(SamzaSystemError):
@@ -21,6 +21,18 @@ class KafkaTransactionError(KafkaProducerError):
 class KafkaProducerFencedError(KafkaTransactionError):
     """Another producer took over this producer's transactional id (a newer instance of the same
     container): this one may never write again, as in Kafka (``ProducerFencedException``)."""
+
+
+class KafkaSendInterruptedError(KafkaProducerError, TransientSystemError):
+    """A send the cluster never acknowledged while it was unavailable (timed out, or dropped from
+    the client's queue when the cluster aborted the transaction): what follows the last commit is
+    processed again from its checkpoint."""
+
+
+class KafkaTransactionAbortedError(KafkaTransactionError, TransientSystemError):
+    """The cluster aborted the open transaction (Kafka's abortable errors: an out-of-order sequence
+    after a broker restarted, a transaction the coordinator timed out): its writes are discarded and
+    the container starts again from its last checkpoint."""
 
 
 class KafkaRetryWindowError(SystemUnavailableError):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kafka.errors import KafkaError, KafkaTimeoutError, ProducerFencedError
+from kafka.errors import KafkaError, KafkaTimeoutError, OutOfOrderSequenceNumberError, ProducerFencedError
 
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
@@ -40,6 +40,7 @@ from samza_dagster.system.kafka.coordinator_failover import survive_coordinator_
 from samza_dagster.system.kafka.errors import (
     KafkaProducerError,
     KafkaProducerFencedError,
+    KafkaSendInterruptedError,
     KafkaTransactionError,
     unavailable,
 )
@@ -61,7 +62,14 @@ class _ErrorSink:
         if producer._error is None:
             where = f"partition {self.partition}" if self.partition is not None else "a spread partition"
             fenced = isinstance(exc, ProducerFencedError)
-            error = (KafkaProducerFencedError if fenced else KafkaProducerError)(
+            kind = (
+                KafkaProducerFencedError
+                if fenced
+                else KafkaSendInterruptedError
+                if _is_transient(exc)
+                else KafkaProducerError
+            )
+            error = kind(
                 f"Kafka system {producer.system_name!r}: send to topic {self.topic!r} {where} failed: "
                 f"{type(exc).__name__}: {exc}"
                 + (
@@ -331,4 +339,16 @@ class KafkaSystemProducer:
     def _transaction_error(self, what: str, exc: BaseException) -> KafkaTransactionError:
         # kafka-python raises its error state as a plain KafkaError naming the cause
         fenced = isinstance(exc, ProducerFencedError) or "ProducerFencedError" in str(exc)
-        return transaction_error(self.system_name, self._transactional_id, what, f"{type(exc).__name__}: {exc}", fenced)
+        manager = getattr(self._producer, "_transaction_manager", None)
+        abortable = manager is not None and getattr(manager, "has_abortable_error", lambda: False)()
+        aborted = not fenced and (abortable or _is_transient(exc))
+        return transaction_error(
+            self.system_name, self._transactional_id, what, f"{type(exc).__name__}: {exc}", fenced, aborted
+        )
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Whether kafka-python's error is one a new start from the last commit clears: a retriable
+    error it gave up on (no leader, not enough replicas, a request timed out), a send that timed
+    out, or a sequence a restarted broker did not expect."""
+    return bool(getattr(exc, "retriable", False)) or isinstance(exc, (KafkaTimeoutError, OutOfOrderSequenceNumberError))
