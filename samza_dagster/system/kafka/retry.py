@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from kafka.errors import UnknownBrokerIdError
+
 from samza_dagster.config import keys
 from samza_dagster.config.config import Config
 from samza_dagster.system.kafka.errors import KafkaRetryWindowError, TopicNotYetKnownError
@@ -112,9 +114,11 @@ def retrying(
 
 def kafka_python_transient(exc: BaseException) -> bool:
     """kafka-python's retriable errors (its ``retriable`` flag: NotLeaderForPartition,
-    LeaderNotAvailable, UnknownTopicOrPartition, a refused or timed-out request ...), and
+    LeaderNotAvailable, UnknownTopicOrPartition, a refused or timed-out request ...),
+    UnknownBrokerIdError (a request for a partition whose leader is -1 — none, while a whole
+    cluster stops or starts — which kafka-python does not flag retriable), and
     :class:`TopicNotYetKnownError`."""
-    return isinstance(exc, TopicNotYetKnownError) or bool(getattr(exc, "retriable", False))
+    return isinstance(exc, (TopicNotYetKnownError, UnknownBrokerIdError)) or bool(getattr(exc, "retriable", False))
 
 
 def partition_counts_of_created(what: str, lookup: Callable[[], dict[str, int]], topics: set[str]) -> dict[str, int]:

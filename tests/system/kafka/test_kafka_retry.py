@@ -11,6 +11,7 @@ from kafka.errors import (
     KafkaConnectionError,
     NotLeaderForPartitionError,
     TopicAuthorizationFailedError,
+    UnknownBrokerIdError,
     UnknownTopicOrPartitionError,
 )
 
@@ -48,6 +49,15 @@ def test_a_moved_leader_or_a_refused_connection_is_asked_again_with_one_warning(
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "list offsets" in warnings[0].getMessage()
     assert "KafkaConnectionError" in warnings[0].getMessage()
+
+
+def test_a_partition_without_a_leader_is_asked_again():
+    """A whole cluster stopping: the metadata names leader -1 and kafka-python's admin, sending
+    to it, raises UnknownBrokerIdError (not flagged retriable) — it failed a commit's offset lookup
+    and the container with it, mid-outage."""
+    call = Flaky([UnknownBrokerIdError(-1), UnknownBrokerIdError(-1)])
+    assert retry.retrying("list earliest offsets", call, retry.kafka_python_transient) == "answer"
+    assert call.calls == 3
 
 
 def test_an_error_that_is_not_transient_is_raised_at_once():
