@@ -786,9 +786,8 @@ class SamzaContainer:
                     first = exc
                 log.warning("container %s: error during shutdown: %s", self.container_id, exc)
 
-        attempt(
-            self.reporting.stop, "sending the last metrics snapshot"
-        )  # first: the last snapshot holds the final counts
+        # first: the last snapshot holds the final counts
+        attempt(self.reporting.stop, "sending the last metrics snapshot")
         if self.consumers is not None:
             attempt(self.consumers.stop, "stopping the consumers")
         if self.side_inputs is not None:
