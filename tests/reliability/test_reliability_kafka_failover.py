@@ -536,7 +536,7 @@ def test_two_brokers_down_and_a_whole_cluster_restart_stall_the_job_which_then_g
     A node stopping gracefully can answer a produce request with NOT_ENOUGH_REPLICAS while the
     next one, pipelined behind it, is refused as out of order: the cluster then aborts the open
     transaction (librdkafka drops the queued sends, "Local: Purged in queue"; kafka-python's
-    transaction turns abortable). Seen in about one run in four under load, traced with
+    transaction turns abortable). Seen in a few runs of twenty under load, traced with
     librdkafka's ``debug=eos,msg``. The container then starts again from its last checkpoint
     inside the same run (runtime/restarts.py): said in its summary, and the counts and the output
     are still exact."""
