@@ -117,7 +117,8 @@ _INLINE_BUFFER_CAPACITY = 500
 
 
 _SIZE = attrgetter("size")
-#: how many envelopes of a polled batch estimate its mean size (:meth:`_SspState.fit_bytes`)
+#: about how many envelopes of a polled batch estimate its mean size (:meth:`_SspState.fit_bytes`:
+#: every ``len // FIT_SAMPLE``-th, so between this many and twice as many; all of a smaller batch)
 FIT_SAMPLE = 32
 
 #: Least envelopes a partition may buffer whatever the budget divided among partitions leaves it.
@@ -196,8 +197,8 @@ class _SspState:
 
     def fit_bytes(self, envelopes: list[IncomingMessageEnvelope]) -> None:
         """Lower (or raise back) the capacity so that this partition's buffer holds about its
-        share of the bytes budget, at the mean size of the batch just polled — estimated from at
-        most :data:`FIT_SAMPLE` envelopes spread evenly over it (summing every size cost B5 ~2 %
+        share of the bytes budget, at the mean size of the batch just polled — estimated from
+        about :data:`FIT_SAMPLE` envelopes spread evenly over it (summing every size cost B5 ~2 %
         of its time, 24 ns an envelope; the budget is approximate anyway)."""
         assert self.bytes_share is not None
         step = len(envelopes) // FIT_SAMPLE
