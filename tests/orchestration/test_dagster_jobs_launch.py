@@ -149,11 +149,7 @@ def test_the_unbounded_job_runs_until_terminated_and_stops_cleanly(code_location
             instance.report_run_canceling(instance.get_run_by_id(run.run_id))
         worker.join(120)
     assert not worker.is_alive()
-    result = outcome["run"]
-    assert result.success
-    mats = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]
-    final = [m for m in mats if m.metadata["job_status"].value != "running"]
-    assert final and all(m.metadata["stopped_by"].value == "terminated from Dagster" for m in final)
+    _assert_ended_terminated_from_dagster(outcome["run"])
 
 
 def test_the_unbounded_job_terminated_as_its_run_starts_stops_with_a_report(code_location):
@@ -182,7 +178,11 @@ def test_the_unbounded_job_terminated_as_its_run_starts_stops_with_a_report(code
     finally:
         worker.join(180)
     assert not worker.is_alive()
-    result = outcome["run"]
+    _assert_ended_terminated_from_dagster(outcome["run"])
+
+
+def _assert_ended_terminated_from_dagster(result: dg.ExecuteInProcessResult) -> None:
+    """The run succeeded and its final materializations say Dagster terminated the job."""
     assert result.success
     mats = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]
     final = [m for m in mats if m.metadata["job_status"].value != "running"]
